@@ -1,0 +1,1 @@
+//! The retention controller: deletes expired objects and enforces limits (not built yet).

@@ -1,0 +1,76 @@
+//! `local-cluster up|down|status`: the local cluster behind `make up` and `make down`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use kube_retention_e2e::{Layout, LocalCluster, Outcome};
+
+#[derive(Parser)]
+#[command(about = "A local Kubernetes control plane for kube-retention, on 127.0.0.1 only")]
+struct Args {
+    /// Folder for the cluster's certificates, data, kubeconfigs, logs and pid files.
+    #[arg(long, default_value = ".local", global = true)]
+    state: PathBuf,
+    #[command(subcommand)]
+    command: Action,
+}
+
+#[derive(Subcommand)]
+enum Action {
+    /// Start the cluster (a no-op when it already runs), install the CRDs and deploy/local.
+    Up,
+    /// Stop every process `up` started, by pid; logs stay.
+    Down,
+    /// Say whether the cluster runs.
+    Status,
+}
+
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("local-cluster: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let layout = Layout::new(args.state)?;
+    match args.command {
+        Action::Up => {
+            let (cluster, outcome) = LocalCluster::up(layout)?;
+            match outcome {
+                Outcome::AlreadyRunning => {
+                    println!("local cluster already up at {}", cluster.server())
+                }
+                Outcome::Started => println!(
+                    "local cluster up at {} (logs in {})",
+                    cluster.server(),
+                    cluster.layout.state("logs").display()
+                ),
+            }
+            println!(
+                "export KUBECONFIG={}",
+                cluster.layout.kubeconfig().display()
+            );
+        }
+        Action::Down => {
+            let stopped = LocalCluster::down(&layout)?;
+            if stopped.is_empty() {
+                println!("local cluster was not running");
+            } else {
+                println!("stopped {}", stopped.join(", "));
+            }
+        }
+        Action::Status => match LocalCluster::running(&layout) {
+            Some(cluster) => println!("up at {}", cluster.server()),
+            None => {
+                println!("down");
+                return Ok(ExitCode::from(3));
+            }
+        },
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,361 @@
+//! A local Kubernetes control plane on 127.0.0.1: etcd, kube-apiserver (RBAC, default admission
+//! plugins, service-account signing) and kube-controller-manager running only the garbage
+//! collector, namespace and service-account controllers, so tests decide every status.
+//!
+//! Each cluster lives in its own state folder with ports chosen at start, so several can run at
+//! once. [`LocalCluster::up`] leaves the processes running (for `make up`); the end-to-end suite
+//! calls [`LocalCluster::down`] when it is done.
+
+use std::fs;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::Command;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use kube_retention_certs::CertificateAuthority;
+
+use crate::kubeconfig::{self, Credentials};
+use crate::layout::Layout;
+use crate::process;
+use crate::run;
+
+/// The control-plane processes, in start order (stopped in reverse).
+pub const CONTROL_PLANE: [&str; 3] = ["etcd", "kube-apiserver", "kube-controller-manager"];
+
+/// The controllers kube-controller-manager runs: nothing that would set a status or delete a
+/// finished object behind a test's back.
+pub const CONTROLLERS: &str = "garbage-collector-controller,namespace-controller,\
+serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller";
+
+/// Where kube-retention's own components run and the ServiceAccounts they act as.
+pub const NAMESPACE: &str = "kube-retention";
+pub const CONTROLLER_SERVICE_ACCOUNT: &str = "kube-retention-controller";
+pub const WEBHOOK_SERVICE_ACCOUNT: &str = "kube-retention-webhook";
+
+const CERT_VALIDITY: time::Duration = time::Duration::days(30);
+
+/// A running local cluster.
+#[derive(Debug, Clone)]
+pub struct LocalCluster {
+    pub layout: Layout,
+    pub api_port: u16,
+}
+
+/// What [`LocalCluster::up`] found or did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    AlreadyRunning,
+    Started,
+}
+
+impl LocalCluster {
+    /// Starts the control plane in `layout.state_dir` unless it already runs there. Leftovers of a
+    /// crashed cluster (stale pid files, half the processes) are stopped and replaced.
+    pub fn up(layout: Layout) -> Result<(Self, Outcome)> {
+        if let Some(cluster) = Self::running(&layout) {
+            return Ok((cluster, Outcome::AlreadyRunning));
+        }
+        Self::down(&layout)?;
+        fs::remove_file(layout.state("api-port")).ok();
+        let etcd_data = layout.state("etcd");
+        if etcd_data.exists() {
+            fs::remove_dir_all(&etcd_data)?;
+        }
+        let cluster = Self::start(layout)?;
+        cluster.install()?;
+        // Written last: a cluster counts as up only once everything above has succeeded.
+        fs::write(
+            cluster.layout.state("api-port"),
+            cluster.api_port.to_string(),
+        )?;
+        Ok((cluster, Outcome::Started))
+    }
+
+    /// The cluster in `layout.state_dir`, if every control-plane process is alive and the API
+    /// server answers ready.
+    pub fn running(layout: &Layout) -> Option<Self> {
+        let all_live = process::tracked(&layout.state_dir, &CONTROL_PLANE)
+            .iter()
+            .all(|tracked| tracked.live_pid().is_some());
+        let api_port = fs::read_to_string(layout.state("api-port"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
+        let cluster = Self {
+            layout: layout.clone(),
+            api_port,
+        };
+        (all_live && cluster.ready()).then_some(cluster)
+    }
+
+    /// Stops every process `up` started in this state folder, by pid, newest first. Logs stay.
+    pub fn down(layout: &Layout) -> Result<Vec<String>> {
+        let mut stopped = Vec::new();
+        let mut names: Vec<&str> = crate::COMPONENTS.to_vec();
+        names.extend(CONTROL_PLANE.iter().rev());
+        for tracked in process::tracked(&layout.state_dir, &names) {
+            if tracked.stop(Duration::from_secs(10))? {
+                stopped.push(tracked.name);
+            }
+        }
+        Ok(stopped)
+    }
+
+    pub fn server(&self) -> String {
+        format!("https://127.0.0.1:{}", self.api_port)
+    }
+
+    /// `kubectl` with the admin kubeconfig.
+    pub fn kubectl(&self) -> Command {
+        let mut command = Command::new(self.layout.binary("kubectl"));
+        command.arg("--kubeconfig").arg(self.layout.kubeconfig());
+        command
+    }
+
+    fn ready(&self) -> bool {
+        self.kubectl()
+            .args(["get", "--raw", "/readyz", "--request-timeout=2s"])
+            .output()
+            .is_ok_and(|output| output.status.success())
+    }
+
+    fn start(layout: Layout) -> Result<Self> {
+        fs::create_dir_all(&layout.state_dir)?;
+        let [etcd_port, etcd_peer_port, api_port] = free_ports()?;
+        let pki = Pki::write(&layout)?;
+        let cluster = Self { layout, api_port };
+        let layout = &cluster.layout;
+
+        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
+        let peer_url = format!("http://127.0.0.1:{etcd_peer_port}");
+        process::spawn(
+            &layout.state_dir,
+            "etcd",
+            Command::new(layout.binary("etcd"))
+                .arg("--name=local")
+                .arg(format!("--data-dir={}", layout.state("etcd").display()))
+                .arg(format!("--listen-client-urls={etcd_url}"))
+                .arg(format!("--advertise-client-urls={etcd_url}"))
+                .arg(format!("--listen-peer-urls={peer_url}"))
+                .arg(format!("--initial-advertise-peer-urls={peer_url}"))
+                .arg(format!("--initial-cluster=local={peer_url}"))
+                .arg("--listen-metrics-urls=")
+                // A throwaway test cluster: durability is not worth the fsync latency.
+                .arg("--unsafe-no-fsync")
+                .arg("--log-level=warn"),
+        )?;
+
+        kubeconfig::write(
+            &layout.kubeconfig(),
+            &cluster.server(),
+            &pki.ca_pem,
+            Credentials::ClientCertificate {
+                cert_pem: &pki.admin.cert_pem,
+                key_pem: &pki.admin.key_pem,
+            },
+        )?;
+        let file = |name: &str| layout.state(&format!("pki/{name}")).display().to_string();
+        process::spawn(
+            &layout.state_dir,
+            "kube-apiserver",
+            Command::new(layout.binary("kube-apiserver"))
+                .arg(format!("--etcd-servers={etcd_url}"))
+                .arg("--bind-address=127.0.0.1")
+                .arg("--advertise-address=127.0.0.1")
+                .arg(format!("--secure-port={api_port}"))
+                .arg(format!("--tls-cert-file={}", file("apiserver.crt")))
+                .arg(format!("--tls-private-key-file={}", file("apiserver.key")))
+                .arg(format!("--client-ca-file={}", file("ca.crt")))
+                .arg(format!("--service-account-key-file={}", file("sa.pub")))
+                .arg(format!(
+                    "--service-account-signing-key-file={}",
+                    file("sa.key")
+                ))
+                .arg("--service-account-issuer=https://kubernetes.default.svc.cluster.local")
+                .arg("--service-cluster-ip-range=10.96.0.0/16")
+                .arg("--authorization-mode=RBAC")
+                .arg("--endpoint-reconciler-type=none")
+                .arg(format!("--cert-dir={}", layout.state("pki").display()))
+                .arg(format!(
+                    "--audit-policy-file={}",
+                    layout
+                        .repo_root
+                        .join("tests/cluster/audit-policy.yaml")
+                        .display()
+                ))
+                .arg(format!(
+                    "--audit-log-path={}",
+                    layout.state("logs/audit.log").display()
+                ))
+                .arg("--audit-log-maxsize=200"),
+        )?;
+        cluster.wait_until_ready(Duration::from_secs(90))?;
+
+        let kcm_kubeconfig = layout.state("kube-controller-manager.kubeconfig");
+        kubeconfig::write(
+            &kcm_kubeconfig,
+            &cluster.server(),
+            &pki.ca_pem,
+            Credentials::ClientCertificate {
+                cert_pem: &pki.controller_manager.cert_pem,
+                key_pem: &pki.controller_manager.key_pem,
+            },
+        )?;
+        process::spawn(
+            &layout.state_dir,
+            "kube-controller-manager",
+            Command::new(layout.binary("kube-controller-manager"))
+                .arg(format!("--kubeconfig={}", kcm_kubeconfig.display()))
+                .arg(format!("--controllers={CONTROLLERS}"))
+                .arg(format!(
+                    "--service-account-private-key-file={}",
+                    file("sa.key")
+                ))
+                .arg(format!("--root-ca-file={}", file("ca.crt")))
+                .arg("--use-service-account-credentials=false")
+                .arg("--leader-elect=false")
+                .arg("--secure-port=0"),
+        )?;
+        Ok(cluster)
+    }
+
+    fn wait_until_ready(&self, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        while !self.ready() {
+            for tracked in process::tracked(&self.layout.state_dir, &CONTROL_PLANE[..2]) {
+                if tracked.pid_file.exists() && tracked.live_pid().is_none() {
+                    bail!(
+                        "{} exited during start-up: see {}",
+                        tracked.name,
+                        self.layout
+                            .state(&format!("logs/{}.log", tracked.name))
+                            .display()
+                    );
+                }
+            }
+            if Instant::now() > deadline {
+                bail!("kube-apiserver not ready after {timeout:?}");
+            }
+            sleep(Duration::from_millis(200));
+        }
+        Ok(())
+    }
+
+    /// Installs Shipwright's CRDs and the project's manifests through the local overlay, and
+    /// writes a kubeconfig for each kube-retention ServiceAccount.
+    fn install(&self) -> Result<()> {
+        let crds = self.layout.shipwright_crds();
+        // Server-side apply: the CRDs are too large for client-side apply's annotation.
+        run(self
+            .kubectl()
+            .args([
+                "apply",
+                "--server-side",
+                "--field-manager=kube-retention-dev",
+                "-f",
+            ])
+            .arg(&crds))
+        .with_context(|| format!("installing the CRDs in {}", crds.display()))?;
+        // `kubectl wait` fails outright until the CRDs have a status at all; retry until then.
+        crate::retry(Duration::from_secs(60), || {
+            run(self.kubectl().args([
+                "wait",
+                "--for=condition=Established",
+                "--timeout=60s",
+                "crd/builds.shipwright.io",
+                "crd/buildruns.shipwright.io",
+            ]))
+        })?;
+        run(self
+            .kubectl()
+            .args(["apply", "-k"])
+            .arg(self.layout.repo_root.join("deploy/local")))?;
+        for service_account in [CONTROLLER_SERVICE_ACCOUNT, WEBHOOK_SERVICE_ACCOUNT] {
+            self.write_service_account_kubeconfig(service_account)?;
+        }
+        Ok(())
+    }
+
+    /// A kubeconfig that acts as a kube-retention ServiceAccount, with the RBAC `deploy/` grants.
+    pub fn service_account_kubeconfig(&self, service_account: &str) -> PathBuf {
+        self.layout.state(&format!("{service_account}.kubeconfig"))
+    }
+
+    fn write_service_account_kubeconfig(&self, service_account: &str) -> Result<()> {
+        let token = run(self.kubectl().args([
+            "create",
+            "token",
+            service_account,
+            "--namespace",
+            NAMESPACE,
+            "--duration=720h",
+        ]))?;
+        let ca_pem = fs::read_to_string(self.layout.state("pki/ca.crt"))?;
+        kubeconfig::write(
+            &self.service_account_kubeconfig(service_account),
+            &self.server(),
+            &ca_pem,
+            Credentials::Token(token.trim()),
+        )
+    }
+
+    /// The identity a ServiceAccount's requests carry, for `kubectl --as`.
+    pub fn service_account_user(service_account: &str) -> String {
+        format!("system:serviceaccount:{NAMESPACE}:{service_account}")
+    }
+}
+
+/// The local cluster's certificates and keys, written under `pki/`.
+struct Pki {
+    ca_pem: String,
+    admin: kube_retention_certs::CertifiedKey,
+    controller_manager: kube_retention_certs::CertifiedKey,
+}
+
+impl Pki {
+    fn write(layout: &Layout) -> Result<Self> {
+        let dir = layout.state("pki");
+        fs::create_dir_all(&dir)?;
+        let ca = CertificateAuthority::generate("kube-retention-local-ca", CERT_VALIDITY)?;
+        let serving = ca.issue_serving(&["127.0.0.1", "localhost"], CERT_VALIDITY)?;
+        let admin = ca.issue_client("kube-retention-admin", &["system:masters"], CERT_VALIDITY)?;
+        let controller_manager = ca.issue_client(
+            "system:kube-controller-manager",
+            &["system:masters"],
+            CERT_VALIDITY,
+        )?;
+        let (sa_key, sa_pub) = kube_retention_certs::generate_signing_key()?;
+        let ca_pem = ca.certified().cert_pem.clone();
+        for (name, contents) in [
+            ("ca.crt", &ca_pem),
+            ("apiserver.crt", &serving.cert_pem),
+            ("apiserver.key", &serving.key_pem),
+            ("sa.key", &sa_key),
+            ("sa.pub", &sa_pub),
+        ] {
+            fs::write(dir.join(name), contents)?;
+        }
+        Ok(Self {
+            ca_pem,
+            admin,
+            controller_manager,
+        })
+    }
+}
+
+/// Ports free on 127.0.0.1 right now, all held until every one is chosen so none repeats.
+fn free_ports<const N: usize>() -> Result<[u16; N]> {
+    let listeners = (0..N)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    let ports: Vec<u16> = listeners
+        .iter()
+        .map(|listener| listener.local_addr().map(|address| address.port()))
+        .collect::<std::io::Result<_>>()?;
+    ports
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("port count mismatch"))
+}

@@ -1,0 +1,69 @@
+//! Where things are: the checkout, the Go-built cluster binaries, `../shared`, and one cluster's
+//! state folder (certificates, etcd data, kubeconfigs, logs and pid files).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub repo_root: PathBuf,
+    pub bin_dir: PathBuf,
+    pub shared_dir: PathBuf,
+    pub state_dir: PathBuf,
+}
+
+impl Layout {
+    /// The layout for a cluster whose state lives in `state_dir`. The shared data folder is
+    /// `../shared` beside the checkout unless `KUBE_RETENTION_SHARED` names another.
+    pub fn new(state_dir: impl Into<PathBuf>) -> Result<Self> {
+        let repo_root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .context("the tests crate lives inside the checkout")?
+            .to_path_buf();
+        let shared_dir = match std::env::var_os("KUBE_RETENTION_SHARED") {
+            Some(dir) => PathBuf::from(dir),
+            None => repo_root.join("..").join("shared"),
+        };
+        let state_dir = std::path::absolute(state_dir.into())?;
+        let layout = Self {
+            bin_dir: repo_root.join("tests").join("cluster").join("bin"),
+            repo_root,
+            shared_dir,
+            state_dir,
+        };
+        for binary in [
+            "etcd",
+            "kube-apiserver",
+            "kube-controller-manager",
+            "kubectl",
+        ] {
+            if !layout.binary(binary).is_file() {
+                bail!(
+                    "{} is missing: run `make cluster-binaries` (tests/cluster/build.sh) first",
+                    layout.binary(binary).display()
+                );
+            }
+        }
+        Ok(layout)
+    }
+
+    pub fn binary(&self, name: &str) -> PathBuf {
+        self.bin_dir.join(name)
+    }
+
+    /// A file or folder inside the cluster's state folder.
+    pub fn state(&self, relative: &str) -> PathBuf {
+        self.state_dir.join(relative)
+    }
+
+    /// The admin kubeconfig.
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.state("kubeconfig")
+    }
+
+    /// Shipwright's CRDs from the shared data folder.
+    pub fn shipwright_crds(&self) -> PathBuf {
+        self.shared_dir.join("crds").join("shipwright")
+    }
+}

@@ -1,0 +1,108 @@
+//! Background processes that outlive the command that started them: each one is tracked by a pid
+//! file and writes to its own log, so `make down` can stop exactly what `make up` started.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+/// A process started by [`spawn`], identified by the pid file it wrote.
+#[derive(Debug, Clone)]
+pub struct Tracked {
+    pub name: String,
+    pub pid_file: PathBuf,
+}
+
+/// Starts `command` in its own process group (so a terminal's Ctrl-C or the starter exiting
+/// doesn't reach it), with output appended to `logs/<name>.log` and its pid in `pids/<name>.pid`.
+pub fn spawn(state_dir: &Path, name: &str, command: &mut Command) -> Result<Tracked> {
+    use std::os::unix::process::CommandExt;
+
+    let log_path = state_dir.join("logs").join(format!("{name}.log"));
+    let pid_dir = state_dir.join("pids");
+    fs::create_dir_all(log_path.parent().context("log path has a parent")?)?;
+    fs::create_dir_all(&pid_dir)?;
+    let log = File::options()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .with_context(|| format!("opening {}", log_path.display()))?;
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("starting {name} ({:?})", command.get_program()))?;
+    let pid_file = pid_dir.join(format!("{name}.pid"));
+    // The program path goes in too, so a recycled pid is never mistaken for ours.
+    let program = command.get_program().to_string_lossy();
+    fs::write(&pid_file, format!("{}\n{program}\n", child.id()))?;
+    Ok(Tracked {
+        name: name.to_owned(),
+        pid_file,
+    })
+}
+
+impl Tracked {
+    /// The tracked process's pid, if its pid file names a live process that is still the program
+    /// it started (a recycled pid after a crash or reboot is not ours).
+    pub fn live_pid(&self) -> Option<Pid> {
+        let recorded = fs::read_to_string(&self.pid_file).ok()?;
+        let mut lines = recorded.lines();
+        let pid: i32 = lines.next()?.trim().parse().ok()?;
+        let program = lines.next()?;
+        let cmdline = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let ours = cmdline.split(|byte| *byte == 0).next()? == program.as_bytes();
+        // Zombies keep their cmdline readable; treat them as gone.
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let zombie = stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z'));
+        (ours && !zombie).then_some(Pid::from_raw(pid))
+    }
+
+    /// Stops the process: SIGTERM, then SIGKILL after `grace`. Removes the pid file either way.
+    pub fn stop(&self, grace: Duration) -> Result<bool> {
+        let stopped = match self.live_pid() {
+            Some(pid) => {
+                kill(pid, Signal::SIGTERM).ok();
+                let deadline = Instant::now() + grace;
+                while self.live_pid().is_some() && Instant::now() < deadline {
+                    sleep(Duration::from_millis(50));
+                }
+                if self.live_pid().is_some() {
+                    kill(pid, Signal::SIGKILL).ok();
+                    let deadline = Instant::now() + Duration::from_secs(5);
+                    while self.live_pid().is_some() {
+                        if Instant::now() > deadline {
+                            bail!("{} (pid {pid}) survived SIGKILL", self.name);
+                        }
+                        sleep(Duration::from_millis(20));
+                    }
+                }
+                true
+            }
+            None => false,
+        };
+        fs::remove_file(&self.pid_file).ok();
+        Ok(stopped)
+    }
+}
+
+/// Every process with a pid file under `state_dir`, in the order given by `names`.
+pub fn tracked(state_dir: &Path, names: &[&str]) -> Vec<Tracked> {
+    names
+        .iter()
+        .map(|name| Tracked {
+            name: (*name).to_owned(),
+            pid_file: state_dir.join("pids").join(format!("{name}.pid")),
+        })
+        .collect()
+}

@@ -1,0 +1,198 @@
+//! The foundation: the cluster runs the pinned release, Shipwright's CRDs work through the real
+//! API server (status subresource included), and kube-retention's ServiceAccounts get exactly the
+//! RBAC that `deploy/` grants.
+
+use std::fs;
+
+use anyhow::{Context, Result, ensure};
+use kube::api::{Patch, PatchParams, PostParams};
+use kube_retention_e2e::cluster::{CONTROLLER_SERVICE_ACCOUNT, WEBHOOK_SERVICE_ACCOUNT};
+use kube_retention_e2e::{LocalCluster, run};
+use libtest_mimic::Trial;
+use serde_json::json;
+
+use crate::support::{Env, TestNamespace, client_for, object, shipwright};
+
+pub fn tests(env: &Env) -> Vec<Trial> {
+    vec![
+        env.trial(
+            "cluster_serves_the_pinned_kubernetes_release",
+            pinned_release,
+        ),
+        env.trial(
+            "build_and_buildrun_round_trip_with_status_subresource",
+            build_and_buildrun,
+        ),
+        env.trial(
+            "service_accounts_get_exactly_the_deploy_rbac",
+            service_account_rbac,
+        ),
+        env.trial(
+            "service_account_kubeconfigs_act_with_the_deploy_rbac",
+            service_account_kubeconfigs,
+        ),
+    ]
+}
+
+async fn pinned_release(ns: TestNamespace) -> Result<()> {
+    let go_mod = fs::read_to_string(ns.env.cluster.layout.repo_root.join("tests/cluster/go.mod"))?;
+    let pinned = go_mod
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("k8s.io/kubernetes "))
+        .context("go.mod requires k8s.io/kubernetes")?
+        .trim();
+    let version: serde_json::Value =
+        serde_json::from_str(&run(ns.kubectl().args(["version", "--output=json"]))?)?;
+    ensure!(
+        version["serverVersion"]["gitVersion"] == pinned,
+        "server version {version}"
+    );
+    ensure!(
+        version["clientVersion"]["gitVersion"] == pinned,
+        "kubectl version {version}"
+    );
+    Ok(())
+}
+
+async fn build_and_buildrun(ns: TestNamespace) -> Result<()> {
+    let builds = ns.dynamic(&shipwright("Build"));
+    let buildruns = ns.dynamic(&shipwright("BuildRun"));
+    let build = object(
+        &shipwright("Build"),
+        json!({
+            "metadata": { "name": "hello" },
+            "spec": {
+                "source": { "type": "Git", "git": { "url": "https://github.com/shipwright-io/sample-go" } },
+                "strategy": { "kind": "ClusterBuildStrategy", "name": "buildkit" },
+                "output": { "image": "registry.example/hello:latest" },
+                "retention": { "ttlAfterSucceeded": "1h", "succeededLimit": 3 },
+            },
+        }),
+    )?;
+    builds.create(&PostParams::default(), &build).await?;
+    let buildrun = object(
+        &shipwright("BuildRun"),
+        json!({
+            "metadata": { "name": "hello-1" },
+            "spec": { "build": { "name": "hello" } },
+        }),
+    )?;
+    buildruns.create(&PostParams::default(), &buildrun).await?;
+
+    let status = json!({
+        "status": {
+            "conditions": [{
+                "type": "Succeeded",
+                "status": "True",
+                "reason": "Succeeded",
+                "message": "All Steps have completed executing",
+                "lastTransitionTime": "2026-01-02T03:04:05Z",
+            }],
+            "completionTime": "2026-01-02T03:04:05Z",
+        },
+        // Ignored: a status update never changes the spec.
+        "spec": { "build": { "name": "someone-else" } },
+    });
+    buildruns
+        .patch_status("hello-1", &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+
+    let read_back = buildruns.get("hello-1").await?;
+    ensure!(
+        read_back.data["status"]["conditions"][0]["status"] == "True",
+        "{read_back:?}"
+    );
+    ensure!(read_back.data["status"]["completionTime"] == "2026-01-02T03:04:05Z");
+    ensure!(
+        read_back.data["spec"]["build"]["name"] == "hello",
+        "spec untouched by /status"
+    );
+    let build = builds.get("hello").await?;
+    ensure!(
+        build.data["spec"]["retention"]["ttlAfterSucceeded"] == "1h",
+        "{build:?}"
+    );
+    ensure!(build.data["spec"]["retention"]["succeededLimit"] == 3);
+
+    // And the other way round: the main resource ignores status changes.
+    let reset = json!({ "status": { "completionTime": "2030-01-01T00:00:00Z" } });
+    buildruns
+        .patch("hello-1", &PatchParams::default(), &Patch::Merge(&reset))
+        .await?;
+    let read_back = buildruns.get("hello-1").await?;
+    ensure!(read_back.data["status"]["completionTime"] == "2026-01-02T03:04:05Z");
+    Ok(())
+}
+
+async fn service_account_rbac(ns: TestNamespace) -> Result<()> {
+    let can_i = |service_account: &str, verb: &str, resource: &str| -> Result<bool> {
+        let output = ns
+            .kubectl()
+            .args(["auth", "can-i", verb, resource, "--all-namespaces", "--as"])
+            .arg(LocalCluster::service_account_user(service_account))
+            .output()?;
+        // `can-i` answers on stdout and exits 1 for "no".
+        Ok(String::from_utf8(output.stdout)?.trim() == "yes")
+    };
+    let controller = CONTROLLER_SERVICE_ACCOUNT;
+    for (verb, resource) in [
+        ("delete", "buildruns.shipwright.io"),
+        ("patch", "buildruns.shipwright.io"),
+        ("watch", "builds.shipwright.io"),
+        ("delete", "jobs.batch"),
+        ("delete", "pods"),
+        ("create", "events.events.k8s.io"),
+    ] {
+        ensure!(
+            can_i(controller, verb, resource)?,
+            "controller may {verb} {resource}"
+        );
+    }
+    for (verb, resource) in [
+        ("create", "buildruns.shipwright.io"),
+        ("update", "jobs.batch"),
+        ("delete", "builds.shipwright.io"),
+        ("get", "secrets"),
+        ("delete", "namespaces"),
+    ] {
+        ensure!(
+            !can_i(controller, verb, resource)?,
+            "controller may not {verb} {resource}"
+        );
+    }
+    ensure!(can_i(
+        WEBHOOK_SERVICE_ACCOUNT,
+        "get",
+        "builds.shipwright.io"
+    )?);
+    for (verb, resource) in [
+        ("list", "builds.shipwright.io"),
+        ("delete", "buildruns.shipwright.io"),
+        ("get", "secrets"),
+    ] {
+        ensure!(
+            !can_i(WEBHOOK_SERVICE_ACCOUNT, verb, resource)?,
+            "webhook may not {verb} {resource}"
+        );
+    }
+    Ok(())
+}
+
+async fn service_account_kubeconfigs(ns: TestNamespace) -> Result<()> {
+    let kubeconfig = ns
+        .env
+        .cluster
+        .service_account_kubeconfig(CONTROLLER_SERVICE_ACCOUNT);
+    let client = client_for(&kubeconfig).await?;
+    let buildruns: kube::Api<kube::api::DynamicObject> =
+        kube::Api::namespaced_with(client.clone(), &ns.name, &shipwright("BuildRun"));
+    buildruns.list(&Default::default()).await?;
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::namespaced(client, &ns.name);
+    match secrets.list(&Default::default()).await {
+        Err(kube::Error::Api(status)) if status.code == 403 => Ok(()),
+        other => {
+            anyhow::bail!("listing secrets as the controller must be forbidden, got {other:?}")
+        }
+    }
+}

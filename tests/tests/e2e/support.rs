@@ -1,0 +1,182 @@
+//! What every end-to-end test shares: the private cluster, a kube client, a tokio runtime, and
+//! a temporary namespace per test that is deleted afterwards.
+
+use std::future::Future;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+use kube_retention_e2e::{Layout, LocalCluster, Outcome};
+use libtest_mimic::{Failed, Trial};
+
+pub struct EnvInner {
+    pub cluster: LocalCluster,
+    pub client: Client,
+    pub runtime: tokio::runtime::Runtime,
+    _state: tempfile::TempDir,
+}
+
+/// The shared test environment; cheap to clone into each test.
+#[derive(Clone)]
+pub struct Env(Arc<EnvInner>);
+
+impl std::ops::Deref for Env {
+    type Target = EnvInner;
+    fn deref(&self) -> &EnvInner {
+        &self.0
+    }
+}
+
+impl Env {
+    pub fn start() -> Result<Self> {
+        let state = tempfile::Builder::new()
+            .prefix("kube-retention-e2e-")
+            .tempdir()?;
+        let layout = Layout::new(state.path())?;
+        let (cluster, outcome) = LocalCluster::up(layout)?;
+        anyhow::ensure!(
+            outcome == Outcome::Started,
+            "a fresh state folder starts a cluster"
+        );
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?;
+        let client = runtime.block_on(client_for(&cluster.layout.kubeconfig()))?;
+        Ok(Self(Arc::new(EnvInner {
+            cluster,
+            client,
+            runtime,
+            _state: state,
+        })))
+    }
+
+    pub fn stop(&self) {
+        if let Err(error) = LocalCluster::down(&self.cluster.layout) {
+            eprintln!("stopping the local cluster: {error:#}");
+        }
+    }
+
+    /// A test named `name` that runs `body` in a fresh namespace, deleted when it ends.
+    pub fn trial<F, Fut>(&self, name: &str, body: F) -> Trial
+    where
+        F: FnOnce(TestNamespace) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<()>>,
+    {
+        let env = self.clone();
+        let test_name = name.to_owned();
+        Trial::test(name, move || {
+            env.runtime
+                .block_on(async {
+                    let namespace = TestNamespace::create(&env, &test_name).await?;
+                    let outcome = body(namespace.clone()).await;
+                    namespace.delete().await;
+                    outcome
+                })
+                .map_err(|error| Failed::from(format!("{error:#}")))
+        })
+    }
+
+    pub fn kubectl(&self) -> Command {
+        self.cluster.kubectl()
+    }
+}
+
+pub async fn client_for(kubeconfig: &std::path::Path) -> Result<Client> {
+    let kubeconfig = Kubeconfig::read_from(kubeconfig)?;
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    Ok(Client::try_from(config)?)
+}
+
+/// A namespace of one test's own.
+#[derive(Clone)]
+pub struct TestNamespace {
+    pub name: String,
+    pub env: Env,
+}
+
+impl TestNamespace {
+    async fn create(env: &Env, test_name: &str) -> Result<Self> {
+        let slug: String = test_name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .take(40)
+            .collect();
+        let name = format!("e2e-{}-{:04x}", slug.trim_matches('-'), rand_suffix());
+        let namespaces: Api<Namespace> = Api::all(env.client.clone());
+        let mut namespace = Namespace::default();
+        namespace.metadata.name = Some(name.clone());
+        namespaces
+            .create(&PostParams::default(), &namespace)
+            .await?;
+        // Pods can only be created once the service-account controller made `default`.
+        let service_accounts: Api<ServiceAccount> = Api::namespaced(env.client.clone(), &name);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while service_accounts.get_opt("default").await?.is_none() {
+            anyhow::ensure!(
+                tokio::time::Instant::now() < deadline,
+                "no default ServiceAccount in {name}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(Self {
+            name,
+            env: env.clone(),
+        })
+    }
+
+    async fn delete(&self) {
+        let namespaces: Api<Namespace> = Api::all(self.env.client.clone());
+        namespaces
+            .delete(&self.name, &DeleteParams::background())
+            .await
+            .ok();
+    }
+
+    /// The namespaced API of a custom resource kind, e.g. Shipwright's BuildRuns.
+    pub fn dynamic(&self, resource: &ApiResource) -> Api<DynamicObject> {
+        Api::namespaced_with(self.env.client.clone(), &self.name, resource)
+    }
+
+    /// `kubectl` as admin, in this namespace.
+    pub fn kubectl(&self) -> Command {
+        let mut command = self.env.kubectl();
+        command.arg("--namespace").arg(&self.name);
+        command
+    }
+}
+
+pub fn shipwright(kind: &str) -> ApiResource {
+    let plural = format!("{}s", kind.to_ascii_lowercase());
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("shipwright.io", "v1beta1", kind),
+        &plural,
+    )
+}
+
+/// Parses a JSON fixture into an object of `resource`'s kind.
+pub fn object(resource: &ApiResource, value: serde_json::Value) -> Result<DynamicObject> {
+    let mut object: DynamicObject =
+        serde_json::from_value(value).context("fixture is an object")?;
+    object.types = Some(kube::api::TypeMeta {
+        api_version: resource.api_version.clone(),
+        kind: resource.kind.clone(),
+    });
+    Ok(object)
+}
+
+fn rand_suffix() -> u16 {
+    use std::hash::{BuildHasher, RandomState};
+    (RandomState::new().hash_one(std::time::SystemTime::now()) & 0xffff) as u16
+}

@@ -1,0 +1,1 @@
+//! The admission webhook: validates retention settings and stamps schedules (not built yet).
