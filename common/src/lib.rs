@@ -1,6 +1,17 @@
 //! The kube-retention model as pure functions, shared by the webhook and the controller so the
-//! two can never disagree. The model itself arrives with the webhook issue; until then this crate
-//! holds only the names both binaries agree on.
+//! two can never disagree: the duration grammar, annotation and field parsing, "is it finished and
+//! when", and expiry computation. Nothing here talks to a cluster.
 
-/// The annotation prefix every kube-retention annotation shares.
-pub const ANNOTATION_PREFIX: &str = "retention.dev/";
+pub mod annotations;
+pub mod duration;
+pub mod expiry;
+pub mod field_error;
+pub mod kind;
+pub mod policy;
+pub mod progress;
+
+pub use expiry::Expiry;
+pub use field_error::FieldError;
+pub use kind::Kind;
+pub use policy::{Policy, RunPolicy, Ttls};
+pub use progress::{Finished, Outcome, Progress};

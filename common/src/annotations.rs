@@ -1,0 +1,194 @@
+//! The `retention.dev/*` annotations, which give any object a retention policy.
+//!
+//! | annotation | meaning |
+//! | --- | --- |
+//! | `retention.dev/ttl` | delete this long after creation |
+//! | `retention.dev/ttl-after-succeeded` | delete this long after finishing successfully |
+//! | `retention.dev/ttl-after-failed` | delete this long after failing |
+//! | `retention.dev/ttl-after-finished` | both of the above (the specific ones win) |
+//! | `retention.dev/expires-at` | delete at this RFC 3339 time; stamped by kube-retention when a TTL applies |
+//! | `retention.dev/keep` | `"true"`: never delete; wins over everything |
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde_json::Value;
+
+use crate::duration;
+use crate::field_error::FieldError;
+
+pub const PREFIX: &str = "retention.dev/";
+pub const TTL: &str = "retention.dev/ttl";
+pub const TTL_AFTER_SUCCEEDED: &str = "retention.dev/ttl-after-succeeded";
+pub const TTL_AFTER_FAILED: &str = "retention.dev/ttl-after-failed";
+pub const TTL_AFTER_FINISHED: &str = "retention.dev/ttl-after-finished";
+pub const EXPIRES_AT: &str = "retention.dev/expires-at";
+pub const KEEP: &str = "retention.dev/keep";
+
+const KNOWN: [&str; 6] = [
+    TTL,
+    TTL_AFTER_SUCCEEDED,
+    TTL_AFTER_FAILED,
+    TTL_AFTER_FINISHED,
+    EXPIRES_AT,
+    KEEP,
+];
+
+/// What an object's annotations say about its retention.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AnnotationPolicy {
+    pub keep: bool,
+    pub ttl: Option<Duration>,
+    pub after_succeeded: Option<Duration>,
+    pub after_failed: Option<Duration>,
+    pub after_finished: Option<Duration>,
+    pub expires_at: Option<Timestamp>,
+}
+
+/// The JSON path of an annotation, as Kubernetes writes it in its own errors.
+pub fn path(key: &str) -> String {
+    format!("metadata.annotations[{key}]")
+}
+
+/// Parses the `retention.dev/*` annotations. Invalid values are reported, and left out of the
+/// policy, so a caller that must act anyway (the controller) acts only on what is certain.
+pub fn parse(annotations: &BTreeMap<String, String>) -> (AnnotationPolicy, Vec<FieldError>) {
+    let mut policy = AnnotationPolicy::default();
+    let mut errors = Vec::new();
+    for (key, value) in annotations.range(PREFIX.to_owned()..) {
+        let Some(_) = key.strip_prefix(PREFIX) else {
+            break;
+        };
+        let json = Value::String(value.clone());
+        let mut duration = |slot: &mut Option<Duration>| match duration::parse(value) {
+            Ok(parsed) => *slot = Some(parsed),
+            Err(error) => errors.push(FieldError::new(path(key), &json, error)),
+        };
+        match key.as_str() {
+            TTL => duration(&mut policy.ttl),
+            TTL_AFTER_SUCCEEDED => duration(&mut policy.after_succeeded),
+            TTL_AFTER_FAILED => duration(&mut policy.after_failed),
+            TTL_AFTER_FINISHED => duration(&mut policy.after_finished),
+            EXPIRES_AT => match value.parse::<Timestamp>() {
+                Ok(at) => policy.expires_at = Some(at),
+                Err(_) => errors.push(FieldError::new(
+                    path(key),
+                    &json,
+                    "is not an RFC 3339 time: write e.g. \"2026-12-31T23:00:00Z\"",
+                )),
+            },
+            KEEP => match value.as_str() {
+                "true" => policy.keep = true,
+                "false" => {}
+                _ => errors.push(FieldError::new(
+                    path(key),
+                    &json,
+                    "must be \"true\" (never delete) or \"false\"",
+                )),
+            },
+            _ => errors.push(FieldError::new(
+                path(key),
+                &json,
+                format!(
+                    "is not a kube-retention annotation: use one of {}",
+                    KNOWN.join(", ")
+                ),
+            )),
+        }
+    }
+    (policy, errors)
+}
+
+/// Reads `metadata.annotations` of a JSON object; anything malformed reads as none.
+pub fn of(object: &Value) -> BTreeMap<String, String> {
+    object
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+        .map(|map| {
+            map.iter()
+                .filter_map(|(key, value)| Some((key.clone(), value.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn parses_every_annotation() {
+        let (policy, errors) = parse(&annotations(&[
+            (TTL, "10m"),
+            (TTL_AFTER_SUCCEEDED, "1h"),
+            (TTL_AFTER_FAILED, "2s"),
+            (TTL_AFTER_FINISHED, "1.5h"),
+            (EXPIRES_AT, "2026-12-31T23:00:00Z"),
+            (KEEP, "true"),
+            ("unrelated.example/ttl", "whatever"),
+        ]));
+        assert_eq!(errors, []);
+        assert_eq!(
+            policy,
+            AnnotationPolicy {
+                keep: true,
+                ttl: Some(Duration::from_secs(600)),
+                after_succeeded: Some(Duration::from_secs(3600)),
+                after_failed: Some(Duration::from_secs(2)),
+                after_finished: Some(Duration::from_secs(5400)),
+                expires_at: Some("2026-12-31T23:00:00Z".parse().unwrap()),
+            }
+        );
+    }
+
+    #[test]
+    fn names_each_bad_annotation() {
+        let (policy, errors) = parse(&annotations(&[
+            (TTL, "soon"),
+            (KEEP, "yes"),
+            (EXPIRES_AT, "tomorrow"),
+            ("retention.dev/tll", "1h"),
+        ]));
+        assert_eq!(policy, AnnotationPolicy::default());
+        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(messages.len(), 4, "{messages:#?}");
+        assert!(messages.contains(&format!(
+            "metadata.annotations[retention.dev/ttl]: \"soon\" {}",
+            duration::DurationError::Syntax
+        )));
+        assert!(messages.iter().any(|m| {
+            m.starts_with("metadata.annotations[retention.dev/keep]: \"yes\" must be \"true\"")
+        }));
+        assert!(messages.iter().any(|m| m.starts_with(
+            "metadata.annotations[retention.dev/expires-at]: \"tomorrow\" is not an RFC 3339 time"
+        )));
+        assert!(messages.iter().any(|m| m.starts_with(
+            "metadata.annotations[retention.dev/tll]: \"1h\" is not a kube-retention annotation"
+        )));
+    }
+
+    #[test]
+    fn accepts_offsets_in_expires_at() {
+        let (policy, errors) = parse(&annotations(&[(EXPIRES_AT, "2026-12-31T23:00:00+02:00")]));
+        assert_eq!(errors, []);
+        assert_eq!(
+            policy.expires_at,
+            Some("2026-12-31T21:00:00Z".parse().unwrap())
+        );
+    }
+
+    #[test]
+    fn reads_annotations_from_objects_defensively() {
+        let object = serde_json::json!({"metadata": {"annotations": {"a": "b", "n": 5}}});
+        assert_eq!(of(&object), annotations(&[("a", "b")]));
+        assert_eq!(of(&serde_json::json!({"metadata": []})), BTreeMap::new());
+    }
+}

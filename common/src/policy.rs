@@ -1,0 +1,223 @@
+//! An object's retention policy, read from its annotations and its kind's own fields, with every
+//! invalid field reported. The webhook denies an object when [`Policy::read`] reports errors; the
+//! controller acts on the valid part only. One reader for both, so they never disagree.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::annotations::{self, AnnotationPolicy};
+use crate::duration;
+use crate::field_error::FieldError;
+use crate::kind::{Kind, field};
+
+/// Shipwright's retention limits as kube-retention narrows them (the CRD allows up to 10000).
+pub const LIMIT_RANGE: (u32, u32) = (1, 100);
+/// OpenShift's history limits: zero keeps none.
+pub const HISTORY_LIMIT_RANGE: (u32, u32) = (0, 100);
+
+/// Time-to-live per outcome.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ttls {
+    pub after_succeeded: Option<Duration>,
+    pub after_failed: Option<Duration>,
+}
+
+impl Ttls {
+    pub fn is_empty(&self) -> bool {
+        self.after_succeeded.is_none() && self.after_failed.is_none()
+    }
+
+    /// Each TTL of `self`, else of `fallback`.
+    pub fn or(self, fallback: Ttls) -> Ttls {
+        Ttls {
+            after_succeeded: self.after_succeeded.or(fallback.after_succeeded),
+            after_failed: self.after_failed.or(fallback.after_failed),
+        }
+    }
+}
+
+/// What a parent (Shipwright Build, BuildConfig) sets for the runs it starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunPolicy {
+    pub ttls: Ttls,
+    pub succeeded_limit: Option<u32>,
+    pub failed_limit: Option<u32>,
+    pub at_build_deletion: bool,
+}
+
+/// Everything an object says about retention.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    pub kind: Option<Kind>,
+    pub annotations: AnnotationPolicy,
+    /// The object's own TTL fields (BuildRun `spec.retention`, OpenShift Build TTL seconds).
+    pub own: Ttls,
+    /// TTLs from the Build a BuildRun runs: the embedded `spec.build.spec.retention`, else the
+    /// snapshot Shipwright keeps in `status.buildSpec.retention`.
+    pub inherited: Ttls,
+    /// What this object sets for its runs (Build, BuildConfig).
+    pub runs: RunPolicy,
+}
+
+impl Policy {
+    /// Reads the policy of a JSON object (apiVersion, kind, metadata, spec, status).
+    pub fn read(object: &Value) -> (Self, Vec<FieldError>) {
+        let (annotations, mut errors) = annotations::parse(&annotations::of(object));
+        let kind = Kind::of_object(object);
+        let mut reader = Reader {
+            object,
+            errors: &mut errors,
+        };
+        let mut policy = Policy {
+            kind: Some(kind),
+            annotations,
+            ..Policy::default()
+        };
+        match kind {
+            Kind::Build => policy.runs = reader.build_retention("spec.retention"),
+            Kind::BuildRun => {
+                policy.own = reader.ttls("spec.retention");
+                let embedded = reader.build_retention("spec.build.spec.retention");
+                // The snapshot is Shipwright's, not the user's: never a reason to deny.
+                let snapshot = Reader {
+                    object,
+                    errors: &mut Vec::new(),
+                }
+                .ttls("status.buildSpec.retention");
+                policy.inherited = embedded.ttls.or(snapshot);
+            }
+            Kind::OpenShiftBuild => {
+                policy.own = Ttls {
+                    after_succeeded: reader.ttl_seconds("spec.successfulBuildTTLSeconds"),
+                    after_failed: reader.ttl_seconds("spec.failedBuildTTLSeconds"),
+                };
+            }
+            Kind::BuildConfig => {
+                policy.runs = RunPolicy {
+                    ttls: Ttls {
+                        after_succeeded: reader
+                            .ttl_seconds("spec.defaultSuccessfulBuildTTLSeconds"),
+                        after_failed: reader.ttl_seconds("spec.defaultFailedBuildTTLSeconds"),
+                    },
+                    succeeded_limit: reader
+                        .limit("spec.successfulBuildsHistoryLimit", HISTORY_LIMIT_RANGE),
+                    failed_limit: reader
+                        .limit("spec.failedBuildsHistoryLimit", HISTORY_LIMIT_RANGE),
+                    at_build_deletion: false,
+                };
+            }
+            Kind::Job | Kind::Pod | Kind::Other => {}
+        }
+        (policy, errors)
+    }
+
+    /// The TTL that applies after each outcome: annotations first (the specific ones before
+    /// `ttl-after-finished`), then the object's own fields, then what it inherited.
+    pub fn ttls(&self) -> Ttls {
+        let annotations = &self.annotations;
+        Ttls {
+            after_succeeded: annotations.after_succeeded.or(annotations.after_finished),
+            after_failed: annotations.after_failed.or(annotations.after_finished),
+        }
+        .or(self.own)
+        .or(self.inherited)
+    }
+
+    /// Whether any TTL applies, so kube-retention owns `retention.dev/expires-at`.
+    pub fn has_ttl(&self) -> bool {
+        self.annotations.ttl.is_some() || !self.ttls().is_empty()
+    }
+}
+
+struct Reader<'a> {
+    object: &'a Value,
+    errors: &'a mut Vec<FieldError>,
+}
+
+impl Reader<'_> {
+    fn ttls(&mut self, prefix: &str) -> Ttls {
+        self.expect_object(prefix);
+        Ttls {
+            after_succeeded: self.duration(&format!("{prefix}.ttlAfterSucceeded")),
+            after_failed: self.duration(&format!("{prefix}.ttlAfterFailed")),
+        }
+    }
+
+    fn build_retention(&mut self, prefix: &str) -> RunPolicy {
+        let ttls = self.ttls(prefix);
+        let at_build_deletion = format!("{prefix}.atBuildDeletion");
+        RunPolicy {
+            ttls,
+            succeeded_limit: self.limit(&format!("{prefix}.succeededLimit"), LIMIT_RANGE),
+            failed_limit: self.limit(&format!("{prefix}.failedLimit"), LIMIT_RANGE),
+            at_build_deletion: match field(self.object, &at_build_deletion) {
+                None => false,
+                Some(Value::Bool(value)) => *value,
+                Some(other) => {
+                    self.errors.push(FieldError::new(
+                        at_build_deletion,
+                        other,
+                        "must be true or false",
+                    ));
+                    false
+                }
+            },
+        }
+    }
+
+    fn expect_object(&mut self, path: &str) {
+        if let Some(value) = field(self.object, path).filter(|value| !value.is_object()) {
+            self.errors.push(FieldError::new(
+                path,
+                value,
+                "must be an object, e.g. {\"ttlAfterSucceeded\": \"36h\"}",
+            ));
+        }
+    }
+
+    fn duration(&mut self, path: &str) -> Option<Duration> {
+        let value = field(self.object, path)?;
+        let parsed = match value.as_str() {
+            Some(text) => duration::parse(text).map_err(|error| error.to_string()),
+            None => Err(format!(
+                "is not a duration string: {}",
+                duration::GRAMMAR_HINT
+            )),
+        };
+        parsed
+            .map_err(|rule| self.errors.push(FieldError::new(path, value, rule)))
+            .ok()
+    }
+
+    fn limit(&mut self, path: &str, (min, max): (u32, u32)) -> Option<u32> {
+        let value = field(self.object, path)?;
+        let example = 10.clamp(min, max);
+        let allowed = format!("use a whole number from {min} to {max}, e.g. {example}");
+        let rule = match value.as_i64() {
+            Some(number) if number > i64::from(max) => {
+                format!("is above the limit of {max}: {allowed}")
+            }
+            Some(number) if number < i64::from(min) => format!("is below {min}: {allowed}"),
+            Some(number) => return u32::try_from(number).ok(),
+            None => format!("is not a whole number: {allowed}"),
+        };
+        self.errors.push(FieldError::new(path, value, rule));
+        None
+    }
+
+    fn ttl_seconds(&mut self, path: &str) -> Option<Duration> {
+        let value = field(self.object, path)?;
+        let allowed = "use a whole number of seconds from 0 to 2147483647, e.g. 3600";
+        let rule = match value.as_i64() {
+            Some(seconds) if (0..=i64::from(i32::MAX)).contains(&seconds) => {
+                return Some(Duration::from_secs(seconds.unsigned_abs()));
+            }
+            Some(seconds) if seconds < 0 => format!("is negative: {allowed}"),
+            Some(_) => format!("is too large: {allowed}"),
+            None => format!("is not a whole number: {allowed}"),
+        };
+        self.errors.push(FieldError::new(path, value, rule));
+        None
+    }
+}

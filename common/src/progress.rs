@@ -1,0 +1,138 @@
+//! "Is it finished, how, and when": the finish rules of each run-to-completion kind.
+//!
+//! - Shipwright BuildRuns and any Knative-style object: the `Succeeded` condition, True or False;
+//!   finished at `status.completionTime`, else the condition's `lastTransitionTime`.
+//! - Jobs: a `Complete` or `Failed` condition that is True; finished at `status.completionTime`
+//!   (success), else the condition's `lastTransitionTime`.
+//! - Pods: phase `Succeeded` or `Failed`; finished at the latest container `terminated.finishedAt`.
+//! - OpenShift-style Builds: phase `Complete` (success), `Failed`, `Error` or `Cancelled`;
+//!   finished at `status.completionTimestamp`.
+//!
+//! Kinds with no such notion (ConfigMaps, Builds, ...) are [`Progress::NotARun`].
+
+use jiff::Timestamp;
+use serde_json::Value;
+
+use crate::kind::{Kind, field};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    Succeeded,
+    Failed,
+}
+
+/// A finished run. `at` is absent when the object says it finished but not when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finished {
+    pub outcome: Outcome,
+    pub at: Option<Timestamp>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// A run that has not finished: never deleted.
+    Running,
+    Finished(Finished),
+    /// Not a run-to-completion object; only `retention.dev/ttl` or `expires-at` apply.
+    NotARun,
+}
+
+impl Progress {
+    /// The progress of a JSON object (apiVersion, kind, metadata, status).
+    pub fn of(object: &Value) -> Self {
+        match Kind::of_object(object) {
+            Kind::Job => job(object),
+            Kind::Pod => pod(object),
+            Kind::OpenShiftBuild => openshift_build(object),
+            Kind::BuildRun => succeeded_condition(object).unwrap_or(Self::Running),
+            Kind::Build | Kind::BuildConfig => Self::NotARun,
+            Kind::Other => succeeded_condition(object).unwrap_or(Self::NotARun),
+        }
+    }
+
+    pub fn finished(&self) -> Option<Finished> {
+        match self {
+            Self::Finished(finished) => Some(*finished),
+            Self::Running | Self::NotARun => None,
+        }
+    }
+}
+
+fn timestamp(object: &Value, path: &str) -> Option<Timestamp> {
+    field(object, path)?.as_str()?.parse().ok()
+}
+
+fn conditions(object: &Value) -> impl Iterator<Item = &Value> {
+    field(object, "status.conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a Value> {
+    conditions(object).find(|condition| condition.get("type").and_then(Value::as_str) == Some(kind))
+}
+
+/// `Some(Running)` for a `Succeeded` condition that is Unknown, `None` without one.
+fn succeeded_condition(object: &Value) -> Option<Progress> {
+    let condition = condition(object, "Succeeded")?;
+    let outcome = match condition.get("status").and_then(Value::as_str) {
+        Some("True") => Outcome::Succeeded,
+        Some("False") => Outcome::Failed,
+        _ => return Some(Progress::Running),
+    };
+    let at = timestamp(object, "status.completionTime")
+        .or_else(|| timestamp(condition, "lastTransitionTime"));
+    Some(Progress::Finished(Finished { outcome, at }))
+}
+
+fn job(object: &Value) -> Progress {
+    for (kind, outcome) in [
+        ("Complete", Outcome::Succeeded),
+        ("Failed", Outcome::Failed),
+    ] {
+        let Some(condition) = condition(object, kind) else {
+            continue;
+        };
+        if condition.get("status").and_then(Value::as_str) != Some("True") {
+            continue;
+        }
+        let at = match outcome {
+            Outcome::Succeeded => timestamp(object, "status.completionTime"),
+            Outcome::Failed => None,
+        }
+        .or_else(|| timestamp(condition, "lastTransitionTime"));
+        return Progress::Finished(Finished { outcome, at });
+    }
+    Progress::Running
+}
+
+fn pod(object: &Value) -> Progress {
+    let outcome = match field(object, "status.phase").and_then(Value::as_str) {
+        Some("Succeeded") => Outcome::Succeeded,
+        Some("Failed") => Outcome::Failed,
+        _ => return Progress::Running,
+    };
+    let statuses = [
+        "initContainerStatuses",
+        "containerStatuses",
+        "ephemeralContainerStatuses",
+    ];
+    let at = statuses
+        .iter()
+        .filter_map(|key| field(object, &format!("status.{key}"))?.as_array())
+        .flatten()
+        .filter_map(|status| timestamp(status, "state.terminated.finishedAt"))
+        .max();
+    Progress::Finished(Finished { outcome, at })
+}
+
+fn openshift_build(object: &Value) -> Progress {
+    let outcome = match field(object, "status.phase").and_then(Value::as_str) {
+        Some("Complete") => Outcome::Succeeded,
+        Some("Failed" | "Error" | "Cancelled") => Outcome::Failed,
+        _ => return Progress::Running,
+    };
+    let at = timestamp(object, "status.completionTimestamp");
+    Progress::Finished(Finished { outcome, at })
+}
