@@ -18,8 +18,8 @@ use kube_retention_certs::CertificateAuthority;
 
 use crate::kubeconfig::{self, Credentials};
 use crate::layout::Layout;
-use crate::process;
 use crate::run;
+use crate::{components, process};
 
 /// The control-plane processes, in start order (stopped in reverse).
 pub const CONTROL_PLANE: [&str; 3] = ["etcd", "kube-apiserver", "kube-controller-manager"];
@@ -36,11 +36,16 @@ pub const WEBHOOK_SERVICE_ACCOUNT: &str = "kube-retention-webhook";
 
 const CERT_VALIDITY: time::Duration = time::Duration::days(30);
 
+/// The API server's and the webhook's ports, written once the cluster is fully up.
+const PORTS_FILE: &str = "ports";
+
 /// A running local cluster.
 #[derive(Debug, Clone)]
 pub struct LocalCluster {
     pub layout: Layout,
     pub api_port: u16,
+    /// Where the local webhook serves; the webhook configurations point here.
+    pub webhook_port: u16,
 }
 
 /// What [`LocalCluster::up`] found or did.
@@ -58,17 +63,19 @@ impl LocalCluster {
             return Ok((cluster, Outcome::AlreadyRunning));
         }
         Self::down(&layout)?;
-        fs::remove_file(layout.state("api-port")).ok();
+        fs::remove_file(layout.state(PORTS_FILE)).ok();
         let etcd_data = layout.state("etcd");
         if etcd_data.exists() {
             fs::remove_dir_all(&etcd_data)?;
         }
         let cluster = Self::start(layout)?;
         cluster.install()?;
+        components::start_webhook(&cluster)?;
+        components::wait_for_admission(&cluster, Duration::from_secs(60))?;
         // Written last: a cluster counts as up only once everything above has succeeded.
         fs::write(
-            cluster.layout.state("api-port"),
-            cluster.api_port.to_string(),
+            cluster.layout.state(PORTS_FILE),
+            format!("{} {}", cluster.api_port, cluster.webhook_port),
         )?;
         Ok((cluster, Outcome::Started))
     }
@@ -76,17 +83,17 @@ impl LocalCluster {
     /// The cluster in `layout.state_dir`, if every control-plane process is alive and the API
     /// server answers ready.
     pub fn running(layout: &Layout) -> Option<Self> {
-        let all_live = process::tracked(&layout.state_dir, &CONTROL_PLANE)
+        let mut names = CONTROL_PLANE.to_vec();
+        names.extend(crate::COMPONENTS);
+        let all_live = process::tracked(&layout.state_dir, &names)
             .iter()
             .all(|tracked| tracked.live_pid().is_some());
-        let api_port = fs::read_to_string(layout.state("api-port"))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()?;
+        let ports = fs::read_to_string(layout.state(PORTS_FILE)).ok()?;
+        let mut ports = ports.split_whitespace().map(str::parse::<u16>);
         let cluster = Self {
             layout: layout.clone(),
-            api_port,
+            api_port: ports.next()?.ok()?,
+            webhook_port: ports.next()?.ok()?,
         };
         (all_live && cluster.ready()).then_some(cluster)
     }
@@ -124,9 +131,13 @@ impl LocalCluster {
 
     fn start(layout: Layout) -> Result<Self> {
         fs::create_dir_all(&layout.state_dir)?;
-        let [etcd_port, etcd_peer_port, api_port] = free_ports()?;
+        let [etcd_port, etcd_peer_port, api_port, webhook_port] = free_ports()?;
         let pki = Pki::write(&layout)?;
-        let cluster = Self { layout, api_port };
+        let cluster = Self {
+            layout,
+            api_port,
+            webhook_port,
+        };
         let layout = &cluster.layout;
 
         let etcd_url = format!("http://127.0.0.1:{etcd_port}");
@@ -244,21 +255,27 @@ impl LocalCluster {
         Ok(())
     }
 
-    /// Installs Shipwright's CRDs and the project's manifests through the local overlay, and
-    /// writes a kubeconfig for each kube-retention ServiceAccount.
+    /// Installs Shipwright's CRDs, the test-only OpenShift-style build CRDs, and `deploy/local`
+    /// with its webhook configurations pointed at the local webhook; then writes a kubeconfig
+    /// for each kube-retention ServiceAccount.
     fn install(&self) -> Result<()> {
-        let crds = self.layout.shipwright_crds();
-        // Server-side apply: the CRDs are too large for client-side apply's annotation.
-        run(self
-            .kubectl()
-            .args([
-                "apply",
-                "--server-side",
-                "--field-manager=kube-retention-dev",
-                "-f",
-            ])
-            .arg(&crds))
-        .with_context(|| format!("installing the CRDs in {}", crds.display()))?;
+        let crds = [
+            self.layout.shipwright_crds(),
+            self.layout.repo_root.join("tests/crds"),
+        ];
+        for dir in &crds {
+            // Server-side apply: Shipwright's CRDs are too large for client-side apply's annotation.
+            run(self
+                .kubectl()
+                .args([
+                    "apply",
+                    "--server-side",
+                    "--field-manager=kube-retention-dev",
+                    "-f",
+                ])
+                .arg(dir))
+            .with_context(|| format!("installing the CRDs in {}", dir.display()))?;
+        }
         // `kubectl wait` fails outright until the CRDs have a status at all; retry until then.
         crate::retry(Duration::from_secs(60), || {
             run(self.kubectl().args([
@@ -267,12 +284,33 @@ impl LocalCluster {
                 "--timeout=60s",
                 "crd/builds.shipwright.io",
                 "crd/buildruns.shipwright.io",
+                "crd/builds.build.openshift.io",
+                "crd/buildconfigs.build.openshift.io",
             ]))
         })?;
-        run(self
+        let yaml = run(self
             .kubectl()
-            .args(["apply", "-k"])
+            .args(["kustomize"])
             .arg(self.layout.repo_root.join("deploy/local")))?;
+        let json = crate::run_with_input(
+            self.kubectl()
+                .args(["create", "--dry-run=client", "--output=json", "-f", "-"]),
+            &yaml,
+        )?;
+        // One JSON document per object: gather them into a List.
+        let items = serde_json::Deserializer::from_str(&json)
+            .into_iter::<serde_json::Value>()
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut manifests = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+        let ca_bundle = fs::read_to_string(self.layout.state("pki/webhook-ca.crt"))?;
+        let url_base = format!("https://127.0.0.1:{}", self.webhook_port);
+        let pointed =
+            kube_retention_certs::point_webhooks(&mut manifests, &ca_bundle, Some(&url_base));
+        anyhow::ensure!(pointed > 0, "deploy/local registers no webhooks");
+        crate::run_with_input(
+            self.kubectl().args(["apply", "-f", "-"]),
+            &manifests.to_string(),
+        )?;
         for service_account in [CONTROLLER_SERVICE_ACCOUNT, WEBHOOK_SERVICE_ACCOUNT] {
             self.write_service_account_kubeconfig(service_account)?;
         }
@@ -328,8 +366,16 @@ impl Pki {
             CERT_VALIDITY,
         )?;
         let (sa_key, sa_pub) = kube_retention_certs::generate_signing_key()?;
+        // The webhook's serving certificate comes from a CA of its own, as in a real cluster.
+        let webhook_ca =
+            CertificateAuthority::generate("kube-retention-webhook-ca", CERT_VALIDITY)?;
+        let webhook = webhook_ca.issue_serving(&["127.0.0.1", "localhost"], CERT_VALIDITY)?;
         let ca_pem = ca.certified().cert_pem.clone();
         for (name, contents) in [
+            ("webhook-ca.crt", &webhook_ca.certified().cert_pem),
+            ("webhook-ca.key", &webhook_ca.certified().key_pem),
+            ("webhook.crt", &webhook.cert_pem),
+            ("webhook.key", &webhook.key_pem),
             ("ca.crt", &ca_pem),
             ("apiserver.crt", &serving.cert_pem),
             ("apiserver.key", &serving.key_pem),

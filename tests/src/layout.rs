@@ -52,6 +52,16 @@ impl Layout {
         self.bin_dir.join(name)
     }
 
+    /// A binary of this workspace built by `cargo build` (debug profile unless
+    /// `KUBE_RETENTION_PROFILE` names another, e.g. `release` for benchmarks).
+    pub fn cargo_binary(&self, name: &str) -> PathBuf {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| self.repo_root.join("target"));
+        let profile = std::env::var("KUBE_RETENTION_PROFILE").unwrap_or_else(|_| "debug".into());
+        target.join(profile).join(name)
+    }
+
     /// A file or folder inside the cluster's state folder.
     pub fn state(&self, relative: &str) -> PathBuf {
         self.state_dir.join(relative)

@@ -6,6 +6,7 @@
 //! `tests/e2e` starts a private cluster with it.
 
 pub mod cluster;
+pub mod components;
 pub mod kubeconfig;
 pub mod layout;
 pub mod process;
@@ -18,14 +19,40 @@ use anyhow::{Result, bail};
 pub use cluster::{LocalCluster, Outcome};
 pub use layout::Layout;
 
-/// kube-retention's own processes, started after the control plane (none yet: the webhook and
-/// controller join as they land).
-pub const COMPONENTS: [&str; 0] = [];
+/// kube-retention's own processes, started after the control plane.
+pub const COMPONENTS: [&str; 1] = [components::WEBHOOK];
 
 /// Runs `command` to completion and returns its standard output; a failure carries the command
 /// line and its standard error.
 pub fn run(command: &mut Command) -> Result<String> {
     let output = command.output()?;
+    if !output.status.success() {
+        bail!(
+            "{:?} failed ({}): {}",
+            command,
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8(output.stdout)?)
+}
+
+/// Like [`run`], with `input` on the command's standard input.
+pub fn run_with_input(command: &mut Command, input: &str) -> Result<String> {
+    use std::io::Write;
+    use std::process::Stdio;
+
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    child
+        .stdin
+        .take()
+        .ok_or_else(|| anyhow::anyhow!("no stdin"))?
+        .write_all(input.as_bytes())?;
+    let output = child.wait_with_output()?;
     if !output.status.success() {
         bail!(
             "{:?} failed ({}): {}",

@@ -1,1 +1,37 @@
-//! The admission webhook: validates retention settings and stamps schedules (not built yet).
+//! kube-retention's admission webhook.
+//!
+//! - [`validate`]: denies objects whose retention settings are invalid, naming every bad field.
+//! - [`mutate`]: copies Build (and BuildConfig) TTLs into new runs and stamps
+//!   `retention.dev/expires-at` wherever admission can compute it.
+//! - [`review`]: decodes AdmissionReviews and dispatches them; malformed input gets a clear error.
+//! - [`tls`] and [`server`]: HTTPS over rustls with certificate hot-reload.
+
+pub mod args;
+pub mod metrics;
+pub mod mutate;
+pub mod parents;
+pub mod review;
+pub mod router;
+pub mod server;
+pub mod tls;
+pub mod validate;
+
+use std::sync::Arc;
+
+/// Everything a request handler needs, shared behind an `Arc`.
+pub struct Context {
+    pub parents: Arc<dyn parents::Parents>,
+    pub metrics: metrics::Metrics,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("TLS certificate or key: {0}")]
+    Tls(String),
+    #[error("I/O: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("Kubernetes client: {0}")]
+    Kube(#[from] kube::Error),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

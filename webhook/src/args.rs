@@ -1,0 +1,45 @@
+//! Command-line flags (each also settable through the environment).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+
+use crate::router::DEFAULT_MAX_BODY_BYTES;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kube-retention-webhook",
+    version,
+    about = "kube-retention's admission webhook"
+)]
+pub struct Args {
+    /// Address to serve HTTPS on.
+    #[arg(long, env = "KUBE_RETENTION_LISTEN", default_value = "0.0.0.0:8443")]
+    pub listen: SocketAddr,
+    /// PEM certificate chain to serve; reloaded when it changes.
+    #[arg(long, env = "KUBE_RETENTION_TLS_CERT")]
+    pub tls_cert: PathBuf,
+    /// PEM private key of the certificate; reloaded when it changes.
+    #[arg(long, env = "KUBE_RETENTION_TLS_KEY")]
+    pub tls_key: PathBuf,
+    /// How often to check the certificate files for changes.
+    #[arg(long, env = "KUBE_RETENTION_CERT_RELOAD_INTERVAL", default_value = "1s", value_parser = humantime::parse_duration)]
+    pub cert_reload_interval: Duration,
+    /// Largest AdmissionReview body accepted, in bytes.
+    #[arg(long, env = "KUBE_RETENTION_MAX_BODY_BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
+    pub max_body_bytes: usize,
+    /// Kubeconfig to reach the API server with (default: in-cluster, then $KUBECONFIG).
+    #[arg(long, env = "KUBE_RETENTION_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Log format.
+    #[arg(long, env = "KUBE_RETENTION_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Json,
+    Text,
+}

@@ -1,0 +1,174 @@
+//! AdmissionReview handling: decode, dispatch to validation or mutation, encode the answer.
+//! Malformed bodies get an `InvalidRequest` review and HTTP 400, never a panic or a 500.
+
+use std::time::Instant;
+
+use axum::http::StatusCode;
+use jiff::Timestamp;
+use kube::api::DynamicObject;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
+use kube::core::response::{StatusCause, StatusDetails};
+use kube_retention_common::FieldError;
+use kube_retention_common::field_error::summary;
+use serde_json::Value;
+
+use crate::Context;
+use crate::metrics::Outcome;
+use crate::{mutate, validate};
+
+/// Which webhook endpoint was called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    Validate,
+    Mutate,
+}
+
+/// Answers one AdmissionReview body.
+pub async fn handle(
+    context: &Context,
+    hook: Hook,
+    body: &[u8],
+) -> (StatusCode, AdmissionReview<DynamicObject>) {
+    let started = Instant::now();
+    let request = serde_json::from_slice::<AdmissionReview<DynamicObject>>(body)
+        .map_err(|error| format!("malformed AdmissionReview: {error}"))
+        .and_then(|review| {
+            let request: Result<AdmissionRequest<DynamicObject>, _> = review.try_into();
+            request.map_err(|_| "AdmissionReview has no request".to_owned())
+        });
+    let request = match request {
+        Ok(request) => request,
+        Err(reason) => {
+            context
+                .metrics
+                .observe(hook, "unknown", "unknown", Outcome::Malformed, started);
+            return (
+                StatusCode::BAD_REQUEST,
+                AdmissionResponse::invalid(reason).into_review(),
+            );
+        }
+    };
+    let (response, outcome) = match hook {
+        Hook::Validate => validate_request(&request),
+        Hook::Mutate => mutate_request(context, &request, whole_seconds(Timestamp::now())).await,
+    };
+    let operation = format!("{:?}", request.operation).to_uppercase();
+    context
+        .metrics
+        .observe(hook, &request.kind.kind, &operation, outcome, started);
+    (StatusCode::OK, response.into_review())
+}
+
+/// The request's object as JSON with its apiVersion and kind filled in from the request, so the
+/// model recognises its kind even when a client left them out.
+fn object_json(
+    request: &AdmissionRequest<DynamicObject>,
+    object: Option<&DynamicObject>,
+) -> Option<Value> {
+    let mut value = serde_json::to_value(object?).ok()?;
+    let gvk = &request.kind;
+    let api_version = if gvk.group.is_empty() {
+        gvk.version.clone()
+    } else {
+        format!("{}/{}", gvk.group, gvk.version)
+    };
+    let map = value.as_object_mut()?;
+    map.insert("apiVersion".into(), Value::String(api_version));
+    map.insert("kind".into(), Value::String(gvk.kind.clone()));
+    Some(value)
+}
+
+fn validate_request(request: &AdmissionRequest<DynamicObject>) -> (AdmissionResponse, Outcome) {
+    let response = AdmissionResponse::from(request);
+    if !matches!(request.operation, Operation::Create | Operation::Update) {
+        return (response, Outcome::Allowed);
+    }
+    let Some(object) = object_json(request, request.object.as_ref()) else {
+        return (
+            response.deny("the request carries no object to validate"),
+            Outcome::Malformed,
+        );
+    };
+    let old = object_json(request, request.old_object.as_ref());
+    let errors = validate::new_errors(&object, old.as_ref());
+    if errors.is_empty() {
+        return (response, Outcome::Allowed);
+    }
+    (deny(response, request, &errors), Outcome::Denied)
+}
+
+/// A denial that reads well in `kubectl apply` and lists each field as a cause.
+fn deny(
+    mut response: AdmissionResponse,
+    request: &AdmissionRequest<DynamicObject>,
+    errors: &[FieldError],
+) -> AdmissionResponse {
+    response = response.deny(summary(errors));
+    response.result.code = 422;
+    response.result.reason = "Invalid".into();
+    response.result.details = Some(StatusDetails {
+        name: request.name.clone(),
+        group: request.kind.group.clone(),
+        kind: request.kind.kind.clone(),
+        causes: errors
+            .iter()
+            .map(|error| StatusCause {
+                reason: "FieldValueInvalid".into(),
+                message: format!("{} {}", error.value, error.rule),
+                field: error.path.clone(),
+            })
+            .collect(),
+        uid: String::new(),
+        retry_after_seconds: 0,
+    });
+    response
+}
+
+async fn mutate_request(
+    context: &Context,
+    request: &AdmissionRequest<DynamicObject>,
+    now: Timestamp,
+) -> (AdmissionResponse, Outcome) {
+    let response = AdmissionResponse::from(request);
+    let creating = match request.operation {
+        Operation::Create => true,
+        Operation::Update => false,
+        Operation::Delete | Operation::Connect => return (response, Outcome::Allowed),
+    };
+    let Some(object) = object_json(request, request.object.as_ref()) else {
+        return (response, Outcome::Allowed);
+    };
+    // Invalid settings are the validating webhook's to deny; mutating them would only confuse.
+    if !validate::new_errors(&object, None).is_empty() {
+        return (response, Outcome::Allowed);
+    }
+    let namespace = request.namespace.as_deref();
+    let mutated = mutate::mutate(context.parents.as_ref(), &object, namespace, creating, now).await;
+    let patch = json_patch::diff(&object, &mutated.object);
+    let mut response = if patch.0.is_empty() {
+        response
+    } else {
+        match response.with_patch(patch) {
+            Ok(patched) => patched,
+            Err(error) => {
+                tracing::error!(%error, "could not encode a patch");
+                return (AdmissionResponse::from(request), Outcome::Allowed);
+            }
+        }
+    };
+    let outcome = if response.patch.is_some() {
+        Outcome::Patched
+    } else {
+        Outcome::Allowed
+    };
+    if !mutated.warnings.is_empty() {
+        response.warnings = Some(mutated.warnings);
+    }
+    (response, outcome)
+}
+
+/// The API server stores times in whole seconds (an object's creationTimestamp is set just after
+/// admission, truncated): computing from the same second keeps later re-computations identical.
+fn whole_seconds(now: Timestamp) -> Timestamp {
+    Timestamp::from_second(now.as_second()).unwrap_or(now)
+}

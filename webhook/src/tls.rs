@@ -1,0 +1,114 @@
+//! TLS for the webhook: rustls (TLS 1.2 and 1.3 only) with the certificate and key read from
+//! files and reloaded when they change. New handshakes get the new certificate; established
+//! connections carry on undisturbed.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use rustls::ServerConfig;
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::{Error, Result};
+
+/// Serves whichever certificate was loaded last.
+pub struct ReloadingResolver {
+    current: RwLock<Arc<CertifiedKey>>,
+}
+
+impl fmt::Debug for ReloadingResolver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ReloadingResolver")
+    }
+}
+
+impl ResolvesServerCert for ReloadingResolver {
+    fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        self.current.read().ok().map(|current| Arc::clone(&current))
+    }
+}
+
+/// The certificate chain and key files, and what they held when last read.
+pub struct CertificateFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl CertificateFiles {
+    fn read(&self) -> Result<(Vec<u8>, Vec<u8>)> {
+        let read = |path: &Path| {
+            std::fs::read(path).map_err(|error| Error::Tls(format!("{}: {error}", path.display())))
+        };
+        Ok((read(&self.cert)?, read(&self.key)?))
+    }
+}
+
+fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<Arc<CertifiedKey>> {
+    let chain = CertificateDer::pem_slice_iter(cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| Error::Tls(format!("certificate: {error}")))?;
+    if chain.is_empty() {
+        return Err(Error::Tls(
+            "the certificate file holds no certificate".into(),
+        ));
+    }
+    let key = PrivateKeyDer::from_pem_slice(key_pem)
+        .map_err(|error| Error::Tls(format!("key: {error}")))?;
+    let provider = rustls::crypto::ring::default_provider();
+    let certified = CertifiedKey::from_der(chain, key, &provider)
+        .map_err(|error| Error::Tls(format!("certificate and key do not match: {error}")))?;
+    Ok(Arc::new(certified))
+}
+
+/// Loads the certificate, builds the server config, and starts a task that reloads the files
+/// every `interval` when their contents change. A broken replacement is logged and skipped.
+pub fn server_config(files: CertificateFiles, interval: Duration) -> Result<Arc<ServerConfig>> {
+    let (cert, key) = files.read()?;
+    let resolver = Arc::new(ReloadingResolver {
+        current: RwLock::new(certified_key(&cert, &key)?),
+    });
+    let mut config =
+        ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+            .map_err(|error| Error::Tls(error.to_string()))?
+            .with_no_client_auth()
+            .with_cert_resolver(resolver.clone());
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    tokio::spawn(reload(files, resolver, (cert, key), interval));
+    Ok(Arc::new(config))
+}
+
+async fn reload(
+    files: CertificateFiles,
+    resolver: Arc<ReloadingResolver>,
+    mut loaded: (Vec<u8>, Vec<u8>),
+    interval: Duration,
+) {
+    let mut ticker = tokio::time::interval(interval);
+    loop {
+        ticker.tick().await;
+        let Ok(read) = files.read() else {
+            continue; // Mid-rotation: one file replaced, the other not yet. Try again.
+        };
+        if read == loaded {
+            continue;
+        }
+        match certified_key(&read.0, &read.1) {
+            Ok(certified) => {
+                if let Ok(mut current) = resolver.current.write() {
+                    *current = certified;
+                    tracing::info!(cert = %files.cert.display(), "reloaded the serving certificate");
+                }
+            }
+            // Typically mid-rotation (new certificate, old key): the next change completes it.
+            Err(error) => {
+                tracing::warn!(%error, "changed certificate files are not usable; keeping the old certificate")
+            }
+        }
+        loaded = read;
+    }
+}

@@ -1,0 +1,131 @@
+//! Shared by the webhook's router and property tests: the router over fixed parents, fixtures,
+//! and helpers to build reviews and apply the patches they return.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)] // each test file uses a subset
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use kube_retention_webhook::Context;
+use kube_retention_webhook::metrics::Metrics;
+use kube_retention_webhook::parents::{Lookup, ParentKind, Parents};
+use kube_retention_webhook::router::{DEFAULT_MAX_BODY_BYTES, router as webhook_router};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+/// Parents from `tests/fixtures`, looked up by kind and name.
+pub struct FakeParents(HashMap<(ParentKind, String), Value>);
+
+impl FakeParents {
+    pub fn with_fixtures() -> Self {
+        let mut parents = HashMap::new();
+        parents.insert(
+            (ParentKind::ShipwrightBuild, "hello".to_owned()),
+            fixture("build-hello.json"),
+        );
+        Self(parents)
+    }
+}
+
+impl Parents for FakeParents {
+    fn get<'a>(&'a self, kind: ParentKind, _namespace: &'a str, name: &'a str) -> Lookup<'a> {
+        let found = self.0.get(&(kind, name.to_owned())).cloned();
+        Box::pin(async move { Ok(found) })
+    }
+}
+
+pub fn fixture(name: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
+}
+
+pub struct TestRouter(Router);
+
+pub fn router() -> TestRouter {
+    let context = Arc::new(Context {
+        parents: Arc::new(FakeParents::with_fixtures()),
+        metrics: Metrics::default(),
+    });
+    TestRouter(webhook_router(context, DEFAULT_MAX_BODY_BYTES))
+}
+
+impl TestRouter {
+    pub async fn oneshot_raw(self, request: Request<Body>) -> (StatusCode, Bytes) {
+        let response = self.0.oneshot(request).await.unwrap();
+        let status = response.status();
+        (
+            status,
+            response.into_body().collect().await.unwrap().to_bytes(),
+        )
+    }
+}
+
+impl Clone for TestRouter {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+/// Posts `review` to `path` on a fresh router; returns the status and the JSON body.
+pub async fn send(path: &str, review: &Value) -> (StatusCode, Value) {
+    let request = Request::post(path)
+        .header("content-type", "application/json")
+        .body(Body::from(serde_json::to_vec(review).unwrap()))
+        .unwrap();
+    let (status, body) = router().oneshot_raw(request).await;
+    (status, serde_json::from_slice(&body).unwrap())
+}
+
+/// An AdmissionReview for `object` of the given group, version and kind.
+pub fn review(
+    group: &str,
+    version: &str,
+    kind: &str,
+    operation: &str,
+    object: &Value,
+    old: Option<&Value>,
+) -> Value {
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "00000000-0000-0000-0000-000000000001",
+            "kind": {"group": group, "version": version, "kind": kind},
+            "resource": {"group": group, "version": version, "resource": format!("{}s", kind.to_lowercase())},
+            "name": object["metadata"]["name"],
+            "namespace": "team-a",
+            "operation": operation,
+            "userInfo": {"username": "alice"},
+            "object": object,
+            "oldObject": old,
+            "dryRun": false,
+        }
+    })
+}
+
+/// `object` with the JSON patch of an admission `response` applied (unchanged without one).
+pub fn apply_patch(object: &Value, response: &Value) -> Value {
+    let mut patched = object.clone();
+    if let Some(patch) = response.get("patch") {
+        // Go decodes a []byte from base64 text or from an array of bytes; kube sends the latter.
+        let bytes: Vec<u8> = match patch {
+            Value::String(text) => {
+                use base64::Engine;
+                base64::engine::general_purpose::STANDARD
+                    .decode(text)
+                    .unwrap()
+            }
+            other => serde_json::from_value(other.clone()).unwrap(),
+        };
+        let patch: json_patch::Patch = serde_json::from_slice(&bytes).unwrap();
+        json_patch::patch(&mut patched, &patch).unwrap();
+    }
+    patched
+}
