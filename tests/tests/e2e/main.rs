@@ -2,6 +2,7 @@
 //! never collides with `make up`), runs every test against it in a temporary namespace of its
 //! own, and stops the cluster. Run by `make test` (`cargo test -p kube-retention-e2e --features e2e`).
 
+mod admission;
 mod foundation;
 mod support;
 
@@ -19,8 +20,23 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let tests: Vec<Trial> = foundation::tests(&env);
-    let conclusion = libtest_mimic::run(&arguments, tests);
+    let mut tests: Vec<Trial> = foundation::tests(&env);
+    tests.extend(admission::tests(&env));
+    let mut conclusion = libtest_mimic::run(&arguments, tests);
+    // Trials that stop kube-retention's processes run last, one at a time.
+    let serial = Arguments {
+        test_threads: Some(1),
+        ..arguments.clone()
+    };
+    let disruptive = libtest_mimic::run(&serial, admission::disruptive_tests(&env));
     env.stop();
+    conclusion.num_passed += disruptive.num_passed;
+    conclusion.num_failed += disruptive.num_failed;
+    conclusion.num_filtered_out += disruptive.num_filtered_out;
+    conclusion.num_ignored += disruptive.num_ignored;
+    println!(
+        "e2e: {} passed, {} failed",
+        conclusion.num_passed, conclusion.num_failed
+    );
     conclusion.exit_code()
 }

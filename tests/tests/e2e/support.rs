@@ -165,6 +165,14 @@ pub fn shipwright(kind: &str) -> ApiResource {
     )
 }
 
+pub fn openshift(kind: &str) -> ApiResource {
+    let plural = format!("{}s", kind.to_ascii_lowercase());
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("build.openshift.io", "v1", kind),
+        &plural,
+    )
+}
+
 /// Parses a JSON fixture into an object of `resource`'s kind.
 pub fn object(resource: &ApiResource, value: serde_json::Value) -> Result<DynamicObject> {
     let mut object: DynamicObject =

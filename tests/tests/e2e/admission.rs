@@ -1,0 +1,433 @@
+//! The webhook through the real API server and real kubectl: denials at `kubectl apply` time,
+//! TTL inheritance, expires-at stamping, and what happens while the webhook is down.
+
+use std::time::Duration;
+
+use anyhow::{Result, bail, ensure};
+use jiff::Timestamp;
+use kube::api::{PostParams, ResourceExt};
+use libtest_mimic::Trial;
+use serde_json::json;
+
+use crate::support::{Env, TestNamespace, object, openshift, shipwright};
+
+pub fn tests(env: &Env) -> Vec<Trial> {
+    vec![
+        env.trial(
+            "apply_denies_a_non_go_duration_naming_field_and_value",
+            non_go_duration,
+        ),
+        env.trial("apply_denies_a_limit_above_100", limit_above_100),
+        env.trial("apply_reports_two_errors_together", two_errors),
+        env.trial(
+            "valid_go_durations_and_limit_100_are_accepted",
+            valid_settings,
+        ),
+        env.trial("server_side_dry_run_gets_the_same_answers", dry_run),
+        env.trial(
+            "buildruns_inherit_build_ttls_unless_they_set_their_own",
+            inheritance,
+        ),
+        env.trial("buildruns_with_a_bad_ttl_are_rejected", bad_buildrun),
+        env.trial(
+            "at_build_deletion_makes_runs_owned_by_their_build",
+            at_build_deletion,
+        ),
+        env.trial(
+            "openshift_builds_inherit_buildconfig_default_ttls",
+            openshift_inheritance,
+        ),
+        env.trial("ttl_annotation_stamps_expires_at", ttl_annotation),
+        env.trial(
+            "bad_annotations_are_rejected_naming_the_annotation",
+            bad_annotation,
+        ),
+        env.trial(
+            "objects_without_retention_settings_are_untouched",
+            untouched,
+        ),
+        env.trial("deploy_manifests_pass_server_side_dry_run", deploy_dry_run),
+    ]
+}
+
+/// Trials that stop the webhook: run after all others, one at a time.
+pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
+    vec![env.trial(
+        "with_the_webhook_stopped_unrelated_pods_and_configmaps_create",
+        webhook_down,
+    )]
+}
+
+fn build_yaml(name: &str, retention: &str) -> String {
+    format!(
+        "apiVersion: shipwright.io/v1beta1\nkind: Build\nmetadata:\n  name: {name}\nspec:\n  \
+         source: {{type: Git, git: {{url: https://github.com/shipwright-io/sample-go}}}}\n  \
+         strategy: {{kind: ClusterBuildStrategy, name: buildkit}}\n  \
+         output: {{image: registry.example/{name}:latest}}\n  retention: {retention}\n"
+    )
+}
+
+/// `kubectl apply` of `yaml` (plus `extra` flags): whether it succeeded, and all it printed.
+fn apply(ns: &TestNamespace, yaml: &str, extra: &[&str]) -> Result<(bool, String)> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = ns
+        .kubectl()
+        .args(["apply", "-f", "-"])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    child
+        .stdin
+        .take()
+        .map(|mut stdin| stdin.write_all(yaml.as_bytes()))
+        .transpose()?;
+    let output = child.wait_with_output()?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok((output.status.success(), text))
+}
+
+fn expect_denied(ns: &TestNamespace, yaml: &str, extra: &[&str], needles: &[&str]) -> Result<()> {
+    let (ok, text) = apply(ns, yaml, extra)?;
+    ensure!(!ok, "apply must fail, printed: {text}");
+    for needle in needles {
+        ensure!(text.contains(needle), "{needle:?} missing from: {text}");
+    }
+    Ok(())
+}
+
+async fn non_go_duration(ns: TestNamespace) -> Result<()> {
+    let yaml = build_yaml("one-day", "{ttlAfterFailed: 1d}");
+    expect_denied(
+        &ns,
+        &yaml,
+        &[],
+        &[
+            "spec.retention.ttlAfterFailed",
+            "\"1d\"",
+            "is not a duration",
+        ],
+    )?;
+    ensure!(
+        ns.dynamic(&shipwright("Build"))
+            .get_opt("one-day")
+            .await?
+            .is_none(),
+        "nothing created"
+    );
+    Ok(())
+}
+
+async fn limit_above_100(ns: TestNamespace) -> Result<()> {
+    let yaml = build_yaml("too-many", "{succeededLimit: 101}");
+    expect_denied(
+        &ns,
+        &yaml,
+        &[],
+        &["spec.retention.succeededLimit", "101", "100"],
+    )
+}
+
+async fn two_errors(ns: TestNamespace) -> Result<()> {
+    let yaml = build_yaml("two", "{ttlAfterSucceeded: 2 weeks, failedLimit: 500}");
+    expect_denied(
+        &ns,
+        &yaml,
+        &[],
+        &[
+            "spec.retention.ttlAfterSucceeded: \"2 weeks\"",
+            "spec.retention.failedLimit: 500",
+        ],
+    )
+}
+
+async fn valid_settings(ns: TestNamespace) -> Result<()> {
+    for (index, ttl) in ["1.5h", "300ms", "1h30m10s", "0s", "36h"]
+        .iter()
+        .enumerate()
+    {
+        let yaml = build_yaml(
+            &format!("valid-{index}"),
+            &format!(
+                "{{ttlAfterFailed: \"{ttl}\", ttlAfterSucceeded: \"{ttl}\", succeededLimit: 100, failedLimit: 1}}"
+            ),
+        );
+        let (ok, text) = apply(&ns, &yaml, &[])?;
+        ensure!(ok, "{ttl}: {text}");
+    }
+    Ok(())
+}
+
+async fn dry_run(ns: TestNamespace) -> Result<()> {
+    let bad = build_yaml("dry-bad", "{ttlAfterFailed: 1d, succeededLimit: 101}");
+    expect_denied(&ns, &bad, &["--dry-run=server"], &["\"1d\"", "101"])?;
+    let good = build_yaml("dry-good", "{ttlAfterFailed: 1h, succeededLimit: 100}");
+    let (ok, text) = apply(&ns, &good, &["--dry-run=server"])?;
+    ensure!(ok && text.contains("(server dry run)"), "{text}");
+    ensure!(
+        ns.dynamic(&shipwright("Build"))
+            .get_opt("dry-good")
+            .await?
+            .is_none(),
+        "dry run created nothing"
+    );
+    Ok(())
+}
+
+fn buildrun_yaml(name: &str, build: &str, retention: Option<&str>) -> String {
+    let retention = retention
+        .map(|r| format!("\n  retention: {r}"))
+        .unwrap_or_default();
+    format!(
+        "apiVersion: shipwright.io/v1beta1\nkind: BuildRun\nmetadata:\n  name: {name}\nspec:\n  \
+         build: {{name: {build}}}{retention}\n"
+    )
+}
+
+async fn inheritance(ns: TestNamespace) -> Result<()> {
+    let (ok, text) = apply(
+        &ns,
+        &build_yaml("parent", "{ttlAfterSucceeded: 1.5h, ttlAfterFailed: 36h}"),
+        &[],
+    )?;
+    ensure!(ok, "{text}");
+    let (ok, text) = apply(&ns, &buildrun_yaml("inherits", "parent", None), &[])?;
+    ensure!(ok, "{text}");
+    let (ok, text) = apply(
+        &ns,
+        &buildrun_yaml("own", "parent", Some("{ttlAfterFailed: 5m}")),
+        &[],
+    )?;
+    ensure!(ok, "{text}");
+    let runs = ns.dynamic(&shipwright("BuildRun"));
+    let inherits = runs.get("inherits").await?;
+    ensure!(
+        inherits.data["spec"]["retention"]
+            == json!({"ttlAfterSucceeded": "1.5h", "ttlAfterFailed": "36h"}),
+        "{:?}",
+        inherits.data["spec"]
+    );
+    let own = runs.get("own").await?;
+    ensure!(
+        own.data["spec"]["retention"]
+            == json!({"ttlAfterSucceeded": "1.5h", "ttlAfterFailed": "5m"}),
+        "{:?}",
+        own.data["spec"]
+    );
+
+    // Editing the Build later leaves existing runs alone.
+    let (ok, text) = apply(
+        &ns,
+        &build_yaml("parent", "{ttlAfterSucceeded: 10m, ttlAfterFailed: 10m}"),
+        &[],
+    )?;
+    ensure!(ok, "{text}");
+    let inherits = runs.get("inherits").await?;
+    ensure!(inherits.data["spec"]["retention"]["ttlAfterSucceeded"] == "1.5h");
+
+    // A run of a Build that does not exist is admitted unchanged, with a warning.
+    let (ok, text) = apply(&ns, &buildrun_yaml("orphan", "nobody", None), &[])?;
+    ensure!(ok && text.contains("Build \"nobody\" not found"), "{text}");
+    ensure!(
+        runs.get("orphan").await?.data["spec"]
+            .get("retention")
+            .is_none()
+    );
+    Ok(())
+}
+
+async fn bad_buildrun(ns: TestNamespace) -> Result<()> {
+    let yaml = buildrun_yaml("bad-run", "whatever", Some("{ttlAfterSucceeded: 1w}"));
+    expect_denied(
+        &ns,
+        &yaml,
+        &[],
+        &["spec.retention.ttlAfterSucceeded", "\"1w\""],
+    )
+}
+
+async fn at_build_deletion(ns: TestNamespace) -> Result<()> {
+    let (ok, text) = apply(
+        &ns,
+        &build_yaml("owner", "{atBuildDeletion: true, ttlAfterFailed: 1h}"),
+        &[],
+    )?;
+    ensure!(ok, "{text}");
+    let (ok, text) = apply(&ns, &buildrun_yaml("owned", "owner", None), &[])?;
+    ensure!(ok, "{text}");
+    let build = ns.dynamic(&shipwright("Build")).get("owner").await?;
+    let run = ns.dynamic(&shipwright("BuildRun")).get("owned").await?;
+    let owners = run.owner_references();
+    ensure!(
+        owners.len() == 1
+            && owners[0].kind == "Build"
+            && Some(&owners[0].uid) == build.metadata.uid.as_ref(),
+        "{owners:?}"
+    );
+    Ok(())
+}
+
+async fn openshift_inheritance(ns: TestNamespace) -> Result<()> {
+    let configs = ns.dynamic(&openshift("BuildConfig"));
+    let config = object(
+        &openshift("BuildConfig"),
+        json!({"metadata": {"name": "app"}, "spec": {
+            "defaultSuccessfulBuildTTLSeconds": 600, "defaultFailedBuildTTLSeconds": 3600,
+            "successfulBuildsHistoryLimit": 5}}),
+    )?;
+    configs.create(&PostParams::default(), &config).await?;
+    let builds = ns.dynamic(&openshift("Build"));
+    let build = object(
+        &openshift("Build"),
+        json!({"metadata": {"name": "app-1", "annotations": {"openshift.io/build-config.name": "app"}},
+               "spec": {"failedBuildTTLSeconds": 60}}),
+    )?;
+    let created = builds.create(&PostParams::default(), &build).await?;
+    ensure!(
+        created.data["spec"]["successfulBuildTTLSeconds"] == 600,
+        "{:?}",
+        created.data
+    );
+    ensure!(
+        created.data["spec"]["failedBuildTTLSeconds"] == 60,
+        "{:?}",
+        created.data
+    );
+
+    let bad = object(
+        &openshift("BuildConfig"),
+        json!({"metadata": {"name": "bad"}, "spec": {"failedBuildsHistoryLimit": 101}}),
+    )?;
+    match configs.create(&PostParams::default(), &bad).await {
+        Err(kube::Error::Api(status))
+            if status
+                .message
+                .contains("spec.failedBuildsHistoryLimit: 101") =>
+        {
+            Ok(())
+        }
+        other => bail!("a history limit of 101 must be denied, got {other:?}"),
+    }
+}
+
+async fn ttl_annotation(ns: TestNamespace) -> Result<()> {
+    let before = Timestamp::now();
+    let (ok, text) = apply(
+        &ns,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: short-lived\n  annotations:\n    retention.dev/ttl: 10m\n",
+        &[],
+    )?;
+    ensure!(ok, "{text}");
+    let config_maps: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(ns.env.client.clone(), &ns.name);
+    let config_map = config_maps.get("short-lived").await?;
+    let stamped: Timestamp = config_map
+        .annotations()
+        .get("retention.dev/expires-at")
+        .ok_or_else(|| anyhow::anyhow!("no expires-at on {:?}", config_map.metadata))?
+        .parse()?;
+    let expected = before + jiff::SignedDuration::from_mins(10);
+    let off = stamped.duration_since(expected).abs();
+    ensure!(
+        off <= jiff::SignedDuration::from_secs(3),
+        "expires-at {stamped}, expected about {expected}"
+    );
+    ensure!(
+        config_map
+            .labels()
+            .get("retention.dev/managed")
+            .map(String::as_str)
+            == Some("true")
+    );
+    Ok(())
+}
+
+async fn bad_annotation(ns: TestNamespace) -> Result<()> {
+    let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: soon\n  annotations:\n    retention.dev/ttl: soon\n";
+    expect_denied(
+        &ns,
+        yaml,
+        &[],
+        &["metadata.annotations[retention.dev/ttl]", "\"soon\""],
+    )
+}
+
+async fn untouched(ns: TestNamespace) -> Result<()> {
+    let (ok, text) = apply(
+        &ns,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\ndata: {a: b}\n",
+        &[],
+    )?;
+    ensure!(ok, "{text}");
+    let config_maps: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(ns.env.client.clone(), &ns.name);
+    let plain = config_maps.get("plain").await?;
+    let annotations: Vec<&String> = plain.annotations().keys().collect();
+    ensure!(
+        annotations == ["kubectl.kubernetes.io/last-applied-configuration"],
+        "{annotations:?}"
+    );
+    ensure!(plain.labels().is_empty(), "{:?}", plain.labels());
+    Ok(())
+}
+
+async fn deploy_dry_run(ns: TestNamespace) -> Result<()> {
+    let output = ns
+        .env
+        .kubectl()
+        .args(["apply", "--dry-run=server", "-k"])
+        .arg(ns.env.cluster.layout.repo_root.join("deploy"))
+        .output()?;
+    let text = String::from_utf8_lossy(&output.stdout).to_string()
+        + &String::from_utf8_lossy(&output.stderr);
+    ensure!(output.status.success(), "{text}");
+    for expected in [
+        "deployment.apps/kube-retention-webhook",
+        "mutatingwebhookconfiguration",
+        "validatingwebhookconfiguration",
+    ] {
+        ensure!(text.contains(expected), "{expected} missing from: {text}");
+    }
+    Ok(())
+}
+
+async fn webhook_down(ns: TestNamespace) -> Result<()> {
+    let cluster = &ns.env.cluster;
+    let webhook = kube_retention_e2e::process::tracked(
+        &cluster.layout.state_dir,
+        &[kube_retention_e2e::components::WEBHOOK],
+    );
+    let webhook = webhook
+        .first()
+        .ok_or_else(|| anyhow::anyhow!("no webhook pid"))?;
+    ensure!(
+        webhook.stop(Duration::from_secs(5))?,
+        "the webhook was running"
+    );
+    let outcome = async {
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: unrelated\nspec:\n  containers: [{name: c, image: busybox}]\n";
+        let (ok, text) = apply(&ns, pod, &[])?;
+        ensure!(ok, "an unrelated Pod must create while the webhook is down: {text}");
+        let config_map = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: unrelated\n";
+        let (ok, text) = apply(&ns, config_map, &[])?;
+        ensure!(ok, "an unrelated ConfigMap must create while the webhook is down: {text}");
+        // Annotated Pods too (failurePolicy Ignore), just without a stamp.
+        let annotated = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: annotated\n  annotations: {retention.dev/ttl: 1h}\n";
+        let (ok, text) = apply(&ns, annotated, &[])?;
+        ensure!(ok, "{text}");
+        // Shipwright kinds wait for validation (failurePolicy Fail).
+        let (ok, text) = apply(&ns, &build_yaml("while-down", "{ttlAfterFailed: 1h}"), &[])?;
+        ensure!(!ok && text.contains("failed calling webhook"), "{text}");
+        Ok::<(), anyhow::Error>(())
+    }
+    .await;
+    kube_retention_e2e::components::start_webhook(cluster)?;
+    kube_retention_e2e::components::wait_for_admission(cluster, Duration::from_secs(30))?;
+    outcome
+}
