@@ -8,7 +8,7 @@ CARGO ?= cargo
 STATE ?= .local
 LOCAL_CLUSTER = $(CARGO) run --quiet --package kube-retention-e2e --bin local-cluster -- --state $(STATE)
 
-.PHONY: help toolchain cluster-binaries build up down status demo test fmt-check clippy unit e2e
+.PHONY: help toolchain cluster-binaries build up down status demo test fmt-check clippy unit e2e bench-webhook
 
 help:
 	@echo "make demo    start the local cluster and walk through what kube-retention does"
@@ -52,3 +52,8 @@ unit: toolchain
 
 e2e: cluster-binaries build
 	$(CARGO) test --package kube-retention-e2e --features e2e --test e2e
+
+# Benchmarks write their results into docs/benchmarks.md.
+bench-webhook: toolchain
+	$(CARGO) build --release --package kube-retention-webhook --package kube-retention-bench
+	target/release/webhook-bench

@@ -1,0 +1,21 @@
+//! Shared by the benchmark binaries: open-loop load at a fixed rate with latency measured from
+//! each request's scheduled start (so a slow server cannot hide queueing), process memory
+//! readings, and the markdown report in docs/benchmarks.md.
+
+pub mod load;
+pub mod report;
+
+/// Peak and current resident set size of a process, in KiB, from /proc.
+pub fn rss_kib(pid: u32) -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    };
+    Some((field("VmHWM:")?, field("VmRSS:")?))
+}
