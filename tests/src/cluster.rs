@@ -288,6 +288,16 @@ impl LocalCluster {
                 "crd/buildconfigs.build.openshift.io",
             ]))
         })?;
+        self.apply_local_overlay()?;
+        for service_account in [CONTROLLER_SERVICE_ACCOUNT, WEBHOOK_SERVICE_ACCOUNT] {
+            self.write_service_account_kubeconfig(service_account)?;
+        }
+        Ok(())
+    }
+
+    /// Applies `deploy/local` with every webhook configuration pointed at the local webhook and
+    /// its CA; applying it again restores them after a test changed them.
+    pub fn apply_local_overlay(&self) -> Result<()> {
         let yaml = run(self
             .kubectl()
             .args(["kustomize"])
@@ -311,9 +321,6 @@ impl LocalCluster {
             self.kubectl().args(["apply", "-f", "-"]),
             &manifests.to_string(),
         )?;
-        for service_account in [CONTROLLER_SERVICE_ACCOUNT, WEBHOOK_SERVICE_ACCOUNT] {
-            self.write_service_account_kubeconfig(service_account)?;
-        }
         Ok(())
     }
 

@@ -3,6 +3,7 @@
 //! own, and stops the cluster. Run by `make test` (`cargo test -p kube-retention-e2e --features e2e`).
 
 mod admission;
+mod certs;
 mod foundation;
 mod support;
 
@@ -28,7 +29,9 @@ fn main() -> ExitCode {
         test_threads: Some(1),
         ..arguments.clone()
     };
-    let disruptive = libtest_mimic::run(&serial, admission::disruptive_tests(&env));
+    let mut disruptive_tests = admission::disruptive_tests(&env);
+    disruptive_tests.extend(certs::disruptive_tests(&env));
+    let disruptive = libtest_mimic::run(&serial, disruptive_tests);
     env.stop();
     conclusion.num_passed += disruptive.num_passed;
     conclusion.num_failed += disruptive.num_failed;

@@ -1,0 +1,283 @@
+//! `kube-retention-certs`: the webhook's certificates in a real cluster, without cert-manager.
+//!
+//! `ensure` keeps a Secret holding a CA and a serving certificate for the webhook Service,
+//! renews them before they expire, writes the caBundle into the webhook configurations, and
+//! copies the certificate into `--out-dir` for the webhook to serve (it reloads changed files).
+//! Run as a sidecar with `--watch`, every webhook replica keeps it current; concurrent writers
+//! are settled by resourceVersion preconditions.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use kube_retention_certs::renewal::{self, Lifetimes, TLS_CERT, TLS_KEY};
+use serde_json::json;
+
+#[derive(Parser)]
+#[command(
+    name = "kube-retention-certs",
+    version,
+    about = "Certificates for kube-retention's webhook"
+)]
+struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Make the Secret, the webhook configurations' caBundle and --out-dir current.
+    Ensure(Ensure),
+    /// Exit 0 once --out-dir holds a certificate and key (a startup probe).
+    Ready {
+        #[arg(long)]
+        out_dir: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+struct Ensure {
+    /// Namespace of the Secret and the Service.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "kube-retention")]
+    namespace: String,
+    #[arg(long, default_value = "kube-retention-webhook-tls")]
+    secret: String,
+    /// The webhook Service the certificate is for.
+    #[arg(long, default_value = "kube-retention-webhook")]
+    service: String,
+    /// Mutating and Validating WebhookConfigurations (same name) to write the caBundle into.
+    #[arg(long, default_value = "kube-retention")]
+    webhook_configuration: String,
+    /// Also write tls.crt and tls.key here, for the webhook to serve.
+    #[arg(long)]
+    out_dir: Option<PathBuf>,
+    /// Keep running, checking this often.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    watch: Option<Duration>,
+    #[arg(long, default_value = "3650days", value_parser = humantime::parse_duration)]
+    ca_validity: Duration,
+    #[arg(long, default_value = "90days", value_parser = humantime::parse_duration)]
+    validity: Duration,
+    /// Renew a certificate once less than this is left.
+    #[arg(long, default_value = "30days", value_parser = humantime::parse_duration)]
+    renew_before: Duration,
+    /// Kubeconfig (default: in-cluster, then $KUBECONFIG).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt().json().init();
+    let outcome = match Args::parse().command {
+        Command::Ensure(ensure) => run(ensure).await,
+        Command::Ready { out_dir } => ready(&out_dir),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!(error = format!("{error:#}"), "kube-retention-certs failed");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn ready(out_dir: &Path) -> Result<()> {
+    for file in [TLS_CERT, TLS_KEY] {
+        let path = out_dir.join(file);
+        if std::fs::metadata(&path).map(|meta| meta.len()).unwrap_or(0) == 0 {
+            bail!("{} is not there yet", path.display());
+        }
+    }
+    Ok(())
+}
+
+async fn run(args: Ensure) -> Result<()> {
+    let config = match &args.kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?
+        }
+        None => kube::Config::infer().await?,
+    };
+    let client = Client::try_from(config)?;
+    loop {
+        match ensure(&client, &args).await {
+            Ok(()) => {}
+            Err(error) if args.watch.is_some() => {
+                tracing::error!(
+                    error = format!("{error:#}"),
+                    "certificate check failed; retrying"
+                )
+            }
+            Err(error) => return Err(error),
+        }
+        match args.watch {
+            Some(interval) => tokio::time::sleep(interval).await,
+            None => return Ok(()),
+        }
+    }
+}
+
+fn lifetimes(args: &Ensure) -> Result<Lifetimes> {
+    let convert =
+        |duration: Duration| time::Duration::try_from(duration).context("duration out of range");
+    Ok(Lifetimes {
+        ca: convert(args.ca_validity)?,
+        serving: convert(args.validity)?,
+        renew_before: convert(args.renew_before)?,
+    })
+}
+
+async fn ensure(client: &Client, args: &Ensure) -> Result<()> {
+    let names = renewal::service_names(&args.service, &args.namespace);
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &args.namespace);
+    let mut attempts = 0;
+    let data = loop {
+        attempts += 1;
+        let existing = secrets.get_opt(&args.secret).await?;
+        let current = existing.as_ref().map(secret_data).unwrap_or_default();
+        let desired = renewal::desired(
+            &current,
+            &names,
+            lifetimes(args)?,
+            time::OffsetDateTime::now_utc(),
+        )?;
+        if desired == current {
+            break desired;
+        }
+        let mut secret = existing.unwrap_or_else(|| Secret {
+            metadata: kube::api::ObjectMeta {
+                name: Some(args.secret.clone()),
+                namespace: Some(args.namespace.clone()),
+                labels: Some(BTreeMap::from([(
+                    "app.kubernetes.io/part-of".into(),
+                    "kube-retention".into(),
+                )])),
+                ..Default::default()
+            },
+            type_: Some("kubernetes.io/tls".into()),
+            ..Default::default()
+        });
+        secret.data = Some(
+            desired
+                .iter()
+                .map(|(key, value)| (key.clone(), ByteString(value.clone().into_bytes())))
+                .collect(),
+        );
+        // create fails if someone created it meanwhile; replace carries the resourceVersion we
+        // read, so a concurrent renewal by another replica is never overwritten blindly.
+        let written = match secret.metadata.resource_version {
+            Some(_) => {
+                secrets
+                    .replace(&args.secret, &PostParams::default(), &secret)
+                    .await
+            }
+            None => secrets.create(&PostParams::default(), &secret).await,
+        };
+        match written {
+            Ok(_) => {
+                tracing::info!(secret = %args.secret, "wrote renewed certificates");
+                break desired;
+            }
+            Err(kube::Error::Api(status)) if status.code == 409 && attempts < 5 => continue,
+            Err(error) => return Err(error.into()),
+        }
+    };
+    if let Some(dir) = &args.out_dir {
+        write_if_changed(&dir.join(TLS_KEY), &data[TLS_KEY])?;
+        write_if_changed(&dir.join(TLS_CERT), &data[TLS_CERT])?;
+    }
+    let bundle = renewal::ca_bundle(&data);
+    let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let name = &args.webhook_configuration;
+    let mutating_bundles = mutating
+        .get(name)
+        .await
+        .context("reading the MutatingWebhookConfiguration")?;
+    let bundles = mutating_bundles
+        .webhooks
+        .unwrap_or_default()
+        .into_iter()
+        .map(|hook| hook.client_config.ca_bundle)
+        .collect();
+    patch_bundles(&mutating, name, bundles, &bundle).await?;
+    let validating_bundles = validating
+        .get(name)
+        .await
+        .context("reading the ValidatingWebhookConfiguration")?;
+    let bundles = validating_bundles
+        .webhooks
+        .unwrap_or_default()
+        .into_iter()
+        .map(|hook| hook.client_config.ca_bundle)
+        .collect();
+    patch_bundles(&validating, name, bundles, &bundle).await?;
+    Ok(())
+}
+
+fn secret_data(secret: &Secret) -> BTreeMap<String, String> {
+    secret
+        .data
+        .iter()
+        .flatten()
+        .filter_map(|(key, value)| Some((key.clone(), String::from_utf8(value.0.clone()).ok()?)))
+        .collect()
+}
+
+async fn patch_bundles<K>(
+    api: &Api<K>,
+    name: &str,
+    current: Vec<Option<ByteString>>,
+    bundle: &str,
+) -> Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let wanted = ByteString(bundle.as_bytes().to_vec());
+    let operations: Vec<serde_json::Value> = current
+        .iter()
+        .enumerate()
+        .filter(|(_, have)| have.as_ref() != Some(&wanted))
+        .map(|(index, _)| {
+            json!({"op": "add", "path": format!("/webhooks/{index}/clientConfig/caBundle"), "value": base64_encode(bundle)})
+        })
+        .collect();
+    if operations.is_empty() {
+        return Ok(());
+    }
+    let patch: json_patch::Patch = serde_json::from_value(serde_json::Value::Array(operations))?;
+    api.patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))
+        .await?;
+    tracing::info!(%name, "wrote the caBundle");
+    Ok(())
+}
+
+fn base64_encode(text: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+/// Replaces `path` atomically (write, then rename) so the webhook never reads half a file.
+fn write_if_changed(path: &Path, contents: &str) -> Result<()> {
+    if std::fs::read_to_string(path).is_ok_and(|current| current == contents) {
+        return Ok(());
+    }
+    let temporary = path.with_extension("tmp");
+    std::fs::write(&temporary, contents)
+        .with_context(|| format!("writing {}", temporary.display()))?;
+    std::fs::rename(&temporary, path)?;
+    Ok(())
+}
