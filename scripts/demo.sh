@@ -23,10 +23,24 @@ for verb in "delete buildruns.shipwright.io" "delete jobs.batch" "get secrets"; 
 		--as=system:serviceaccount:kube-retention:kube-retention-controller || true
 done
 
-say "A Build with a retention policy, and a BuildRun of it"
 # A fresh namespace each time: wait out the previous demo's if it is still being deleted.
 "$kubectl" delete namespace "$ns" --ignore-not-found --wait=true >/dev/null
 "$kubectl" create namespace "$ns" >/dev/null
+
+say "kube-retention's webhook refuses what Shipwright's Go controller could not read, naming each field"
+cat <<YAML | tee /dev/stderr | "$kubectl" apply -n "$ns" -f - || true
+apiVersion: shipwright.io/v1beta1
+kind: Build
+metadata:
+  name: hello
+spec:
+  source: {type: Git, git: {url: https://github.com/shipwright-io/sample-go}}
+  strategy: {kind: ClusterBuildStrategy, name: buildkit}
+  output: {image: registry.example/hello:latest}
+  retention: {ttlAfterFailed: 1d, succeededLimit: 101}
+YAML
+
+say "Fixed: Go durations (h, m, s, ms, us, ns) and a limit of at most 100"
 cat <<YAML | tee /dev/stderr | "$kubectl" apply -n "$ns" -f -
 apiVersion: shipwright.io/v1beta1
 kind: Build
@@ -36,15 +50,18 @@ spec:
   source: {type: Git, git: {url: https://github.com/shipwright-io/sample-go}}
   strategy: {kind: ClusterBuildStrategy, name: buildkit}
   output: {image: registry.example/hello:latest}
-  retention: {ttlAfterSucceeded: 10m, ttlAfterFailed: 1h, succeededLimit: 5}
----
-apiVersion: shipwright.io/v1beta1
-kind: BuildRun
-metadata:
-  name: hello-1
-spec:
-  build: {name: hello}
+  retention: {ttlAfterSucceeded: 10m, ttlAfterFailed: 36h, succeededLimit: 5}
 YAML
+
+say "A BuildRun of it inherits the Build's TTLs at creation"
+printf 'apiVersion: shipwright.io/v1beta1\nkind: BuildRun\nmetadata: {name: hello-1}\nspec: {build: {name: hello}}\n' \
+	| "$kubectl" apply -n "$ns" -f -
+show get buildrun hello-1 -n "$ns" -o jsonpath='{.spec.retention}{"\n"}'
+
+say "Any object can carry a TTL; the webhook stamps when it expires"
+"$kubectl" create configmap scratch -n "$ns" --from-literal=k=v --dry-run=client -o yaml \
+	| "$kubectl" annotate -f - retention.dev/ttl=10m --local -o yaml | "$kubectl" apply -n "$ns" -f - >/dev/null
+show get configmap scratch -n "$ns" -o jsonpath='{.metadata.annotations.retention\.dev/expires-at}{"\n"}'
 
 say "Nothing in this cluster runs builds: tests set each status through the /status subresource"
 now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
