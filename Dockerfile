@@ -6,8 +6,8 @@ COPY . .
 RUN cargo build --release --locked \
       --package kube-retention-webhook --package kube-retention-certs --package kube-retention-controller \
  && mkdir /out \
- && cp target/release/kube-retention-webhook target/release/kube-retention-certs /out/ \
- && { cp target/release/kube-retention-controller /out/ 2>/dev/null || true; }
+ && cp target/release/kube-retention-webhook target/release/kube-retention-certs \
+       target/release/kube-retention-controller /out/
 
 # glibc and CA certificates, no shell, runs as uid 65532.
 FROM gcr.io/distroless/cc-debian12:nonroot

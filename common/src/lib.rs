@@ -7,6 +7,7 @@ pub mod duration;
 pub mod expiry;
 pub mod field_error;
 pub mod kind;
+pub mod limits;
 pub mod policy;
 pub mod progress;
 

@@ -46,6 +46,8 @@ pub struct LocalCluster {
     pub api_port: u16,
     /// Where the local webhook serves; the webhook configurations point here.
     pub webhook_port: u16,
+    /// The local controller's /metrics and /readyz.
+    pub controller_port: u16,
 }
 
 /// What [`LocalCluster::up`] found or did.
@@ -72,10 +74,19 @@ impl LocalCluster {
         cluster.install()?;
         components::start_webhook(&cluster)?;
         components::wait_for_admission(&cluster, Duration::from_secs(60))?;
+        components::start_controller(&cluster, components::CONTROLLER, &[])?;
+        components::wait_for_controller(
+            &cluster,
+            cluster.controller_port,
+            Duration::from_secs(60),
+        )?;
         // Written last: a cluster counts as up only once everything above has succeeded.
         fs::write(
             cluster.layout.state(PORTS_FILE),
-            format!("{} {}", cluster.api_port, cluster.webhook_port),
+            format!(
+                "{} {} {}",
+                cluster.api_port, cluster.webhook_port, cluster.controller_port
+            ),
         )?;
         Ok((cluster, Outcome::Started))
     }
@@ -84,7 +95,7 @@ impl LocalCluster {
     /// server answers ready.
     pub fn running(layout: &Layout) -> Option<Self> {
         let mut names = CONTROL_PLANE.to_vec();
-        names.extend(crate::COMPONENTS);
+        names.extend([components::WEBHOOK, components::CONTROLLER]);
         let all_live = process::tracked(&layout.state_dir, &names)
             .iter()
             .all(|tracked| tracked.live_pid().is_some());
@@ -94,6 +105,7 @@ impl LocalCluster {
             layout: layout.clone(),
             api_port: ports.next()?.ok()?,
             webhook_port: ports.next()?.ok()?,
+            controller_port: ports.next()?.ok()?,
         };
         (all_live && cluster.ready()).then_some(cluster)
     }
@@ -131,12 +143,19 @@ impl LocalCluster {
 
     fn start(layout: Layout) -> Result<Self> {
         fs::create_dir_all(&layout.state_dir)?;
-        let [etcd_port, etcd_peer_port, api_port, webhook_port] = free_ports()?;
+        let [
+            etcd_port,
+            etcd_peer_port,
+            api_port,
+            webhook_port,
+            controller_port,
+        ] = free_ports()?;
         let pki = Pki::write(&layout)?;
         let cluster = Self {
             layout,
             api_port,
             webhook_port,
+            controller_port,
         };
         let layout = &cluster.layout;
 

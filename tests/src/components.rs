@@ -6,11 +6,14 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 
-use crate::cluster::{LocalCluster, WEBHOOK_SERVICE_ACCOUNT};
+use crate::cluster::{CONTROLLER_SERVICE_ACCOUNT, LocalCluster, WEBHOOK_SERVICE_ACCOUNT};
 use crate::process::{self, Tracked};
 use crate::retry;
 
 pub const WEBHOOK: &str = "kube-retention-webhook";
+pub const CONTROLLER: &str = "kube-retention-controller";
+/// A second controller replica, for tests of leader election.
+pub const SECOND_CONTROLLER: &str = "kube-retention-controller-2";
 
 /// Starts the webhook on the cluster's webhook port with the serving certificate under `pki/`.
 pub fn start_webhook(cluster: &LocalCluster) -> Result<Tracked> {
@@ -72,4 +75,62 @@ pub fn wait_for_admission(cluster: &LocalCluster, timeout: Duration) -> Result<(
                 .display()
         )
     })
+}
+
+/// Starts a controller replica named `name` (its pid file, log and Lease identity), with the
+/// controller ServiceAccount's kubeconfig and `extra` flags (which win over the defaults).
+pub fn start_controller(cluster: &LocalCluster, name: &str, extra: &[String]) -> Result<Tracked> {
+    let layout = &cluster.layout;
+    let binary = layout.cargo_binary(CONTROLLER);
+    ensure!(
+        binary.is_file(),
+        "{} is missing: run `cargo build --workspace --bins`",
+        binary.display()
+    );
+    let mut command = Command::new(binary);
+    command
+        .arg(format!(
+            "--metrics-address=127.0.0.1:{}",
+            cluster.controller_port
+        ))
+        .arg(format!(
+            "--kubeconfig={}",
+            cluster
+                .service_account_kubeconfig(CONTROLLER_SERVICE_ACCOUNT)
+                .display()
+        ))
+        .arg(format!("--identity={name}"))
+        .arg("--lease-namespace=kube-retention")
+        .arg("--log-format=text")
+        .args(extra);
+    process::spawn(&layout.state_dir, name, &mut command)
+}
+
+/// Waits until the controller on `port` has listed every kind it watches (its /readyz).
+pub fn wait_for_controller(cluster: &LocalCluster, port: u16, timeout: Duration) -> Result<()> {
+    retry(timeout, || {
+        let status = http_get(port, "/readyz")?;
+        ensure!(status.starts_with("HTTP/1.1 200"), "not ready: {status}");
+        Ok(())
+    })
+    .with_context(|| {
+        format!(
+            "the controller was not ready within {timeout:?}: see {}",
+            cluster.layout.state("logs").display()
+        )
+    })
+}
+
+/// A plain HTTP GET on 127.0.0.1:`port`; the whole response as text.
+pub fn http_get(port: u16, path: &str) -> Result<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    Ok(response)
 }

@@ -20,7 +20,11 @@ pub use cluster::{LocalCluster, Outcome};
 pub use layout::Layout;
 
 /// kube-retention's own processes, started after the control plane.
-pub const COMPONENTS: [&str; 1] = [components::WEBHOOK];
+pub const COMPONENTS: [&str; 3] = [
+    components::WEBHOOK,
+    components::CONTROLLER,
+    components::SECOND_CONTROLLER,
+];
 
 /// Runs `command` to completion and returns its standard output; a failure carries the command
 /// line and its standard error.

@@ -1,0 +1,75 @@
+//! Command-line flags (each also settable through the environment).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kube-retention-controller",
+    version,
+    about = "Deletes finished Kubernetes objects on time, never the wrong one"
+)]
+pub struct Args {
+    /// Address for /metrics, /healthz and /readyz (plain HTTP).
+    #[arg(
+        long,
+        env = "KUBE_RETENTION_METRICS_ADDRESS",
+        default_value = "0.0.0.0:8080"
+    )]
+    pub metrics_address: SocketAddr,
+    /// Client-side budget for writes (DELETE, PATCH, Events), requests per second; 0 = unlimited.
+    #[arg(long, env = "KUBE_RETENTION_QPS", default_value_t = 50)]
+    pub qps: u32,
+    /// Requests in flight at once.
+    #[arg(long, env = "KUBE_RETENTION_CONCURRENCY", default_value_t = 16)]
+    pub concurrency: usize,
+    /// How deleted objects' dependents go: Background, Foreground or Orphan.
+    #[arg(long, env = "KUBE_RETENTION_PROPAGATION_POLICY", value_enum, default_value_t = Propagation::Background)]
+    pub propagation_policy: Propagation,
+    /// Record an Event for each deletion (on the parent where there is one).
+    #[arg(long, env = "KUBE_RETENTION_EVENTS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub events: bool,
+    /// Watch a further kind: GROUP/VERSION/KIND[/PLURAL][:LABEL=SUCCEEDED,FAILED]. Repeatable.
+    #[arg(long = "kind", env = "KUBE_RETENTION_KINDS", value_delimiter = ' ')]
+    pub kinds: Vec<String>,
+    /// Objects per page of the initial LIST.
+    #[arg(long, default_value_t = 500)]
+    pub page_size: u32,
+    /// Elect a leader among replicas with a coordination.k8s.io Lease; only the leader acts.
+    #[arg(long, env = "KUBE_RETENTION_LEADER_ELECTION", default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_election: bool,
+    #[arg(
+        long,
+        env = "KUBE_RETENTION_LEASE_NAME",
+        default_value = "kube-retention-controller"
+    )]
+    pub lease_name: String,
+    #[arg(long, env = "POD_NAMESPACE", default_value = "kube-retention")]
+    pub lease_namespace: String,
+    /// This replica's identity in the Lease (default: the pod name, else the host name).
+    #[arg(long, env = "POD_NAME")]
+    pub identity: Option<String>,
+    /// Seconds a leader's Lease is valid without renewal.
+    #[arg(long, default_value_t = 15)]
+    pub lease_duration: u64,
+    /// Kubeconfig (default: in-cluster, then $KUBECONFIG).
+    #[arg(long, env = "KUBE_RETENTION_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    #[arg(long, env = "KUBE_RETENTION_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Propagation {
+    Background,
+    Foreground,
+    Orphan,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Json,
+    Text,
+}

@@ -1,0 +1,196 @@
+//! `kube-retention-controller`: deletes finished objects on time and enforces count limits.
+
+use std::num::NonZeroU32;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::http::{StatusCode, header};
+use axum::routing::get;
+use clap::Parser;
+use kube::api::PropagationPolicy;
+use kube::runtime::events::{Recorder, Reporter};
+use kube_lease_manager::LeaseManagerBuilder;
+use kube_retention_controller::args::{Args, LogFormat, Propagation};
+use kube_retention_controller::executor::{Executor, Settings};
+use kube_retention_controller::metrics::Metrics;
+use kube_retention_controller::run::Loop;
+use kube_retention_controller::state::State;
+use kube_retention_controller::{Error, Result, kinds, startup};
+use tokio::sync::{mpsc, watch};
+use tracing_subscriber::EnvFilter;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    match args.log_format {
+        LogFormat::Json => tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .init(),
+        LogFormat::Text => tracing_subscriber::fmt().with_env_filter(filter).init(),
+    }
+    match run(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!(%error, "kube-retention-controller failed");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<()> {
+    let config = match &args.kubeconfig {
+        Some(path) => {
+            let kubeconfig =
+                kube::config::Kubeconfig::read_from(path).map_err(kube::Error::InferKubeconfig)?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+                .await
+                .map_err(kube::Error::InferKubeconfig)?
+        }
+        None => kube::Config::infer()
+            .await
+            .map_err(kube::Error::InferConfig)?,
+    };
+    let client = kube::Client::try_from(config)?;
+    let mut watched = kinds::defaults();
+    for spec in &args.kinds {
+        watched.push(kinds::parse_extra(spec).map_err(Error::Config)?);
+    }
+    let served = startup::served_kinds(&client, &watched).await?;
+    let lease_namespace = args
+        .leader_election
+        .then_some(args.lease_namespace.as_str());
+    startup::check_permissions(&client, &watched, &served, lease_namespace).await?;
+
+    let metrics = Metrics::default();
+    let listener = tokio::net::TcpListener::bind(args.metrics_address).await?;
+    tracing::info!(address = %listener.local_addr()?, "serving metrics");
+    let served_metrics = metrics.clone();
+    let ready = Arc::new(AtomicBool::new(false));
+    let listed = ready.clone();
+    let routes = Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/readyz",
+            get(move || {
+                let ready = listed.load(Ordering::Relaxed);
+                async move {
+                    if ready {
+                        (StatusCode::OK, "ok")
+                    } else {
+                        (StatusCode::SERVICE_UNAVAILABLE, "listing")
+                    }
+                }
+            }),
+        )
+        .route(
+            "/metrics",
+            get(move || {
+                let metrics = served_metrics.clone();
+                async move {
+                    (
+                        [(
+                            header::CONTENT_TYPE,
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        )],
+                        metrics.encode(),
+                    )
+                }
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, routes).await });
+
+    let identity = args
+        .identity
+        .clone()
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|name| name.trim().to_owned())
+        })
+        .unwrap_or_else(|| "kube-retention-controller".to_owned());
+    let (leadership, lease_task) = if args.leader_election {
+        let manager = LeaseManagerBuilder::new(client.clone(), &args.lease_name)
+            .with_namespace(&args.lease_namespace)
+            .with_identity(&identity)
+            .with_duration(args.lease_duration)
+            .with_grace((args.lease_duration / 3).max(1))
+            .build()
+            .await
+            .map_err(|error| Error::Lease(error.to_string()))?;
+        let (leadership, task) = manager.watch().await;
+        (leadership, Some(task))
+    } else {
+        let (sender, leadership) = watch::channel(true);
+        std::mem::forget(sender);
+        (leadership, None)
+    };
+
+    let (feedback_tx, feedback) = mpsc::unbounded_channel();
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "kube-retention-controller".into(),
+            instance: Some(identity.clone()),
+        },
+    );
+    let executor = Executor::spawn(
+        client.clone(),
+        watched.clone(),
+        Settings {
+            budget: NonZeroU32::new(args.qps),
+            propagation: match args.propagation_policy {
+                Propagation::Background => PropagationPolicy::Background,
+                Propagation::Foreground => PropagationPolicy::Foreground,
+                Propagation::Orphan => PropagationPolicy::Orphan,
+            },
+            concurrency: args.concurrency,
+            events: args.events,
+        },
+        metrics.clone(),
+        recorder,
+        feedback_tx,
+    );
+    tracing::info!(%identity, qps = args.qps, leader_election = args.leader_election, "starting");
+    let control = Loop {
+        client,
+        state: State::new(watched),
+        served,
+        executor,
+        feedback,
+        leadership,
+        metrics,
+        page_size: args.page_size,
+        ready,
+    };
+    control.run(shutdown_signal()).await;
+    if let Some(task) = lease_task {
+        // The loop owned the leadership receiver; with it dropped the lease manager releases
+        // the Lease, so a successor takes over at once instead of after it expires.
+        match task.await {
+            Ok(Ok(_)) => tracing::info!("released the leader lease"),
+            Ok(Err(error)) => tracing::warn!(%error, "releasing the leader lease"),
+            Err(error) => tracing::warn!(%error, "lease task"),
+        }
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let mut terminate =
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(signal) => signal,
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                return std::future::pending().await;
+            }
+        };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+    tracing::info!("shutting down");
+}

@@ -1,0 +1,105 @@
+//! The controller's Prometheus metrics.
+
+use std::sync::Arc;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct DeletionLabels {
+    pub kind: String,
+    pub reason: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ErrorLabels {
+    pub kind: String,
+    pub operation: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct KindLabels {
+    pub kind: String,
+}
+
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Arc<Registry>,
+    pub deletions: Family<DeletionLabels, Counter>,
+    pub errors: Family<ErrorLabels, Counter>,
+    pub conflicts: Family<KindLabels, Counter>,
+    pub stamps: Family<KindLabels, Counter>,
+    pub tracked: Family<KindLabels, Gauge>,
+    pub deletion_delay: Histogram,
+    pub leader: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("kube_retention");
+        let deletions = Family::default();
+        registry.register(
+            "deletions",
+            "Objects deleted, by kind and reason (ttl, limit)",
+            deletions.clone(),
+        );
+        let errors = Family::default();
+        registry.register(
+            "errors",
+            "Failed API requests, by kind and operation",
+            errors.clone(),
+        );
+        let conflicts = Family::default();
+        registry.register(
+            "delete_conflicts",
+            "DELETEs refused by their uid/resourceVersion preconditions (the object changed; re-judged)",
+            conflicts.clone(),
+        );
+        let stamps = Family::default();
+        registry.register(
+            "stamps",
+            "retention.dev/expires-at annotations written",
+            stamps.clone(),
+        );
+        let tracked = Family::default();
+        registry.register("tracked_objects", "Runs tracked, by kind", tracked.clone());
+        // The buckets of kube-controller-manager's
+        // ttl_after_finished_controller_job_deletion_duration_seconds, for comparison.
+        let deletion_delay = Histogram::new(exponential_buckets(0.1, 2.0, 14));
+        registry.register(
+            "deletion_delay_seconds",
+            "Time from when an object became eligible for deletion to its DELETE succeeding",
+            deletion_delay.clone(),
+        );
+        let leader = Gauge::default();
+        registry.register(
+            "leader",
+            "1 while this replica holds the leader lease",
+            leader.clone(),
+        );
+        Self {
+            registry: Arc::new(registry),
+            deletions,
+            errors,
+            conflicts,
+            stamps,
+            tracked,
+            deletion_delay,
+            leader,
+        }
+    }
+}
+
+impl Metrics {
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
+            tracing::error!(%error, "encoding metrics");
+        }
+        text
+    }
+}

@@ -1,0 +1,661 @@
+//! The controller's memory and decisions: a compact record per tracked run (never the whole
+//! object), the limits each parent sets, and a deadline queue. Pure: it is fed watch events and
+//! the clock, and answers with the [`Action`]s to take. Every rule comes from `common`.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use kube::api::DynamicObject;
+use kube_retention_common::limits::{Candidate, over_limit};
+use kube_retention_common::{
+    Expiry, Outcome, Policy, Progress, annotations, expiry::format_timestamp,
+};
+use serde_json::Value;
+
+use crate::kinds::{Grouping, Role, WatchedKind};
+
+/// Identifies a tracked object: its kind (index into the watched kinds), namespace and name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    pub kind: usize,
+    pub namespace: Arc<str>,
+    pub name: Box<str>,
+}
+
+/// A group of runs that share limits: runs of `kind` in `namespace` under parent `parent`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct GroupKey {
+    kind: usize,
+    namespace: Arc<str>,
+    parent: Box<str>,
+}
+
+/// Namespace and name of an object seen during a relist.
+type NamespacedName = (Arc<str>, Box<str>);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reason {
+    Ttl,
+    Limit,
+}
+
+/// Where a deletion's Event is recorded: the parent, else the object itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventTarget {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub uid: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Write `retention.dev/expires-at` (one merge patch).
+    Stamp { key: Key, expires_at: String },
+    /// Delete with uid and resourceVersion preconditions.
+    Delete {
+        key: Key,
+        uid: Box<str>,
+        resource_version: Box<str>,
+        reason: Reason,
+        /// When it became eligible (for the deletion-delay histogram).
+        eligible_at: Timestamp,
+        event_target: EventTarget,
+    },
+}
+
+#[derive(Debug)]
+struct Record {
+    uid: Box<str>,
+    resource_version: Box<str>,
+    created: Timestamp,
+    outcome: Option<Outcome>,
+    deadline: Option<Timestamp>,
+    keep: bool,
+    deleting: bool,
+    /// A DELETE is on its way; cleared by a newer version or a failed attempt.
+    pending: bool,
+    /// The expires-at value the object should carry but does not yet.
+    needs_stamp: Option<Timestamp>,
+    /// The expires-at value last asked for, so a stamp is requested once.
+    stamp_requested: Option<Timestamp>,
+    group: Option<Box<str>>,
+    owner: Option<Box<EventTarget>>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Limits {
+    succeeded: Option<u32>,
+    failed: Option<u32>,
+}
+
+#[derive(Default)]
+pub struct State {
+    kinds: Vec<WatchedKind>,
+    runs: HashMap<Key, Record>,
+    limits: HashMap<GroupKey, Limits>,
+    parent_uids: HashMap<GroupKey, Box<str>>,
+    groups: HashMap<GroupKey, HashSet<Box<str>>>,
+    queue: BTreeSet<(Timestamp, Key)>,
+    namespaces: HashSet<Arc<str>>,
+    relisting: HashMap<usize, HashSet<NamespacedName>>,
+    /// Only the leader acts; a follower keeps its records warm and acts once it leads.
+    leader: bool,
+}
+
+impl State {
+    pub fn new(kinds: Vec<WatchedKind>) -> Self {
+        Self {
+            kinds,
+            ..Self::default()
+        }
+    }
+
+    /// Leadership changed. A new leader gets every action a follower held back: due deletions,
+    /// limits, and stamps.
+    pub fn set_leader(&mut self, leader: bool, now: Timestamp) -> Vec<Action> {
+        let was = std::mem::replace(&mut self.leader, leader);
+        if !leader || was {
+            if !leader {
+                for record in self.runs.values_mut() {
+                    record.pending = false;
+                    record.stamp_requested = None;
+                }
+            }
+            return Vec::new();
+        }
+        let mut actions = Vec::new();
+        for (key, record) in &mut self.runs {
+            if let Some(at) = record.needs_stamp
+                && record.stamp_requested != Some(at)
+                && at > now
+            {
+                record.stamp_requested = Some(at);
+                actions.push(Action::Stamp {
+                    key: key.clone(),
+                    expires_at: format_timestamp(at),
+                });
+            }
+        }
+        let groups: Vec<GroupKey> = self.groups.keys().cloned().collect();
+        for group in groups {
+            actions.extend(self.enforce_limits(&group, now));
+        }
+        actions.extend(self.due(now));
+        actions
+    }
+
+    pub fn kinds(&self) -> &[WatchedKind] {
+        &self.kinds
+    }
+
+    /// How many runs of `kind` are tracked.
+    pub fn tracked(&self, kind: usize) -> usize {
+        self.runs.keys().filter(|key| key.kind == kind).count()
+    }
+
+    pub fn next_deadline(&self) -> Option<Timestamp> {
+        self.queue.first().map(|(at, _)| *at)
+    }
+
+    fn intern(&mut self, namespace: &str) -> Arc<str> {
+        if let Some(interned) = self.namespaces.get(namespace) {
+            return interned.clone();
+        }
+        let interned: Arc<str> = Arc::from(namespace);
+        self.namespaces.insert(interned.clone());
+        interned
+    }
+
+    /// A (re)list of `kind` begins: objects not seen again by [`State::relist_done`] are gone.
+    pub fn relist_started(&mut self, kind: usize) {
+        self.relisting.insert(kind, HashSet::new());
+    }
+
+    pub fn relist_done(&mut self, kind: usize, now: Timestamp) -> Vec<Action> {
+        let Some(seen) = self.relisting.remove(&kind) else {
+            return Vec::new();
+        };
+        let gone: Vec<Key> = self
+            .runs
+            .keys()
+            .filter(|key| {
+                key.kind == kind && !seen.contains(&(key.namespace.clone(), key.name.clone()))
+            })
+            .cloned()
+            .collect();
+        let mut actions = Vec::new();
+        for key in gone {
+            actions.extend(self.removed(kind, &key.namespace, &key.name, now));
+        }
+        if self.kinds[kind].role == Role::Parent {
+            let parents: Vec<GroupKey> = self
+                .limits
+                .keys()
+                .filter(|group| self.parent_kind(group.kind) == Some(kind))
+                .filter(|group| !seen.contains(&(group.namespace.clone(), group.parent.clone())))
+                .cloned()
+                .collect();
+            for group in parents {
+                self.limits.remove(&group);
+                self.parent_uids.remove(&group);
+            }
+        }
+        actions
+    }
+
+    /// An object of `kind` was added or changed.
+    pub fn applied(&mut self, kind: usize, object: &DynamicObject, now: Timestamp) -> Vec<Action> {
+        let (Some(name), Some(namespace)) = (
+            object.metadata.name.as_deref(),
+            object.metadata.namespace.as_deref(),
+        ) else {
+            return Vec::new();
+        };
+        let namespace = self.intern(namespace);
+        if let Some(seen) = self.relisting.get_mut(&kind) {
+            seen.insert((namespace.clone(), name.into()));
+        }
+        let Ok(mut value) = serde_json::to_value(object) else {
+            return Vec::new();
+        };
+        // List items of built-in kinds carry no apiVersion/kind; the model needs them.
+        if let Some(map) = value.as_object_mut() {
+            let resource = &self.kinds[kind].resource;
+            map.insert(
+                "apiVersion".into(),
+                Value::String(resource.api_version.clone()),
+            );
+            map.insert("kind".into(), Value::String(resource.kind.clone()));
+        }
+        match self.kinds[kind].role.clone() {
+            Role::Parent => self.parent_applied(kind, &namespace, name, object, &value, now),
+            Role::Run { grouping } => self.run_applied(
+                kind,
+                namespace,
+                name,
+                object,
+                &value,
+                grouping.as_ref(),
+                now,
+            ),
+        }
+    }
+
+    fn parent_kind(&self, run_kind: usize) -> Option<usize> {
+        match &self.kinds.get(run_kind)?.role {
+            Role::Run {
+                grouping: Some(Grouping::Label { parent, .. } | Grouping::Annotation { parent, .. }),
+            } => Some(*parent),
+            _ => None,
+        }
+    }
+
+    fn parent_applied(
+        &mut self,
+        kind: usize,
+        namespace: &Arc<str>,
+        name: &str,
+        object: &DynamicObject,
+        value: &Value,
+        now: Timestamp,
+    ) -> Vec<Action> {
+        let (policy, _) = Policy::read(value);
+        let limits = Limits {
+            succeeded: policy.runs.succeeded_limit,
+            failed: policy.runs.failed_limit,
+        };
+        let run_kinds: Vec<usize> = (0..self.kinds.len())
+            .filter(|&run| self.parent_kind(run) == Some(kind))
+            .collect();
+        let mut actions = Vec::new();
+        for run_kind in run_kinds {
+            let group = GroupKey {
+                kind: run_kind,
+                namespace: namespace.clone(),
+                parent: name.into(),
+            };
+            if let Some(uid) = object.metadata.uid.as_deref() {
+                self.parent_uids.insert(group.clone(), uid.into());
+            }
+            let previous = self.limits.insert(group.clone(), limits);
+            if previous != Some(limits) {
+                actions.extend(self.enforce_limits(&group, now));
+            }
+        }
+        actions
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run_applied(
+        &mut self,
+        kind: usize,
+        namespace: Arc<str>,
+        name: &str,
+        object: &DynamicObject,
+        value: &Value,
+        grouping: Option<&Grouping>,
+        now: Timestamp,
+    ) -> Vec<Action> {
+        let key = Key {
+            kind,
+            namespace: namespace.clone(),
+            name: name.into(),
+        };
+        let (policy, _) = Policy::read(value);
+        let progress = Progress::of(value);
+        let expiry = Expiry::of(value, now);
+        if let Some(at) = progress.finished().and_then(|finished| finished.at)
+            && at > now + jiff::SignedDuration::from_secs(1)
+        {
+            tracing::warn!(namespace = %namespace, name, finished_at = %at, "finish time is in the future (clock skew?); waiting");
+        }
+        let deadline = match (progress, expiry) {
+            (Progress::Running, _) => None,
+            (_, Expiry::At(at)) => Some(at),
+            (_, Expiry::Unmanaged) => policy.annotations.expires_at,
+            (_, Expiry::Keep | Expiry::NotYet) => None,
+        };
+        let label = |key: &str| {
+            object
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|labels| labels.get(key))
+                .map(|value| value.as_str().into())
+        };
+        let group = match grouping {
+            Some(Grouping::Label { key, fallback, .. }) => label(key).or_else(|| {
+                let name = kube_retention_common::kind::field(value, (*fallback)?)?.as_str()?;
+                Some(name.into())
+            }),
+            Some(Grouping::FixedLimits { label: key, .. }) => label(key),
+            Some(Grouping::Annotation { key, .. }) => object
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|annotations| annotations.get(key))
+                .map(|value| value.as_str().into()),
+            None => None,
+        };
+        let owner = match grouping {
+            Some(Grouping::Label { .. } | Grouping::Annotation { .. }) => None,
+            _ => object
+                .metadata
+                .owner_references
+                .as_ref()
+                .and_then(|owners| owners.first())
+                .map(|owner| {
+                    Box::new(EventTarget {
+                        api_version: owner.api_version.clone(),
+                        kind: owner.kind.clone(),
+                        name: owner.name.clone(),
+                        uid: Some(owner.uid.clone()),
+                    })
+                }),
+        };
+        let previous = self.runs.remove(&key);
+        if let Some(previous) = &previous
+            && let Some(at) = previous.deadline
+        {
+            self.queue.remove(&(at, key.clone()));
+        }
+        let resource_version: Box<str> = object
+            .metadata
+            .resource_version
+            .as_deref()
+            .unwrap_or_default()
+            .into();
+        let newer = previous
+            .as_ref()
+            .is_none_or(|previous| previous.resource_version != resource_version);
+        let record = Record {
+            uid: object.metadata.uid.as_deref().unwrap_or_default().into(),
+            resource_version,
+            created: object
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .map_or(now, |time| time.0),
+            outcome: progress.finished().map(|finished| finished.outcome),
+            deadline,
+            keep: policy.annotations.keep,
+            deleting: object.metadata.deletion_timestamp.is_some(),
+            pending: previous
+                .as_ref()
+                .is_some_and(|previous| previous.pending && !newer),
+            needs_stamp: None,
+            stamp_requested: previous
+                .as_ref()
+                .and_then(|previous| previous.stamp_requested),
+            group,
+            owner,
+        };
+        let mut actions = Vec::new();
+        let mut record = record;
+        let current_stamp = annotations::of(value).get(annotations::EXPIRES_AT).cloned();
+        // Nothing to announce for an object about to go: its DELETE is the only request it needs.
+        if let Expiry::At(at) = expiry
+            && at > now
+            && !record.deleting
+            && current_stamp.as_deref() != Some(format_timestamp(at).as_str())
+        {
+            record.needs_stamp = Some(at);
+            if self.leader && record.stamp_requested != Some(at) {
+                record.stamp_requested = Some(at);
+                actions.push(Action::Stamp {
+                    key: key.clone(),
+                    expires_at: format_timestamp(at),
+                });
+            }
+        }
+        if let (Some(at), false, false) = (record.deadline, record.keep, record.deleting) {
+            self.queue.insert((at, key.clone()));
+        }
+        let old_group = previous
+            .as_ref()
+            .and_then(|previous| previous.group.clone());
+        let changed_for_limits = previous.as_ref().is_none_or(|previous| {
+            previous.outcome != record.outcome
+                || previous.keep != record.keep
+                || previous.deleting != record.deleting
+        }) || old_group != record.group;
+        let new_group = record.group.clone();
+        self.runs.insert(key.clone(), record);
+        if old_group != new_group
+            && let Some(old) = old_group
+        {
+            self.leave_group(kind, &namespace, &old, name);
+        }
+        if let Some(parent) = new_group {
+            let group = GroupKey {
+                kind,
+                namespace,
+                parent,
+            };
+            self.groups
+                .entry(group.clone())
+                .or_default()
+                .insert(name.into());
+            if changed_for_limits {
+                actions.extend(self.enforce_limits(&group, now));
+            }
+        }
+        actions
+    }
+
+    fn leave_group(&mut self, kind: usize, namespace: &Arc<str>, parent: &str, name: &str) {
+        let group = GroupKey {
+            kind,
+            namespace: namespace.clone(),
+            parent: parent.into(),
+        };
+        if let Some(members) = self.groups.get_mut(&group) {
+            members.remove(name);
+            if members.is_empty() {
+                self.groups.remove(&group);
+            }
+        }
+    }
+
+    /// An object of `kind` is gone.
+    pub fn removed(
+        &mut self,
+        kind: usize,
+        namespace: &str,
+        name: &str,
+        _now: Timestamp,
+    ) -> Vec<Action> {
+        let namespace = self.intern(namespace);
+        if self.kinds[kind].role == Role::Parent {
+            let groups: Vec<GroupKey> = self
+                .limits
+                .keys()
+                .filter(|group| {
+                    self.parent_kind(group.kind) == Some(kind)
+                        && group.namespace == namespace
+                        && &*group.parent == name
+                })
+                .cloned()
+                .collect();
+            for group in groups {
+                self.limits.remove(&group);
+                self.parent_uids.remove(&group);
+            }
+            return Vec::new();
+        }
+        let key = Key {
+            kind,
+            namespace: namespace.clone(),
+            name: name.into(),
+        };
+        if let Some(record) = self.runs.remove(&key) {
+            if let Some(at) = record.deadline {
+                self.queue.remove(&(at, key.clone()));
+            }
+            if let Some(parent) = record.group {
+                self.leave_group(kind, &namespace, &parent, name);
+            }
+        }
+        Vec::new()
+    }
+
+    /// Deletions that are due at `now`, overdue first.
+    pub fn due(&mut self, now: Timestamp) -> Vec<Action> {
+        let mut actions = Vec::new();
+        if !self.leader {
+            return actions;
+        }
+        while let Some((at, _)) = self.queue.first()
+            && *at <= now
+        {
+            let Some((at, key)) = self.queue.pop_first() else {
+                break;
+            };
+            let Some(record) = self.runs.get_mut(&key) else {
+                continue;
+            };
+            if record.pending || record.keep || record.deleting || record.deadline != Some(at) {
+                continue;
+            }
+            record.pending = true;
+            let event_target = Self::event_target(&self.kinds, &self.parent_uids, &key, record);
+            actions.push(Action::Delete {
+                key: key.clone(),
+                uid: record.uid.clone(),
+                resource_version: record.resource_version.clone(),
+                reason: Reason::Ttl,
+                eligible_at: at,
+                event_target,
+            });
+        }
+        actions
+    }
+
+    /// A DELETE did not happen. On a conflict the watch brings the newer version, which is
+    /// judged afresh; any other failure is retried at `retry_at`.
+    pub fn delete_failed(&mut self, key: &Key, conflict: bool, retry_at: Timestamp) {
+        let Some(record) = self.runs.get_mut(key) else {
+            return;
+        };
+        record.pending = false;
+        if !conflict && let Some(at) = record.deadline {
+            self.queue.remove(&(at, key.clone()));
+            record.deadline = Some(retry_at.max(at));
+            self.queue.insert((retry_at.max(at), key.clone()));
+        }
+    }
+
+    /// A stamp did not happen: ask again on the next change.
+    pub fn stamp_failed(&mut self, key: &Key) {
+        if let Some(record) = self.runs.get_mut(key) {
+            record.stamp_requested = None;
+        }
+    }
+
+    fn event_target(
+        kinds: &[WatchedKind],
+        parent_uids: &HashMap<GroupKey, Box<str>>,
+        key: &Key,
+        record: &Record,
+    ) -> EventTarget {
+        let parent = match &kinds[key.kind].role {
+            Role::Run {
+                grouping: Some(Grouping::Label { parent, .. } | Grouping::Annotation { parent, .. }),
+            } => Some(*parent),
+            _ => None,
+        };
+        if let (Some(parent), Some(name)) = (parent, &record.group) {
+            let group = GroupKey {
+                kind: key.kind,
+                namespace: key.namespace.clone(),
+                parent: name.clone(),
+            };
+            let resource = &kinds[parent].resource;
+            return EventTarget {
+                api_version: resource.api_version.clone(),
+                kind: resource.kind.clone(),
+                name: name.to_string(),
+                uid: parent_uids.get(&group).map(ToString::to_string),
+            };
+        }
+        if let Some(owner) = &record.owner {
+            return (**owner).clone();
+        }
+        let resource = &kinds[key.kind].resource;
+        EventTarget {
+            api_version: resource.api_version.clone(),
+            kind: resource.kind.clone(),
+            name: key.name.to_string(),
+            uid: Some(record.uid.to_string()),
+        }
+    }
+
+    fn enforce_limits(&mut self, group: &GroupKey, now: Timestamp) -> Vec<Action> {
+        if !self.leader {
+            return Vec::new();
+        }
+        let limits = match &self.kinds[group.kind].role {
+            Role::Run {
+                grouping:
+                    Some(Grouping::FixedLimits {
+                        succeeded, failed, ..
+                    }),
+            } => Limits {
+                succeeded: *succeeded,
+                failed: *failed,
+            },
+            _ => match self.limits.get(group) {
+                Some(limits) => *limits,
+                None => return Vec::new(),
+            },
+        };
+        let Some(members) = self.groups.get(group) else {
+            return Vec::new();
+        };
+        let mut keys = Vec::new();
+        let mut candidates = Vec::new();
+        for name in members {
+            let key = Key {
+                kind: group.kind,
+                namespace: group.namespace.clone(),
+                name: name.clone(),
+            };
+            let Some(record) = self.runs.get(&key) else {
+                continue;
+            };
+            candidates.push(Candidate {
+                name,
+                created: record.created,
+                outcome: record.outcome,
+                exempt: record.keep || record.deleting,
+            });
+            keys.push(key);
+        }
+        let removed: Vec<Key> = over_limit(&candidates, limits.succeeded, limits.failed)
+            .into_iter()
+            .map(|index| keys[index].clone())
+            .collect();
+        let mut actions = Vec::new();
+        for key in removed {
+            let Some(record) = self.runs.get_mut(&key) else {
+                continue;
+            };
+            if record.pending {
+                continue;
+            }
+            record.pending = true;
+            let event_target = Self::event_target(&self.kinds, &self.parent_uids, &key, record);
+            actions.push(Action::Delete {
+                uid: record.uid.clone(),
+                resource_version: record.resource_version.clone(),
+                reason: Reason::Limit,
+                eligible_at: now,
+                event_target,
+                key,
+            });
+        }
+        actions
+    }
+}

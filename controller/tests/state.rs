@@ -1,0 +1,418 @@
+//! The controller's decisions, without a cluster: watch events and the clock in, actions out.
+
+#![allow(clippy::unwrap_used)] // test code
+
+use jiff::Timestamp;
+use kube::api::DynamicObject;
+use kube_retention_controller::kinds::defaults;
+use kube_retention_controller::state::{Action, Reason, State};
+use serde_json::{Value, json};
+
+const BUILD: usize = 0;
+const BUILDRUN: usize = 1;
+const JOB: usize = 4;
+
+fn at(text: &str) -> Timestamp {
+    text.parse().unwrap()
+}
+
+fn object(value: Value) -> DynamicObject {
+    serde_json::from_value(value).unwrap()
+}
+
+fn buildrun(
+    name: &str,
+    uid: &str,
+    rv: &str,
+    created: &str,
+    status: Option<(&str, &str)>,
+    extra: Value,
+) -> DynamicObject {
+    let mut value = json!({
+        "apiVersion": "shipwright.io/v1beta1", "kind": "BuildRun",
+        "metadata": {"name": name, "namespace": "ns", "uid": uid, "resourceVersion": rv,
+                     "creationTimestamp": created, "labels": {"build.shipwright.io/name": "app"}},
+        "spec": {"build": {"name": "app"}, "retention": {"ttlAfterSucceeded": "3s", "ttlAfterFailed": "1m"}},
+    });
+    if let Some((succeeded, completion)) = status {
+        value["status"] = json!({"completionTime": completion,
+            "conditions": [{"type": "Succeeded", "status": succeeded, "lastTransitionTime": completion}]});
+    }
+    merge(&mut value, extra);
+    object(value)
+}
+
+fn merge(target: &mut Value, patch: Value) {
+    if let (Value::Object(target), Value::Object(patch)) = (target, patch) {
+        for (key, value) in patch {
+            match target.get_mut(&key) {
+                Some(existing) if existing.is_object() && value.is_object() => {
+                    merge(existing, value)
+                }
+                _ => {
+                    target.insert(key, value);
+                }
+            }
+        }
+    }
+}
+
+fn leader() -> State {
+    let mut state = State::new(defaults());
+    assert_eq!(state.set_leader(true, at("2026-01-01T00:00:00Z")), []);
+    state
+}
+
+fn deletes(actions: &[Action]) -> Vec<(String, Reason)> {
+    actions
+        .iter()
+        .filter_map(|action| match action {
+            Action::Delete { key, reason, .. } => Some((key.name.to_string(), *reason)),
+            Action::Stamp { .. } => None,
+        })
+        .collect()
+}
+
+#[test]
+fn stamps_on_finish_and_deletes_at_expiry_with_preconditions() {
+    let mut state = leader();
+    let now = at("2026-01-01T00:00:10Z");
+    let run = buildrun(
+        "r1",
+        "uid-1",
+        "5",
+        "2026-01-01T00:00:00Z",
+        Some(("True", "2026-01-01T00:00:09Z")),
+        json!({}),
+    );
+    let actions = state.applied(BUILDRUN, &run, now);
+    assert!(
+        matches!(&actions[..], [Action::Stamp { expires_at, .. }] if expires_at == "2026-01-01T00:00:12Z"),
+        "{actions:?}"
+    );
+    assert_eq!(state.next_deadline(), Some(at("2026-01-01T00:00:12Z")));
+    assert_eq!(state.due(at("2026-01-01T00:00:11.999Z")), []);
+    let actions = state.due(at("2026-01-01T00:00:12Z"));
+    match &actions[..] {
+        [
+            Action::Delete {
+                key,
+                uid,
+                resource_version,
+                reason: Reason::Ttl,
+                eligible_at,
+                event_target,
+            },
+        ] => {
+            assert_eq!(
+                (&*key.name, &**uid, &**resource_version),
+                ("r1", "uid-1", "5")
+            );
+            assert_eq!(*eligible_at, at("2026-01-01T00:00:12Z"));
+            assert_eq!(
+                (event_target.kind.as_str(), event_target.name.as_str()),
+                ("Build", "app")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        state.due(at("2026-01-01T00:01:00Z")),
+        [],
+        "a DELETE is already on its way"
+    );
+}
+
+#[test]
+fn failed_runs_use_the_failed_ttl() {
+    let mut state = leader();
+    let run = buildrun(
+        "r1",
+        "u",
+        "1",
+        "2026-01-01T00:00:00Z",
+        Some(("False", "2026-01-01T00:00:00Z")),
+        json!({}),
+    );
+    state.applied(BUILDRUN, &run, at("2026-01-01T00:00:01Z"));
+    assert_eq!(state.next_deadline(), Some(at("2026-01-01T00:01:00Z")));
+}
+
+#[test]
+fn never_deletes_a_running_object_even_past_an_expires_at() {
+    let mut state = leader();
+    let run = buildrun(
+        "r1",
+        "u",
+        "1",
+        "2026-01-01T00:00:00Z",
+        None,
+        json!({"metadata": {"annotations": {"retention.dev/ttl": "1s"}}}),
+    );
+    state.applied(BUILDRUN, &run, at("2026-01-01T00:00:05Z"));
+    assert_eq!(state.due(at("2026-01-02T00:00:00Z")), []);
+    assert_eq!(state.next_deadline(), None);
+}
+
+#[test]
+fn keep_and_objects_being_deleted_are_left_alone() {
+    let mut state = leader();
+    let kept = buildrun(
+        "kept",
+        "u1",
+        "1",
+        "2026-01-01T00:00:00Z",
+        Some(("True", "2026-01-01T00:00:00Z")),
+        json!({"metadata": {"annotations": {"retention.dev/keep": "true"}}}),
+    );
+    let going = buildrun(
+        "going",
+        "u2",
+        "1",
+        "2026-01-01T00:00:00Z",
+        Some(("True", "2026-01-01T00:00:00Z")),
+        json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:01Z", "finalizers": ["example.com/hold"]}}),
+    );
+    state.applied(BUILDRUN, &kept, at("2026-01-01T00:00:01Z"));
+    state.applied(BUILDRUN, &going, at("2026-01-01T00:00:01Z"));
+    assert_eq!(state.due(at("2026-01-02T00:00:00Z")), []);
+}
+
+#[test]
+fn keep_added_before_expiry_cancels_the_deletion() {
+    let mut state = leader();
+    let finished = Some(("True", "2026-01-01T00:00:00Z"));
+    state.applied(
+        BUILDRUN,
+        &buildrun("r", "u", "1", "2026-01-01T00:00:00Z", finished, json!({})),
+        at("2026-01-01T00:00:01Z"),
+    );
+    let kept = buildrun(
+        "r",
+        "u",
+        "2",
+        "2026-01-01T00:00:00Z",
+        finished,
+        json!({"metadata": {"annotations": {"retention.dev/keep": "true"}}}),
+    );
+    state.applied(BUILDRUN, &kept, at("2026-01-01T00:00:02Z"));
+    assert_eq!(state.due(at("2026-01-02T00:00:00Z")), []);
+}
+
+#[test]
+fn a_recreated_object_is_judged_as_itself() {
+    let mut state = leader();
+    let old = buildrun(
+        "r",
+        "old-uid",
+        "1",
+        "2026-01-01T00:00:00Z",
+        Some(("True", "2026-01-01T00:00:00Z")),
+        json!({}),
+    );
+    state.applied(BUILDRUN, &old, at("2026-01-01T00:00:01Z"));
+    state.removed(BUILDRUN, "ns", "r", at("2026-01-01T00:00:02Z"));
+    let new = buildrun("r", "new-uid", "9", "2026-01-01T00:00:02Z", None, json!({}));
+    state.applied(BUILDRUN, &new, at("2026-01-01T00:00:02Z"));
+    assert_eq!(
+        state.due(at("2026-01-01T00:10:00Z")),
+        [],
+        "the new run has not finished"
+    );
+}
+
+#[test]
+fn limits_keep_the_newest_and_apply_a_lowered_limit_at_once() {
+    let mut state = leader();
+    let now = at("2026-01-01T01:00:00Z");
+    let build = |limit: u32| {
+        object(
+            json!({"apiVersion": "shipwright.io/v1beta1", "kind": "Build",
+        "metadata": {"name": "app", "namespace": "ns", "uid": "build-uid", "resourceVersion": "1"},
+        "spec": {"retention": {"succeededLimit": limit}}}),
+        )
+    };
+    assert_eq!(state.applied(BUILD, &build(2), now), []);
+    let mut actions = Vec::new();
+    for (index, created) in ["00:01", "00:02", "00:03", "00:04"].iter().enumerate() {
+        let created = format!("2026-01-01T{created}:00Z");
+        let run = buildrun(
+            &format!("r{index}"),
+            &format!("u{index}"),
+            "1",
+            &created,
+            Some(("True", &created)),
+            json!({"spec": {"retention": null}}),
+        );
+        actions.extend(state.applied(BUILDRUN, &run, now));
+    }
+    let running = buildrun(
+        "running",
+        "u9",
+        "1",
+        "2026-01-01T00:00:00Z",
+        None,
+        json!({"spec": {"retention": null}}),
+    );
+    actions.extend(state.applied(BUILDRUN, &running, now));
+    let mut deleted = deletes(&actions);
+    deleted.sort();
+    assert_eq!(
+        deleted,
+        [
+            ("r0".to_owned(), Reason::Limit),
+            ("r1".to_owned(), Reason::Limit)
+        ]
+    );
+
+    let lowered = state.applied(BUILD, &build(1), now);
+    assert_eq!(deletes(&lowered), [("r2".to_owned(), Reason::Limit)]);
+}
+
+#[test]
+fn a_follower_acts_only_once_it_leads() {
+    let mut state = State::new(defaults());
+    let run = buildrun(
+        "r",
+        "u",
+        "1",
+        "2026-01-01T00:00:00Z",
+        Some(("True", "2026-01-01T00:00:00Z")),
+        json!({"spec": {"retention": {"ttlAfterSucceeded": "1h"}}}),
+    );
+    assert_eq!(
+        state.applied(BUILDRUN, &run, at("2026-01-01T00:00:01Z")),
+        []
+    );
+    assert_eq!(state.due(at("2026-01-01T02:00:00Z")), []);
+    let actions = state.set_leader(true, at("2026-01-01T00:30:00Z"));
+    assert!(
+        matches!(&actions[..], [Action::Stamp { expires_at, .. }] if expires_at == "2026-01-01T01:00:00Z"),
+        "{actions:?}"
+    );
+    assert_eq!(
+        deletes(&state.set_leader(false, at("2026-01-01T02:00:00Z"))),
+        []
+    );
+    let actions = state.set_leader(true, at("2026-01-01T02:00:00Z"));
+    assert_eq!(deletes(&actions), [("r".to_owned(), Reason::Ttl)]);
+}
+
+#[test]
+fn a_conflict_waits_for_the_watch_and_other_failures_retry() {
+    let mut state = leader();
+    let run = buildrun(
+        "r",
+        "u",
+        "1",
+        "2026-01-01T00:00:00Z",
+        Some(("True", "2026-01-01T00:00:00Z")),
+        json!({}),
+    );
+    state.applied(BUILDRUN, &run, at("2026-01-01T00:00:01Z"));
+    let actions = state.due(at("2026-01-01T00:00:05Z"));
+    let Action::Delete { key, .. } = &actions[0] else {
+        panic!()
+    };
+    state.delete_failed(key, true, at("2026-01-01T00:00:10Z"));
+    assert_eq!(
+        state.due(at("2026-01-01T00:01:00Z")),
+        [],
+        "a conflict is re-judged from the watch"
+    );
+    let newer = buildrun(
+        "r",
+        "u",
+        "2",
+        "2026-01-01T00:00:00Z",
+        Some(("True", "2026-01-01T00:00:00Z")),
+        json!({}),
+    );
+    state.applied(BUILDRUN, &newer, at("2026-01-01T00:01:00Z"));
+    let actions = state.due(at("2026-01-01T00:01:00Z"));
+    assert!(
+        matches!(&actions[..], [Action::Delete { resource_version, .. }] if &**resource_version == "2")
+    );
+    let Action::Delete { key, .. } = &actions[0] else {
+        panic!()
+    };
+    state.delete_failed(key, false, at("2026-01-01T00:01:05Z"));
+    assert_eq!(state.due(at("2026-01-01T00:01:04Z")), []);
+    assert_eq!(
+        deletes(&state.due(at("2026-01-01T00:01:05Z"))),
+        [("r".to_owned(), Reason::Ttl)]
+    );
+}
+
+#[test]
+fn a_relist_forgets_what_is_gone() {
+    let mut state = leader();
+    let finished = Some(("True", "2026-01-01T00:00:00Z"));
+    state.applied(
+        BUILDRUN,
+        &buildrun(
+            "stays",
+            "u1",
+            "1",
+            "2026-01-01T00:00:00Z",
+            finished,
+            json!({}),
+        ),
+        at("2026-01-01T00:00:01Z"),
+    );
+    state.applied(
+        BUILDRUN,
+        &buildrun(
+            "gone",
+            "u2",
+            "1",
+            "2026-01-01T00:00:00Z",
+            finished,
+            json!({}),
+        ),
+        at("2026-01-01T00:00:01Z"),
+    );
+    state.relist_started(BUILDRUN);
+    state.applied(
+        BUILDRUN,
+        &buildrun(
+            "stays",
+            "u1",
+            "2",
+            "2026-01-01T00:00:00Z",
+            finished,
+            json!({}),
+        ),
+        at("2026-01-01T00:00:01Z"),
+    );
+    state.relist_done(BUILDRUN, at("2026-01-01T00:00:01Z"));
+    assert_eq!(state.tracked(BUILDRUN), 1);
+    assert_eq!(
+        deletes(&state.due(at("2026-01-01T00:10:00Z"))),
+        [("stays".to_owned(), Reason::Ttl)]
+    );
+}
+
+#[test]
+fn jobs_record_their_events_on_their_owner() {
+    let mut state = leader();
+    let job = object(
+        json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+        "name": "nightly-1", "namespace": "ns", "uid": "job-uid", "resourceVersion": "3",
+        "creationTimestamp": "2026-01-01T00:00:00Z",
+        "annotations": {"retention.dev/ttl-after-failed": "2s", "retention.dev/ttl-after-succeeded": "1h"},
+        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly", "uid": "cron-uid"}]},
+        "status": {"conditions": [{"type": "Failed", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"}]}}),
+    );
+    state.applied(JOB, &job, at("2026-01-01T00:00:01Z"));
+    match &state.due(at("2026-01-01T00:00:03Z"))[..] {
+        [Action::Delete { event_target, .. }] => {
+            assert_eq!(
+                (event_target.kind.as_str(), event_target.name.as_str()),
+                ("CronJob", "nightly")
+            );
+            assert_eq!(event_target.uid.as_deref(), Some("cron-uid"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
