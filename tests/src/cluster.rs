@@ -74,7 +74,12 @@ impl LocalCluster {
         cluster.install()?;
         components::start_webhook(&cluster)?;
         components::wait_for_admission(&cluster, Duration::from_secs(60))?;
-        components::start_controller(&cluster, components::CONTROLLER, &[])?;
+        components::start_controller(
+            &cluster,
+            components::CONTROLLER,
+            cluster.controller_port,
+            &[],
+        )?;
         components::wait_for_controller(
             &cluster,
             cluster.controller_port,

@@ -77,9 +77,14 @@ pub fn wait_for_admission(cluster: &LocalCluster, timeout: Duration) -> Result<(
     })
 }
 
-/// Starts a controller replica named `name` (its pid file, log and Lease identity), with the
-/// controller ServiceAccount's kubeconfig and `extra` flags (which win over the defaults).
-pub fn start_controller(cluster: &LocalCluster, name: &str, extra: &[String]) -> Result<Tracked> {
+/// Starts a controller replica named `name` (its pid file, log and Lease identity) serving its
+/// metrics on `metrics_port`, with the controller ServiceAccount's kubeconfig and `extra` flags.
+pub fn start_controller(
+    cluster: &LocalCluster,
+    name: &str,
+    metrics_port: u16,
+    extra: &[String],
+) -> Result<Tracked> {
     let layout = &cluster.layout;
     let binary = layout.cargo_binary(CONTROLLER);
     ensure!(
@@ -89,10 +94,7 @@ pub fn start_controller(cluster: &LocalCluster, name: &str, extra: &[String]) ->
     );
     let mut command = Command::new(binary);
     command
-        .arg(format!(
-            "--metrics-address=127.0.0.1:{}",
-            cluster.controller_port
-        ))
+        .arg(format!("--metrics-address=127.0.0.1:{metrics_port}"))
         .arg(format!(
             "--kubeconfig={}",
             cluster

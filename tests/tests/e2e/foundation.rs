@@ -79,6 +79,8 @@ async fn build_and_buildrun(ns: TestNamespace) -> Result<()> {
     )?;
     buildruns.create(&PostParams::default(), &buildrun).await?;
 
+    // Finished now: the run inherits the Build's one-hour TTL, so it stays for this test.
+    let finished = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second())?.to_string();
     let status = json!({
         "status": {
             "conditions": [{
@@ -86,9 +88,9 @@ async fn build_and_buildrun(ns: TestNamespace) -> Result<()> {
                 "status": "True",
                 "reason": "Succeeded",
                 "message": "All Steps have completed executing",
-                "lastTransitionTime": "2026-01-02T03:04:05Z",
+                "lastTransitionTime": finished,
             }],
-            "completionTime": "2026-01-02T03:04:05Z",
+            "completionTime": finished,
         },
         // Ignored: a status update never changes the spec.
         "spec": { "build": { "name": "someone-else" } },
@@ -102,7 +104,7 @@ async fn build_and_buildrun(ns: TestNamespace) -> Result<()> {
         read_back.data["status"]["conditions"][0]["status"] == "True",
         "{read_back:?}"
     );
-    ensure!(read_back.data["status"]["completionTime"] == "2026-01-02T03:04:05Z");
+    ensure!(read_back.data["status"]["completionTime"] == finished.as_str());
     ensure!(
         read_back.data["spec"]["build"]["name"] == "hello",
         "spec untouched by /status"
@@ -120,7 +122,7 @@ async fn build_and_buildrun(ns: TestNamespace) -> Result<()> {
         .patch("hello-1", &PatchParams::default(), &Patch::Merge(&reset))
         .await?;
     let read_back = buildruns.get("hello-1").await?;
-    ensure!(read_back.data["status"]["completionTime"] == "2026-01-02T03:04:05Z");
+    ensure!(read_back.data["status"]["completionTime"] == finished.as_str());
     Ok(())
 }
 

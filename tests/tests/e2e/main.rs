@@ -3,8 +3,11 @@
 //! own, and stops the cluster. Run by `make test` (`cargo test -p kube-retention-e2e --features e2e`).
 
 mod admission;
+mod audit;
 mod certs;
+mod controller;
 mod foundation;
+mod lifecycle;
 mod support;
 
 use std::process::ExitCode;
@@ -23,6 +26,7 @@ fn main() -> ExitCode {
     };
     let mut tests: Vec<Trial> = foundation::tests(&env);
     tests.extend(admission::tests(&env));
+    tests.extend(controller::tests(&env));
     let mut conclusion = libtest_mimic::run(&arguments, tests);
     // Trials that stop kube-retention's processes run last, one at a time.
     let serial = Arguments {
@@ -31,6 +35,7 @@ fn main() -> ExitCode {
     };
     let mut disruptive_tests = admission::disruptive_tests(&env);
     disruptive_tests.extend(certs::disruptive_tests(&env));
+    disruptive_tests.extend(lifecycle::disruptive_tests(&env));
     let disruptive = libtest_mimic::run(&serial, disruptive_tests);
     env.stop();
     conclusion.num_passed += disruptive.num_passed;

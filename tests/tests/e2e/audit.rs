@@ -1,0 +1,29 @@
+//! Reading the local cluster's audit log (tests/cluster/audit-policy.yaml records DELETE and
+//! LIST requests), to count what kube-retention asked of the API server.
+
+use anyhow::Result;
+use serde_json::Value;
+
+use crate::support::TestNamespace;
+
+/// Completed requests with `verb` on `resource`, by `user`, optionally in one namespace.
+pub fn requests(
+    ns: &TestNamespace,
+    user: &str,
+    verb: &str,
+    resource: &str,
+    namespace: Option<&str>,
+) -> Result<Vec<Value>> {
+    let log = std::fs::read_to_string(ns.env.cluster.layout.state("logs/audit.log"))?;
+    Ok(log
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| {
+            event["stage"] == "ResponseComplete"
+                && event["verb"] == verb
+                && event["user"]["username"] == user
+                && event["objectRef"]["resource"] == resource
+                && namespace.is_none_or(|namespace| event["objectRef"]["namespace"] == namespace)
+        })
+        .collect())
+}

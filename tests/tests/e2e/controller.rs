@@ -1,0 +1,363 @@
+//! The controller on the local cluster, running as its ServiceAccount: deletions on time and
+//! never of the wrong object, limits, Jobs and Pods. Statuses are set through the /status
+//! subresource, as Shipwright's or the job controller would.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams, ResourceExt};
+use libtest_mimic::Trial;
+use serde_json::{Value, json};
+
+use crate::support::{Env, TestNamespace, object, shipwright};
+
+pub fn tests(env: &Env) -> Vec<Trial> {
+    vec![
+        env.trial(
+            "succeeded_buildrun_is_stamped_and_deleted_within_a_second_of_expiry",
+            succeeded_on_time,
+        ),
+        env.trial("failed_buildrun_uses_ttl_after_failed", failed_on_time),
+        env.trial(
+            "build_limit_deletes_the_oldest_and_a_lowered_limit_applies_at_once",
+            limits,
+        ),
+        env.trial(
+            "a_buildrun_recreated_under_the_same_name_survives",
+            recreated,
+        ),
+        env.trial("keep_added_before_expiry_is_never_deleted", keep),
+        env.trial("jobs_use_the_ttl_of_their_outcome", jobs),
+        env.trial("finished_pod_with_ttl_after_finished_is_deleted", pods),
+        env.trial("deletions_are_recorded_as_events_on_the_parent", events),
+    ]
+}
+
+/// Now, in the whole seconds Kubernetes stores times in.
+pub fn now_second() -> Timestamp {
+    Timestamp::from_second(Timestamp::now().as_second()).unwrap_or_else(|_| Timestamp::now())
+}
+
+pub async fn create_buildrun(
+    ns: &TestNamespace,
+    name: &str,
+    build: &str,
+    retention: Value,
+) -> Result<DynamicObject> {
+    let run = object(
+        &shipwright("BuildRun"),
+        json!({"metadata": {"name": name, "labels": {"build.shipwright.io/name": build}},
+               "spec": {"build": {"name": build}, "retention": retention}}),
+    )?;
+    Ok(ns
+        .dynamic(&shipwright("BuildRun"))
+        .create(&PostParams::default(), &run)
+        .await?)
+}
+
+pub async fn finish_buildrun(
+    ns: &TestNamespace,
+    name: &str,
+    succeeded: bool,
+    at: Timestamp,
+) -> Result<()> {
+    let status = json!({"status": {"completionTime": at.to_string(), "conditions": [{
+        "type": "Succeeded", "status": if succeeded { "True" } else { "False" },
+        "reason": if succeeded { "Succeeded" } else { "Failed" }, "message": "set by the test",
+        "lastTransitionTime": at.to_string()}]}});
+    ns.dynamic(&shipwright("BuildRun"))
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(())
+}
+
+/// Polls until `check` says true, or fails after `timeout`.
+pub async fn eventually<F, Fut>(timeout: Duration, what: &str, mut check: F) -> Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<bool>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if check().await? {
+            return Ok(());
+        }
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "not within {timeout:?}: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn sleep_until(at: Timestamp) {
+    let wait = at.duration_since(Timestamp::now());
+    if let Ok(wait) = Duration::try_from(wait) {
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// A finished BuildRun gets expires-at = finish + TTL, exists just before it and is gone
+/// within a second after.
+async fn check_on_time(ns: &TestNamespace, succeeded: bool) -> Result<()> {
+    let runs = ns.dynamic(&shipwright("BuildRun"));
+    create_buildrun(
+        ns,
+        "run",
+        "app",
+        json!({"ttlAfterSucceeded": "3s", "ttlAfterFailed": "2s"}),
+    )
+    .await?;
+    let finished = now_second();
+    finish_buildrun(ns, "run", succeeded, finished).await?;
+    let ttl = if succeeded { 3 } else { 2 };
+    let expiry = finished + SignedDuration::from_secs(ttl);
+    eventually(Duration::from_secs(5), "expires-at stamped", || async {
+        Ok(match runs.get_opt("run").await? {
+            Some(run) => {
+                run.annotations().get("retention.dev/expires-at") == Some(&expiry.to_string())
+            }
+            None => false,
+        })
+    })
+    .await?;
+    sleep_until(expiry - SignedDuration::from_millis(300)).await;
+    ensure!(
+        runs.get_opt("run").await?.is_some(),
+        "deleted before its expiry {expiry}"
+    );
+    eventually(Duration::from_secs(3), "deleted", || async {
+        Ok(runs.get_opt("run").await?.is_none())
+    })
+    .await?;
+    let late = Timestamp::now().duration_since(expiry);
+    ensure!(
+        late <= SignedDuration::from_secs(1),
+        "deleted {late:?} after its expiry"
+    );
+    Ok(())
+}
+
+async fn succeeded_on_time(ns: TestNamespace) -> Result<()> {
+    check_on_time(&ns, true).await
+}
+
+async fn failed_on_time(ns: TestNamespace) -> Result<()> {
+    check_on_time(&ns, false).await
+}
+
+async fn limits(ns: TestNamespace) -> Result<()> {
+    let builds = ns.dynamic(&shipwright("Build"));
+    let runs = ns.dynamic(&shipwright("BuildRun"));
+    let build = object(
+        &shipwright("Build"),
+        json!({"metadata": {"name": "app"}, "spec": {
+            "source": {"type": "Git", "git": {"url": "https://github.com/shipwright-io/sample-go"}},
+            "strategy": {"kind": "ClusterBuildStrategy", "name": "buildkit"},
+            "output": {"image": "registry.example/app:latest"},
+            "retention": {"succeededLimit": 2}}}),
+    )?;
+    builds.create(&PostParams::default(), &build).await?;
+    for name in ["run-1", "run-2", "run-3", "run-4", "run-5"] {
+        create_buildrun(&ns, name, "app", json!({})).await?;
+    }
+    for name in ["run-1", "run-2", "run-3", "run-4"] {
+        finish_buildrun(&ns, name, true, now_second()).await?;
+    }
+    let names = || async {
+        let mut names: Vec<String> = runs
+            .list(&Default::default())
+            .await?
+            .items
+            .iter()
+            .map(ResourceExt::name_any)
+            .collect();
+        names.sort();
+        Ok::<_, anyhow::Error>(names)
+    };
+    eventually(
+        Duration::from_secs(10),
+        "the two oldest succeeded runs deleted",
+        || async { Ok(names().await? == ["run-3", "run-4", "run-5"]) },
+    )
+    .await?;
+
+    let lowered = json!({"spec": {"retention": {"succeededLimit": 1}}});
+    builds
+        .patch("app", &PatchParams::default(), &Patch::Merge(&lowered))
+        .await?;
+    eventually(
+        Duration::from_secs(10),
+        "one more deleted after lowering the limit",
+        || async { Ok(names().await? == ["run-4", "run-5"]) },
+    )
+    .await?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    ensure!(
+        names().await? == ["run-4", "run-5"],
+        "the running run stays: {:?}",
+        names().await?
+    );
+    Ok(())
+}
+
+async fn recreated(ns: TestNamespace) -> Result<()> {
+    let runs = ns.dynamic(&shipwright("BuildRun"));
+    create_buildrun(&ns, "again", "app", json!({"ttlAfterSucceeded": "3s"})).await?;
+    let finished = now_second();
+    finish_buildrun(&ns, "again", true, finished).await?;
+    runs.delete("again", &DeleteParams::default()).await?;
+    eventually(Duration::from_secs(5), "the first one gone", || async {
+        Ok(runs.get_opt("again").await?.is_none())
+    })
+    .await?;
+    let second = create_buildrun(&ns, "again", "app", json!({"ttlAfterSucceeded": "3s"})).await?;
+    sleep_until(finished + SignedDuration::from_secs(5)).await;
+    let survivor = runs
+        .get_opt("again")
+        .await?
+        .context("the re-created BuildRun was deleted")?;
+    ensure!(survivor.uid() == second.uid());
+    Ok(())
+}
+
+async fn keep(ns: TestNamespace) -> Result<()> {
+    let runs = ns.dynamic(&shipwright("BuildRun"));
+    create_buildrun(&ns, "precious", "app", json!({"ttlAfterSucceeded": "3s"})).await?;
+    let finished = now_second();
+    finish_buildrun(&ns, "precious", true, finished).await?;
+    let keep = json!({"metadata": {"annotations": {"retention.dev/keep": "true"}}});
+    runs.patch("precious", &PatchParams::default(), &Patch::Merge(&keep))
+        .await?;
+    sleep_until(finished + SignedDuration::from_millis(4500)).await;
+    ensure!(
+        runs.get_opt("precious").await?.is_some(),
+        "a kept BuildRun was deleted"
+    );
+    Ok(())
+}
+
+async fn create_job(ns: &TestNamespace, name: &str, annotations: Value) -> Result<()> {
+    let job: Job = serde_json::from_value(json!({
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}))?;
+    Api::<Job>::namespaced(ns.env.client.clone(), &ns.name)
+        .create(&PostParams::default(), &job)
+        .await?;
+    Ok(())
+}
+
+/// Marks a Job finished through its status subresource, with the conditions the job controller
+/// sets (SuccessCriteriaMet or FailureTarget first).
+pub async fn finish_job(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    succeeded: bool,
+    at: Timestamp,
+) -> Result<()> {
+    let at = at.to_string();
+    let status = if succeeded {
+        json!({"status": {"startTime": at, "completionTime": at, "succeeded": 1, "conditions": [
+            {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": at},
+            {"type": "Complete", "status": "True", "lastTransitionTime": at}]}})
+    } else {
+        json!({"status": {"startTime": at, "failed": 1, "conditions": [
+            {"type": "FailureTarget", "status": "True", "lastTransitionTime": at},
+            {"type": "Failed", "status": "True", "lastTransitionTime": at}]}})
+    };
+    Api::<Job>::namespaced(client.clone(), namespace)
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(())
+}
+
+async fn jobs(ns: TestNamespace) -> Result<()> {
+    let annotations =
+        json!({"retention.dev/ttl-after-failed": "2s", "retention.dev/ttl-after-succeeded": "1h"});
+    create_job(&ns, "fails", annotations.clone()).await?;
+    create_job(&ns, "succeeds", annotations).await?;
+    let finished = now_second();
+    finish_job(&ns.env.client, &ns.name, "fails", false, finished).await?;
+    finish_job(&ns.env.client, &ns.name, "succeeds", true, finished).await?;
+    let jobs: Api<Job> = Api::namespaced(ns.env.client.clone(), &ns.name);
+    eventually(Duration::from_secs(6), "the failed Job deleted", || async {
+        Ok(jobs.get_opt("fails").await?.is_none())
+    })
+    .await?;
+    sleep_until(finished + SignedDuration::from_secs(3)).await;
+    let kept = jobs
+        .get_opt("succeeds")
+        .await?
+        .context("the succeeded Job (1h) was deleted")?;
+    let stamped = kept.annotations().get("retention.dev/expires-at").cloned();
+    ensure!(
+        stamped == Some((finished + SignedDuration::from_hours(1)).to_string()),
+        "{stamped:?}"
+    );
+    Ok(())
+}
+
+async fn pods(ns: TestNamespace) -> Result<()> {
+    let pods: Api<Pod> = Api::namespaced(ns.env.client.clone(), &ns.name);
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "done", "annotations": {"retention.dev/ttl-after-finished": "1s"}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}))?;
+    pods.create(&PostParams::default(), &pod).await?;
+    let unfinished: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "still-running", "annotations": {"retention.dev/ttl-after-finished": "1s"}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}))?;
+    pods.create(&PostParams::default(), &unfinished).await?;
+    let at = now_second().to_string();
+    let status = json!({"status": {"phase": "Succeeded", "containerStatuses": [{"name": "c", "image": "busybox",
+        "imageID": "", "ready": false, "restartCount": 0,
+        "state": {"terminated": {"exitCode": 0, "startedAt": at, "finishedAt": at}}}]}});
+    pods.patch_status("done", &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    eventually(
+        Duration::from_secs(5),
+        "the finished Pod deleted",
+        || async { Ok(pods.get_opt("done").await?.is_none()) },
+    )
+    .await?;
+    ensure!(
+        pods.get_opt("still-running").await?.is_some(),
+        "an unfinished Pod was deleted"
+    );
+    Ok(())
+}
+
+async fn events(ns: TestNamespace) -> Result<()> {
+    create_buildrun(
+        &ns,
+        "noted",
+        "parent-build",
+        json!({"ttlAfterSucceeded": "1s"}),
+    )
+    .await?;
+    finish_buildrun(&ns, "noted", true, now_second()).await?;
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(ns.env.client.clone(), &ns.name);
+    eventually(Duration::from_secs(10), "an Event on the Build", || async {
+        Ok(events
+            .list(&Default::default())
+            .await?
+            .items
+            .iter()
+            .any(|event| {
+                event.regarding.as_ref().is_some_and(|regarding| {
+                    regarding.kind.as_deref() == Some("Build")
+                        && regarding.name.as_deref() == Some("parent-build")
+                }) && event
+                    .note
+                    .as_deref()
+                    .is_some_and(|note| note.contains("noted"))
+                    && event.reason.as_deref() == Some("RetentionExpired")
+            }))
+    })
+    .await
+}
