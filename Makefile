@@ -8,7 +8,7 @@ CARGO ?= cargo
 STATE ?= .local
 LOCAL_CLUSTER = $(CARGO) run --quiet --package kube-retention-e2e --bin local-cluster -- --state $(STATE)
 
-.PHONY: help toolchain cluster-binaries build up down status demo test fmt-check clippy unit e2e bench-webhook
+.PHONY: help toolchain cluster-binaries build up down status demo test fmt-check clippy unit e2e bench-webhook bench-controller
 
 help:
 	@echo "make demo    start the local cluster and walk through what kube-retention does"
@@ -57,3 +57,8 @@ e2e: cluster-binaries build
 bench-webhook: toolchain
 	$(CARGO) build --release --package kube-retention-webhook --package kube-retention-bench
 	target/release/webhook-bench
+
+bench-controller: cluster-binaries
+	$(CARGO) build --release --package kube-retention-webhook --package kube-retention-controller --package kube-retention-bench
+	KUBE_RETENTION_PROFILE=release KUBE_RETENTION_AUDIT_POLICY=$(CURDIR)/bench/audit-policy.yaml \
+		target/release/controller-bench

@@ -63,12 +63,39 @@ say "Any object can carry a TTL; the webhook stamps when it expires"
 	| "$kubectl" annotate -f - retention.dev/ttl=10m --local -o yaml | "$kubectl" apply -n "$ns" -f - >/dev/null
 show get configmap scratch -n "$ns" -o jsonpath='{.metadata.annotations.retention\.dev/expires-at}{"\n"}'
 
-say "Nothing in this cluster runs builds: tests set each status through the /status subresource"
-now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-show patch buildrun hello-1 -n "$ns" --subresource=status --type=merge \
-	-p "{\"status\":{\"completionTime\":\"$now\",\"conditions\":[{\"type\":\"Succeeded\",\"status\":\"True\",\"reason\":\"Succeeded\",\"message\":\"done\",\"lastTransitionTime\":\"$now\"}]}}"
-show get buildrun hello-1 -n "$ns" \
-	-o custom-columns=NAME:.metadata.name,SUCCEEDED:.status.conditions[0].status,COMPLETED:.status.completionTime
+finish() { # finish NAME: mark a BuildRun succeeded now, through its status subresource
+	local now
+	now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+	"$kubectl" patch buildrun "$1" -n "$ns" --subresource=status --type=merge -p \
+		"{\"status\":{\"completionTime\":\"$now\",\"conditions\":[{\"type\":\"Succeeded\",\"status\":\"True\",\"reason\":\"Succeeded\",\"message\":\"done\",\"lastTransitionTime\":\"$now\"}]}}" >/dev/null
+}
+
+say "Nothing here runs builds: the demo sets statuses itself. A run with its own 5s TTL finishes..."
+printf 'apiVersion: shipwright.io/v1beta1\nkind: BuildRun\nmetadata: {name: quick}\nspec: {build: {name: hello}, retention: {ttlAfterSucceeded: 5s}}\n' \
+	| "$kubectl" apply -n "$ns" -f - >/dev/null
+finish quick
+sleep 1
+show get buildrun quick -n "$ns" -o custom-columns=NAME:.metadata.name,COMPLETED:.status.completionTime,EXPIRES-AT:.metadata.annotations.retention\.dev/expires-at
+say "...the controller stamped when it expires (finish + 5s), and deletes it then"
+for _ in $(seq 1 10); do
+	"$kubectl" get buildrun quick -n "$ns" >/dev/null 2>&1 || break
+	printf '%s still there\n' "$(date -u +%T)"
+	sleep 1
+done
+printf '%s gone\n' "$(date -u +%T)"
+show get events -n "$ns" --field-selector reason=RetentionExpired -o custom-columns=OBJECT:.regarding.name,KIND:.regarding.kind,NOTE:.note
+
+say "Limits: Build \"hello\" keeps 5 succeeded runs; lower it to 2 and finish four runs"
+"$kubectl" patch build hello -n "$ns" --type=merge -p '{"spec":{"retention":{"succeededLimit":2}}}' >/dev/null
+for run in run-a run-b run-c run-d; do
+	printf 'apiVersion: shipwright.io/v1beta1\nkind: BuildRun\nmetadata: {name: %s}\nspec: {build: {name: hello}}\n' "$run" \
+		| "$kubectl" apply -n "$ns" -f - >/dev/null
+	sleep 1
+	finish "$run"
+done
+sleep 2
+say "The newest two succeeded runs remain (hello-1 is still running, so it never counts or goes)"
+show get buildruns -n "$ns"
 
 say "Cleaning up the demo namespace; the cluster keeps running (make down stops it)"
 "$kubectl" delete namespace "$ns" --wait=false

@@ -1,7 +1,10 @@
-//! Shared by the benchmark binaries: open-loop load at a fixed rate with latency measured from
-//! each request's scheduled start (so a slow server cannot hide queueing), process memory
-//! readings, and the markdown report in docs/benchmarks.md.
+//! Shared by the benchmark binaries: open-loop HTTPS load at a fixed rate with latency measured
+//! from each request's scheduled start (so a slow server cannot hide queueing), the two deleters
+//! and the Jobs of the controller benchmark, process memory readings, and the markdown report in
+//! docs/benchmarks.md.
 
+pub mod deleters;
+pub mod jobs;
 pub mod load;
 pub mod report;
 

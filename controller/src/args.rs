@@ -51,7 +51,8 @@ pub struct Args {
     /// This replica's identity in the Lease (default: the pod name, else the host name).
     #[arg(long, env = "POD_NAME")]
     pub identity: Option<String>,
-    /// Seconds a leader's Lease is valid without renewal.
+    /// Seconds a leader's Lease is valid without renewal (a crashed leader's successor waits this
+    /// long; a leader that stops cleanly releases it at once).
     #[arg(long, default_value_t = 15)]
     pub lease_duration: u64,
     /// Kubeconfig (default: in-cluster, then $KUBECONFIG).

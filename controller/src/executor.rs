@@ -105,6 +105,21 @@ impl Executor {
     }
 }
 
+/// Events waiting for spare budget beyond this are dropped, oldest first (and counted), so a
+/// long backlog cannot grow the controller's memory without bound.
+const MAX_QUEUED_EVENTS: usize = 10_000;
+
+fn enqueue(queues: &mut [VecDeque<Work>; 3], work: Work, metrics: &Metrics) {
+    let queue = &mut queues[work.priority()];
+    queue.push_back(work);
+    if queue.len() > MAX_QUEUED_EVENTS
+        && let Some(Work::Event { .. }) = queue.front()
+    {
+        queue.pop_front();
+        metrics.events_dropped.inc();
+    }
+}
+
 async fn dispatch(
     shared: Arc<Shared>,
     mut rx: mpsc::UnboundedReceiver<Work>,
@@ -115,21 +130,21 @@ async fn dispatch(
     loop {
         if queues.iter().all(VecDeque::is_empty) {
             match rx.recv().await {
-                Some(work) => queues[work.priority()].push_back(work),
+                Some(work) => enqueue(&mut queues, work, &shared.metrics),
                 None => return,
             }
         }
         while let Ok(work) = rx.try_recv() {
-            queues[work.priority()].push_back(work);
+            enqueue(&mut queues, work, &shared.metrics);
         }
         if let Some(limiter) = &limiter {
             limiter.until_ready().await;
             // Work that arrived while waiting may outrank what was queued.
             while let Ok(work) = rx.try_recv() {
-                queues[work.priority()].push_back(work);
+                enqueue(&mut queues, work, &shared.metrics);
             }
         }
-        let Some(work) = queues.iter_mut().find_map(VecDeque::pop_front) else {
+        let Some(work) = next(&mut queues) else {
             continue;
         };
         let Ok(permit) = permits.clone().acquire_owned().await else {
@@ -141,6 +156,21 @@ async fn dispatch(
             drop(permit);
         });
     }
+}
+
+/// The most urgent work, passing over stamps that waited past their own expiry: they would
+/// announce what has already happened, and spend budget the deletions need.
+fn next(queues: &mut [VecDeque<Work>; 3]) -> Option<Work> {
+    let now = Timestamp::now();
+    while let Some(work) = queues.iter_mut().find_map(VecDeque::pop_front) {
+        if let Work::Action(Action::Stamp { expires_at, .. }) = &work
+            && expires_at.parse::<Timestamp>().is_ok_and(|at| at <= now)
+        {
+            continue;
+        }
+        return Some(work);
+    }
+    None
 }
 
 async fn perform(shared: &Shared, work: Work) {

@@ -9,6 +9,7 @@
 pub mod args;
 pub mod executor;
 pub mod kinds;
+pub mod leader;
 pub mod metrics;
 pub mod run;
 pub mod startup;
@@ -20,8 +21,6 @@ pub enum Error {
     Config(String),
     #[error("Kubernetes client: {0}")]
     Kube(#[from] kube::Error),
-    #[error("leader election: {0}")]
-    Lease(String),
     #[error("I/O: {0}")]
     Io(#[from] std::io::Error),
 }

@@ -4,6 +4,7 @@ use std::num::NonZeroU32;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use axum::Router;
 use axum::http::{StatusCode, header};
@@ -11,9 +12,9 @@ use axum::routing::get;
 use clap::Parser;
 use kube::api::PropagationPolicy;
 use kube::runtime::events::{Recorder, Reporter};
-use kube_lease_manager::LeaseManagerBuilder;
 use kube_retention_controller::args::{Args, LogFormat, Propagation};
 use kube_retention_controller::executor::{Executor, Settings};
+use kube_retention_controller::leader::Elector;
 use kube_retention_controller::metrics::Metrics;
 use kube_retention_controller::run::Loop;
 use kube_retention_controller::state::State;
@@ -113,15 +114,14 @@ async fn run(args: Args) -> Result<()> {
         })
         .unwrap_or_else(|| "kube-retention-controller".to_owned());
     let (leadership, lease_task) = if args.leader_election {
-        let manager = LeaseManagerBuilder::new(client.clone(), &args.lease_name)
-            .with_namespace(&args.lease_namespace)
-            .with_identity(&identity)
-            .with_duration(args.lease_duration)
-            .with_grace((args.lease_duration / 3).max(1))
-            .build()
-            .await
-            .map_err(|error| Error::Lease(error.to_string()))?;
-        let (leadership, task) = manager.watch().await;
+        let elector = Elector::new(
+            client.clone(),
+            &args.lease_namespace,
+            &args.lease_name,
+            &identity,
+            Duration::from_secs(args.lease_duration),
+        );
+        let (leadership, task) = elector.spawn();
         (leadership, Some(task))
     } else {
         let (sender, leadership) = watch::channel(true);
@@ -168,13 +168,9 @@ async fn run(args: Args) -> Result<()> {
     };
     control.run(shutdown_signal()).await;
     if let Some(task) = lease_task {
-        // The loop owned the leadership receiver; with it dropped the lease manager releases
-        // the Lease, so a successor takes over at once instead of after it expires.
-        match task.await {
-            Ok(Ok(_)) => tracing::info!("released the leader lease"),
-            Ok(Err(error)) => tracing::warn!(%error, "releasing the leader lease"),
-            Err(error) => tracing::warn!(%error, "lease task"),
-        }
+        // The loop owned the leadership receiver; with it dropped the elector releases the
+        // Lease, so a successor takes over within a retry period instead of after it expires.
+        task.await.ok();
     }
     Ok(())
 }

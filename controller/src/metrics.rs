@@ -36,6 +36,7 @@ pub struct Metrics {
     pub tracked: Family<KindLabels, Gauge>,
     pub deletion_delay: Histogram,
     pub leader: Gauge,
+    pub events_dropped: Counter,
 }
 
 impl Default for Metrics {
@@ -75,6 +76,12 @@ impl Default for Metrics {
             "Time from when an object became eligible for deletion to its DELETE succeeding",
             deletion_delay.clone(),
         );
+        let events_dropped = Counter::default();
+        registry.register(
+            "events_dropped",
+            "Deletion Events dropped because the request budget left no room for them",
+            events_dropped.clone(),
+        );
         let leader = Gauge::default();
         registry.register(
             "leader",
@@ -90,6 +97,7 @@ impl Default for Metrics {
             tracked,
             deletion_delay,
             leader,
+            events_dropped,
         }
     }
 }

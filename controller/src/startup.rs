@@ -62,7 +62,7 @@ pub async fn check_permissions(
     }
     needed.push(("events.k8s.io".into(), "events".into(), "create", None));
     if let Some(namespace) = lease_namespace {
-        for verb in ["get", "create", "patch"] {
+        for verb in ["get", "create", "update"] {
             needed.push((
                 "coordination.k8s.io".into(),
                 "leases".into(),

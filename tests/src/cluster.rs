@@ -216,16 +216,13 @@ impl LocalCluster {
                 .arg(format!("--cert-dir={}", layout.state("pki").display()))
                 .arg(format!(
                     "--audit-policy-file={}",
-                    layout
-                        .repo_root
-                        .join("tests/cluster/audit-policy.yaml")
-                        .display()
+                    layout.audit_policy().display()
                 ))
                 .arg(format!(
                     "--audit-log-path={}",
                     layout.state("logs/audit.log").display()
                 ))
-                .arg("--audit-log-maxsize=200"),
+                .arg("--audit-log-maxsize=4000"),
         )?;
         cluster.wait_until_ready(Duration::from_secs(90))?;
 
@@ -408,6 +405,8 @@ impl Pki {
             ("webhook.crt", &webhook.cert_pem),
             ("webhook.key", &webhook.key_pem),
             ("ca.crt", &ca_pem),
+            // Kept so tools (the benchmarks) can issue further client identities.
+            ("ca.key", &ca.certified().key_pem),
             ("apiserver.crt", &serving.cert_pem),
             ("apiserver.key", &serving.key_pem),
             ("sa.key", &sa_key),

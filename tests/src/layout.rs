@@ -72,6 +72,15 @@ impl Layout {
         self.state("kubeconfig")
     }
 
+    /// The API server's audit policy: tests/cluster/audit-policy.yaml unless
+    /// `KUBE_RETENTION_AUDIT_POLICY` names another (the benchmarks record more).
+    pub fn audit_policy(&self) -> PathBuf {
+        match std::env::var_os("KUBE_RETENTION_AUDIT_POLICY") {
+            Some(path) => PathBuf::from(path),
+            None => self.repo_root.join("tests/cluster/audit-policy.yaml"),
+        }
+    }
+
     /// Shipwright's CRDs from the shared data folder.
     pub fn shipwright_crds(&self) -> PathBuf {
         self.shared_dir.join("crds").join("shipwright")

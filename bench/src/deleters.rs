@@ -1,0 +1,120 @@
+//! The two deleters the controller benchmark compares, started fresh for every scenario so each
+//! peak RSS belongs to one scenario: kube-retention's controller (release build, its own
+//! ServiceAccount) and kube-controller-manager running only `ttl-after-finished-controller`
+//! under a client identity of its own, so the audit log tells their requests apart.
+
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use kube_retention_e2e::LocalCluster;
+use kube_retention_e2e::cluster::CONTROLLER_SERVICE_ACCOUNT;
+use kube_retention_e2e::components::{self, CONTROLLER};
+use kube_retention_e2e::kubeconfig::{self, Credentials};
+use kube_retention_e2e::process::{self, Tracked};
+
+/// The peer's client identity (a client certificate's common name).
+pub const PEER_USER: &str = "ttl-after-finished-peer";
+const PEER: &str = "ttl-after-finished-peer";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deleter {
+    KubeRetention,
+    Peer,
+}
+
+impl Deleter {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::KubeRetention => "kube-retention",
+            Self::Peer => "kube-controller-manager ttl-after-finished",
+        }
+    }
+
+    pub fn user(self) -> String {
+        match self {
+            Self::KubeRetention => LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT),
+            Self::Peer => PEER_USER.to_owned(),
+        }
+    }
+}
+
+/// A running deleter; stopped on drop.
+pub struct Running {
+    pub tracked: Tracked,
+}
+
+impl Running {
+    pub fn pid(&self) -> Option<u32> {
+        self.tracked
+            .live_pid()
+            .map(|pid| pid.as_raw().unsigned_abs())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.tracked.stop(Duration::from_secs(10)).ok();
+    }
+}
+
+/// Writes the peer's kubeconfig: a client certificate from the cluster CA, in system:masters.
+pub fn write_peer_kubeconfig(cluster: &LocalCluster) -> Result<()> {
+    let layout = &cluster.layout;
+    let ca = kube_retention_certs::CertificateAuthority::from_pem(
+        &std::fs::read_to_string(layout.state("pki/ca.crt"))?,
+        &std::fs::read_to_string(layout.state("pki/ca.key"))?,
+    )?;
+    let client = ca.issue_client(PEER_USER, &["system:masters"], time::Duration::days(1))?;
+    kubeconfig::write(
+        &layout.state("peer.kubeconfig"),
+        &cluster.server(),
+        &ca.certified().cert_pem,
+        Credentials::ClientCertificate {
+            cert_pem: &client.cert_pem,
+            key_pem: &client.key_pem,
+        },
+    )
+}
+
+/// Starts `deleter` with `budget` requests per second (`None`: unlimited).
+pub fn start(
+    cluster: &LocalCluster,
+    deleter: Deleter,
+    budget: Option<u32>,
+    metrics_port: u16,
+) -> Result<Running> {
+    let tracked = match deleter {
+        Deleter::KubeRetention => {
+            let qps = format!("--qps={}", budget.unwrap_or(0));
+            let tracked = components::start_controller(
+                cluster,
+                CONTROLLER,
+                metrics_port,
+                &[qps, "--leader-election=false".into()],
+            )?;
+            components::wait_for_controller(cluster, metrics_port, Duration::from_secs(120))?;
+            tracked
+        }
+        Deleter::Peer => {
+            // client-go's limiter: qps with an equal burst, like governor's per-second quota.
+            let qps = budget.unwrap_or(1_000_000);
+            process::spawn(
+                &cluster.layout.state_dir,
+                PEER,
+                Command::new(cluster.layout.binary("kube-controller-manager"))
+                    .arg(format!(
+                        "--kubeconfig={}",
+                        cluster.layout.state("peer.kubeconfig").display()
+                    ))
+                    .arg("--controllers=ttl-after-finished-controller")
+                    .arg(format!("--kube-api-qps={qps}"))
+                    .arg(format!("--kube-api-burst={qps}"))
+                    .arg("--leader-elect=false")
+                    .arg("--secure-port=0"),
+            )
+            .context("starting the peer kube-controller-manager")?
+        }
+    };
+    Ok(Running { tracked })
+}

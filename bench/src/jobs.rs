@@ -1,0 +1,105 @@
+//! Jobs for the controller benchmark: created many at a time, finished through the status
+//! subresource at a chosen second, and watched so each deletion is timed where the API server
+//! reports it. Every Job carries both deleters' settings (the annotation and
+//! `ttlSecondsAfterFinished`), so both scenarios delete identical objects.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Result;
+use futures::{StreamExt, TryStreamExt, stream};
+use jiff::Timestamp;
+use k8s_openapi::api::batch::v1::Job;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client};
+use serde_json::json;
+
+const CONCURRENCY: usize = 32;
+
+pub fn name(index: usize) -> String {
+    format!("job-{index:06}")
+}
+
+/// Creates `count` Jobs named `job-000000`…, each expiring `ttl_seconds` after it finishes.
+pub async fn create(
+    client: &Client,
+    namespace: &str,
+    count: usize,
+    ttl_seconds: u32,
+) -> Result<()> {
+    let jobs: Api<Job> = Api::namespaced(client.clone(), namespace);
+    stream::iter(0..count)
+        .map(|index| {
+            let jobs = jobs.clone();
+            async move {
+                let job: Job = serde_json::from_value(json!({
+                    "metadata": {"name": name(index),
+                                 "annotations": {"retention.dev/ttl-after-finished": format!("{ttl_seconds}s")}},
+                    "spec": {"ttlSecondsAfterFinished": ttl_seconds,
+                             "template": {"spec": {"restartPolicy": "Never",
+                                                   "containers": [{"name": "c", "image": "busybox"}]}}}}))?;
+                jobs.create(&PostParams::default(), &job).await?;
+                Ok::<(), anyhow::Error>(())
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
+}
+
+/// Marks the Jobs `indexes` succeeded at `at` (whole seconds), as the job controller would.
+pub async fn finish(
+    client: &Client,
+    namespace: &str,
+    indexes: impl Iterator<Item = usize>,
+    at: Timestamp,
+) -> Result<()> {
+    let jobs: Api<Job> = Api::namespaced(client.clone(), namespace);
+    let at = at.to_string();
+    stream::iter(indexes)
+        .map(|index| {
+            let (jobs, at) = (jobs.clone(), at.clone());
+            async move {
+                let status = json!({"status": {"startTime": at, "completionTime": at, "succeeded": 1, "conditions": [
+                    {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": at},
+                    {"type": "Complete", "status": "True", "lastTransitionTime": at}]}});
+                jobs.patch_status(&name(index), &PatchParams::default(), &Patch::Merge(&status)).await?;
+                Ok::<(), anyhow::Error>(())
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
+}
+
+/// When each Job's deletion was seen, by name.
+pub type Deletions = Arc<Mutex<HashMap<String, Timestamp>>>;
+
+/// Watches the namespace's Jobs in the background and records each deletion's time.
+pub fn watch_deletions(
+    client: &Client,
+    namespace: &str,
+) -> (Deletions, tokio::task::JoinHandle<()>) {
+    let deletions: Deletions = Arc::default();
+    let jobs: Api<Job> = Api::namespaced(client.clone(), namespace);
+    let seen = deletions.clone();
+    let task = tokio::spawn(async move {
+        let mut events = watcher::watcher(jobs, watcher::Config::default()).boxed();
+        while let Some(event) = events.next().await {
+            if let Ok(Event::Delete(job)) = event
+                && let Some(name) = job.metadata.name
+                && let Ok(mut seen) = seen.lock()
+            {
+                seen.insert(name, Timestamp::now());
+            }
+        }
+    });
+    (deletions, task)
+}
+
+pub fn deleted(deletions: &Deletions) -> usize {
+    deletions.lock().map(|seen| seen.len()).unwrap_or(0)
+}

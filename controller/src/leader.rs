@@ -1,0 +1,186 @@
+//! Leader election on a coordination.k8s.io Lease, with client-go's semantics: every replica
+//! checks the Lease every `retry` period; the holder renews it, others take it once it has gone
+//! unrenewed for its duration (measured on their own clock, from when they saw it change, so clock
+//! skew between nodes does not matter) or as soon as it is released. On shutdown the leader
+//! releases it, so a successor takes over within one retry period.
+//!
+//! kube-lease-manager was the obvious crate, but its followers sleep until the Lease expires, so a
+//! released Lease waited out its whole duration.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use kube::api::{ObjectMeta, PostParams};
+use kube::{Api, Client};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+pub struct Elector {
+    api: Api<Lease>,
+    name: String,
+    identity: String,
+    duration: Duration,
+    retry: Duration,
+}
+
+/// What this replica last saw of the Lease, and when (its own clock).
+struct Observed {
+    holder: Option<String>,
+    renew_time: Option<MicroTime>,
+    at: Instant,
+}
+
+impl Elector {
+    pub fn new(
+        client: Client,
+        namespace: &str,
+        name: &str,
+        identity: &str,
+        duration: Duration,
+    ) -> Self {
+        Self {
+            api: Api::namespaced(client, namespace),
+            name: name.to_owned(),
+            identity: identity.to_owned(),
+            duration,
+            retry: (duration / 7).clamp(Duration::from_millis(500), Duration::from_secs(2)),
+        }
+    }
+
+    /// Runs the election in the background. The receiver says whether this replica leads; drop
+    /// it to step down, which releases the Lease before the task ends.
+    pub fn spawn(self) -> (watch::Receiver<bool>, tokio::task::JoinHandle<()>) {
+        let (sender, receiver) = watch::channel(false);
+        let task = tokio::spawn(async move {
+            let mut observed: Option<Observed> = None;
+            let mut renewed_at: Option<Instant> = None;
+            loop {
+                match self.try_acquire_or_renew(&mut observed).await {
+                    Ok(true) => renewed_at = Some(Instant::now()),
+                    Ok(false) => renewed_at = None,
+                    Err(error) => tracing::warn!(%error, "checking the leader lease"),
+                }
+                // A leader that cannot renew steps down before its Lease can expire elsewhere.
+                let leading = renewed_at
+                    .is_some_and(|at| at.elapsed() < self.duration.saturating_sub(self.retry));
+                sender.send_if_modified(|current| std::mem::replace(current, leading) != leading);
+                tokio::select! {
+                    () = tokio::time::sleep(self.retry) => {}
+                    () = sender.closed() => {
+                        if leading {
+                            self.release().await;
+                        }
+                        return;
+                    }
+                }
+            }
+        });
+        (receiver, task)
+    }
+
+    async fn try_acquire_or_renew(&self, observed: &mut Option<Observed>) -> kube::Result<bool> {
+        let now = MicroTime(Timestamp::now());
+        let Some(mut lease) = self.api.get_opt(&self.name).await? else {
+            let lease = Lease {
+                metadata: ObjectMeta {
+                    name: Some(self.name.clone()),
+                    ..ObjectMeta::default()
+                },
+                spec: Some(LeaseSpec {
+                    holder_identity: Some(self.identity.clone()),
+                    lease_duration_seconds: i32::try_from(self.duration.as_secs()).ok(),
+                    acquire_time: Some(now.clone()),
+                    renew_time: Some(now),
+                    lease_transitions: Some(0),
+                    ..LeaseSpec::default()
+                }),
+            };
+            return match self.api.create(&PostParams::default(), &lease).await {
+                Ok(_) => Ok(true),
+                Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+                Err(error) => Err(error),
+            };
+        };
+        let spec = lease.spec.clone().unwrap_or_default();
+        let holder = spec
+            .holder_identity
+            .clone()
+            .filter(|holder| !holder.is_empty());
+        let changed = observed
+            .as_ref()
+            .is_none_or(|seen| seen.holder != holder || seen.renew_time != spec.renew_time);
+        if changed {
+            *observed = Some(Observed {
+                holder: holder.clone(),
+                renew_time: spec.renew_time.clone(),
+                at: Instant::now(),
+            });
+        }
+        let lease_duration = spec
+            .lease_duration_seconds
+            .and_then(|seconds| u64::try_from(seconds).ok())
+            .map_or(self.duration, Duration::from_secs);
+        let held_by_other = holder
+            .as_ref()
+            .is_some_and(|holder| holder != &self.identity)
+            && observed
+                .as_ref()
+                .is_some_and(|seen| seen.at.elapsed() < lease_duration);
+        if held_by_other {
+            return Ok(false);
+        }
+        let taking_over = holder.as_deref() != Some(self.identity.as_str());
+        lease.spec = Some(LeaseSpec {
+            holder_identity: Some(self.identity.clone()),
+            lease_duration_seconds: i32::try_from(self.duration.as_secs()).ok(),
+            acquire_time: if taking_over {
+                Some(now.clone())
+            } else {
+                spec.acquire_time
+            },
+            renew_time: Some(now),
+            lease_transitions: Some(spec.lease_transitions.unwrap_or(0) + i32::from(taking_over)),
+            ..spec
+        });
+        // replace carries the resourceVersion read above: of two replicas racing, one wins.
+        match self
+            .api
+            .replace(&self.name, &PostParams::default(), &lease)
+            .await
+        {
+            Ok(_) => {
+                if taking_over {
+                    tracing::info!(identity = %self.identity, "acquired the leader lease");
+                }
+                Ok(true)
+            }
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
+    async fn release(&self) {
+        let Ok(Some(mut lease)) = self.api.get_opt(&self.name).await else {
+            return;
+        };
+        let Some(spec) = lease.spec.as_mut() else {
+            return;
+        };
+        if spec.holder_identity.as_deref() != Some(self.identity.as_str()) {
+            return;
+        }
+        spec.holder_identity = None;
+        spec.lease_duration_seconds = Some(1);
+        spec.renew_time = Some(MicroTime(Timestamp::now()));
+        match self
+            .api
+            .replace(&self.name, &PostParams::default(), &lease)
+            .await
+        {
+            Ok(_) => tracing::info!(identity = %self.identity, "released the leader lease"),
+            Err(error) => tracing::warn!(%error, "releasing the leader lease"),
+        }
+    }
+}
