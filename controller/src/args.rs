@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
+use kube_retention_cli::LogFormat;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -67,10 +68,4 @@ pub enum Propagation {
     Background,
     Foreground,
     Orphan,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    Json,
-    Text,
 }

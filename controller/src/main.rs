@@ -12,7 +12,7 @@ use axum::routing::get;
 use clap::Parser;
 use kube::api::PropagationPolicy;
 use kube::runtime::events::{Recorder, Reporter};
-use kube_retention_controller::args::{Args, LogFormat, Propagation};
+use kube_retention_controller::args::{Args, Propagation};
 use kube_retention_controller::executor::{Executor, Settings};
 use kube_retention_controller::leader::Elector;
 use kube_retention_controller::metrics::Metrics;
@@ -20,19 +20,11 @@ use kube_retention_controller::run::Loop;
 use kube_retention_controller::state::State;
 use kube_retention_controller::{Error, Result, kinds, startup};
 use tokio::sync::{mpsc, watch};
-use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    match args.log_format {
-        LogFormat::Json => tracing_subscriber::fmt()
-            .json()
-            .with_env_filter(filter)
-            .init(),
-        LogFormat::Text => tracing_subscriber::fmt().with_env_filter(filter).init(),
-    }
+    kube_retention_cli::init_logging(args.log_format);
     match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -43,19 +35,7 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Result<()> {
-    let config = match &args.kubeconfig {
-        Some(path) => {
-            let kubeconfig =
-                kube::config::Kubeconfig::read_from(path).map_err(kube::Error::InferKubeconfig)?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-                .await
-                .map_err(kube::Error::InferKubeconfig)?
-        }
-        None => kube::Config::infer()
-            .await
-            .map_err(kube::Error::InferConfig)?,
-    };
-    let client = kube::Client::try_from(config)?;
+    let client = kube_retention_cli::client(args.kubeconfig.as_deref()).await?;
     let mut watched = kinds::defaults();
     for spec in &args.kinds {
         watched.push(kinds::parse_extra(spec).map_err(Error::Config)?);
@@ -166,27 +146,11 @@ async fn run(args: Args) -> Result<()> {
         page_size: args.page_size,
         ready,
     };
-    control.run(shutdown_signal()).await;
+    control.run(kube_retention_cli::shutdown_signal()).await;
     if let Some(task) = lease_task {
         // The loop owned the leadership receiver; with it dropped the elector releases the
         // Lease, so a successor takes over within a retry period instead of after it expires.
         task.await.ok();
     }
     Ok(())
-}
-
-async fn shutdown_signal() {
-    let mut terminate =
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(signal) => signal,
-            Err(error) => {
-                tracing::error!(%error, "cannot listen for SIGTERM");
-                return std::future::pending().await;
-            }
-        };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate.recv() => {}
-    }
-    tracing::info!("shutting down");
 }

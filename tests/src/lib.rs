@@ -11,7 +11,7 @@ pub mod kubeconfig;
 pub mod layout;
 pub mod process;
 
-use std::process::Command;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
@@ -30,19 +30,18 @@ pub const COMPONENTS: [&str; 3] = [
 /// line and its standard error.
 pub fn run(command: &mut Command) -> Result<String> {
     let output = command.output()?;
-    if !output.status.success() {
-        bail!(
-            "{:?} failed ({}): {}",
-            command,
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8(output.stdout)?)
+    checked(command, output)
 }
 
 /// Like [`run`], with `input` on the command's standard input.
 pub fn run_with_input(command: &mut Command, input: &str) -> Result<String> {
+    let output = output_with_input(command, input)?;
+    checked(command, output)
+}
+
+/// Runs `command` with `input` on its standard input and collects what it printed, whether it
+/// succeeded or not.
+pub fn output_with_input(command: &mut Command, input: &str) -> Result<Output> {
     use std::io::Write;
     use std::process::Stdio;
 
@@ -56,7 +55,10 @@ pub fn run_with_input(command: &mut Command, input: &str) -> Result<String> {
         .take()
         .ok_or_else(|| anyhow::anyhow!("no stdin"))?
         .write_all(input.as_bytes())?;
-    let output = child.wait_with_output()?;
+    Ok(child.wait_with_output()?)
+}
+
+fn checked(command: &Command, output: Output) -> Result<String> {
     if !output.status.success() {
         bail!(
             "{:?} failed ({}): {}",

@@ -4,7 +4,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
+use kube_retention_cli::LogFormat;
 
 use crate::router::DEFAULT_MAX_BODY_BYTES;
 
@@ -36,10 +37,4 @@ pub struct Args {
     /// Log format.
     #[arg(long, env = "KUBE_RETENTION_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
     pub log_format: LogFormat,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    Json,
-    Text,
 }

@@ -78,7 +78,7 @@ struct Ensure {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt().json().init();
+    kube_retention_cli::init_logging(kube_retention_cli::LogFormat::Json);
     let outcome = match Args::parse().command {
         Command::Ensure(ensure) => run(ensure).await,
         Command::Ready { out_dir } => ready(&out_dir),
@@ -103,14 +103,7 @@ fn ready(out_dir: &Path) -> Result<()> {
 }
 
 async fn run(args: Ensure) -> Result<()> {
-    let config = match &args.kubeconfig {
-        Some(path) => {
-            let kubeconfig = kube::config::Kubeconfig::read_from(path)?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?
-        }
-        None => kube::Config::infer().await?,
-    };
-    let client = Client::try_from(config)?;
+    let client = kube_retention_cli::client(args.kubeconfig.as_deref()).await?;
     loop {
         match ensure(&client, &args).await {
             Ok(()) => {}

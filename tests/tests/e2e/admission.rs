@@ -69,22 +69,10 @@ fn build_yaml(name: &str, retention: &str) -> String {
 
 /// `kubectl apply` of `yaml` (plus `extra` flags): whether it succeeded, and all it printed.
 fn apply(ns: &TestNamespace, yaml: &str, extra: &[&str]) -> Result<(bool, String)> {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = ns
-        .kubectl()
-        .args(["apply", "-f", "-"])
-        .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    child
-        .stdin
-        .take()
-        .map(|mut stdin| stdin.write_all(yaml.as_bytes()))
-        .transpose()?;
-    let output = child.wait_with_output()?;
+    let output = kube_retention_e2e::output_with_input(
+        ns.kubectl().args(["apply", "-f", "-"]).args(extra),
+        yaml,
+    )?;
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),

@@ -1,0 +1,122 @@
+//! Parents and their limits: a Build or BuildConfig sets how many finished runs it keeps, and a
+//! change on either side re-applies the limit to the parent's group of runs at once.
+
+use kube::api::DynamicObject;
+use kube_retention_common::Policy;
+use kube_retention_common::limits::{Candidate, over_limit};
+use serde_json::Value;
+
+use super::*;
+
+impl State {
+    pub(super) fn parent_kind(&self, run_kind: usize) -> Option<usize> {
+        match &self.kinds.get(run_kind)?.role {
+            Role::Run {
+                grouping: Some(Grouping::Label { parent, .. } | Grouping::Annotation { parent, .. }),
+            } => Some(*parent),
+            _ => None,
+        }
+    }
+
+    pub(super) fn parent_applied(
+        &mut self,
+        kind: usize,
+        namespace: &Arc<str>,
+        name: &str,
+        object: &DynamicObject,
+        value: &Value,
+        now: Timestamp,
+    ) -> Vec<Action> {
+        let (policy, _) = Policy::read(value);
+        let limits = Limits {
+            succeeded: policy.runs.succeeded_limit,
+            failed: policy.runs.failed_limit,
+        };
+        let run_kinds: Vec<usize> = (0..self.kinds.len())
+            .filter(|&run| self.parent_kind(run) == Some(kind))
+            .collect();
+        let mut actions = Vec::new();
+        for run_kind in run_kinds {
+            let group = GroupKey {
+                kind: run_kind,
+                namespace: namespace.clone(),
+                parent: name.into(),
+            };
+            if let Some(uid) = object.metadata.uid.as_deref() {
+                self.parent_uids.insert(group.clone(), uid.into());
+            }
+            let previous = self.limits.insert(group.clone(), limits);
+            if previous != Some(limits) {
+                actions.extend(self.enforce_limits(&group, now));
+            }
+        }
+        actions
+    }
+
+    pub(super) fn enforce_limits(&mut self, group: &GroupKey, now: Timestamp) -> Vec<Action> {
+        if !self.leader {
+            return Vec::new();
+        }
+        let limits = match &self.kinds[group.kind].role {
+            Role::Run {
+                grouping:
+                    Some(Grouping::FixedLimits {
+                        succeeded, failed, ..
+                    }),
+            } => Limits {
+                succeeded: *succeeded,
+                failed: *failed,
+            },
+            _ => match self.limits.get(group) {
+                Some(limits) => *limits,
+                None => return Vec::new(),
+            },
+        };
+        let Some(members) = self.groups.get(group) else {
+            return Vec::new();
+        };
+        let mut keys = Vec::new();
+        let mut candidates = Vec::new();
+        for name in members {
+            let key = Key {
+                kind: group.kind,
+                namespace: group.namespace.clone(),
+                name: name.clone(),
+            };
+            let Some(record) = self.runs.get(&key) else {
+                continue;
+            };
+            candidates.push(Candidate {
+                name,
+                created: record.created,
+                outcome: record.outcome,
+                exempt: record.keep || record.deleting,
+            });
+            keys.push(key);
+        }
+        let removed: Vec<Key> = over_limit(&candidates, limits.succeeded, limits.failed)
+            .into_iter()
+            .map(|index| keys[index].clone())
+            .collect();
+        let mut actions = Vec::new();
+        for key in removed {
+            let Some(record) = self.runs.get_mut(&key) else {
+                continue;
+            };
+            if record.pending {
+                continue;
+            }
+            record.pending = true;
+            let event_target = Self::event_target(&self.kinds, &self.parent_uids, &key, record);
+            actions.push(Action::Delete {
+                uid: record.uid.clone(),
+                resource_version: record.resource_version.clone(),
+                reason: Reason::Limit,
+                eligible_at: now,
+                event_target,
+                key,
+            });
+        }
+        actions
+    }
+}
