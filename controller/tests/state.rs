@@ -416,3 +416,35 @@ fn jobs_record_their_events_on_their_owner() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn preconditions_carry_the_uid_exactly_as_the_server_sent_it() {
+    for uid in [
+        "6f1c2a4e-9b3d-4c2e-8f7a-1d2e3f4a5b6c",
+        "6F1C2A4E-9B3D-4C2E-8F7A-1D2E3F4A5B6C",
+        "not-a-uuid",
+    ] {
+        let mut state = leader();
+        let run = buildrun(
+            "r",
+            uid,
+            "7",
+            "2026-01-01T00:00:00Z",
+            Some(("True", "2026-01-01T00:00:00Z")),
+            json!({}),
+        );
+        state.applied(BUILDRUN, &run, at("2026-01-01T00:00:01Z"));
+        match &state.due(at("2026-01-01T00:01:00Z"))[..] {
+            [
+                Action::Delete {
+                    uid: sent,
+                    resource_version,
+                    ..
+                },
+            ] => {
+                assert_eq!((sent.as_str(), resource_version.as_str()), (uid, "7"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -109,7 +109,7 @@ impl State {
             record.pending = true;
             let event_target = Self::event_target(&self.kinds, &self.parent_uids, &key, record);
             actions.push(Action::Delete {
-                uid: record.uid.clone(),
+                uid: record.uid.text(),
                 resource_version: record.resource_version.clone(),
                 reason: Reason::Limit,
                 eligible_at: now,

@@ -5,6 +5,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
+use compact_str::CompactString;
 use jiff::Timestamp;
 use kube::api::DynamicObject;
 use kube_retention_common::Outcome;
@@ -21,7 +22,7 @@ mod runs;
 pub struct Key {
     pub kind: usize,
     pub namespace: Arc<str>,
-    pub name: Box<str>,
+    pub name: CompactString,
 }
 
 /// A group of runs that share limits: runs of `kind` in `namespace` under parent `parent`.
@@ -29,11 +30,11 @@ pub struct Key {
 struct GroupKey {
     kind: usize,
     namespace: Arc<str>,
-    parent: Box<str>,
+    parent: CompactString,
 }
 
 /// Namespace and name of an object seen during a relist.
-type NamespacedName = (Arc<str>, Box<str>);
+type NamespacedName = (Arc<str>, CompactString);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Reason {
@@ -57,8 +58,8 @@ pub enum Action {
     /// Delete with uid and resourceVersion preconditions.
     Delete {
         key: Key,
-        uid: Box<str>,
-        resource_version: Box<str>,
+        uid: CompactString,
+        resource_version: CompactString,
         reason: Reason,
         /// When it became eligible (for the deletion-delay histogram).
         eligible_at: Timestamp,
@@ -66,10 +67,34 @@ pub enum Action {
     },
 }
 
+/// An object's uid: 16 bytes when it is the UUID the API server assigns (always, in practice),
+/// its text otherwise, so the precondition always carries exactly what the server sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Uid {
+    Uuid(uuid::Uuid),
+    Other(CompactString),
+}
+
+impl Uid {
+    fn new(text: &str) -> Self {
+        match uuid::Uuid::try_parse(text) {
+            Ok(parsed) if parsed.hyphenated().to_string() == text => Self::Uuid(parsed),
+            _ => Self::Other(text.into()),
+        }
+    }
+
+    fn text(&self) -> CompactString {
+        match self {
+            Self::Uuid(uuid) => CompactString::from(uuid.hyphenated().to_string()),
+            Self::Other(text) => text.clone(),
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Record {
-    uid: Box<str>,
-    resource_version: Box<str>,
+    uid: Uid,
+    resource_version: CompactString,
     created: Timestamp,
     outcome: Option<Outcome>,
     deadline: Option<Timestamp>,
@@ -81,7 +106,7 @@ struct Record {
     needs_stamp: Option<Timestamp>,
     /// The expires-at value last asked for, so a stamp is requested once.
     stamp_requested: Option<Timestamp>,
-    group: Option<Box<str>>,
+    group: Option<CompactString>,
     owner: Option<Box<EventTarget>>,
 }
 
@@ -96,8 +121,8 @@ pub struct State {
     kinds: Vec<WatchedKind>,
     runs: HashMap<Key, Record>,
     limits: HashMap<GroupKey, Limits>,
-    parent_uids: HashMap<GroupKey, Box<str>>,
-    groups: HashMap<GroupKey, HashSet<Box<str>>>,
+    parent_uids: HashMap<GroupKey, CompactString>,
+    groups: HashMap<GroupKey, HashSet<CompactString>>,
     queue: BTreeSet<(Timestamp, Key)>,
     namespaces: HashSet<Arc<str>>,
     relisting: HashMap<usize, HashSet<NamespacedName>>,
@@ -308,7 +333,7 @@ impl State {
             let event_target = Self::event_target(&self.kinds, &self.parent_uids, &key, record);
             actions.push(Action::Delete {
                 key: key.clone(),
-                uid: record.uid.clone(),
+                uid: record.uid.text(),
                 resource_version: record.resource_version.clone(),
                 reason: Reason::Ttl,
                 eligible_at: at,
@@ -341,7 +366,7 @@ impl State {
 
     fn event_target(
         kinds: &[WatchedKind],
-        parent_uids: &HashMap<GroupKey, Box<str>>,
+        parent_uids: &HashMap<GroupKey, CompactString>,
         key: &Key,
         record: &Record,
     ) -> EventTarget {
@@ -373,7 +398,7 @@ impl State {
             api_version: resource.api_version.clone(),
             kind: resource.kind.clone(),
             name: key.name.to_string(),
-            uid: Some(record.uid.to_string()),
+            uid: Some(record.uid.text().to_string()),
         }
     }
 }

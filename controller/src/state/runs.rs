@@ -82,7 +82,7 @@ impl State {
         {
             self.queue.remove(&(at, key.clone()));
         }
-        let resource_version: Box<str> = object
+        let resource_version: CompactString = object
             .metadata
             .resource_version
             .as_deref()
@@ -92,7 +92,7 @@ impl State {
             .as_ref()
             .is_none_or(|previous| previous.resource_version != resource_version);
         let record = Record {
-            uid: object.metadata.uid.as_deref().unwrap_or_default().into(),
+            uid: Uid::new(object.metadata.uid.as_deref().unwrap_or_default()),
             resource_version,
             created: object
                 .metadata

@@ -34,6 +34,10 @@ pub fn tests(env: &Env) -> Vec<Trial> {
         env.trial("jobs_use_the_ttl_of_their_outcome", jobs),
         env.trial("finished_pod_with_ttl_after_finished_is_deleted", pods),
         env.trial("deletions_are_recorded_as_events_on_the_parent", events),
+        env.trial(
+            "missing_rbac_stops_the_controller_with_what_to_grant",
+            missing_rbac,
+        ),
     ]
 }
 
@@ -360,4 +364,39 @@ async fn events(ns: TestNamespace) -> Result<()> {
             }))
     })
     .await
+}
+
+/// The controller started with the webhook's ServiceAccount, which may not delete anything.
+async fn missing_rbac(ns: TestNamespace) -> Result<()> {
+    let cluster = &ns.env.cluster;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let output =
+        tokio::process::Command::new(cluster.layout.cargo_binary("kube-retention-controller"))
+            .arg(format!("--metrics-address=127.0.0.1:{port}"))
+            .arg("--kubeconfig")
+            .arg(
+                cluster.service_account_kubeconfig(
+                    kube_retention_e2e::cluster::WEBHOOK_SERVICE_ACCOUNT,
+                ),
+            )
+            .arg("--leader-election=false")
+            .arg("--log-format=text")
+            .output()
+            .await?;
+    let text = String::from_utf8_lossy(&output.stdout).to_string()
+        + &String::from_utf8_lossy(&output.stderr);
+    ensure!(
+        !output.status.success(),
+        "the controller must refuse to run: {text}"
+    );
+    for needed in [
+        "missing RBAC permissions",
+        "delete buildruns (shipwright.io) in all namespaces",
+        "delete jobs (batch)",
+    ] {
+        ensure!(text.contains(needed), "{needed:?} missing from: {text}");
+    }
+    Ok(())
 }
