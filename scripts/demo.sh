@@ -75,7 +75,7 @@ printf 'apiVersion: shipwright.io/v1beta1\nkind: BuildRun\nmetadata: {name: quic
 	| "$kubectl" apply -n "$ns" -f - >/dev/null
 finish quick
 sleep 1
-show get buildrun quick -n "$ns" -o custom-columns=NAME:.metadata.name,COMPLETED:.status.completionTime,EXPIRES-AT:.metadata.annotations.retention\.dev/expires-at
+show get buildrun quick -n "$ns" -o jsonpath='completed {.status.completionTime}, expires-at {.metadata.annotations.retention\.dev/expires-at}{"\n"}'
 say "...the controller stamped when it expires (finish + 5s), and deletes it then"
 for _ in $(seq 1 10); do
 	"$kubectl" get buildrun quick -n "$ns" >/dev/null 2>&1 || break
@@ -83,10 +83,10 @@ for _ in $(seq 1 10); do
 	sleep 1
 done
 printf '%s gone\n' "$(date -u +%T)"
-show get events -n "$ns" --field-selector reason=RetentionExpired -o custom-columns=OBJECT:.regarding.name,KIND:.regarding.kind,NOTE:.note
+show get events -n "$ns" --field-selector reason=RetentionExpired
 
 say "Limits: Build \"hello\" keeps 5 succeeded runs; lower it to 2 and finish four runs"
-"$kubectl" patch build hello -n "$ns" --type=merge -p '{"spec":{"retention":{"succeededLimit":2}}}' >/dev/null
+"$kubectl" patch builds.shipwright.io hello -n "$ns" --type=merge -p '{"spec":{"retention":{"succeededLimit":2}}}' >/dev/null
 for run in run-a run-b run-c run-d; do
 	printf 'apiVersion: shipwright.io/v1beta1\nkind: BuildRun\nmetadata: {name: %s}\nspec: {build: {name: hello}}\n' "$run" \
 		| "$kubectl" apply -n "$ns" -f - >/dev/null
@@ -95,7 +95,7 @@ for run in run-a run-b run-c run-d; do
 done
 sleep 2
 say "The newest two succeeded runs remain (hello-1 is still running, so it never counts or goes)"
-show get buildruns -n "$ns"
+show get buildruns.shipwright.io -n "$ns"
 
 say "Cleaning up the demo namespace; the cluster keeps running (make down stops it)"
 "$kubectl" delete namespace "$ns" --wait=false

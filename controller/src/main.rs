@@ -21,11 +21,6 @@ use kube_retention_controller::state::State;
 use kube_retention_controller::{Error, Result, kinds, startup};
 use tokio::sync::{mpsc, watch};
 
-// mimalloc returns freed memory to the system far better than glibc's per-thread arenas, which
-// matters for a process whose steady state is one small record per tracked object.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
