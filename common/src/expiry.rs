@@ -62,10 +62,15 @@ impl Expiry {
     /// The expiry of a JSON object, read with [`Policy::read`] (invalid fields ignored).
     pub fn of(object: &Value, now: Timestamp) -> Self {
         let (policy, _) = Policy::read(object);
+        Self::with_policy(&policy, object, now)
+    }
+
+    /// The expiry of a JSON object whose policy the caller has already read.
+    pub fn with_policy(policy: &Policy, object: &Value, now: Timestamp) -> Self {
         let created = field(object, "metadata.creationTimestamp")
             .and_then(Value::as_str)
             .and_then(|text| text.parse().ok());
-        Self::compute(&policy, created, Progress::of(object), now)
+        Self::compute(policy, created, Progress::of(object), now)
     }
 
     /// The `retention.dev/expires-at` value kube-retention writes, when it owns one.

@@ -127,9 +127,8 @@ impl Loop {
             }
             Ok(Event::InitDone) => {
                 tracing::info!(kind = %self.state.kinds()[kind].resource.kind, tracked = self.state.tracked(kind), "listed");
-                let mut actions = self.state.relist_done(kind, now);
-                actions.extend(self.state.due(now));
-                actions
+                self.state.relist_done(kind);
+                self.state.due(now)
             }
             Ok(Event::Delete(object)) => {
                 let (Some(namespace), Some(name)) = (
@@ -138,7 +137,8 @@ impl Loop {
                 ) else {
                     return Vec::new();
                 };
-                self.state.removed(kind, namespace, name, now)
+                self.state.removed(kind, namespace, name);
+                Vec::new()
             }
             Err(error) => {
                 let resource = &self.state.kinds()[kind].resource;

@@ -211,7 +211,7 @@ fn a_recreated_object_is_judged_as_itself() {
         json!({}),
     );
     state.applied(BUILDRUN, &old, at("2026-01-01T00:00:01Z"));
-    state.removed(BUILDRUN, "ns", "r", at("2026-01-01T00:00:02Z"));
+    state.removed(BUILDRUN, "ns", "r");
     let new = buildrun("r", "new-uid", "9", "2026-01-01T00:00:02Z", None, json!({}));
     state.applied(BUILDRUN, &new, at("2026-01-01T00:00:02Z"));
     assert_eq!(
@@ -385,7 +385,7 @@ fn a_relist_forgets_what_is_gone() {
         ),
         at("2026-01-01T00:00:01Z"),
     );
-    state.relist_done(BUILDRUN, at("2026-01-01T00:00:01Z"));
+    state.relist_done(BUILDRUN);
     assert_eq!(state.tracked(BUILDRUN), 1);
     assert_eq!(
         deletes(&state.due(at("2026-01-01T00:10:00Z"))),

@@ -54,7 +54,7 @@ pub async fn mutate(
 /// Sets `retention.dev/expires-at` (and the managed label) where the expiry is computable.
 pub fn stamp(object: &mut Value, now: Timestamp) {
     let (policy, _) = Policy::read(object);
-    if let Some(expires_at) = Expiry::of(object, now).annotation() {
+    if let Some(expires_at) = Expiry::with_policy(&policy, object, now).annotation() {
         set_metadata_entry(object, "annotations", EXPIRES_AT, &expires_at);
     }
     if policy.has_ttl() || policy.annotations.expires_at.is_some() {

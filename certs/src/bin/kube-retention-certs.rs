@@ -21,7 +21,6 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use kube_retention_certs::renewal::{self, Lifetimes, TLS_CERT, TLS_KEY};
-use serde_json::json;
 
 #[derive(Parser)]
 #[command(
@@ -193,31 +192,11 @@ async fn ensure(client: &Client, args: &Ensure) -> Result<()> {
         write_if_changed(&dir.join(TLS_CERT), &data[TLS_CERT])?;
     }
     let bundle = renewal::ca_bundle(&data);
-    let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-    let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
     let name = &args.webhook_configuration;
-    let mutating_bundles = mutating
-        .get(name)
-        .await
-        .context("reading the MutatingWebhookConfiguration")?;
-    let bundles = mutating_bundles
-        .webhooks
-        .unwrap_or_default()
-        .into_iter()
-        .map(|hook| hook.client_config.ca_bundle)
-        .collect();
-    patch_bundles(&mutating, name, bundles, &bundle).await?;
-    let validating_bundles = validating
-        .get(name)
-        .await
-        .context("reading the ValidatingWebhookConfiguration")?;
-    let bundles = validating_bundles
-        .webhooks
-        .unwrap_or_default()
-        .into_iter()
-        .map(|hook| hook.client_config.ca_bundle)
-        .collect();
-    patch_bundles(&validating, name, bundles, &bundle).await?;
+    let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    point_at_bundle(&mutating, name, &bundle).await?;
+    let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    point_at_bundle(&validating, name, &bundle).await?;
     Ok(())
 }
 
@@ -230,37 +209,28 @@ fn secret_data(secret: &Secret) -> BTreeMap<String, String> {
         .collect()
 }
 
-async fn patch_bundles<K>(
-    api: &Api<K>,
-    name: &str,
-    current: Vec<Option<ByteString>>,
-    bundle: &str,
-) -> Result<()>
+/// Writes `bundle` into every webhook of the configuration `name`, with the same
+/// [`kube_retention_certs::point_webhooks`] the local cluster uses; a JSON patch of only what
+/// differs, none when all is current.
+async fn point_at_bundle<K>(api: &Api<K>, name: &str, bundle: &str) -> Result<()>
 where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
 {
-    let wanted = ByteString(bundle.as_bytes().to_vec());
-    let operations: Vec<serde_json::Value> = current
-        .iter()
-        .enumerate()
-        .filter(|(_, have)| have.as_ref() != Some(&wanted))
-        .map(|(index, _)| {
-            json!({"op": "add", "path": format!("/webhooks/{index}/clientConfig/caBundle"), "value": base64_encode(bundle)})
-        })
-        .collect();
-    if operations.is_empty() {
+    let current = serde_json::to_value(
+        api.get(name)
+            .await
+            .with_context(|| format!("reading webhook configuration {name}"))?,
+    )?;
+    let mut wanted = current.clone();
+    kube_retention_certs::point_webhooks(&mut wanted, bundle, None);
+    let patch = json_patch::diff(&current, &wanted);
+    if patch.0.is_empty() {
         return Ok(());
     }
-    let patch: json_patch::Patch = serde_json::from_value(serde_json::Value::Array(operations))?;
     api.patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))
         .await?;
     tracing::info!(%name, "wrote the caBundle");
     Ok(())
-}
-
-fn base64_encode(text: &str) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD.encode(text)
 }
 
 /// Replaces `path` atomically (write, then rename) so the webhook never reads half a file.

@@ -199,36 +199,26 @@ impl State {
         self.relisting.insert(kind, HashSet::new());
     }
 
-    pub fn relist_done(&mut self, kind: usize, now: Timestamp) -> Vec<Action> {
+    pub fn relist_done(&mut self, kind: usize) {
         let Some(seen) = self.relisting.remove(&kind) else {
-            return Vec::new();
+            return;
         };
-        let gone: Vec<Key> = self
-            .runs
-            .keys()
-            .filter(|key| {
-                key.kind == kind && !seen.contains(&(key.namespace.clone(), key.name.clone()))
-            })
-            .cloned()
-            .collect();
-        let mut actions = Vec::new();
-        for key in gone {
-            actions.extend(self.removed(kind, &key.namespace, &key.name, now));
-        }
-        if self.kinds[kind].role == Role::Parent {
-            let parents: Vec<GroupKey> = self
-                .limits
+        let known: Vec<NamespacedName> = if self.kinds[kind].role == Role::Parent {
+            self.limits
                 .keys()
                 .filter(|group| self.parent_kind(group.kind) == Some(kind))
-                .filter(|group| !seen.contains(&(group.namespace.clone(), group.parent.clone())))
-                .cloned()
-                .collect();
-            for group in parents {
-                self.limits.remove(&group);
-                self.parent_uids.remove(&group);
-            }
+                .map(|group| (group.namespace.clone(), group.parent.clone()))
+                .collect()
+        } else {
+            self.runs
+                .keys()
+                .filter(|key| key.kind == kind)
+                .map(|key| (key.namespace.clone(), key.name.clone()))
+                .collect()
+        };
+        for (namespace, name) in known.into_iter().filter(|known| !seen.contains(known)) {
+            self.removed(kind, &namespace, &name);
         }
-        actions
     }
 
     /// An object of `kind` was added or changed.
@@ -270,13 +260,7 @@ impl State {
     }
 
     /// An object of `kind` is gone.
-    pub fn removed(
-        &mut self,
-        kind: usize,
-        namespace: &str,
-        name: &str,
-        _now: Timestamp,
-    ) -> Vec<Action> {
+    pub fn removed(&mut self, kind: usize, namespace: &str, name: &str) {
         let namespace = self.intern(namespace);
         if self.kinds[kind].role == Role::Parent {
             let groups: Vec<GroupKey> = self
@@ -293,7 +277,7 @@ impl State {
                 self.limits.remove(&group);
                 self.parent_uids.remove(&group);
             }
-            return Vec::new();
+            return;
         }
         let key = Key {
             kind,
@@ -308,7 +292,6 @@ impl State {
                 self.leave_group(kind, &namespace, &parent, name);
             }
         }
-        Vec::new()
     }
 
     /// Deletions that are due at `now`, overdue first.

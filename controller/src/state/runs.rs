@@ -26,7 +26,12 @@ impl State {
         };
         let (policy, _) = Policy::read(value);
         let progress = Progress::of(value);
-        let expiry = Expiry::of(value, now);
+        let created = object
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|time| time.0);
+        let expiry = Expiry::compute(&policy, created, progress, now);
         if let Some(at) = progress.finished().and_then(|finished| finished.at)
             && at > now + jiff::SignedDuration::from_secs(1)
         {
@@ -91,14 +96,10 @@ impl State {
         let newer = previous
             .as_ref()
             .is_none_or(|previous| previous.resource_version != resource_version);
-        let record = Record {
+        let mut record = Record {
             uid: Uid::new(object.metadata.uid.as_deref().unwrap_or_default()),
             resource_version,
-            created: object
-                .metadata
-                .creation_timestamp
-                .as_ref()
-                .map_or(now, |time| time.0),
+            created: created.unwrap_or(now),
             outcome: progress.finished().map(|finished| finished.outcome),
             deadline,
             keep: policy.annotations.keep,
@@ -114,13 +115,17 @@ impl State {
             owner,
         };
         let mut actions = Vec::new();
-        let mut record = record;
-        let current_stamp = annotations::of(value).get(annotations::EXPIRES_AT).cloned();
+        let current_stamp = object
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|all| all.get(annotations::EXPIRES_AT))
+            .map(String::as_str);
         // Nothing to announce for an object about to go: its DELETE is the only request it needs.
         if let Expiry::At(at) = expiry
             && at > now
             && !record.deleting
-            && current_stamp.as_deref() != Some(format_timestamp(at).as_str())
+            && current_stamp != Some(format_timestamp(at).as_str())
         {
             record.needs_stamp = Some(at);
             if self.leader && record.stamp_requested != Some(at) {
