@@ -1,5 +1,5 @@
-//! Where things are: the checkout, the Go-built cluster binaries, `../shared`, and one cluster's
-//! state folder (certificates, etcd data, kubeconfigs, logs and pid files).
+//! Where things are: the checkout, the Go-built cluster binaries, the vendored CRDs, and one
+//! cluster's state folder (certificates, etcd data, kubeconfigs, logs and pid files).
 
 use std::path::{Path, PathBuf};
 
@@ -9,27 +9,20 @@ use anyhow::{Context, Result, bail};
 pub struct Layout {
     pub repo_root: PathBuf,
     pub bin_dir: PathBuf,
-    pub shared_dir: PathBuf,
     pub state_dir: PathBuf,
 }
 
 impl Layout {
-    /// The layout for a cluster whose state lives in `state_dir`. The shared data folder is
-    /// `../shared` beside the checkout unless `KUBE_RETENTION_SHARED` names another.
+    /// The layout for a cluster whose state lives in `state_dir`.
     pub fn new(state_dir: impl Into<PathBuf>) -> Result<Self> {
         let repo_root = Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()
             .context("the tests crate lives inside the checkout")?
             .to_path_buf();
-        let shared_dir = match std::env::var_os("KUBE_RETENTION_SHARED") {
-            Some(dir) => PathBuf::from(dir),
-            None => repo_root.join("..").join("shared"),
-        };
         let state_dir = std::path::absolute(state_dir.into())?;
         let layout = Self {
             bin_dir: repo_root.join("tests").join("cluster").join("bin"),
             repo_root,
-            shared_dir,
             state_dir,
         };
         for binary in [
@@ -81,8 +74,8 @@ impl Layout {
         }
     }
 
-    /// Shipwright's CRDs from the shared data folder.
+    /// Shipwright's CRDs, vendored in the checkout (see the README beside them).
     pub fn shipwright_crds(&self) -> PathBuf {
-        self.shared_dir.join("crds").join("shipwright")
+        self.repo_root.join("tests/crds/shipwright")
     }
 }
