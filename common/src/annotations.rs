@@ -7,7 +7,12 @@
 //! | `retention.dev/ttl-after-failed` | delete this long after failing |
 //! | `retention.dev/ttl-after-finished` | both of the above (the specific ones win) |
 //! | `retention.dev/expires-at` | delete at this RFC 3339 time; stamped by kube-retention when a TTL applies |
+//! | `retention.dev/stamped` | the `expires-at` kube-retention wrote: while the two agree, `expires-at` is its stamp |
 //! | `retention.dev/keep` | `"true"`: never delete; wins over everything |
+//!
+//! kube-retention owns its stamp and only its stamp: it writes `expires-at` and `stamped` together,
+//! so an `expires-at` that differs from `stamped` (or stands alone) is the user's own deadline,
+//! and a stamp left behind when no TTL applies any more is removed, never acted on.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -24,14 +29,27 @@ pub const TTL_AFTER_SUCCEEDED: &str = "retention.dev/ttl-after-succeeded";
 pub const TTL_AFTER_FAILED: &str = "retention.dev/ttl-after-failed";
 pub const TTL_AFTER_FINISHED: &str = "retention.dev/ttl-after-finished";
 pub const EXPIRES_AT: &str = "retention.dev/expires-at";
+pub const STAMPED: &str = "retention.dev/stamped";
 pub const KEEP: &str = "retention.dev/keep";
 
-const KNOWN: [&str; 6] = [
+macro_rules! managed_label {
+    () => {
+        "retention.dev/managed"
+    };
+}
+/// The label on every object kube-retention schedules, for the controller's server-side
+/// label selectors.
+pub const MANAGED_LABEL: &str = managed_label!();
+/// [`MANAGED_LABEL`] as a label selector.
+pub const MANAGED_SELECTOR: &str = concat!(managed_label!(), "=true");
+
+const KNOWN: [&str; 7] = [
     TTL,
     TTL_AFTER_SUCCEEDED,
     TTL_AFTER_FAILED,
     TTL_AFTER_FINISHED,
     EXPIRES_AT,
+    STAMPED,
     KEEP,
 ];
 
@@ -44,6 +62,29 @@ pub struct AnnotationPolicy {
     pub after_failed: Option<Duration>,
     pub after_finished: Option<Duration>,
     pub expires_at: Option<Timestamp>,
+    /// The `expires-at` value kube-retention stamped.
+    pub stamped: Option<Timestamp>,
+}
+
+impl AnnotationPolicy {
+    /// Whether `expires-at` is kube-retention's own stamp rather than the user's deadline.
+    pub fn carries_stamp(&self) -> bool {
+        self.expires_at.is_some() && self.expires_at == self.stamped
+    }
+
+    /// The user's own absolute deadline: `expires-at`, unless it is kube-retention's stamp.
+    pub fn own_deadline(&self) -> Option<Timestamp> {
+        self.expires_at.filter(|_| !self.carries_stamp())
+    }
+
+    /// Any TTL or `expires-at`: the object is kube-retention's to watch.
+    pub fn has_settings(&self) -> bool {
+        self.ttl.is_some()
+            || self.after_succeeded.is_some()
+            || self.after_failed.is_some()
+            || self.after_finished.is_some()
+            || self.expires_at.is_some()
+    }
 }
 
 /// The JSON path of an annotation, as Kubernetes writes it in its own errors.
@@ -70,8 +111,9 @@ pub fn parse(annotations: &BTreeMap<String, String>) -> (AnnotationPolicy, Vec<F
             TTL_AFTER_SUCCEEDED => duration(&mut policy.after_succeeded),
             TTL_AFTER_FAILED => duration(&mut policy.after_failed),
             TTL_AFTER_FINISHED => duration(&mut policy.after_finished),
-            EXPIRES_AT => match value.parse::<Timestamp>() {
-                Ok(at) => policy.expires_at = Some(at),
+            EXPIRES_AT | STAMPED => match value.parse::<Timestamp>() {
+                Ok(at) if key == EXPIRES_AT => policy.expires_at = Some(at),
+                Ok(at) => policy.stamped = Some(at),
                 Err(_) => errors.push(FieldError::new(
                     path(key),
                     &json,
@@ -132,6 +174,7 @@ mod tests {
             (TTL_AFTER_FAILED, "2s"),
             (TTL_AFTER_FINISHED, "1.5h"),
             (EXPIRES_AT, "2026-12-31T23:00:00Z"),
+            (STAMPED, "2026-12-31T23:00:00Z"),
             (KEEP, "true"),
             ("unrelated.example/ttl", "whatever"),
         ]));
@@ -145,8 +188,34 @@ mod tests {
                 after_failed: Some(Duration::from_secs(2)),
                 after_finished: Some(Duration::from_secs(5400)),
                 expires_at: Some("2026-12-31T23:00:00Z".parse().unwrap()),
+                stamped: Some("2026-12-31T23:00:00Z".parse().unwrap()),
             }
         );
+    }
+
+    #[test]
+    fn expires_at_is_a_stamp_only_while_it_agrees_with_stamped() {
+        let stamp = "2026-12-31T23:00:00Z";
+        let (ours, _) = parse(&annotations(&[(EXPIRES_AT, stamp), (STAMPED, stamp)]));
+        assert!(ours.carries_stamp());
+        assert_eq!(ours.own_deadline(), None);
+        // The same instant written with an offset is still the stamp.
+        let (offset, _) = parse(&annotations(&[
+            (EXPIRES_AT, "2027-01-01T01:00:00+02:00"),
+            (STAMPED, stamp),
+        ]));
+        assert!(offset.carries_stamp());
+        let (edited, _) = parse(&annotations(&[
+            (EXPIRES_AT, "2027-01-05T00:00:00Z"),
+            (STAMPED, stamp),
+        ]));
+        assert!(!edited.carries_stamp());
+        assert_eq!(edited.own_deadline(), edited.expires_at);
+        let (hand_written, _) = parse(&annotations(&[(EXPIRES_AT, stamp)]));
+        assert_eq!(hand_written.own_deadline(), hand_written.expires_at);
+        let (stamped_only, _) = parse(&annotations(&[(STAMPED, stamp)]));
+        assert!(!stamped_only.carries_stamp());
+        assert!(!stamped_only.has_settings());
     }
 
     #[test]

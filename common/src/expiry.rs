@@ -3,13 +3,16 @@
 //!
 //! The earliest applicable deadline wins: creation + `retention.dev/ttl`, and finish time + the
 //! TTL for the outcome. `retention.dev/keep: "true"` means never. Without any TTL, kube-retention
-//! does not own `expires-at`: a hand-written one is the user's absolute deadline.
+//! does not own `expires-at`: a hand-written one is the user's absolute deadline, and a stamp
+//! kube-retention wrote for a TTL that is gone is stale — removed, never acted on (KEP-592: no
+//! TTL means never expires).
 
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
 
+use crate::annotations::AnnotationPolicy;
 use crate::kind::field;
 use crate::policy::Policy;
 use crate::progress::{Outcome, Progress};
@@ -18,11 +21,23 @@ use crate::progress::{Outcome, Progress};
 pub enum Expiry {
     /// `retention.dev/keep`: never deleted.
     Keep,
-    /// No TTL applies; `expires-at`, if present, is the user's own.
-    Unmanaged,
+    /// No TTL and no deadline of the user's: never deleted.
+    Never,
+    /// No TTL applies; the user's own `expires-at` is an absolute deadline.
+    Deadline(Timestamp),
     /// A TTL applies once the run finishes.
     NotYet,
+    /// A TTL applies: kube-retention's deadline, which its stamp announces.
     At(Timestamp),
+}
+
+/// How kube-retention's stamp on an object must change to tell the truth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StampChange {
+    /// Write `expires-at` and `stamped` with this time.
+    Set(Timestamp),
+    /// Remove the stale stamp (`expires-at` and `stamped`, both holding this time).
+    Remove(Timestamp),
 }
 
 impl Expiry {
@@ -39,7 +54,10 @@ impl Expiry {
             return Self::Keep;
         }
         if !policy.has_ttl() {
-            return Self::Unmanaged;
+            return match policy.annotations.own_deadline() {
+                Some(at) => Self::Deadline(at),
+                None => Self::Never,
+            };
         }
         let from_creation = policy
             .annotations
@@ -77,7 +95,31 @@ impl Expiry {
     pub fn annotation(&self) -> Option<String> {
         match self {
             Self::At(at) => Some(format_timestamp(*at)),
-            Self::Keep | Self::Unmanaged | Self::NotYet => None,
+            Self::Keep | Self::Never | Self::Deadline(_) | Self::NotYet => None,
+        }
+    }
+
+    /// When the object may be deleted, if it is finished: kube-retention's deadline or the
+    /// user's own.
+    pub fn deadline(&self) -> Option<Timestamp> {
+        match self {
+            Self::At(at) | Self::Deadline(at) => Some(*at),
+            Self::Keep | Self::Never | Self::NotYet => None,
+        }
+    }
+
+    /// What must change in kube-retention's stamp on an object with `annotations`: set where a
+    /// TTL gives a deadline the stamp does not show yet, removed where no deadline of
+    /// kube-retention's stands behind it any more. `keep` leaves everything as it is.
+    pub fn stamp_change(&self, annotations: &AnnotationPolicy) -> Option<StampChange> {
+        match self {
+            Self::At(at) => (annotations.expires_at != Some(*at)
+                || annotations.stamped != Some(*at))
+            .then_some(StampChange::Set(*at)),
+            Self::Never | Self::NotYet if annotations.carries_stamp() => {
+                annotations.expires_at.map(StampChange::Remove)
+            }
+            Self::Keep | Self::Never | Self::NotYet | Self::Deadline(_) => None,
         }
     }
 }

@@ -11,7 +11,7 @@ pub mod limits;
 pub mod policy;
 pub mod progress;
 
-pub use expiry::Expiry;
+pub use expiry::{Expiry, StampChange};
 pub use field_error::FieldError;
 pub use kind::Kind;
 pub use policy::{Policy, RunPolicy, Ttls};

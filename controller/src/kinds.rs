@@ -3,10 +3,8 @@
 //! which server-side label selector keeps the watch small.
 
 use kube::api::{ApiResource, GroupVersionKind};
+use kube_retention_common::annotations::MANAGED_SELECTOR;
 use kube_retention_common::kind::{BUILD_CONFIG_ANNOTATION, BUILD_NAME_LABEL};
-
-/// The label the webhook puts on every object it schedules.
-pub const MANAGED_SELECTOR: &str = "retention.dev/managed=true";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Role {
@@ -46,6 +44,13 @@ pub struct WatchedKind {
     pub selector: Option<String>,
     /// Part of the default set: skipped with a note when the cluster does not serve it.
     pub optional: bool,
+}
+
+impl WatchedKind {
+    /// Watched only where the webhook labelled objects: unlabelled ones need finding too.
+    pub fn selects_managed_label(&self) -> bool {
+        self.selector.as_deref() == Some(MANAGED_SELECTOR)
+    }
 }
 
 fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {

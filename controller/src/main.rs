@@ -13,7 +13,7 @@ use clap::Parser;
 use kube::api::PropagationPolicy;
 use kube::runtime::events::{Recorder, Reporter};
 use kube_retention_controller::args::{Args, Propagation};
-use kube_retention_controller::executor::{Executor, Settings};
+use kube_retention_controller::executor::{Executor, Parts, Settings};
 use kube_retention_controller::leader::Elector;
 use kube_retention_controller::metrics::Metrics;
 use kube_retention_controller::run::Loop;
@@ -117,10 +117,10 @@ async fn run(args: Args) -> Result<()> {
             instance: Some(identity.clone()),
         },
     );
-    let executor = Executor::spawn(
-        client.clone(),
-        watched.clone(),
-        Settings {
+    let executor = Executor::spawn(Parts {
+        client: client.clone(),
+        kinds: watched.clone(),
+        settings: Settings {
             budget: NonZeroU32::new(args.qps),
             propagation: match args.propagation_policy {
                 Propagation::Background => PropagationPolicy::Background,
@@ -130,10 +130,10 @@ async fn run(args: Args) -> Result<()> {
             concurrency: args.concurrency,
             events: args.events,
         },
-        metrics.clone(),
+        metrics: metrics.clone(),
         recorder,
-        feedback_tx,
-    );
+        feedback: feedback_tx,
+    });
     tracing::info!(%identity, qps = args.qps, leader_election = args.leader_election, "starting");
     let control = Loop {
         client,

@@ -37,6 +37,9 @@ pub struct Metrics {
     pub deletion_delay: Histogram,
     pub leader: Gauge,
     pub events_dropped: Counter,
+    pub in_backoff: Gauge,
+    pub stragglers: Gauge,
+    pub labelled: Counter,
 }
 
 impl Default for Metrics {
@@ -88,8 +91,29 @@ impl Default for Metrics {
             "1 while this replica holds the leader lease",
             leader.clone(),
         );
+        let in_backoff = Gauge::default();
+        registry.register(
+            "objects_in_backoff",
+            "Objects whose last write (DELETE, stamp, label) failed, waiting 1 s doubling to 5 min before the next",
+            in_backoff.clone(),
+        );
+        let stragglers = Gauge::default();
+        registry.register(
+            "unlabelled_objects",
+            "Objects with retention settings the webhook never labelled, waiting for the controller to label them",
+            stragglers.clone(),
+        );
+        let labelled = Counter::default();
+        registry.register(
+            "labelled",
+            "Objects the webhook never saw, labelled retention.dev/managed by the controller",
+            labelled.clone(),
+        );
         Self {
             registry: Arc::new(registry),
+            in_backoff,
+            stragglers,
+            labelled,
             deletions,
             errors,
             conflicts,

@@ -1,6 +1,7 @@
-//! The controller loop: one paged LIST and then a watch per kind, feeding [`State`]; a timer on
-//! the earliest deadline; leadership changes; and the executor's feedback. Actions go to the
-//! [`Executor`].
+//! The controller loop: one paged LIST and then a watch per kind, feeding [`State`] — plus, for
+//! kinds watched through the managed label, a metadata-only watch that finds objects the webhook
+//! never labelled; a timer on the earliest deadline; leadership changes; and the executor's
+//! feedback. Actions go to the [`Executor`].
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use futures::{StreamExt, stream};
 use jiff::Timestamp;
-use kube::api::DynamicObject;
+use kube::api::{DynamicObject, PartialObjectMeta};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
@@ -19,10 +20,7 @@ use tokio::time::Instant;
 
 use crate::executor::{Executor, Feedback};
 use crate::metrics::{ErrorLabels, KindLabels, Metrics};
-use crate::state::State;
-
-/// How long after a failed DELETE (other than a conflict) it is tried again.
-const RETRY_AFTER: jiff::SignedDuration = jiff::SignedDuration::from_secs(5);
+use crate::state::{Action, State};
 
 pub struct Loop {
     pub client: Client,
@@ -38,28 +36,51 @@ pub struct Loop {
     pub ready: Arc<AtomicBool>,
 }
 
+/// What a watch delivered: whole objects, or the metadata of a kind's unfiltered watch.
+enum Observed {
+    Object(usize, Result<Event<DynamicObject>, watcher::Error>),
+    Metadata(
+        usize,
+        Result<Event<PartialObjectMeta<DynamicObject>>, watcher::Error>,
+    ),
+}
+
 fn instant_at(at: Timestamp) -> Instant {
     let wait = at.duration_since(Timestamp::now());
     Instant::now() + Duration::try_from(wait).unwrap_or(Duration::ZERO)
 }
 
 impl Loop {
-    pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
-        let streams = self.served.iter().map(|&kind| {
+    fn watches(&self) -> stream::SelectAll<futures::stream::BoxStream<'static, Observed>> {
+        let mut streams = Vec::new();
+        for &kind in &self.served {
             let watched = &self.state.kinds()[kind];
             let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &watched.resource);
-            let mut config = watcher::Config::default().page_size(self.page_size);
-            if let Some(selector) = &watched.selector {
-                config = config.labels(selector);
+            let config = watcher::Config::default().page_size(self.page_size);
+            if watched.selects_managed_label() {
+                let metadata: Api<PartialObjectMeta<DynamicObject>> =
+                    Api::all_with(self.client.clone(), &watched.resource);
+                let unlabelled = watcher::watcher(metadata, config.clone())
+                    .default_backoff()
+                    .map(move |event| Observed::Metadata(kind, event));
+                streams.push(unlabelled.boxed());
             }
-            watcher::watcher(api, config)
+            let config = match &watched.selector {
+                Some(selector) => config.labels(selector),
+                None => config,
+            };
+            let objects = watcher::watcher(api, config)
                 .default_backoff()
-                .map(move |event| (kind, event))
-                .boxed()
-        });
-        let mut events = stream::select_all(streams);
+                .map(move |event| Observed::Object(kind, event));
+            streams.push(objects.boxed());
+        }
+        stream::select_all(streams)
+    }
+
+    pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
+        let mut events = self.watches();
         tokio::pin!(shutdown);
-        let mut gauges = tokio::time::interval(Duration::from_secs(5));
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
         let far = Instant::now() + Duration::from_secs(3600 * 24 * 365);
         let mut listed = HashSet::new();
         let initial = *self.leadership.borrow_and_update();
@@ -69,20 +90,22 @@ impl Loop {
         loop {
             let deadline = self.state.next_deadline().map_or(far, instant_at);
             let actions = tokio::select! {
-                Some((kind, event)) = events.next() => {
-                    if matches!(event, Ok(Event::InitDone)) && listed.insert(kind) && listed.len() == self.served.len() {
-                        self.ready.store(true, Ordering::Relaxed);
-                    }
-                    self.on_event(kind, event)
-                }
-                Some(feedback) = self.feedback.recv() => {
-                    match feedback {
-                        Feedback::DeleteFailed { key, conflict } => {
-                            self.state.delete_failed(&key, conflict, Timestamp::now() + RETRY_AFTER)
+                Some(observed) = events.next() => match observed {
+                    Observed::Object(kind, event) => {
+                        if matches!(event, Ok(Event::InitDone)) && listed.insert(kind) && listed.len() == self.served.len() {
+                            self.ready.store(true, Ordering::Relaxed);
                         }
-                        Feedback::StampFailed { key } => self.state.stamp_failed(&key),
+                        self.on_event(kind, event)
                     }
-                    Vec::new()
+                    Observed::Metadata(kind, event) => self.on_metadata(kind, event),
+                },
+                Some(feedback) = self.feedback.recv() => {
+                    let now = Timestamp::now();
+                    match feedback {
+                        Feedback::DeleteFailed { key, failure } => self.state.delete_failed(&key, failure, now),
+                        Feedback::StampFailed { key, failure } => self.state.stamp_failed(&key, failure, now),
+                        Feedback::LabelFailed { key, failure } => self.state.label_failed(&key, failure, now),
+                    }
                 }
                 () = tokio::time::sleep_until(deadline) => self.state.due(Timestamp::now()),
                 Ok(()) = self.leadership.changed() => {
@@ -91,13 +114,10 @@ impl Loop {
                     self.metrics.leader.set(i64::from(leader));
                     self.state.set_leader(leader, Timestamp::now())
                 }
-                _ = gauges.tick() => {
-                    for &kind in &self.served {
-                        let label = KindLabels { kind: self.state.kinds()[kind].resource.kind.clone() };
-                        let tracked = i64::try_from(self.state.tracked(kind)).unwrap_or(i64::MAX);
-                        self.metrics.tracked.get_or_create(&label).set(tracked);
-                    }
-                    Vec::new()
+                _ = tick.tick() => {
+                    self.update_gauges();
+                    // Labels whose backoff ended.
+                    self.state.label_stragglers(Timestamp::now())
                 }
                 () = &mut shutdown => return,
             };
@@ -105,17 +125,42 @@ impl Loop {
         }
     }
 
-    fn submit(&self, actions: Vec<crate::state::Action>) {
+    fn update_gauges(&self) {
+        let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        for &kind in &self.served {
+            let label = KindLabels {
+                kind: self.state.kinds()[kind].resource.kind.clone(),
+            };
+            let tracked = count(self.state.tracked(kind));
+            self.metrics.tracked.get_or_create(&label).set(tracked);
+        }
+        self.metrics.in_backoff.set(count(self.state.in_backoff()));
+        self.metrics.stragglers.set(count(self.state.stragglers()));
+    }
+
+    fn submit(&self, actions: Vec<Action>) {
         for action in actions {
             self.executor.submit(action);
         }
+    }
+
+    fn watch_failed(&self, kind: usize, error: &watcher::Error) {
+        let resource = &self.state.kinds()[kind].resource;
+        tracing::warn!(kind = %resource.kind, %error, "watch failed; retrying with backoff");
+        self.metrics
+            .errors
+            .get_or_create(&ErrorLabels {
+                kind: resource.kind.clone(),
+                operation: "watch",
+            })
+            .inc();
     }
 
     fn on_event(
         &mut self,
         kind: usize,
         event: Result<Event<DynamicObject>, watcher::Error>,
-    ) -> Vec<crate::state::Action> {
+    ) -> Vec<Action> {
         let now = Timestamp::now();
         match event {
             Ok(Event::Init) => {
@@ -131,25 +176,47 @@ impl Loop {
                 self.state.due(now)
             }
             Ok(Event::Delete(object)) => {
-                let (Some(namespace), Some(name)) = (
+                if let (Some(namespace), Some(name)) = (
                     object.metadata.namespace.as_deref(),
                     object.metadata.name.as_deref(),
-                ) else {
-                    return Vec::new();
-                };
-                self.state.removed(kind, namespace, name);
+                ) {
+                    self.state.removed(kind, namespace, name);
+                }
                 Vec::new()
             }
             Err(error) => {
-                let resource = &self.state.kinds()[kind].resource;
-                tracing::warn!(kind = %resource.kind, %error, "watch failed; retrying with backoff");
-                self.metrics
-                    .errors
-                    .get_or_create(&ErrorLabels {
-                        kind: resource.kind.clone(),
-                        operation: "watch",
-                    })
-                    .inc();
+                self.watch_failed(kind, &error);
+                Vec::new()
+            }
+        }
+    }
+
+    fn on_metadata(
+        &mut self,
+        kind: usize,
+        event: Result<Event<PartialObjectMeta<DynamicObject>>, watcher::Error>,
+    ) -> Vec<Action> {
+        match event {
+            Ok(Event::Init) => {
+                self.state.metadata_relisted(kind);
+                Vec::new()
+            }
+            Ok(Event::InitApply(object) | Event::Apply(object)) => {
+                self.state
+                    .metadata_seen(kind, &object.metadata, Timestamp::now())
+            }
+            Ok(Event::InitDone) => Vec::new(),
+            Ok(Event::Delete(object)) => {
+                if let (Some(namespace), Some(name)) = (
+                    object.metadata.namespace.as_deref(),
+                    object.metadata.name.as_deref(),
+                ) {
+                    self.state.metadata_gone(kind, namespace, name);
+                }
+                Vec::new()
+            }
+            Err(error) => {
+                self.watch_failed(kind, &error);
                 Vec::new()
             }
         }

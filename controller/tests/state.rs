@@ -2,76 +2,14 @@
 
 #![allow(clippy::unwrap_used)] // test code
 
-use jiff::Timestamp;
-use kube::api::DynamicObject;
+use kube_retention_common::StampChange;
 use kube_retention_controller::kinds::defaults;
-use kube_retention_controller::state::{Action, Reason, State};
-use serde_json::{Value, json};
+use kube_retention_controller::state::{Action, Failure, Reason, State};
+use serde_json::json;
 
-const BUILD: usize = 0;
-const BUILDRUN: usize = 1;
-const JOB: usize = 4;
+mod support;
 
-fn at(text: &str) -> Timestamp {
-    text.parse().unwrap()
-}
-
-fn object(value: Value) -> DynamicObject {
-    serde_json::from_value(value).unwrap()
-}
-
-fn buildrun(
-    name: &str,
-    uid: &str,
-    rv: &str,
-    created: &str,
-    status: Option<(&str, &str)>,
-    extra: Value,
-) -> DynamicObject {
-    let mut value = json!({
-        "apiVersion": "shipwright.io/v1beta1", "kind": "BuildRun",
-        "metadata": {"name": name, "namespace": "ns", "uid": uid, "resourceVersion": rv,
-                     "creationTimestamp": created, "labels": {"build.shipwright.io/name": "app"}},
-        "spec": {"build": {"name": "app"}, "retention": {"ttlAfterSucceeded": "3s", "ttlAfterFailed": "1m"}},
-    });
-    if let Some((succeeded, completion)) = status {
-        value["status"] = json!({"completionTime": completion,
-            "conditions": [{"type": "Succeeded", "status": succeeded, "lastTransitionTime": completion}]});
-    }
-    merge(&mut value, extra);
-    object(value)
-}
-
-fn merge(target: &mut Value, patch: Value) {
-    if let (Value::Object(target), Value::Object(patch)) = (target, patch) {
-        for (key, value) in patch {
-            match target.get_mut(&key) {
-                Some(existing) if existing.is_object() && value.is_object() => {
-                    merge(existing, value)
-                }
-                _ => {
-                    target.insert(key, value);
-                }
-            }
-        }
-    }
-}
-
-fn leader() -> State {
-    let mut state = State::new(defaults());
-    assert_eq!(state.set_leader(true, at("2026-01-01T00:00:00Z")), []);
-    state
-}
-
-fn deletes(actions: &[Action]) -> Vec<(String, Reason)> {
-    actions
-        .iter()
-        .filter_map(|action| match action {
-            Action::Delete { key, reason, .. } => Some((key.name.to_string(), *reason)),
-            Action::Stamp { .. } => None,
-        })
-        .collect()
-}
+use support::*;
 
 #[test]
 fn stamps_on_finish_and_deletes_at_expiry_with_preconditions() {
@@ -87,7 +25,7 @@ fn stamps_on_finish_and_deletes_at_expiry_with_preconditions() {
     );
     let actions = state.applied(BUILDRUN, &run, now);
     assert!(
-        matches!(&actions[..], [Action::Stamp { expires_at, .. }] if expires_at == "2026-01-01T00:00:12Z"),
+        matches!(&actions[..], [Action::Stamp { change: StampChange::Set(stamp), .. }] if *stamp == at("2026-01-01T00:00:12Z")),
         "{actions:?}"
     );
     assert_eq!(state.next_deadline(), Some(at("2026-01-01T00:00:12Z")));
@@ -287,7 +225,7 @@ fn a_follower_acts_only_once_it_leads() {
     assert_eq!(state.due(at("2026-01-01T02:00:00Z")), []);
     let actions = state.set_leader(true, at("2026-01-01T00:30:00Z"));
     assert!(
-        matches!(&actions[..], [Action::Stamp { expires_at, .. }] if expires_at == "2026-01-01T01:00:00Z"),
+        matches!(&actions[..], [Action::Stamp { change: StampChange::Set(stamp), .. }] if *stamp == at("2026-01-01T01:00:00Z")),
         "{actions:?}"
     );
     assert_eq!(
@@ -299,7 +237,7 @@ fn a_follower_acts_only_once_it_leads() {
 }
 
 #[test]
-fn a_conflict_waits_for_the_watch_and_other_failures_retry() {
+fn a_conflict_is_rejudged_from_the_watch_and_retried_only_after_a_backoff() {
     let mut state = leader();
     let run = buildrun(
         "r",
@@ -314,12 +252,9 @@ fn a_conflict_waits_for_the_watch_and_other_failures_retry() {
     let Action::Delete { key, .. } = &actions[0] else {
         panic!()
     };
-    state.delete_failed(key, true, at("2026-01-01T00:00:10Z"));
-    assert_eq!(
-        state.due(at("2026-01-01T00:01:00Z")),
-        [],
-        "a conflict is re-judged from the watch"
-    );
+    let warnings = state.delete_failed(key, Failure::Conflict, at("2026-01-01T00:00:05Z"));
+    assert_eq!(warnings, [], "a conflict is expected, never reported");
+    assert_eq!(state.due(at("2026-01-01T00:00:05.5Z")), []);
     let newer = buildrun(
         "r",
         "u",
@@ -328,19 +263,11 @@ fn a_conflict_waits_for_the_watch_and_other_failures_retry() {
         Some(("True", "2026-01-01T00:00:00Z")),
         json!({}),
     );
-    state.applied(BUILDRUN, &newer, at("2026-01-01T00:01:00Z"));
-    let actions = state.due(at("2026-01-01T00:01:00Z"));
+    state.applied(BUILDRUN, &newer, at("2026-01-01T00:00:05.5Z"));
+    let actions = state.due(at("2026-01-01T00:00:05.5Z"));
     assert!(
-        matches!(&actions[..], [Action::Delete { resource_version, .. }] if &**resource_version == "2")
-    );
-    let Action::Delete { key, .. } = &actions[0] else {
-        panic!()
-    };
-    state.delete_failed(key, false, at("2026-01-01T00:01:05Z"));
-    assert_eq!(state.due(at("2026-01-01T00:01:04Z")), []);
-    assert_eq!(
-        deletes(&state.due(at("2026-01-01T00:01:05Z"))),
-        [("r".to_owned(), Reason::Ttl)]
+        matches!(&actions[..], [Action::Delete { resource_version, .. }] if &**resource_version == "2"),
+        "the newer version is judged at once: {actions:?}"
     );
 }
 

@@ -31,6 +31,10 @@ pub struct Args {
     /// Largest AdmissionReview body accepted, in bytes.
     #[arg(long, env = "KUBE_RETENTION_MAX_BODY_BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
+    /// After SIGTERM, how long to keep serving (not ready, closing each connection after its
+    /// response) while the Service's endpoints catch up, before draining and exiting.
+    #[arg(long, env = "KUBE_RETENTION_SHUTDOWN_DELAY", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub shutdown_delay: Duration,
     /// Kubeconfig to reach the API server with (default: in-cluster, then $KUBECONFIG).
     #[arg(long, env = "KUBE_RETENTION_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,

@@ -17,11 +17,25 @@ pub mod tls;
 pub mod validate;
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 /// Everything a request handler needs, shared behind an `Arc`.
 pub struct Context {
     pub parents: Arc<dyn parents::Parents>,
     pub metrics: metrics::Metrics,
+    /// Set on SIGTERM: `/readyz` fails so the Service stops sending here, and each response
+    /// closes its connection so clients reconnect to another replica before this one stops.
+    pub draining: AtomicBool,
+}
+
+impl Context {
+    pub fn new(parents: Arc<dyn parents::Parents>) -> Self {
+        Self {
+            parents,
+            metrics: metrics::Metrics::default(),
+            draining: AtomicBool::new(false),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -2,12 +2,13 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use clap::Parser;
 use kube_retention_webhook::args::Args;
 use kube_retention_webhook::parents::ApiParents;
 use kube_retention_webhook::tls::{CertificateFiles, server_config};
-use kube_retention_webhook::{Context, metrics::Metrics, router, server};
+use kube_retention_webhook::{Context, router, server};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -25,10 +26,7 @@ async fn main() -> ExitCode {
 async fn run(args: Args) -> kube_retention_webhook::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = kube_retention_cli::client(args.kubeconfig.as_deref()).await?;
-    let context = Arc::new(Context {
-        parents: Arc::new(ApiParents(client)),
-        metrics: Metrics::default(),
-    });
+    let context = Arc::new(Context::new(Arc::new(ApiParents(client))));
     let tls = server_config(
         CertificateFiles {
             cert: args.tls_cert,
@@ -38,13 +36,15 @@ async fn run(args: Args) -> kube_retention_webhook::Result<()> {
     )?;
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     tracing::info!(address = %listener.local_addr()?, "serving admission webhook");
-    server::serve(
-        listener,
-        tls,
-        router::router(context, args.max_body_bytes),
-        kube_retention_cli::shutdown_signal(),
-    )
-    .await?;
+    let router = router::router(context.clone(), args.max_body_bytes);
+    let shutdown = async move {
+        kube_retention_cli::shutdown_signal().await;
+        context.draining.store(true, Ordering::Relaxed);
+        tracing::info!(delay = ?args.shutdown_delay, "not ready; serving until the endpoints catch up");
+        tokio::time::sleep(args.shutdown_delay).await;
+        tracing::info!("draining in-flight requests");
+    };
+    server::serve(listener, tls, router, shutdown).await?;
     tracing::info!("stopped");
     Ok(())
 }

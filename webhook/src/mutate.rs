@@ -6,19 +6,18 @@
 //!   `atBuildDeletion: true` it becomes owned by the Build. Later edits of the Build leave
 //!   existing BuildRuns alone (Shipwright's documented semantics).
 //! - A new OpenShift-style Build from a BuildConfig copies the BuildConfig's default TTLs.
-//! - Every object with a TTL gets `retention.dev/expires-at` once it can be computed, and the
-//!   `retention.dev/managed` label the controller's watches select on.
+//! - Every object with a TTL gets `retention.dev/expires-at` (with `retention.dev/stamped`, which
+//!   marks it as kube-retention's) once it can be computed, and the `retention.dev/managed` label
+//!   the controller's watches select on. A stamp whose TTL the update removed is taken off.
 
 use jiff::Timestamp;
-use kube_retention_common::annotations::EXPIRES_AT;
+use kube_retention_common::annotations::{EXPIRES_AT, MANAGED_LABEL, STAMPED};
+use kube_retention_common::expiry::format_timestamp;
 use kube_retention_common::kind::{BUILD_CONFIG_ANNOTATION, field};
-use kube_retention_common::{Expiry, Kind, Policy};
+use kube_retention_common::{Expiry, Kind, Policy, StampChange};
 use serde_json::{Map, Value, json};
 
 use crate::parents::{ParentKind, Parents};
-
-/// The label on every object kube-retention schedules, for server-side label selectors.
-pub const MANAGED_LABEL: &str = "retention.dev/managed";
 
 /// An object after mutation, and warnings for the user.
 pub struct Mutated {
@@ -51,13 +50,24 @@ pub async fn mutate(
     mutated
 }
 
-/// Sets `retention.dev/expires-at` (and the managed label) where the expiry is computable.
+/// Sets kube-retention's stamp (and the managed label) where the expiry is computable, and
+/// removes a stamp no TTL stands behind any more.
 pub fn stamp(object: &mut Value, now: Timestamp) {
     let (policy, _) = Policy::read(object);
-    if let Some(expires_at) = Expiry::with_policy(&policy, object, now).annotation() {
-        set_metadata_entry(object, "annotations", EXPIRES_AT, &expires_at);
+    match Expiry::with_policy(&policy, object, now).stamp_change(&policy.annotations) {
+        Some(StampChange::Set(at)) => {
+            let stamp = format_timestamp(at);
+            set_metadata_entry(object, "annotations", EXPIRES_AT, &stamp);
+            set_metadata_entry(object, "annotations", STAMPED, &stamp);
+        }
+        Some(StampChange::Remove(_)) => {
+            let annotations = object_at(object, &["metadata", "annotations"]);
+            annotations.remove(EXPIRES_AT);
+            annotations.remove(STAMPED);
+        }
+        None => {}
     }
-    if policy.has_ttl() || policy.annotations.expires_at.is_some() {
+    if policy.has_ttl() || policy.annotations.own_deadline().is_some() {
         set_metadata_entry(object, "labels", MANAGED_LABEL, "true");
     }
 }

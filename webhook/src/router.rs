@@ -1,12 +1,15 @@
 //! HTTP routes: `/validate` and `/mutate` for the API server, `/healthz` and `/readyz` for
 //! probes, `/metrics` for Prometheus. Bodies above the configured limit are refused with 413.
+//! While draining, `/readyz` answers 503 and every response closes its connection.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::map_response_with_state;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 
@@ -21,10 +24,38 @@ pub fn router(context: Arc<Context>, max_body_bytes: usize) -> Router {
         .route("/validate", post(validate))
         .route("/mutate", post(mutate))
         .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(|| async { "ok" }))
+        .route("/readyz", get(ready))
         .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(map_response_with_state(
+            context.clone(),
+            close_while_draining,
+        ))
         .with_state(context)
+}
+
+fn draining(context: &Context) -> bool {
+    context.draining.load(Ordering::Relaxed)
+}
+
+async fn ready(State(context): State<Arc<Context>>) -> impl IntoResponse {
+    if draining(&context) {
+        (StatusCode::SERVICE_UNAVAILABLE, "draining")
+    } else {
+        (StatusCode::OK, "ok")
+    }
+}
+
+async fn close_while_draining(
+    State(context): State<Arc<Context>>,
+    mut response: Response,
+) -> Response {
+    if draining(&context) {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
 }
 
 async fn validate(State(context): State<Arc<Context>>, body: Bytes) -> impl IntoResponse {

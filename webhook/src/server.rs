@@ -1,5 +1,6 @@
 //! The HTTPS server: accepts TCP connections, completes the TLS handshake, and serves the router
-//! over HTTP/1.1 or HTTP/2 until shutdown, letting in-flight requests finish.
+//! over HTTP/1.1 or HTTP/2 until shutdown, letting in-flight requests finish. Accept errors
+//! (out of file descriptors, most often) back off instead of spinning on the error.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -16,6 +17,29 @@ use tokio_rustls::TlsAcceptor;
 
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The pause after a failed accept: 5 ms doubling to 1 s while failures continue, so a process
+/// out of file descriptors neither spins nor stays deaf long once they free up.
+#[derive(Debug, Default)]
+pub struct AcceptBackoff {
+    failures: u32,
+}
+
+impl AcceptBackoff {
+    const FIRST: Duration = Duration::from_millis(5);
+    const MAX: Duration = Duration::from_secs(1);
+
+    /// The pause after one more failure.
+    pub fn failed(&mut self) -> Duration {
+        let pause = Self::FIRST.saturating_mul(1 << self.failures.min(16));
+        self.failures = self.failures.saturating_add(1);
+        pause.min(Self::MAX)
+    }
+
+    pub fn succeeded(&mut self) {
+        self.failures = 0;
+    }
+}
+
 pub async fn serve(
     listener: TcpListener,
     tls: Arc<ServerConfig>,
@@ -26,13 +50,21 @@ pub async fn serve(
     let graceful = GracefulShutdown::new();
     let builder = Builder::new(TokioExecutor::new());
     tokio::pin!(shutdown);
+    let mut backoff = AcceptBackoff::default();
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
+                Ok(accepted) => {
+                    backoff.succeeded();
+                    accepted
+                }
                 Err(error) => {
-                    tracing::warn!(%error, "accept failed");
-                    continue;
+                    let pause = backoff.failed();
+                    tracing::warn!(%error, pause_ms = pause.as_millis(), "accept failed; pausing");
+                    tokio::select! {
+                        () = tokio::time::sleep(pause) => continue,
+                        () = &mut shutdown => break,
+                    }
                 }
             },
             () = &mut shutdown => break,
@@ -67,4 +99,21 @@ pub async fn serve(
         () = tokio::time::sleep(Duration::from_secs(10)) => tracing::warn!("connections still open after 10s; closing"),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_errors_pause_5ms_doubling_to_a_second_and_reset() {
+        let mut backoff = AcceptBackoff::default();
+        let pauses: Vec<u128> = (0..10).map(|_| backoff.failed().as_millis()).collect();
+        assert_eq!(pauses, [5, 10, 20, 40, 80, 160, 320, 640, 1000, 1000]);
+        // A thousand failures in a row take minutes, not a busy loop.
+        let total: Duration = (0..1000).map(|_| backoff.failed()).sum();
+        assert!(total >= Duration::from_secs(990), "{total:?}");
+        backoff.succeeded();
+        assert_eq!(backoff.failed(), Duration::from_millis(5));
+    }
 }

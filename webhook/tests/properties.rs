@@ -10,17 +10,13 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use kube_retention_webhook::Context;
-use kube_retention_webhook::metrics::Metrics;
 use kube_retention_webhook::review::{Hook, handle};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use support::{FakeParents, review};
 
 fn context() -> Context {
-    Context {
-        parents: Arc::new(FakeParents::with_fixtures()),
-        metrics: Metrics::default(),
-    }
+    Context::new(Arc::new(FakeParents::with_fixtures()))
 }
 
 fn answer(body: &[u8]) -> Vec<StatusCode> {

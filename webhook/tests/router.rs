@@ -132,7 +132,8 @@ async fn restamps_a_finished_object_when_its_ttl_changes() {
         json!({"apiVersion": "batch/v1", "kind": "Job",
                "metadata": {"name": "j", "creationTimestamp": "2026-01-01T00:00:00Z",
                             "labels": {"retention.dev/managed": "true"},
-                            "annotations": {"retention.dev/ttl-after-finished": ttl, "retention.dev/expires-at": expires}},
+                            "annotations": {"retention.dev/ttl-after-finished": ttl,
+                                            "retention.dev/expires-at": expires, "retention.dev/stamped": expires}},
                "status": {"completionTime": "2026-01-01T01:00:00Z",
                           "conditions": [{"type": "Complete", "status": "True"}]}})
     };
@@ -145,9 +146,40 @@ async fn restamps_a_finished_object_when_its_ttl_changes() {
         patched["metadata"]["annotations"]["retention.dev/expires-at"],
         "2026-01-01T03:00:00Z"
     );
+    assert_eq!(
+        patched["metadata"]["annotations"]["retention.dev/stamped"],
+        "2026-01-01T03:00:00Z"
+    );
 
     let unchanged = review("batch", "v1", "Job", "UPDATE", &old, Some(&old));
     let (_, body) = send("/mutate", &unchanged).await;
+    assert!(body["response"].get("patch").is_none(), "{body}");
+}
+
+#[tokio::test]
+async fn removes_its_stamp_when_the_update_removes_the_ttl_but_never_a_users_deadline() {
+    let job = |annotations: Value| {
+        json!({"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": "j", "creationTimestamp": "2026-01-01T00:00:00Z",
+                            "labels": {"retention.dev/managed": "true"}, "annotations": annotations},
+               "status": {"completionTime": "2026-01-01T01:00:00Z",
+                          "conditions": [{"type": "Complete", "status": "True"}]}})
+    };
+    let stamp = "2026-01-01T02:00:00Z";
+    let old = job(json!({"retention.dev/ttl-after-finished": "1h",
+        "retention.dev/expires-at": stamp, "retention.dev/stamped": stamp, "team": "a"}));
+    let new = job(
+        json!({"retention.dev/expires-at": stamp, "retention.dev/stamped": stamp, "team": "a"}),
+    );
+    let request = review("batch", "v1", "Job", "UPDATE", &new, Some(&old));
+    let (_, body) = send("/mutate", &request).await;
+    let patched = apply_patch(&new, &body["response"]);
+    assert_eq!(patched["metadata"]["annotations"], json!({"team": "a"}));
+
+    let mine = job(json!({"retention.dev/expires-at": "2026-02-01T00:00:00Z",
+        "retention.dev/stamped": stamp}));
+    let request = review("batch", "v1", "Job", "UPDATE", &mine, Some(&old));
+    let (_, body) = send("/mutate", &request).await;
     assert!(body["response"].get("patch").is_none(), "{body}");
 }
 
@@ -235,4 +267,34 @@ async fn serves_health_and_metrics() {
         text.contains("kube_retention_webhook_admission_duration_seconds_bucket"),
         "{text}"
     );
+}
+
+#[tokio::test]
+async fn while_draining_it_is_not_ready_and_closes_each_connection_after_answering() {
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+    use tower::ServiceExt;
+
+    let context = Arc::new(kube_retention_webhook::Context::new(Arc::new(
+        support::FakeParents::with_fixtures(),
+    )));
+    let router = kube_retention_webhook::router::router(
+        context.clone(),
+        kube_retention_webhook::router::DEFAULT_MAX_BODY_BYTES,
+    );
+    let get = |path: &str| Request::get(path).body(Body::empty()).unwrap();
+    let serving = router.clone().oneshot(get("/readyz")).await.unwrap();
+    assert_eq!(serving.status(), StatusCode::OK);
+    assert!(serving.headers().get("connection").is_none());
+
+    context.draining.store(true, Ordering::Relaxed);
+    let draining = router.clone().oneshot(get("/readyz")).await.unwrap();
+    assert_eq!(draining.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let review = serde_json::to_vec(&fixture("validate-build-two-errors.json")).unwrap();
+    let answered = router
+        .oneshot(Request::post("/validate").body(Body::from(review)).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), StatusCode::OK, "still answering reviews");
+    assert_eq!(answered.headers()["connection"], "close");
 }

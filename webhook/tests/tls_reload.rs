@@ -17,7 +17,7 @@ use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use kube_retention_certs::CertificateAuthority;
 use kube_retention_webhook::tls::{CertificateFiles, server_config};
-use kube_retention_webhook::{Context, metrics::Metrics, router, server};
+use kube_retention_webhook::{Context, router, server};
 use rustls::pki_types::ServerName;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
@@ -104,10 +104,9 @@ async fn rotated_certificate_is_served_without_failing_a_request() {
         Duration::from_millis(50),
     )
     .unwrap();
-    let context = Arc::new(Context {
-        parents: Arc::new(support::FakeParents::with_fixtures()),
-        metrics: Metrics::default(),
-    });
+    let context = Arc::new(Context::new(
+        Arc::new(support::FakeParents::with_fixtures()),
+    ));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let (stop_server, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -1,10 +1,8 @@
 //! Parents and their limits: a Build or BuildConfig sets how many finished runs it keeps, and a
 //! change on either side re-applies the limit to the parent's group of runs at once.
 
-use kube::api::DynamicObject;
 use kube_retention_common::Policy;
 use kube_retention_common::limits::{Candidate, over_limit};
-use serde_json::Value;
 
 use super::*;
 
@@ -18,15 +16,14 @@ impl State {
         }
     }
 
-    pub(super) fn parent_applied(
-        &mut self,
-        kind: usize,
-        namespace: &Arc<str>,
-        name: &str,
-        object: &DynamicObject,
-        value: &Value,
-        now: Timestamp,
-    ) -> Vec<Action> {
+    pub(super) fn parent_applied(&mut self, seen: &Seen<'_>, now: Timestamp) -> Vec<Action> {
+        let Seen {
+            kind,
+            ref namespace,
+            name,
+            object,
+            value,
+        } = *seen;
         let (policy, _) = Policy::read(value);
         let limits = Limits {
             succeeded: policy.runs.succeeded_limit,
@@ -103,7 +100,7 @@ impl State {
             let Some(record) = self.runs.get_mut(&key) else {
                 continue;
             };
-            if record.pending {
+            if record.pending || !record.ready(now) {
                 continue;
             }
             record.pending = true;

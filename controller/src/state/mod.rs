@@ -1,6 +1,7 @@
 //! The controller's memory and decisions: a compact record per tracked run (never the whole
-//! object), the limits each parent sets, and a deadline queue. Pure: it is fed watch events and
-//! the clock, and answers with the [`Action`]s to take. Every rule comes from `common`.
+//! object), the limits each parent sets, a queue of deadlines and retries, and the objects the
+//! webhook never labelled. Pure: it is fed watch events, outcomes of its requests and the clock,
+//! and answers with the [`Action`]s to take. Every rule comes from `common`.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -8,14 +9,20 @@ use std::sync::Arc;
 use compact_str::CompactString;
 use jiff::Timestamp;
 use kube::api::DynamicObject;
-use kube_retention_common::Outcome;
-use kube_retention_common::expiry::format_timestamp;
 use serde_json::Value;
 
 use crate::kinds::{Grouping, Role, WatchedKind};
 
+mod action;
+mod failures;
 mod limits;
+mod record;
 mod runs;
+mod stragglers;
+
+pub use action::{Action, EventTarget, Reason, Warning};
+pub use failures::{FIRST_RETRY, Failure, MAX_RETRY, retry_delay};
+use record::{Record, Uid};
 
 /// Identifies a tracked object: its kind (index into the watched kinds), namespace and name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -36,78 +43,13 @@ struct GroupKey {
 /// Namespace and name of an object seen during a relist.
 type NamespacedName = (Arc<str>, CompactString);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Reason {
-    Ttl,
-    Limit,
-}
-
-/// Where a deletion's Event is recorded: the parent, else the object itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EventTarget {
-    pub api_version: String,
-    pub kind: String,
-    pub name: String,
-    pub uid: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
-    /// Write `retention.dev/expires-at` (one merge patch).
-    Stamp { key: Key, expires_at: String },
-    /// Delete with uid and resourceVersion preconditions.
-    Delete {
-        key: Key,
-        uid: CompactString,
-        resource_version: CompactString,
-        reason: Reason,
-        /// When it became eligible (for the deletion-delay histogram).
-        eligible_at: Timestamp,
-        event_target: EventTarget,
-    },
-}
-
-/// An object's uid: 16 bytes when it is the UUID the API server assigns (always, in practice),
-/// its text otherwise, so the precondition always carries exactly what the server sent.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Uid {
-    Uuid(uuid::Uuid),
-    Other(CompactString),
-}
-
-impl Uid {
-    fn new(text: &str) -> Self {
-        match uuid::Uuid::try_parse(text) {
-            Ok(parsed) if parsed.hyphenated().to_string() == text => Self::Uuid(parsed),
-            _ => Self::Other(text.into()),
-        }
-    }
-
-    fn text(&self) -> CompactString {
-        match self {
-            Self::Uuid(uuid) => CompactString::from(uuid.hyphenated().to_string()),
-            Self::Other(text) => text.clone(),
-        }
-    }
-}
-
-#[derive(Debug)]
-struct Record {
-    uid: Uid,
-    resource_version: CompactString,
-    created: Timestamp,
-    outcome: Option<Outcome>,
-    deadline: Option<Timestamp>,
-    keep: bool,
-    deleting: bool,
-    /// A DELETE is on its way; cleared by a newer version or a failed attempt.
-    pending: bool,
-    /// The expires-at value the object should carry but does not yet.
-    needs_stamp: Option<Timestamp>,
-    /// The expires-at value last asked for, so a stamp is requested once.
-    stamp_requested: Option<Timestamp>,
-    group: Option<CompactString>,
-    owner: Option<Box<EventTarget>>,
+/// An object as a watch delivered it, with its JSON form for the model.
+struct Seen<'a> {
+    kind: usize,
+    namespace: Arc<str>,
+    name: &'a str,
+    object: &'a DynamicObject,
+    value: &'a Value,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -126,6 +68,7 @@ pub struct State {
     queue: BTreeSet<(Timestamp, Key)>,
     namespaces: HashSet<Arc<str>>,
     relisting: HashMap<usize, HashSet<NamespacedName>>,
+    stragglers: HashMap<Key, stragglers::Straggler>,
     /// Only the leader acts; a follower keeps its records warm and acts once it leads.
     leader: bool,
 }
@@ -138,32 +81,27 @@ impl State {
         }
     }
 
-    /// Leadership changed. A new leader gets every action a follower held back: due deletions,
-    /// limits, and stamps.
+    /// Leadership changed. A new leader gets every action a follower held back: stamps,
+    /// labels, limits and due deletions.
     pub fn set_leader(&mut self, leader: bool, now: Timestamp) -> Vec<Action> {
         let was = std::mem::replace(&mut self.leader, leader);
-        if !leader || was {
-            if !leader {
-                for record in self.runs.values_mut() {
-                    record.pending = false;
-                    record.stamp_requested = None;
-                }
+        if !leader {
+            for record in self.runs.values_mut() {
+                record.pending = false;
+                record.stamp_requested = None;
             }
+            self.forget_label_requests();
             return Vec::new();
         }
-        let mut actions = Vec::new();
-        for (key, record) in &mut self.runs {
-            if let Some(at) = record.needs_stamp
-                && record.stamp_requested != Some(at)
-                && at > now
-            {
-                record.stamp_requested = Some(at);
-                actions.push(Action::Stamp {
-                    key: key.clone(),
-                    expires_at: format_timestamp(at),
-                });
-            }
+        if was {
+            return Vec::new();
         }
+        let mut actions: Vec<Action> = self
+            .runs
+            .iter_mut()
+            .filter_map(|(key, record)| record.stamp_action(key, now))
+            .collect();
+        actions.extend(self.label_stragglers(now));
         let groups: Vec<GroupKey> = self.groups.keys().cloned().collect();
         for group in groups {
             actions.extend(self.enforce_limits(&group, now));
@@ -181,8 +119,26 @@ impl State {
         self.runs.keys().filter(|key| key.kind == kind).count()
     }
 
+    /// When [`State::due`] next has something to do (never, for a follower).
     pub fn next_deadline(&self) -> Option<Timestamp> {
-        self.queue.first().map(|(at, _)| *at)
+        self.queue
+            .first()
+            .map(|(at, _)| *at)
+            .filter(|_| self.leader)
+    }
+
+    /// Puts `key`'s record in the queue at the time it next needs attention, if any.
+    fn reschedule(&mut self, key: &Key) {
+        let Some(record) = self.runs.get_mut(key) else {
+            return;
+        };
+        if let Some(at) = record.queued.take() {
+            self.queue.remove(&(at, key.clone()));
+        }
+        if let Some(at) = record.wake_at(None) {
+            record.queued = Some(at);
+            self.queue.insert((at, key.clone()));
+        }
     }
 
     fn intern(&mut self, namespace: &str) -> Arc<str> {
@@ -245,17 +201,16 @@ impl State {
             );
             map.insert("kind".into(), Value::String(resource.kind.clone()));
         }
+        let seen = Seen {
+            kind,
+            namespace,
+            name,
+            object,
+            value: &value,
+        };
         match self.kinds[kind].role.clone() {
-            Role::Parent => self.parent_applied(kind, &namespace, name, object, &value, now),
-            Role::Run { grouping } => self.run_applied(
-                kind,
-                namespace,
-                name,
-                object,
-                &value,
-                grouping.as_ref(),
-                now,
-            ),
+            Role::Parent => self.parent_applied(&seen, now),
+            Role::Run { grouping } => self.run_applied(&seen, grouping.as_ref(), now),
         }
     }
 
@@ -285,7 +240,7 @@ impl State {
             name: name.into(),
         };
         if let Some(record) = self.runs.remove(&key) {
-            if let Some(at) = record.deadline {
+            if let Some(at) = record.queued {
                 self.queue.remove(&(at, key.clone()));
             }
             if let Some(parent) = record.group {
@@ -294,12 +249,13 @@ impl State {
         }
     }
 
-    /// Deletions that are due at `now`, overdue first.
+    /// Deletions that are due at `now`, overdue first, and stamps whose backoff ended.
     pub fn due(&mut self, now: Timestamp) -> Vec<Action> {
         let mut actions = Vec::new();
         if !self.leader {
             return actions;
         }
+        let mut groups = Vec::new();
         while let Some((at, _)) = self.queue.first()
             && *at <= now
         {
@@ -309,79 +265,44 @@ impl State {
             let Some(record) = self.runs.get_mut(&key) else {
                 continue;
             };
-            if record.pending || record.keep || record.deleting || record.deadline != Some(at) {
+            if record.queued != Some(at) {
                 continue;
             }
-            record.pending = true;
-            let event_target = Self::event_target(&self.kinds, &self.parent_uids, &key, record);
-            actions.push(Action::Delete {
-                key: key.clone(),
-                uid: record.uid.text(),
-                resource_version: record.resource_version.clone(),
-                reason: Reason::Ttl,
-                eligible_at: at,
-                event_target,
-            });
+            record.queued = None;
+            if let Some(deadline) = record.deadline
+                && record.deletable(now)
+            {
+                record.pending = true;
+                let event_target = Self::event_target(&self.kinds, &self.parent_uids, &key, record);
+                actions.push(Action::Delete {
+                    key: key.clone(),
+                    uid: record.uid.text(),
+                    resource_version: record.resource_version.clone(),
+                    reason: Reason::Ttl,
+                    eligible_at: deadline,
+                    event_target,
+                });
+            } else if let Some(stamp) = record.stamp_action(&key, now) {
+                actions.push(stamp);
+            } else if let Some(parent) = record.group.clone() {
+                // A limit deletion that failed: its backoff ended.
+                groups.push(GroupKey {
+                    kind: key.kind,
+                    namespace: key.namespace.clone(),
+                    parent,
+                });
+            }
+            // Whatever comes later (a deadline behind a stamp retry) waits in the queue again.
+            if !record.pending
+                && let Some(later) = record.wake_at(Some(now))
+            {
+                record.queued = Some(later);
+                self.queue.insert((later, key));
+            }
+        }
+        for group in groups {
+            actions.extend(self.enforce_limits(&group, now));
         }
         actions
-    }
-
-    /// A DELETE did not happen. On a conflict the watch brings the newer version, which is
-    /// judged afresh; any other failure is retried at `retry_at`.
-    pub fn delete_failed(&mut self, key: &Key, conflict: bool, retry_at: Timestamp) {
-        let Some(record) = self.runs.get_mut(key) else {
-            return;
-        };
-        record.pending = false;
-        if !conflict && let Some(at) = record.deadline {
-            self.queue.remove(&(at, key.clone()));
-            record.deadline = Some(retry_at.max(at));
-            self.queue.insert((retry_at.max(at), key.clone()));
-        }
-    }
-
-    /// A stamp did not happen: ask again on the next change.
-    pub fn stamp_failed(&mut self, key: &Key) {
-        if let Some(record) = self.runs.get_mut(key) {
-            record.stamp_requested = None;
-        }
-    }
-
-    fn event_target(
-        kinds: &[WatchedKind],
-        parent_uids: &HashMap<GroupKey, CompactString>,
-        key: &Key,
-        record: &Record,
-    ) -> EventTarget {
-        let parent = match &kinds[key.kind].role {
-            Role::Run {
-                grouping: Some(Grouping::Label { parent, .. } | Grouping::Annotation { parent, .. }),
-            } => Some(*parent),
-            _ => None,
-        };
-        if let (Some(parent), Some(name)) = (parent, &record.group) {
-            let group = GroupKey {
-                kind: key.kind,
-                namespace: key.namespace.clone(),
-                parent: name.clone(),
-            };
-            let resource = &kinds[parent].resource;
-            return EventTarget {
-                api_version: resource.api_version.clone(),
-                kind: resource.kind.clone(),
-                name: name.to_string(),
-                uid: parent_uids.get(&group).map(ToString::to_string),
-            };
-        }
-        if let Some(owner) = &record.owner {
-            return (**owner).clone();
-        }
-        let resource = &kinds[key.kind].resource;
-        EventTarget {
-            api_version: resource.api_version.clone(),
-            kind: resource.kind.clone(),
-            name: key.name.to_string(),
-            uid: Some(record.uid.text().to_string()),
-        }
     }
 }

@@ -1,24 +1,28 @@
-//! Runs: turning a watched object into its compact record, its deadline and any stamp, and
-//! keeping the group it belongs to for limits.
+//! Runs: turning a watched object into its compact record, its deadline and any change to
+//! kube-retention's stamp, and keeping the group it belongs to for limits.
 
-use kube::api::DynamicObject;
-use kube_retention_common::{Expiry, Policy, Progress, annotations, expiry::format_timestamp};
-use serde_json::Value;
+use jiff::SignedDuration;
+use kube_retention_common::{Expiry, Policy, Progress};
 
 use super::*;
 
+/// A finish time further ahead than this is reported as clock skew.
+const SKEW_TOLERANCE: SignedDuration = SignedDuration::from_secs(1);
+
 impl State {
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn run_applied(
         &mut self,
-        kind: usize,
-        namespace: Arc<str>,
-        name: &str,
-        object: &DynamicObject,
-        value: &Value,
+        seen: &Seen<'_>,
         grouping: Option<&Grouping>,
         now: Timestamp,
     ) -> Vec<Action> {
+        let Seen {
+            kind,
+            ref namespace,
+            name,
+            object,
+            value,
+        } = *seen;
         let key = Key {
             kind,
             namespace: namespace.clone(),
@@ -32,59 +36,16 @@ impl State {
             .as_ref()
             .map(|time| time.0);
         let expiry = Expiry::compute(&policy, created, progress, now);
-        if let Some(at) = progress.finished().and_then(|finished| finished.at)
-            && at > now + jiff::SignedDuration::from_secs(1)
-        {
-            tracing::warn!(namespace = %namespace, name, finished_at = %at, "finish time is in the future (clock skew?); waiting");
-        }
-        let deadline = match (progress, expiry) {
-            (Progress::Running, _) => None,
-            (_, Expiry::At(at)) => Some(at),
-            (_, Expiry::Unmanaged) => policy.annotations.expires_at,
-            (_, Expiry::Keep | Expiry::NotYet) => None,
+        let deadline = match progress {
+            Progress::Running => None,
+            Progress::Finished(_) | Progress::NotARun => expiry.deadline(),
         };
-        let label = |key: &str| {
-            object
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|labels| labels.get(key))
-                .map(|value| value.as_str().into())
-        };
-        let group = match grouping {
-            Some(Grouping::Label { key, fallback, .. }) => label(key).or_else(|| {
-                let name = kube_retention_common::kind::field(value, (*fallback)?)?.as_str()?;
-                Some(name.into())
-            }),
-            Some(Grouping::FixedLimits { label: key, .. }) => label(key),
-            Some(Grouping::Annotation { key, .. }) => object
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|annotations| annotations.get(key))
-                .map(|value| value.as_str().into()),
-            None => None,
-        };
-        let owner = match grouping {
-            Some(Grouping::Label { .. } | Grouping::Annotation { .. }) => None,
-            _ => object
-                .metadata
-                .owner_references
-                .as_ref()
-                .and_then(|owners| owners.first())
-                .map(|owner| {
-                    Box::new(EventTarget {
-                        api_version: owner.api_version.clone(),
-                        kind: owner.kind.clone(),
-                        name: owner.name.clone(),
-                        uid: Some(owner.uid.clone()),
-                    })
-                }),
-        };
+        let future_finish = progress
+            .finished()
+            .and_then(|finished| finished.at)
+            .filter(|at| *at > now + SKEW_TOLERANCE);
         let previous = self.runs.remove(&key);
-        if let Some(previous) = &previous
-            && let Some(at) = previous.deadline
-        {
+        if let Some(at) = previous.as_ref().and_then(|previous| previous.queued) {
             self.queue.remove(&(at, key.clone()));
         }
         let resource_version: CompactString = object
@@ -93,71 +54,72 @@ impl State {
             .as_deref()
             .unwrap_or_default()
             .into();
-        let newer = previous
-            .as_ref()
-            .is_none_or(|previous| previous.resource_version != resource_version);
-        let mut record = Record {
-            uid: Uid::new(object.metadata.uid.as_deref().unwrap_or_default()),
+        let uid = Uid::new(object.metadata.uid.as_deref().unwrap_or_default());
+        // The same object, unchanged since it was last seen (a relist): its history stands.
+        let same = previous.as_ref().filter(|previous| {
+            previous.resource_version == resource_version && previous.uid == uid
+        });
+        let same_object = previous.as_ref().filter(|previous| previous.uid == uid);
+        let record = Record {
+            uid,
             resource_version,
             created: created.unwrap_or(now),
             outcome: progress.finished().map(|finished| finished.outcome),
             deadline,
             keep: policy.annotations.keep,
             deleting: object.metadata.deletion_timestamp.is_some(),
-            pending: previous
-                .as_ref()
-                .is_some_and(|previous| previous.pending && !newer),
-            needs_stamp: None,
-            stamp_requested: previous
-                .as_ref()
-                .and_then(|previous| previous.stamp_requested),
-            group,
-            owner,
+            pending: same.is_some_and(|previous| previous.pending),
+            stamp: expiry.stamp_change(&policy.annotations),
+            stamp_requested: same_object.and_then(|previous| previous.stamp_requested),
+            failures: same.map_or(0, |previous| previous.failures),
+            retry_at: same.and_then(|previous| previous.retry_at),
+            queued: None,
+            skew_reported: same_object.is_some_and(|previous| previous.skew_reported)
+                || future_finish.is_some(),
+            group: group_of(object, value, grouping),
+            owner: owner_of(object, grouping),
         };
         let mut actions = Vec::new();
-        let current_stamp = object
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|all| all.get(annotations::EXPIRES_AT))
-            .map(String::as_str);
-        // Nothing to announce for an object about to go: its DELETE is the only request it needs.
-        if let Expiry::At(at) = expiry
-            && at > now
-            && !record.deleting
-            && current_stamp != Some(format_timestamp(at).as_str())
+        if let Some(finished_at) = future_finish
+            && !same_object.is_some_and(|previous| previous.skew_reported)
         {
-            record.needs_stamp = Some(at);
-            if self.leader && record.stamp_requested != Some(at) {
-                record.stamp_requested = Some(at);
-                actions.push(Action::Stamp {
-                    key: key.clone(),
-                    expires_at: format_timestamp(at),
-                });
-            }
+            tracing::warn!(namespace = %namespace, name, %finished_at, "finish time is in the future (clock skew?); waiting");
+            actions.push(Action::Warn {
+                key: key.clone(),
+                target: self.object_target(&key, &record.uid.text()),
+                warning: Warning::FinishInFuture,
+                note: format!(
+                    "finished at {finished_at}, {}s ahead of kube-retention's clock (clock skew?): \
+                     its TTL counts from that time",
+                    finished_at.duration_since(now).as_secs()
+                ),
+            });
         }
-        if let (Some(at), false, false) = (record.deadline, record.keep, record.deleting) {
-            self.queue.insert((at, key.clone()));
-        }
-        let old_group = previous
-            .as_ref()
-            .and_then(|previous| previous.group.clone());
         let changed_for_limits = previous.as_ref().is_none_or(|previous| {
             previous.outcome != record.outcome
                 || previous.keep != record.keep
                 || previous.deleting != record.deleting
-        }) || old_group != record.group;
+                || previous.group != record.group
+        });
+        let old_group = previous.and_then(|previous| previous.group);
         let new_group = record.group.clone();
         self.runs.insert(key.clone(), record);
+        if self.leader
+            && let Some(record) = self.runs.get_mut(&key)
+            && let Some(stamp) = record.stamp_action(&key, now)
+        {
+            actions.push(stamp);
+        }
+        self.reschedule(&key);
         if old_group != new_group
             && let Some(old) = old_group
         {
-            self.leave_group(kind, &namespace, &old, name);
+            self.leave_group(kind, namespace, &old, name);
         }
         if let Some(parent) = new_group {
             let group = GroupKey {
                 kind,
-                namespace,
+                namespace: namespace.clone(),
                 parent,
             };
             self.groups
@@ -190,4 +152,47 @@ impl State {
             }
         }
     }
+}
+
+/// The name of the parent whose limits a run counts against.
+fn group_of(
+    object: &DynamicObject,
+    value: &Value,
+    grouping: Option<&Grouping>,
+) -> Option<CompactString> {
+    let label = |key: &str| {
+        object
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|labels| labels.get(key))
+            .map(|value| value.as_str().into())
+    };
+    match grouping? {
+        Grouping::Label { key, fallback, .. } => label(key).or_else(|| {
+            let name = kube_retention_common::kind::field(value, (*fallback)?)?.as_str()?;
+            Some(name.into())
+        }),
+        Grouping::FixedLimits { label: key, .. } => label(key),
+        Grouping::Annotation { key, .. } => object
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|annotations| annotations.get(key))
+            .map(|value| value.as_str().into()),
+    }
+}
+
+/// The first owner, where a run has no parent kind of its own to record Events on.
+fn owner_of(object: &DynamicObject, grouping: Option<&Grouping>) -> Option<Box<EventTarget>> {
+    if let Some(Grouping::Label { .. } | Grouping::Annotation { .. }) = grouping {
+        return None;
+    }
+    let owner = object.metadata.owner_references.as_ref()?.first()?;
+    Some(Box::new(EventTarget {
+        api_version: owner.api_version.clone(),
+        kind: owner.kind.clone(),
+        name: owner.name.clone(),
+        uid: Some(owner.uid.clone()),
+    }))
 }

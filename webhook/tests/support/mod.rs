@@ -12,7 +12,6 @@ use axum::body::{Body, Bytes};
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use kube_retention_webhook::Context;
-use kube_retention_webhook::metrics::Metrics;
 use kube_retention_webhook::parents::{Lookup, ParentKind, Parents};
 use kube_retention_webhook::router::{DEFAULT_MAX_BODY_BYTES, router as webhook_router};
 use serde_json::{Value, json};
@@ -49,10 +48,7 @@ pub fn fixture(name: &str) -> Value {
 pub struct TestRouter(Router);
 
 pub fn router() -> TestRouter {
-    let context = Arc::new(Context {
-        parents: Arc::new(FakeParents::with_fixtures()),
-        metrics: Metrics::default(),
-    });
+    let context = Arc::new(Context::new(Arc::new(FakeParents::with_fixtures())));
     TestRouter(webhook_router(context, DEFAULT_MAX_BODY_BYTES))
 }
 

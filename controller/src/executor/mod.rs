@@ -1,0 +1,207 @@
+//! Carries out the state's decisions against the API server within a client-side request budget.
+//!
+//! Deletions come first, then stamps and labels, then Events: under a backlog every request of
+//! the budget goes to deleting, and the informational writes catch up afterwards. Each DELETE is a
+//! single request carrying uid and resourceVersion preconditions; a refused precondition means the
+//! object changed, and the watch brings the version to judge instead. Failures go back to the
+//! state as [`Feedback`], which backs the object off.
+
+use std::collections::VecDeque;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use jiff::Timestamp;
+use kube::Client;
+use kube::api::PropagationPolicy;
+use kube::runtime::events::{EventType, Recorder};
+use kube_retention_common::StampChange;
+use tokio::sync::{Semaphore, mpsc};
+
+use crate::kinds::WatchedKind;
+use crate::metrics::Metrics;
+use crate::state::{Action, EventTarget, Failure, Key};
+
+mod requests;
+
+/// What the state must hear back about.
+#[derive(Debug)]
+pub enum Feedback {
+    DeleteFailed { key: Key, failure: Failure },
+    StampFailed { key: Key, failure: Failure },
+    LabelFailed { key: Key, failure: Failure },
+}
+
+/// An Event to record when the budget has room.
+struct EventWork {
+    target: EventTarget,
+    namespace: String,
+    type_: EventType,
+    reason: &'static str,
+    action: &'static str,
+    note: String,
+}
+
+enum Work {
+    Action(Action),
+    Event(EventWork),
+}
+
+impl Work {
+    fn priority(&self) -> usize {
+        match self {
+            Work::Action(Action::Delete { .. }) => 0,
+            Work::Action(Action::Stamp { .. } | Action::Label { .. }) => 1,
+            Work::Action(Action::Warn { .. }) | Work::Event(_) => 2,
+        }
+    }
+}
+
+pub struct Settings {
+    /// Requests per second; `None` is unlimited.
+    pub budget: Option<NonZeroU32>,
+    pub propagation: PropagationPolicy,
+    pub concurrency: usize,
+    pub events: bool,
+}
+
+/// The executor's fixed collaborators.
+pub struct Parts {
+    pub client: Client,
+    pub kinds: Vec<WatchedKind>,
+    pub settings: Settings,
+    pub metrics: Metrics,
+    pub recorder: Recorder,
+    pub feedback: mpsc::UnboundedSender<Feedback>,
+}
+
+#[derive(Clone)]
+pub struct Executor {
+    tx: mpsc::UnboundedSender<Work>,
+}
+
+struct Shared {
+    parts: Parts,
+    tx: mpsc::UnboundedSender<Work>,
+}
+
+impl Executor {
+    pub fn spawn(parts: Parts) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let limiter = parts
+            .settings
+            .budget
+            .map(|budget| Arc::new(RateLimiter::direct(Quota::per_second(budget))));
+        let shared = Arc::new(Shared {
+            parts,
+            tx: tx.clone(),
+        });
+        tokio::spawn(dispatch(shared, rx, limiter));
+        Self { tx }
+    }
+
+    pub fn submit(&self, action: Action) {
+        self.tx.send(Work::Action(action)).ok();
+    }
+}
+
+/// Events waiting for spare budget beyond this are dropped, oldest first (and counted), so a
+/// long backlog cannot grow the controller's memory without bound.
+const MAX_QUEUED_EVENTS: usize = 10_000;
+
+fn enqueue(queues: &mut [VecDeque<Work>; 3], work: Work, metrics: &Metrics) {
+    let queue = &mut queues[work.priority()];
+    queue.push_back(work);
+    if queue.len() > MAX_QUEUED_EVENTS
+        && let Some(Work::Event(_) | Work::Action(Action::Warn { .. })) = queue.front()
+    {
+        queue.pop_front();
+        metrics.events_dropped.inc();
+    }
+}
+
+async fn dispatch(
+    shared: Arc<Shared>,
+    mut rx: mpsc::UnboundedReceiver<Work>,
+    limiter: Option<Arc<DefaultDirectRateLimiter>>,
+) {
+    let mut queues: [VecDeque<Work>; 3] = Default::default();
+    let metrics = &shared.parts.metrics;
+    let permits = Arc::new(Semaphore::new(shared.parts.settings.concurrency.max(1)));
+    loop {
+        if queues.iter().all(VecDeque::is_empty) {
+            match rx.recv().await {
+                Some(work) => enqueue(&mut queues, work, metrics),
+                None => return,
+            }
+        }
+        while let Ok(work) = rx.try_recv() {
+            enqueue(&mut queues, work, metrics);
+        }
+        if let Some(limiter) = &limiter {
+            limiter.until_ready().await;
+            // Work that arrived while waiting may outrank what was queued.
+            while let Ok(work) = rx.try_recv() {
+                enqueue(&mut queues, work, metrics);
+            }
+        }
+        let Some(work) = next(&mut queues) else {
+            continue;
+        };
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            return;
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            perform(&shared, work).await;
+            drop(permit);
+        });
+    }
+}
+
+/// The most urgent work, passing over stamps that waited past their own expiry: they would
+/// announce what has already happened, and spend budget the deletions need.
+fn next(queues: &mut [VecDeque<Work>; 3]) -> Option<Work> {
+    let now = Timestamp::now();
+    while let Some(work) = queues.iter_mut().find_map(VecDeque::pop_front) {
+        if let Work::Action(Action::Stamp {
+            change: StampChange::Set(at),
+            ..
+        }) = &work
+            && *at <= now
+        {
+            continue;
+        }
+        return Some(work);
+    }
+    None
+}
+
+async fn perform(shared: &Shared, work: Work) {
+    match work {
+        Work::Action(Action::Warn {
+            key,
+            target,
+            warning,
+            note,
+        }) => {
+            let event = EventWork {
+                target,
+                namespace: key.namespace.to_string(),
+                type_: EventType::Warning,
+                reason: warning.reason(),
+                action: "Retry",
+                note,
+            };
+            requests::record(shared, event).await;
+        }
+        Work::Action(action @ Action::Delete { .. }) => requests::delete(shared, action).await,
+        Work::Action(Action::Stamp {
+            key,
+            change,
+            resource_version,
+        }) => requests::stamp(shared, key, change, &resource_version).await,
+        Work::Action(Action::Label { key }) => requests::label(shared, key).await,
+        Work::Event(event) => requests::record(shared, event).await,
+    }
+}

@@ -1,0 +1,209 @@
+//! The API requests behind each action, and what their outcomes mean for the state.
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Api;
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
+use kube::runtime::events::{Event, EventType};
+use kube_retention_common::StampChange;
+use kube_retention_common::annotations::{EXPIRES_AT, MANAGED_LABEL, STAMPED};
+use kube_retention_common::expiry::format_timestamp;
+use serde_json::{Value, json};
+
+use super::{EventWork, Feedback, Shared, Work};
+use crate::metrics::{DeletionLabels, ErrorLabels, KindLabels};
+use crate::state::{Action, Failure, Key, Reason};
+
+fn api(shared: &Shared, key: &Key) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        shared.parts.client.clone(),
+        &key.namespace,
+        &shared.parts.kinds[key.kind].resource,
+    )
+}
+
+fn kind_of(shared: &Shared, key: &Key) -> String {
+    shared.parts.kinds[key.kind].resource.kind.clone()
+}
+
+/// What a failed request means: `None` when the object is gone (nothing left to do).
+fn failure(
+    shared: &Shared,
+    key: &Key,
+    operation: &'static str,
+    error: kube::Error,
+) -> Option<Failure> {
+    let kind = kind_of(shared, key);
+    match error {
+        kube::Error::Api(status) if status.code == 404 => None,
+        kube::Error::Api(status) if status.code == 409 => {
+            if operation == "delete" {
+                shared
+                    .parts
+                    .metrics
+                    .conflicts
+                    .get_or_create(&KindLabels { kind })
+                    .inc();
+            }
+            Some(Failure::Conflict)
+        }
+        error => {
+            tracing::warn!(kind = %kind, namespace = %key.namespace, name = %key.name, operation, %error, "request failed; backing off");
+            shared
+                .parts
+                .metrics
+                .errors
+                .get_or_create(&ErrorLabels { kind, operation })
+                .inc();
+            Some(Failure::Error(error.to_string()))
+        }
+    }
+}
+
+pub(super) async fn delete(shared: &Shared, action: Action) {
+    let Action::Delete {
+        key,
+        uid,
+        resource_version,
+        reason,
+        eligible_at,
+        event_target,
+    } = action
+    else {
+        return;
+    };
+    let kind = kind_of(shared, &key);
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(uid.to_string()),
+            resource_version: Some(resource_version.to_string()),
+        }),
+        propagation_policy: Some(shared.parts.settings.propagation.clone()),
+        ..DeleteParams::default()
+    };
+    if let Err(error) = api(shared, &key).delete(&key.name, &params).await {
+        if let Some(failure) = failure(shared, &key, "delete", error) {
+            let feedback = Feedback::DeleteFailed { key, failure };
+            shared.parts.feedback.send(feedback).ok();
+        }
+        return;
+    }
+    let metrics = &shared.parts.metrics;
+    let delay = Timestamp::now()
+        .duration_since(eligible_at)
+        .as_secs_f64()
+        .max(0.0);
+    let reason_label = match reason {
+        Reason::Ttl => "ttl",
+        Reason::Limit => "limit",
+    };
+    metrics
+        .deletions
+        .get_or_create(&DeletionLabels {
+            kind: kind.clone(),
+            reason: reason_label,
+        })
+        .inc();
+    metrics.deletion_delay.observe(delay);
+    tracing::info!(kind = %kind, namespace = %key.namespace, name = %key.name, reason = reason_label, delay_seconds = delay, "deleted");
+    if shared.parts.settings.events {
+        let (event_reason, why) = match reason {
+            Reason::Ttl => ("RetentionExpired", "its retention time passed"),
+            Reason::Limit => ("RetentionLimit", "it exceeded its parent's history limit"),
+        };
+        let event = EventWork {
+            target: event_target,
+            namespace: key.namespace.to_string(),
+            type_: EventType::Normal,
+            reason: event_reason,
+            action: "Delete",
+            note: format!("Deleted {kind} {}: {why}", key.name),
+        };
+        shared.tx.send(Work::Event(event)).ok();
+    }
+}
+
+pub(super) async fn stamp(shared: &Shared, key: Key, change: StampChange, resource_version: &str) {
+    let patch = match change {
+        StampChange::Set(at) => {
+            let stamp = format_timestamp(at);
+            json!({"metadata": {"annotations": {EXPIRES_AT: stamp, STAMPED: stamp}}})
+        }
+        // Carrying resourceVersion makes the patch conditional: it removes the stamp from the
+        // version judged stale, never from one a user has changed since.
+        StampChange::Remove(_) => json!({"metadata": {
+            "resourceVersion": resource_version,
+            "annotations": {EXPIRES_AT: Value::Null, STAMPED: Value::Null}}}),
+    };
+    match merge_patch(shared, &key, &patch).await {
+        Ok(()) => {
+            let kind = kind_of(shared, &key);
+            shared
+                .parts
+                .metrics
+                .stamps
+                .get_or_create(&KindLabels { kind })
+                .inc();
+        }
+        Err(error) => {
+            if let Some(failure) = failure(shared, &key, "patch", error) {
+                let feedback = Feedback::StampFailed { key, failure };
+                shared.parts.feedback.send(feedback).ok();
+            }
+        }
+    }
+}
+
+pub(super) async fn label(shared: &Shared, key: Key) {
+    let patch = json!({"metadata": {"labels": {MANAGED_LABEL: "true"}}});
+    match merge_patch(shared, &key, &patch).await {
+        Ok(()) => {
+            let kind = kind_of(shared, &key);
+            tracing::info!(kind = %kind, namespace = %key.namespace, name = %key.name, "labelled an object the webhook never saw");
+            shared.parts.metrics.labelled.inc();
+        }
+        Err(error) => {
+            if let Some(failure) = failure(shared, &key, "label", error) {
+                let feedback = Feedback::LabelFailed { key, failure };
+                shared.parts.feedback.send(feedback).ok();
+            }
+        }
+    }
+}
+
+async fn merge_patch(shared: &Shared, key: &Key, patch: &Value) -> kube::Result<()> {
+    api(shared, key)
+        .patch(&key.name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .map(|_| ())
+}
+
+pub(super) async fn record(shared: &Shared, work: EventWork) {
+    let reference = ObjectReference {
+        api_version: Some(work.target.api_version),
+        kind: Some(work.target.kind),
+        name: Some(work.target.name),
+        namespace: Some(work.namespace),
+        uid: work.target.uid,
+        ..ObjectReference::default()
+    };
+    let event = Event {
+        type_: work.type_,
+        reason: work.reason.into(),
+        note: Some(work.note),
+        action: work.action.into(),
+        secondary: None,
+    };
+    if let Err(error) = shared.parts.recorder.publish(&event, &reference).await {
+        tracing::warn!(%error, "could not record an Event");
+        shared
+            .parts
+            .metrics
+            .errors
+            .get_or_create(&ErrorLabels {
+                kind: "Event".into(),
+                operation: "create",
+            })
+            .inc();
+    }
+}

@@ -1,0 +1,116 @@
+//! What the state asks of the API server, and where deletions are reported.
+
+use compact_str::CompactString;
+use jiff::Timestamp;
+use kube_retention_common::StampChange;
+
+use super::*;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reason {
+    Ttl,
+    Limit,
+}
+
+/// Where a deletion's Event is recorded: the parent, else the object itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventTarget {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub uid: Option<String>,
+}
+
+/// Why kube-retention records a Warning Event on an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Warning {
+    DeleteFailing,
+    StampFailing,
+    LabelFailing,
+    /// The object says it finished in the future (clock skew): it waits.
+    FinishInFuture,
+}
+
+impl Warning {
+    /// The Event's reason.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::DeleteFailing => "RetentionDeleteFailing",
+            Self::StampFailing => "RetentionStampFailing",
+            Self::LabelFailing => "RetentionLabelFailing",
+            Self::FinishInFuture => "RetentionFinishInFuture",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Set kube-retention's stamp (`expires-at` and `stamped`, one merge patch), or remove a
+    /// stale one (a merge patch carrying `resource_version`, so it applies only to the version
+    /// judged and a user's concurrent edit is never lost).
+    Stamp {
+        key: Key,
+        change: StampChange,
+        resource_version: CompactString,
+    },
+    /// Delete with uid and resourceVersion preconditions.
+    Delete {
+        key: Key,
+        uid: CompactString,
+        resource_version: CompactString,
+        reason: Reason,
+        /// When it became eligible (for the deletion-delay histogram).
+        eligible_at: Timestamp,
+        event_target: EventTarget,
+    },
+    /// Label an object the webhook never saw `retention.dev/managed`, so the watch takes it in.
+    Label { key: Key },
+    /// Record a Warning Event on the object.
+    Warn {
+        key: Key,
+        target: EventTarget,
+        warning: Warning,
+        note: String,
+    },
+}
+
+impl State {
+    /// Where a deletion's Event is recorded: the parent, else the owner, else the object itself.
+    pub(super) fn event_target(
+        kinds: &[WatchedKind],
+        parent_uids: &HashMap<GroupKey, CompactString>,
+        key: &Key,
+        record: &Record,
+    ) -> EventTarget {
+        let parent = match &kinds[key.kind].role {
+            Role::Run {
+                grouping: Some(Grouping::Label { parent, .. } | Grouping::Annotation { parent, .. }),
+            } => Some(*parent),
+            _ => None,
+        };
+        if let (Some(parent), Some(name)) = (parent, &record.group) {
+            let group = GroupKey {
+                kind: key.kind,
+                namespace: key.namespace.clone(),
+                parent: name.clone(),
+            };
+            let resource = &kinds[parent].resource;
+            return EventTarget {
+                api_version: resource.api_version.clone(),
+                kind: resource.kind.clone(),
+                name: name.to_string(),
+                uid: parent_uids.get(&group).map(ToString::to_string),
+            };
+        }
+        if let Some(owner) = &record.owner {
+            return (**owner).clone();
+        }
+        let resource = &kinds[key.kind].resource;
+        EventTarget {
+            api_version: resource.api_version.clone(),
+            kind: resource.kind.clone(),
+            name: key.name.to_string(),
+            uid: Some(record.uid.text().to_string()),
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! Writes that keep failing (a policy that denies DELETE, a missing permission, an API server in
+//! trouble): each object backs off on its own, 1 s doubling to 5 min and reset when the object
+//! changes, so doomed requests cannot eat the budget the other objects need. Each new backoff
+//! step is reported once as a Warning Event on the object — not each attempt.
+
+use jiff::{SignedDuration, Timestamp};
+
+use super::{Action, EventTarget, Key, State, Warning};
+
+pub const FIRST_RETRY: SignedDuration = SignedDuration::from_secs(1);
+pub const MAX_RETRY: SignedDuration = SignedDuration::from_secs(300);
+
+/// How long to wait after the `failures`-th failure in a row (1-based).
+pub fn retry_delay(failures: u8) -> SignedDuration {
+    let doublings = failures.saturating_sub(1).min(16);
+    (FIRST_RETRY * (1_i32 << doublings)).min(MAX_RETRY)
+}
+
+/// Why a write did not happen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// A precondition failed: the object changed and the watch brings the version to judge.
+    /// Retried after the backoff too, in case the watch has nothing newer, but not reported.
+    Conflict,
+    /// Anything else, with the API server's message.
+    Error(String),
+}
+
+impl State {
+    /// A DELETE did not happen.
+    pub fn delete_failed(&mut self, key: &Key, failure: Failure, now: Timestamp) -> Vec<Action> {
+        if let Some(record) = self.runs.get_mut(key) {
+            record.pending = false;
+        }
+        self.back_off(key, Warning::DeleteFailing, failure, now)
+    }
+
+    /// A stamp did not happen.
+    pub fn stamp_failed(&mut self, key: &Key, failure: Failure, now: Timestamp) -> Vec<Action> {
+        if let Some(record) = self.runs.get_mut(key) {
+            record.stamp_requested = None;
+        }
+        self.back_off(key, Warning::StampFailing, failure, now)
+    }
+
+    /// Tracked objects currently backing off.
+    pub fn in_backoff(&self) -> usize {
+        self.runs
+            .values()
+            .filter(|record| record.failures > 0)
+            .count()
+            + self
+                .stragglers
+                .values()
+                .filter(|straggler| straggler.failures > 0)
+                .count()
+    }
+
+    fn back_off(
+        &mut self,
+        key: &Key,
+        warning: Warning,
+        failure: Failure,
+        now: Timestamp,
+    ) -> Vec<Action> {
+        let Some(record) = self.runs.get_mut(key) else {
+            return Vec::new();
+        };
+        record.failures = record.failures.saturating_add(1);
+        let delay = retry_delay(record.failures);
+        let retry_at = now + delay;
+        record.retry_at = Some(retry_at);
+        let target = self.object_target(key, &self.runs[key].uid.text());
+        let failures = self.runs[key].failures;
+        self.reschedule(key);
+        match failure {
+            Failure::Error(error) if is_new_step(failures) => vec![Action::Warn {
+                key: key.clone(),
+                target,
+                warning,
+                note: step_note(warning, &error, failures, retry_at),
+            }],
+            Failure::Error(_) | Failure::Conflict => Vec::new(),
+        }
+    }
+
+    /// The object itself as an Event's subject.
+    pub(super) fn object_target(&self, key: &Key, uid: &str) -> EventTarget {
+        let resource = &self.kinds[key.kind].resource;
+        EventTarget {
+            api_version: resource.api_version.clone(),
+            kind: resource.kind.clone(),
+            name: key.name.to_string(),
+            uid: Some(uid.to_owned()),
+        }
+    }
+}
+
+/// Whether the `failures`-th failure starts a longer wait than the one before.
+pub(super) fn is_new_step(failures: u8) -> bool {
+    failures == 1 || retry_delay(failures) > retry_delay(failures - 1)
+}
+
+pub(super) fn step_note(
+    warning: Warning,
+    error: &str,
+    failures: u8,
+    retry_at: Timestamp,
+) -> String {
+    let what = match warning {
+        Warning::DeleteFailing => "delete it",
+        Warning::StampFailing => "update its retention.dev/expires-at stamp",
+        Warning::LabelFailing => "label it retention.dev/managed",
+        Warning::FinishInFuture => "judge it",
+    };
+    format!(
+        "kube-retention could not {what} ({failures} attempt{s} in a row): {error}; next attempt at {retry_at}",
+        s = if failures == 1 { "" } else { "s" },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doubles_from_one_second_to_five_minutes() {
+        let seconds: Vec<i64> = (1..=12).map(|n| retry_delay(n).as_secs()).collect();
+        assert_eq!(seconds, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]);
+        assert_eq!(retry_delay(u8::MAX), MAX_RETRY);
+    }
+
+    #[test]
+    fn reports_each_step_once_and_stops_at_the_ceiling() {
+        let reported: Vec<u8> = (1..=20).filter(|&n| is_new_step(n)).collect();
+        assert_eq!(reported, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    }
+}

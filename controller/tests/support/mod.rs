@@ -1,0 +1,74 @@
+//! Fixtures shared by the state tests.
+
+#![allow(dead_code, clippy::unwrap_used)] // each test file uses a part; fixtures unwrap
+
+use jiff::Timestamp;
+use kube::api::DynamicObject;
+use kube_retention_controller::kinds::defaults;
+use kube_retention_controller::state::{Action, Reason, State};
+use serde_json::{Value, json};
+
+pub const BUILD: usize = 0;
+pub const BUILDRUN: usize = 1;
+pub const JOB: usize = 4;
+
+pub fn at(text: &str) -> Timestamp {
+    text.parse().unwrap()
+}
+
+pub fn object(value: Value) -> DynamicObject {
+    serde_json::from_value(value).unwrap()
+}
+
+pub fn buildrun(
+    name: &str,
+    uid: &str,
+    rv: &str,
+    created: &str,
+    status: Option<(&str, &str)>,
+    extra: Value,
+) -> DynamicObject {
+    let mut value = json!({
+        "apiVersion": "shipwright.io/v1beta1", "kind": "BuildRun",
+        "metadata": {"name": name, "namespace": "ns", "uid": uid, "resourceVersion": rv,
+                     "creationTimestamp": created, "labels": {"build.shipwright.io/name": "app"}},
+        "spec": {"build": {"name": "app"}, "retention": {"ttlAfterSucceeded": "3s", "ttlAfterFailed": "1m"}},
+    });
+    if let Some((succeeded, completion)) = status {
+        value["status"] = json!({"completionTime": completion,
+            "conditions": [{"type": "Succeeded", "status": succeeded, "lastTransitionTime": completion}]});
+    }
+    merge(&mut value, extra);
+    object(value)
+}
+
+pub fn merge(target: &mut Value, patch: Value) {
+    if let (Value::Object(target), Value::Object(patch)) = (target, patch) {
+        for (key, value) in patch {
+            match target.get_mut(&key) {
+                Some(existing) if existing.is_object() && value.is_object() => {
+                    merge(existing, value)
+                }
+                _ => {
+                    target.insert(key, value);
+                }
+            }
+        }
+    }
+}
+
+pub fn leader() -> State {
+    let mut state = State::new(defaults());
+    assert_eq!(state.set_leader(true, at("2026-01-01T00:00:00Z")), []);
+    state
+}
+
+pub fn deletes(actions: &[Action]) -> Vec<(String, Reason)> {
+    actions
+        .iter()
+        .filter_map(|action| match action {
+            Action::Delete { key, reason, .. } => Some((key.name.to_string(), *reason)),
+            _ => None,
+        })
+        .collect()
+}
