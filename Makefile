@@ -8,11 +8,12 @@ CARGO ?= cargo
 STATE ?= .local
 LOCAL_CLUSTER = $(CARGO) run --quiet --package kube-retention-e2e --bin local-cluster -- --state $(STATE)
 
-.PHONY: help toolchain cluster-binaries build up down status demo test fmt-check clippy unit e2e bench-webhook bench-controller
+.PHONY: help toolchain cluster-binaries build up down status demo test fmt-check clippy unit e2e chaos bench-webhook bench-controller
 
 help:
 	@echo "make demo    start the local cluster and walk through what kube-retention does"
-	@echo "make test    formatting, clippy, unit and end-to-end tests"
+	@echo "make test    formatting, clippy, unit and end-to-end tests (chaos suite's short form included)"
+	@echo "make chaos   the chaos suite and fuzzing at full size; writes docs/reliability.md"
 	@echo "make up      start the local cluster ($(STATE)/kubeconfig); make down stops it"
 
 # rustfmt and clippy come with rustup's default profile; add them where a minimal profile left them out.
@@ -50,8 +51,16 @@ clippy: toolchain
 unit: toolchain
 	$(CARGO) test --workspace
 
+# The end-to-end suite includes the chaos suite's short form.
 e2e: cluster-binaries build
 	$(CARGO) test --package kube-retention-e2e --features e2e --test e2e
+
+# The long forms: a million generated inputs for the webhook's handler and the model, then the
+# chaos scenarios at full size (10,000 Jobs SIGKILLed under, 1,000 re-creations, ...), which write
+# docs/reliability.md. About half an hour on two cores.
+chaos: cluster-binaries build
+	PROPTEST_CASES=1000000 $(CARGO) test --release --package kube-retention-webhook --test properties
+	KUBE_RETENTION_CHAOS=long $(CARGO) test --package kube-retention-e2e --features e2e --test e2e -- chaos_
 
 # Benchmarks write their results into docs/benchmarks.md.
 bench-webhook: toolchain

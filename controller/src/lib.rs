@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod run;
 pub mod startup;
 pub mod state;
+pub mod watch_backoff;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

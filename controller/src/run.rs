@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use crate::executor::{Executor, Feedback};
 use crate::metrics::{ErrorLabels, KindLabels, Metrics};
 use crate::state::{Action, State};
+use crate::watch_backoff::WatchBackoff;
 
 pub struct Loop {
     pub client: Client,
@@ -61,7 +62,7 @@ impl Loop {
                 let metadata: Api<PartialObjectMeta<DynamicObject>> =
                     Api::all_with(self.client.clone(), &watched.resource);
                 let unlabelled = watcher::watcher(metadata, config.clone())
-                    .default_backoff()
+                    .backoff(WatchBackoff::default())
                     .map(move |event| Observed::Metadata(kind, event));
                 streams.push(unlabelled.boxed());
             }
@@ -70,7 +71,7 @@ impl Loop {
                 None => config,
             };
             let objects = watcher::watcher(api, config)
-                .default_backoff()
+                .backoff(WatchBackoff::default())
                 .map(move |event| Observed::Object(kind, event));
             streams.push(objects.boxed());
         }

@@ -14,7 +14,6 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use kube_retention_certs::CertificateAuthority;
 
 use crate::kubeconfig::{self, Credentials};
 use crate::layout::Layout;
@@ -34,8 +33,6 @@ pub const NAMESPACE: &str = "kube-retention";
 pub const CONTROLLER_SERVICE_ACCOUNT: &str = "kube-retention-controller";
 pub const WEBHOOK_SERVICE_ACCOUNT: &str = "kube-retention-webhook";
 
-const CERT_VALIDITY: time::Duration = time::Duration::days(30);
-
 /// The API server's and the webhook's ports, written once the cluster is fully up.
 const PORTS_FILE: &str = "ports";
 
@@ -43,6 +40,7 @@ const PORTS_FILE: &str = "ports";
 #[derive(Debug, Clone)]
 pub struct LocalCluster {
     pub layout: Layout,
+    pub etcd_port: u16,
     pub api_port: u16,
     /// Where the local webhook serves; the webhook configurations point here.
     pub webhook_port: u16,
@@ -89,8 +87,8 @@ impl LocalCluster {
         fs::write(
             cluster.layout.state(PORTS_FILE),
             format!(
-                "{} {} {}",
-                cluster.api_port, cluster.webhook_port, cluster.controller_port
+                "{} {} {} {}",
+                cluster.api_port, cluster.webhook_port, cluster.controller_port, cluster.etcd_port
             ),
         )?;
         Ok((cluster, Outcome::Started))
@@ -111,6 +109,7 @@ impl LocalCluster {
             api_port: ports.next()?.ok()?,
             webhook_port: ports.next()?.ok()?,
             controller_port: ports.next()?.ok()?,
+            etcd_port: ports.next()?.ok()?,
         };
         (all_live && cluster.ready()).then_some(cluster)
     }
@@ -155,9 +154,10 @@ impl LocalCluster {
             webhook_port,
             controller_port,
         ] = free_ports()?;
-        let pki = Pki::write(&layout)?;
+        let pki = crate::pki::Pki::write(&layout)?;
         let cluster = Self {
             layout,
+            etcd_port,
             api_port,
             webhook_port,
             controller_port,
@@ -192,37 +192,10 @@ impl LocalCluster {
                 key_pem: &pki.admin.key_pem,
             },
         )?;
-        let file = |name: &str| layout.state(&format!("pki/{name}")).display().to_string();
         process::spawn(
             &layout.state_dir,
             "kube-apiserver",
-            Command::new(layout.binary("kube-apiserver"))
-                .arg(format!("--etcd-servers={etcd_url}"))
-                .arg("--bind-address=127.0.0.1")
-                .arg("--advertise-address=127.0.0.1")
-                .arg(format!("--secure-port={api_port}"))
-                .arg(format!("--tls-cert-file={}", file("apiserver.crt")))
-                .arg(format!("--tls-private-key-file={}", file("apiserver.key")))
-                .arg(format!("--client-ca-file={}", file("ca.crt")))
-                .arg(format!("--service-account-key-file={}", file("sa.pub")))
-                .arg(format!(
-                    "--service-account-signing-key-file={}",
-                    file("sa.key")
-                ))
-                .arg("--service-account-issuer=https://kubernetes.default.svc.cluster.local")
-                .arg("--service-cluster-ip-range=10.96.0.0/16")
-                .arg("--authorization-mode=RBAC")
-                .arg("--endpoint-reconciler-type=none")
-                .arg(format!("--cert-dir={}", layout.state("pki").display()))
-                .arg(format!(
-                    "--audit-policy-file={}",
-                    layout.audit_policy().display()
-                ))
-                .arg(format!(
-                    "--audit-log-path={}",
-                    layout.state("logs/audit.log").display()
-                ))
-                .arg("--audit-log-maxsize=4000"),
+            &mut cluster.apiserver_command(),
         )?;
         cluster.wait_until_ready(Duration::from_secs(90))?;
 
@@ -244,9 +217,9 @@ impl LocalCluster {
                 .arg(format!("--controllers={CONTROLLERS}"))
                 .arg(format!(
                     "--service-account-private-key-file={}",
-                    file("sa.key")
+                    cluster.pki_file("sa.key")
                 ))
-                .arg(format!("--root-ca-file={}", file("ca.crt")))
+                .arg(format!("--root-ca-file={}", cluster.pki_file("ca.crt")))
                 .arg("--use-service-account-credentials=false")
                 .arg("--leader-elect=false")
                 .arg("--secure-port=0"),
@@ -254,7 +227,7 @@ impl LocalCluster {
         Ok(cluster)
     }
 
-    fn wait_until_ready(&self, timeout: Duration) -> Result<()> {
+    pub(crate) fn wait_until_ready(&self, timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;
         while !self.ready() {
             for tracked in process::tracked(&self.layout.state_dir, &CONTROL_PLANE[..2]) {
@@ -371,54 +344,6 @@ impl LocalCluster {
     /// The identity a ServiceAccount's requests carry, for `kubectl --as`.
     pub fn service_account_user(service_account: &str) -> String {
         format!("system:serviceaccount:{NAMESPACE}:{service_account}")
-    }
-}
-
-/// The local cluster's certificates and keys, written under `pki/`.
-struct Pki {
-    ca_pem: String,
-    admin: kube_retention_certs::CertifiedKey,
-    controller_manager: kube_retention_certs::CertifiedKey,
-}
-
-impl Pki {
-    fn write(layout: &Layout) -> Result<Self> {
-        let dir = layout.state("pki");
-        fs::create_dir_all(&dir)?;
-        let ca = CertificateAuthority::generate("kube-retention-local-ca", CERT_VALIDITY)?;
-        let serving = ca.issue_serving(&["127.0.0.1", "localhost"], CERT_VALIDITY)?;
-        let admin = ca.issue_client("kube-retention-admin", &["system:masters"], CERT_VALIDITY)?;
-        let controller_manager = ca.issue_client(
-            "system:kube-controller-manager",
-            &["system:masters"],
-            CERT_VALIDITY,
-        )?;
-        let (sa_key, sa_pub) = kube_retention_certs::generate_signing_key()?;
-        // The webhook's serving certificate comes from a CA of its own, as in a real cluster.
-        let webhook_ca =
-            CertificateAuthority::generate("kube-retention-webhook-ca", CERT_VALIDITY)?;
-        let webhook = webhook_ca.issue_serving(&["127.0.0.1", "localhost"], CERT_VALIDITY)?;
-        let ca_pem = ca.certified().cert_pem.clone();
-        for (name, contents) in [
-            ("webhook-ca.crt", &webhook_ca.certified().cert_pem),
-            ("webhook-ca.key", &webhook_ca.certified().key_pem),
-            ("webhook.crt", &webhook.cert_pem),
-            ("webhook.key", &webhook.key_pem),
-            ("ca.crt", &ca_pem),
-            // Kept so tools (the benchmarks) can issue further client identities.
-            ("ca.key", &ca.certified().key_pem),
-            ("apiserver.crt", &serving.cert_pem),
-            ("apiserver.key", &serving.key_pem),
-            ("sa.key", &sa_key),
-            ("sa.pub", &sa_pub),
-        ] {
-            fs::write(dir.join(name), contents)?;
-        }
-        Ok(Self {
-            ca_pem,
-            admin,
-            controller_manager,
-        })
     }
 }
 

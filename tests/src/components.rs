@@ -14,9 +14,16 @@ pub const WEBHOOK: &str = "kube-retention-webhook";
 pub const CONTROLLER: &str = "kube-retention-controller";
 /// A second controller replica, for tests of leader election.
 pub const SECOND_CONTROLLER: &str = "kube-retention-controller-2";
+/// A second webhook replica, for tests of a graceful stop.
+pub const SECOND_WEBHOOK: &str = "kube-retention-webhook-2";
 
 /// Starts the webhook on the cluster's webhook port with the serving certificate under `pki/`.
 pub fn start_webhook(cluster: &LocalCluster) -> Result<Tracked> {
+    start_webhook_replica(cluster, WEBHOOK, cluster.webhook_port)
+}
+
+/// Starts a webhook replica named `name` (its pid file and log) on `port`.
+pub fn start_webhook_replica(cluster: &LocalCluster, name: &str, port: u16) -> Result<Tracked> {
     let layout = &cluster.layout;
     let binary = layout.cargo_binary(WEBHOOK);
     ensure!(
@@ -26,9 +33,9 @@ pub fn start_webhook(cluster: &LocalCluster) -> Result<Tracked> {
     );
     process::spawn(
         &layout.state_dir,
-        WEBHOOK,
+        name,
         Command::new(binary)
-            .arg(format!("--listen=127.0.0.1:{}", cluster.webhook_port))
+            .arg(format!("--listen=127.0.0.1:{port}"))
             .arg(format!(
                 "--tls-cert={}",
                 layout.state("pki/webhook.crt").display()
@@ -43,6 +50,8 @@ pub fn start_webhook(cluster: &LocalCluster) -> Result<Tracked> {
                     .service_account_kubeconfig(WEBHOOK_SERVICE_ACCOUNT)
                     .display()
             ))
+            // A local process has no endpoints to wait for: drain after a second.
+            .arg("--shutdown-delay=1s")
             .arg("--log-format=text"),
     )
 }

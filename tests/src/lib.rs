@@ -7,8 +7,10 @@
 
 pub mod cluster;
 pub mod components;
+pub mod control_plane;
 pub mod kubeconfig;
 pub mod layout;
+mod pki;
 pub mod process;
 
 use std::process::{Command, Output};
@@ -20,8 +22,9 @@ pub use cluster::{LocalCluster, Outcome};
 pub use layout::Layout;
 
 /// kube-retention's own processes, started after the control plane.
-pub const COMPONENTS: [&str; 3] = [
+pub const COMPONENTS: [&str; 4] = [
     components::WEBHOOK,
+    components::SECOND_WEBHOOK,
     components::CONTROLLER,
     components::SECOND_CONTROLLER,
 ];

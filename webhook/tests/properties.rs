@@ -1,6 +1,7 @@
 //! Property tests: whatever arrives — arbitrary bytes, arbitrary JSON, reviews wrapping
 //! arbitrary objects full of retention-looking fields — the handler answers 200 or 400 with a
-//! review, and never panics.
+//! review, and never panics; nor does the model (`Policy::read`, expiry, progress) on such
+//! objects. 400 cases each in `make test`; `make chaos` sets `PROPTEST_CASES=1000000`.
 
 #![allow(clippy::unwrap_used)] // test code
 
@@ -9,6 +10,7 @@ mod support;
 use std::sync::Arc;
 
 use axum::http::StatusCode;
+use kube_retention_common::{Expiry, Policy, Progress};
 use kube_retention_webhook::Context;
 use kube_retention_webhook::review::{Hook, handle};
 use proptest::prelude::*;
@@ -57,6 +59,7 @@ fn json_tree() -> impl Strategy<Value = Value> {
         "retention.dev/ttl",
         "retention.dev/keep",
         "retention.dev/expires-at",
+        "retention.dev/stamped",
         "retention.dev/ttl-after-finished",
         "successfulBuildTTLSeconds",
         "openshift.io/build-config.name",
@@ -88,8 +91,47 @@ fn json_tree() -> impl Strategy<Value = Value> {
     })
 }
 
+/// 400 cases, or `PROPTEST_CASES` (the long form fuzzes with a million).
+fn config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(400);
+    ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+const KINDS: [(&str, &str, &str); 7] = [
+    ("shipwright.io", "v1beta1", "Build"),
+    ("shipwright.io", "v1beta1", "BuildRun"),
+    ("build.openshift.io", "v1", "Build"),
+    ("build.openshift.io", "v1", "BuildConfig"),
+    ("batch", "v1", "Job"),
+    ("", "v1", "Pod"),
+    ("", "v1", "ConfigMap"),
+];
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
+    #![proptest_config(config())]
+
+    #[test]
+    fn the_model_reads_any_object_without_panicking(
+        tree in json_tree(),
+        kind in prop::sample::select(KINDS.to_vec()),
+    ) {
+        let mut object = if tree.is_object() { tree } else { json!({"spec": tree}) };
+        let api_version = if kind.0.is_empty() { kind.1.to_owned() } else { format!("{}/{}", kind.0, kind.1) };
+        object["apiVersion"] = json!(api_version);
+        object["kind"] = json!(kind.2);
+        let now = jiff::Timestamp::UNIX_EPOCH;
+        let (policy, _errors) = Policy::read(&object);
+        let expiry = Expiry::with_policy(&policy, &object, now);
+        let _ = expiry.stamp_change(&policy.annotations);
+        let _ = Progress::of(&object);
+    }
 
     #[test]
     fn arbitrary_bytes_get_400_or_200(body in prop::collection::vec(any::<u8>(), 0..512)) {
@@ -106,11 +148,7 @@ proptest! {
     #[test]
     fn reviews_of_arbitrary_objects_get_200(
         mut object in json_tree(),
-        kind in prop::sample::select(vec![
-            ("shipwright.io", "v1beta1", "Build"), ("shipwright.io", "v1beta1", "BuildRun"),
-            ("build.openshift.io", "v1", "Build"), ("build.openshift.io", "v1", "BuildConfig"),
-            ("batch", "v1", "Job"), ("", "v1", "Pod"), ("", "v1", "ConfigMap"),
-        ]),
+        kind in prop::sample::select(KINDS.to_vec()),
         operation in prop::sample::select(vec!["CREATE", "UPDATE", "DELETE", "CONNECT"]),
         old in proptest::option::of(json_tree()),
     ) {

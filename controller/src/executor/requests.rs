@@ -55,7 +55,20 @@ fn failure(
                 .errors
                 .get_or_create(&ErrorLabels { kind, operation })
                 .inc();
-            Some(Failure::Error(error.to_string()))
+            let unavailable = match &error {
+                kube::Error::Api(status) => status.code == 429 || status.code >= 500,
+                _ => true,
+            };
+            // The server's own sentence, not the whole Status: Event notes are capped.
+            let message = match &error {
+                kube::Error::Api(status) => status.message.clone(),
+                other => other.to_string(),
+            };
+            Some(if unavailable {
+                Failure::Unavailable(message)
+            } else {
+                Failure::Error(message)
+            })
         }
     }
 }
@@ -190,7 +203,7 @@ pub(super) async fn record(shared: &Shared, work: EventWork) {
     let event = Event {
         type_: work.type_,
         reason: work.reason.into(),
-        note: Some(work.note),
+        note: Some(within_event_limit(work.note)),
         action: work.action.into(),
         secondary: None,
     };
@@ -205,5 +218,31 @@ pub(super) async fn record(shared: &Shared, work: EventWork) {
                 operation: "create",
             })
             .inc();
+    }
+}
+
+/// The API server refuses Event notes over 1024 bytes: cut longer ones at a character boundary.
+fn within_event_limit(mut note: String) -> String {
+    const LIMIT: usize = 1024;
+    if note.len() > LIMIT {
+        let mut end = LIMIT - '…'.len_utf8();
+        while !note.is_char_boundary(end) {
+            end -= 1;
+        }
+        note.truncate(end);
+        note.push('…');
+    }
+    note
+}
+
+#[cfg(test)]
+mod tests {
+    use super::within_event_limit;
+
+    #[test]
+    fn event_notes_fit_the_api_servers_limit() {
+        assert_eq!(within_event_limit("short".into()), "short");
+        let long = within_event_limit("é".repeat(2000));
+        assert!(long.len() <= 1024 && long.ends_with('…'), "{}", long.len());
     }
 }

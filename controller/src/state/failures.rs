@@ -1,7 +1,9 @@
-//! Writes that keep failing (a policy that denies DELETE, a missing permission, an API server in
-//! trouble): each object backs off on its own, 1 s doubling to 5 min and reset when the object
-//! changes, so doomed requests cannot eat the budget the other objects need. Each new backoff
-//! step is reported once as a Warning Event on the object — not each attempt.
+//! Writes that keep failing: each object backs off on its own, reset when the object changes.
+//! A write the API server refuses for the object's sake (a policy that denies DELETE, a missing
+//! permission) waits 1 s doubling to 5 min, so doomed requests cannot eat the budget the other
+//! objects need, and each new step is reported once as a Warning Event on the object — not each
+//! attempt. An API server that is unreachable, overloaded (429) or failing (5xx) is nobody's
+//! object's fault: those retry 1 s doubling to 8 s, so deletions resume promptly after an outage.
 
 use jiff::{SignedDuration, Timestamp};
 
@@ -9,8 +11,10 @@ use super::{Action, EventTarget, Key, State, Warning};
 
 pub const FIRST_RETRY: SignedDuration = SignedDuration::from_secs(1);
 pub const MAX_RETRY: SignedDuration = SignedDuration::from_secs(300);
+/// The longest wait while the API server is unavailable.
+pub const MAX_UNAVAILABLE_RETRY: SignedDuration = SignedDuration::from_secs(8);
 
-/// How long to wait after the `failures`-th failure in a row (1-based).
+/// How long to wait after the `failures`-th refusal in a row (1-based).
 pub fn retry_delay(failures: u8) -> SignedDuration {
     let doublings = failures.saturating_sub(1).min(16);
     (FIRST_RETRY * (1_i32 << doublings)).min(MAX_RETRY)
@@ -22,8 +26,19 @@ pub enum Failure {
     /// A precondition failed: the object changed and the watch brings the version to judge.
     /// Retried after the backoff too, in case the watch has nothing newer, but not reported.
     Conflict,
-    /// Anything else, with the API server's message.
+    /// The API server refused the request for this object, with its message.
     Error(String),
+    /// The API server could not be reached or could not answer (429, 5xx).
+    Unavailable(String),
+}
+
+impl Failure {
+    pub(super) fn delay(&self, failures: u8) -> SignedDuration {
+        match self {
+            Self::Unavailable(_) => retry_delay(failures).min(MAX_UNAVAILABLE_RETRY),
+            Self::Conflict | Self::Error(_) => retry_delay(failures),
+        }
+    }
 }
 
 impl State {
@@ -67,8 +82,7 @@ impl State {
             return Vec::new();
         };
         record.failures = record.failures.saturating_add(1);
-        let delay = retry_delay(record.failures);
-        let retry_at = now + delay;
+        let retry_at = now + failure.delay(record.failures);
         record.retry_at = Some(retry_at);
         let target = self.object_target(key, &self.runs[key].uid.text());
         let failures = self.runs[key].failures;
@@ -80,7 +94,7 @@ impl State {
                 warning,
                 note: step_note(warning, &error, failures, retry_at),
             }],
-            Failure::Error(_) | Failure::Conflict => Vec::new(),
+            Failure::Error(_) | Failure::Conflict | Failure::Unavailable(_) => Vec::new(),
         }
     }
 
@@ -128,6 +142,13 @@ mod tests {
         let seconds: Vec<i64> = (1..=12).map(|n| retry_delay(n).as_secs()).collect();
         assert_eq!(seconds, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]);
         assert_eq!(retry_delay(u8::MAX), MAX_RETRY);
+    }
+
+    #[test]
+    fn an_unavailable_api_server_is_retried_within_8_seconds() {
+        let unavailable = Failure::Unavailable("connection refused".into());
+        let seconds: Vec<i64> = (1..=6).map(|n| unavailable.delay(n).as_secs()).collect();
+        assert_eq!(seconds, [1, 2, 4, 8, 8, 8]);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_retention_common::annotations::{self, MANAGED_LABEL};
 
-use super::failures::{Failure, is_new_step, retry_delay, step_note};
+use super::failures::{Failure, is_new_step, step_note};
 use super::{Action, Key, State, Warning};
 
 #[derive(Debug)]
@@ -98,7 +98,7 @@ impl State {
         straggler.requested = false;
         straggler.failures = straggler.failures.saturating_add(1);
         let failures = straggler.failures;
-        let retry_at = now + retry_delay(failures);
+        let retry_at = now + failure.delay(failures);
         straggler.retry_at = Some(retry_at);
         let uid = straggler.uid.clone();
         match failure {
@@ -108,7 +108,7 @@ impl State {
                 warning: Warning::LabelFailing,
                 note: step_note(Warning::LabelFailing, &error, failures, retry_at),
             }],
-            Failure::Error(_) | Failure::Conflict => Vec::new(),
+            Failure::Error(_) | Failure::Conflict | Failure::Unavailable(_) => Vec::new(),
         }
     }
 

@@ -98,7 +98,7 @@ where
     }
 }
 
-async fn sleep_until(at: Timestamp) {
+pub async fn sleep_until(at: Timestamp) {
     let wait = at.duration_since(Timestamp::now());
     if let Ok(wait) = Duration::try_from(wait) {
         tokio::time::sleep(wait).await;
@@ -246,13 +246,23 @@ async fn keep(ns: TestNamespace) -> Result<()> {
 }
 
 async fn create_job(ns: &TestNamespace, name: &str, annotations: Value) -> Result<()> {
+    create_job_in(&ns.env.client, &ns.name, name, annotations).await?;
+    Ok(())
+}
+
+/// Creates a Job that never runs (no job controller here): tests set its status.
+pub async fn create_job_in(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    annotations: Value,
+) -> Result<Job> {
     let job: Job = serde_json::from_value(json!({
         "metadata": {"name": name, "annotations": annotations},
         "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}))?;
-    Api::<Job>::namespaced(ns.env.client.clone(), &ns.name)
+    Ok(Api::<Job>::namespaced(client.clone(), namespace)
         .create(&PostParams::default(), &job)
-        .await?;
-    Ok(())
+        .await?)
 }
 
 /// Marks a Job finished through its status subresource, with the conditions the job controller

@@ -5,8 +5,10 @@
 mod admission;
 mod audit;
 mod certs;
+mod chaos;
 mod controller;
 mod foundation;
+mod intent;
 mod lifecycle;
 mod support;
 
@@ -27,6 +29,8 @@ fn main() -> ExitCode {
     let mut tests: Vec<Trial> = foundation::tests(&env);
     tests.extend(admission::tests(&env));
     tests.extend(controller::tests(&env));
+    tests.extend(intent::tests(&env));
+    tests.extend(chaos::tests(&env));
     let mut conclusion = libtest_mimic::run(&arguments, tests);
     // Trials that stop kube-retention's processes run last, one at a time.
     let serial = Arguments {
@@ -36,7 +40,12 @@ fn main() -> ExitCode {
     let mut disruptive_tests = admission::disruptive_tests(&env);
     disruptive_tests.extend(certs::disruptive_tests(&env));
     disruptive_tests.extend(lifecycle::disruptive_tests(&env));
+    disruptive_tests.extend(intent::disruptive_tests(&env));
+    disruptive_tests.extend(chaos::disruptive_tests(&env));
     let disruptive = libtest_mimic::run(&serial, disruptive_tests);
+    if let Err(error) = chaos::write_report("v1.35.4") {
+        eprintln!("writing the chaos report: {error:#}");
+    }
     env.stop();
     conclusion.num_passed += disruptive.num_passed;
     conclusion.num_failed += disruptive.num_failed;

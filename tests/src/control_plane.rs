@@ -1,0 +1,115 @@
+//! kube-apiserver's command line, and what the chaos suite does to the control plane: restart
+//! the API server and compact etcd so that watches resuming from an old resourceVersion get
+//! 410 Gone and must list afresh.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use crate::LocalCluster;
+use crate::process;
+
+impl LocalCluster {
+    pub(crate) fn pki_file(&self, name: &str) -> String {
+        self.layout
+            .state(&format!("pki/{name}"))
+            .display()
+            .to_string()
+    }
+
+    pub(crate) fn apiserver_command(&self) -> Command {
+        let layout = &self.layout;
+        let file = |name: &str| self.pki_file(name);
+        let mut command = Command::new(layout.binary("kube-apiserver"));
+        command
+            .arg(format!(
+                "--etcd-servers=http://127.0.0.1:{}",
+                self.etcd_port
+            ))
+            .arg("--bind-address=127.0.0.1")
+            .arg("--advertise-address=127.0.0.1")
+            .arg(format!("--secure-port={}", self.api_port))
+            .arg(format!("--tls-cert-file={}", file("apiserver.crt")))
+            .arg(format!("--tls-private-key-file={}", file("apiserver.key")))
+            .arg(format!("--client-ca-file={}", file("ca.crt")))
+            .arg(format!("--service-account-key-file={}", file("sa.pub")))
+            .arg(format!(
+                "--service-account-signing-key-file={}",
+                file("sa.key")
+            ))
+            .arg("--service-account-issuer=https://kubernetes.default.svc.cluster.local")
+            .arg("--service-cluster-ip-range=10.96.0.0/16")
+            .arg("--authorization-mode=RBAC")
+            .arg("--endpoint-reconciler-type=none")
+            .arg(format!("--cert-dir={}", layout.state("pki").display()))
+            .arg(format!(
+                "--audit-policy-file={}",
+                layout.audit_policy().display()
+            ))
+            .arg(format!(
+                "--audit-log-path={}",
+                layout.state("logs/audit.log").display()
+            ))
+            .arg("--audit-log-maxsize=4000");
+        command
+    }
+
+    /// Stops kube-apiserver (SIGTERM), compacts etcd up to its current revision when `compact`,
+    /// and starts the API server again, waiting until it is ready.
+    pub fn restart_apiserver(&self, compact: bool) -> Result<()> {
+        let apiserver = process::tracked(&self.layout.state_dir, &["kube-apiserver"]).remove(0);
+        apiserver.stop(Duration::from_secs(30))?;
+        if compact {
+            self.compact_etcd()?;
+        }
+        process::spawn(
+            &self.layout.state_dir,
+            "kube-apiserver",
+            &mut self.apiserver_command(),
+        )?;
+        self.wait_until_ready(Duration::from_secs(90))
+    }
+
+    /// Compacts etcd's history up to its current revision (etcd's JSON gateway), so every
+    /// resourceVersion handed out so far is too old to watch from.
+    pub fn compact_etcd(&self) -> Result<i64> {
+        // Any range request answers with the current revision in its header.
+        let range = self.etcd_post("/v3/kv/range", r#"{"key": "AA=="}"#)?;
+        let revision: i64 = range
+            .pointer("/header/revision")
+            .and_then(Value::as_str)
+            .context("etcd's range answer has a revision")?
+            .parse()?;
+        self.etcd_post(
+            "/v3/kv/compaction",
+            &format!(r#"{{"revision": "{revision}", "physical": true}}"#),
+        )?;
+        Ok(revision)
+    }
+
+    fn etcd_post(&self, path: &str, body: &str) -> Result<Value> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.etcd_port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        write!(
+            stream,
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response)?;
+        let (head, payload) = response
+            .split_once("\r\n\r\n")
+            .context("etcd answered without a body")?;
+        anyhow::ensure!(head.starts_with("HTTP/1.1 200"), "etcd {path}: {head}");
+        // The gateway may answer with a chunked body: the JSON is the first line that parses.
+        payload
+            .lines()
+            .find_map(|line| serde_json::from_str(line).ok())
+            .with_context(|| format!("etcd {path}: no JSON in {payload:?}"))
+    }
+}

@@ -1,0 +1,58 @@
+//! The local cluster's certificate authorities, certificates and keys.
+
+use std::fs;
+
+use anyhow::Result;
+use kube_retention_certs::CertificateAuthority;
+
+use crate::layout::Layout;
+
+const CERT_VALIDITY: time::Duration = time::Duration::days(30);
+
+/// The local cluster's certificates and keys, written under `pki/`.
+pub(crate) struct Pki {
+    pub(crate) ca_pem: String,
+    pub(crate) admin: kube_retention_certs::CertifiedKey,
+    pub(crate) controller_manager: kube_retention_certs::CertifiedKey,
+}
+
+impl Pki {
+    pub(crate) fn write(layout: &Layout) -> Result<Self> {
+        let dir = layout.state("pki");
+        fs::create_dir_all(&dir)?;
+        let ca = CertificateAuthority::generate("kube-retention-local-ca", CERT_VALIDITY)?;
+        let serving = ca.issue_serving(&["127.0.0.1", "localhost"], CERT_VALIDITY)?;
+        let admin = ca.issue_client("kube-retention-admin", &["system:masters"], CERT_VALIDITY)?;
+        let controller_manager = ca.issue_client(
+            "system:kube-controller-manager",
+            &["system:masters"],
+            CERT_VALIDITY,
+        )?;
+        let (sa_key, sa_pub) = kube_retention_certs::generate_signing_key()?;
+        // The webhook's serving certificate comes from a CA of its own, as in a real cluster.
+        let webhook_ca =
+            CertificateAuthority::generate("kube-retention-webhook-ca", CERT_VALIDITY)?;
+        let webhook = webhook_ca.issue_serving(&["127.0.0.1", "localhost"], CERT_VALIDITY)?;
+        let ca_pem = ca.certified().cert_pem.clone();
+        for (name, contents) in [
+            ("webhook-ca.crt", &webhook_ca.certified().cert_pem),
+            ("webhook-ca.key", &webhook_ca.certified().key_pem),
+            ("webhook.crt", &webhook.cert_pem),
+            ("webhook.key", &webhook.key_pem),
+            ("ca.crt", &ca_pem),
+            // Kept so tools (the benchmarks) can issue further client identities.
+            ("ca.key", &ca.certified().key_pem),
+            ("apiserver.crt", &serving.cert_pem),
+            ("apiserver.key", &serving.key_pem),
+            ("sa.key", &sa_key),
+            ("sa.pub", &sa_pub),
+        ] {
+            fs::write(dir.join(name), contents)?;
+        }
+        Ok(Self {
+            ca_pem,
+            admin,
+            controller_manager,
+        })
+    }
+}
