@@ -4,6 +4,7 @@
 //! docs/benchmarks.md.
 
 pub mod deleters;
+pub mod discovery;
 pub mod jobs;
 pub mod load;
 pub mod report;
@@ -21,4 +22,16 @@ pub fn rss_kib(pid: u32) -> Option<(u64, u64)> {
             .ok()
     };
     Some((field("VmHWM:")?, field("VmRSS:")?))
+}
+
+/// Creates the namespace `name`.
+pub async fn namespace(client: &kube::Client, name: &str) -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::Namespace;
+    let namespaces: kube::Api<Namespace> = kube::Api::all(client.clone());
+    let mut namespace = Namespace::default();
+    namespace.metadata.name = Some(name.to_owned());
+    namespaces
+        .create(&kube::api::PostParams::default(), &namespace)
+        .await?;
+    Ok(())
 }

@@ -10,11 +10,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::Namespace;
-use kube::Api;
-use kube::api::PostParams;
 use kube_retention_bench::deleters::{self, Deleter};
-use kube_retention_bench::{jobs, report, rss_kib};
+use kube_retention_bench::{discovery, jobs, namespace, report, rss_kib};
 use kube_retention_e2e::components::CONTROLLER;
 use kube_retention_e2e::process::tracked;
 use kube_retention_e2e::{Layout, LocalCluster};
@@ -45,7 +42,10 @@ struct Args {
     tracked: usize,
     #[arg(long, default_value = "docs/benchmarks.md")]
     report: PathBuf,
-    /// Run only the deletion scenarios, or only the memory figure.
+    /// Jobs the webhook never saw, for the cost of finding them.
+    #[arg(long, default_value_t = 10_000)]
+    unlabelled: usize,
+    /// Run only the deletion scenarios, the memory figure, or the cost of finding unlabelled Jobs.
     #[arg(long, value_enum)]
     only: Option<Part>,
 }
@@ -54,6 +54,7 @@ struct Args {
 enum Part {
     Deletion,
     Memory,
+    Discovery,
 }
 
 enum Shape {
@@ -107,16 +108,6 @@ fn metrics_port() -> Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
-}
-
-async fn namespace(client: &kube::Client, name: &str) -> Result<()> {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let mut namespace = Namespace::default();
-    namespace.metadata.name = Some(name.to_owned());
-    namespaces
-        .create(&PostParams::default(), &namespace)
-        .await?;
-    Ok(())
 }
 
 /// Requests by `user` in `namespace` recorded after `offset` bytes of the audit log, by verb.
@@ -267,6 +258,44 @@ async fn memory(
     Ok(figures)
 }
 
+fn discovery_text(figures: &discovery::Figures) -> String {
+    let per = |bytes: usize| bytes as f64 / figures.objects as f64;
+    let at_100k = |bytes: usize| per(bytes) * 100_000.0 / 1024.0 / 1024.0;
+    format!(
+        "### Finding objects the webhook never saw
+
+         Measured with `make bench-controller` (`bench/src/discovery.rs`): {n} Jobs with a
+         `retention.dev/ttl-after-finished` annotation are created while the webhook is stopped, so
+         none is labelled `retention.dev/managed`; then kube-retention's release controller starts
+         fresh (50 req/s budget). Besides its labelled watch it runs a metadata-only watch of Jobs and
+         Pods with no selector, remembers only annotated, unlabelled objects, and labels each once.
+
+         | Jobs | all labelled after start | LISTs of Jobs | PATCHes | metadata LIST | whole-object LIST |
+         | --- | --- | --- | --- | --- | --- |
+         | {n} | {labelled:.1} s | {lists} | {patches} | {meta:.1} MiB ({meta_per:.0} B/object, {meta_s:.1} s) | {full:.1} MiB ({full_per:.0} B/object) |
+
+         API cost at 100,000 objects of a kind, from these per-object figures: at start one paged
+         metadata LIST of about {meta_100k:.0} MiB (200 pages of 500) beside the labelled LIST — a
+         whole-object LIST of every object would be {full_100k:.0} MiB; then one metadata-only watch
+         (one event per change of any object of the kind, metadata only); one PATCH per unlabelled
+         object with retention settings, once; nothing per unannotated object. The controller's
+         memory holds only the unlabelled ones until labelled. The LIST count includes the labelled
+         watch's own LIST.
+",
+        n = figures.objects,
+        labelled = figures.labelled_after.as_secs_f64(),
+        lists = figures.lists,
+        patches = figures.patches,
+        meta = figures.metadata_list_bytes as f64 / 1024.0 / 1024.0,
+        meta_per = per(figures.metadata_list_bytes),
+        meta_s = figures.metadata_list_seconds,
+        full = figures.full_list_bytes as f64 / 1024.0 / 1024.0,
+        full_per = per(figures.full_list_bytes),
+        meta_100k = at_100k(figures.metadata_list_bytes),
+        full_100k = at_100k(figures.full_list_bytes),
+    )
+}
+
 fn budget_text(budget: Option<u32>) -> String {
     budget.map_or("unlimited".to_owned(), |budget| format!("{budget} req/s"))
 }
@@ -342,10 +371,20 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
             shape: Shape::Burst { ttl: 60 },
         },
     ];
-    if args.only != Some(Part::Memory) {
+    let runs = |part: Part| args.only.is_none_or(|only| only == part);
+    if runs(Part::Deletion) {
         deletion(args, cluster, &client, root, &scenarios).await?;
     }
-    if args.only != Some(Part::Deletion) {
+    if runs(Part::Discovery) {
+        let figures =
+            discovery::measure(cluster, &client, args.unlabelled, metrics_port()?).await?;
+        report::write_section(
+            &root.join(&args.report),
+            "controller-discovery",
+            &discovery_text(&figures),
+        )?;
+    }
+    if runs(Part::Memory) {
         let figures = memory(cluster, &client, args.tracked).await?;
         let lines: Vec<String> = figures
             .iter()

@@ -191,7 +191,7 @@ async fn run(ns: &TestNamespace) -> Result<()> {
         missed: missed.len(),
         p99_delay: verdict.p99(),
         note: format!(
-            "{stuck} undeletable Jobs: at most {schedule} DELETE attempts each in {observe} s {}",
+            "{stuck} undeletable Jobs: at most {most} DELETE attempts each in {observe} s (the doubling schedule allows {schedule}) {}",
             [verdict.wrong.join(", "), note.join("; ")].join(" ")
         ),
     })

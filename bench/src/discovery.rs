@@ -1,0 +1,125 @@
+//! What finding objects the webhook never saw costs: Jobs with a TTL annotation are created while
+//! the webhook is stopped (so unlabelled), then kube-retention's controller starts fresh and the
+//! benchmark measures how long until every one carries `retention.dev/managed`, which requests the
+//! controller sent (from the audit log), and how many bytes a metadata-only LIST of them moves
+//! compared with a LIST of whole objects.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use k8s_openapi::api::batch::v1::Job;
+use kube::api::{ListParams, PartialObjectMeta};
+use kube::{Api, Client};
+use kube_retention_e2e::LocalCluster;
+use kube_retention_e2e::components::{self, WEBHOOK};
+use kube_retention_e2e::process::tracked;
+use serde_json::Value;
+
+use crate::deleters::{self, Deleter};
+
+pub struct Figures {
+    pub objects: usize,
+    /// From the controller's start (it was listed and ready) to the last Job labelled.
+    pub labelled_after: Duration,
+    pub lists: usize,
+    pub patches: usize,
+    pub metadata_list_bytes: usize,
+    pub full_list_bytes: usize,
+    pub metadata_list_seconds: f64,
+}
+
+/// The JSON size of every item of `api`'s namespace, listed in pages of 500, and how long it took.
+async fn list_bytes<K>(api: &Api<K>) -> Result<(usize, f64)>
+where
+    K: Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let started = Instant::now();
+    let mut params = ListParams::default().limit(500);
+    let mut bytes = 0;
+    loop {
+        let page = api.list(&params).await?;
+        bytes += page
+            .items
+            .iter()
+            .map(|item| serde_json::to_vec(item).map_or(0, |json| json.len()))
+            .sum::<usize>();
+        match page.metadata.continue_.filter(|token| !token.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok((bytes, started.elapsed().as_secs_f64())),
+        }
+    }
+}
+
+/// Requests of `user` after `offset` in the audit log: LISTs of Jobs anywhere, PATCHes in `namespace`.
+fn requests(
+    cluster: &LocalCluster,
+    offset: usize,
+    user: &str,
+    namespace: &str,
+) -> Result<(usize, usize)> {
+    let log = std::fs::read(cluster.layout.state("logs/audit.log"))?;
+    let (mut lists, mut patches) = (0, 0);
+    for line in log[offset.min(log.len())..].split(|byte| *byte == b'\n') {
+        let Ok(event) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        if event["user"]["username"] != user || event["objectRef"]["resource"] != "jobs" {
+            continue;
+        }
+        match event["verb"].as_str() {
+            Some("list") => lists += 1,
+            Some("patch") if event["objectRef"]["namespace"] == namespace => patches += 1,
+            _ => {}
+        }
+    }
+    Ok((lists, patches))
+}
+
+pub async fn measure(
+    cluster: &LocalCluster,
+    client: &Client,
+    count: usize,
+    metrics_port: u16,
+) -> Result<Figures> {
+    let namespace = "bench-discovery";
+    crate::namespace(client, namespace).await?;
+    let webhook = tracked(&cluster.layout.state_dir, &[WEBHOOK]).remove(0);
+    webhook.stop(Duration::from_secs(10))?;
+    println!("creating {count} Jobs while the webhook is stopped");
+    let created = crate::jobs::create(client, namespace, count, 86_400).await;
+    components::start_webhook(cluster)?;
+    components::wait_for_admission(cluster, Duration::from_secs(60))?;
+    created?;
+    let metadata: Api<PartialObjectMeta<Job>> = Api::namespaced(client.clone(), namespace);
+    let full: Api<Job> = Api::namespaced(client.clone(), namespace);
+    let (metadata_list_bytes, metadata_list_seconds) = list_bytes(&metadata).await?;
+    let (full_list_bytes, _) = list_bytes(&full).await?;
+    let offset = std::fs::metadata(cluster.layout.state("logs/audit.log"))?.len() as usize;
+    let started = Instant::now();
+    let running = deleters::start(cluster, Deleter::KubeRetention, Some(50), metrics_port)?;
+    let labelled =
+        ListParams::default().labels(kube_retention_common::annotations::MANAGED_SELECTOR);
+    let labelled_after = loop {
+        let done = metadata.list(&labelled.clone().limit(1)).await?;
+        let remaining = done.metadata.remaining_item_count.unwrap_or(0) as usize + done.items.len();
+        if remaining >= count {
+            break started.elapsed();
+        }
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(600),
+            "only {remaining} of {count} labelled"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let (lists, patches) = requests(cluster, offset, &Deleter::KubeRetention.user(), namespace)?;
+    drop(running);
+    Ok(Figures {
+        objects: count,
+        labelled_after,
+        lists,
+        patches,
+        metadata_list_bytes,
+        full_list_bytes,
+        metadata_list_seconds,
+    })
+}
