@@ -151,11 +151,13 @@ async fn run(ns: &TestNamespace) -> Result<()> {
         .take_while(|at| *at <= observe)
         .count();
     let mut note = Vec::new();
+    let mut most = 0;
     for name in &undeletable {
         let count = attempts
             .iter()
             .filter(|event| event["objectRef"]["name"] == name.as_str())
             .count();
+        most = most.max(count);
         if count > schedule + 1 {
             note.push(format!(
                 "{name}: {count} DELETE attempts in {observe} s, the schedule allows {schedule}"
