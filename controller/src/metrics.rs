@@ -40,6 +40,7 @@ pub struct Metrics {
     pub in_backoff: Gauge,
     pub stragglers: Gauge,
     pub labelled: Counter,
+    pub lists: Family<KindLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -109,8 +110,15 @@ impl Default for Metrics {
             "Objects the webhook never saw, labelled retention.dev/managed by the controller",
             labelled.clone(),
         );
+        let lists = Family::default();
+        registry.register(
+            "watch_lists",
+            "Complete (re)lists of a kind by its watch: one at start, one more after each 410 Gone",
+            lists.clone(),
+        );
         Self {
             registry: Arc::new(registry),
+            lists,
             in_backoff,
             stragglers,
             labelled,

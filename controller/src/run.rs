@@ -172,7 +172,12 @@ impl Loop {
                 self.state.applied(kind, &object, now)
             }
             Ok(Event::InitDone) => {
-                tracing::info!(kind = %self.state.kinds()[kind].resource.kind, tracked = self.state.tracked(kind), "listed");
+                let resource = &self.state.kinds()[kind].resource;
+                tracing::info!(kind = %resource.kind, tracked = self.state.tracked(kind), "listed");
+                let label = KindLabels {
+                    kind: resource.kind.clone(),
+                };
+                self.metrics.lists.get_or_create(&label).inc();
                 self.state.relist_done(kind);
                 self.state.due(now)
             }
