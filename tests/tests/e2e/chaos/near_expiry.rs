@@ -34,7 +34,7 @@ pub fn tests(env: &Env) -> Vec<Trial> {
     ]
 }
 
-const TTL: SignedDuration = SignedDuration::from_secs(3);
+const TTL: SignedDuration = SignedDuration::from_secs(5);
 const LAST_MOMENT: SignedDuration = SignedDuration::from_millis(100);
 
 fn jobs_resource() -> ApiResource {
@@ -70,10 +70,10 @@ async fn round(ns: &TestNamespace, index: usize) -> Result<Round> {
     let jobs: Api<Job> = Api::namespaced(client.clone(), &ns.name);
     let [extended, removed, removed_job, kept] =
         ["extended", "removed", "removed-job", "kept"].map(|what| format!("{what}-{index}"));
-    let ttl = json!({"ttlAfterSucceeded": "3s"});
+    let ttl = json!({"ttlAfterSucceeded": "5s"});
     create_buildrun(ns, &extended, "app", ttl.clone()).await?;
     create_buildrun(ns, &removed, "app", ttl).await?;
-    let annotation = json!({"retention.dev/ttl-after-succeeded": "3s"});
+    let annotation = json!({"retention.dev/ttl-after-succeeded": "5s"});
     create_job_in(client, &ns.name, &removed_job, annotation.clone()).await?;
     create_job_in(client, &ns.name, &kept, annotation).await?;
     let finished = now_second();
@@ -84,7 +84,7 @@ async fn round(ns: &TestNamespace, index: usize) -> Result<Round> {
     let deadline = finished + TTL;
     sleep_until(deadline - LAST_MOMENT).await;
     let [longer, no_ttl, no_annotation, keep]: [Patch<Value>; 4] = [
-        json!({"spec": {"retention": {"ttlAfterSucceeded": "6s"}}}),
+        json!({"spec": {"retention": {"ttlAfterSucceeded": "10s"}}}),
         json!({"spec": {"retention": null}}),
         json!({"metadata": {"annotations": {"retention.dev/ttl-after-succeeded": null}}}),
         json!({"metadata": {"annotations": {"retention.dev/keep": "true"}}}),
