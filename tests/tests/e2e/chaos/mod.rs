@@ -124,7 +124,9 @@ pub fn write_report(cluster_version: &str) -> anyhow::Result<()> {
              runs the short form. *Wrong* counts deletions the object's last state did not allow (not\n\
              finished, kept, no deadline, or before it) and deletions of objects a scenario says must\n\
              stay; *missed* counts objects still there more than a few seconds after their deadline.\n\
-             The p99 delay runs from each object's deadline to the watch event of its deletion.\n\n\
+             The p99 delay runs from each object's deadline to the watch event of its deletion; where\n\
+             thousands expire together it is the controller's request budget (50 deletions/s by\n\
+             default) at work, and where the controller is frozen or killed, the time it was gone.\n\n\
              {table}\n\
              Fuzzing (`make chaos`): the webhook's handler and `Policy::read` each take 1,000,000\n\
              generated inputs (proptest, `PROPTEST_CASES=1000000`) with no panic.\n"
