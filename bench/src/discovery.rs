@@ -50,6 +50,19 @@ where
     }
 }
 
+async fn count_items(api: &Api<PartialObjectMeta<Job>>, params: ListParams) -> Result<usize> {
+    let mut params = params.limit(500);
+    let mut items = 0;
+    loop {
+        let page = api.list(&params).await?;
+        items += page.items.len();
+        match page.metadata.continue_.filter(|token| !token.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(items),
+        }
+    }
+}
+
 /// Requests of `user` after `offset` in the audit log: LISTs of Jobs anywhere, PATCHes in `namespace`.
 fn requests(
     cluster: &LocalCluster,
@@ -100,16 +113,16 @@ pub async fn measure(
     let labelled =
         ListParams::default().labels(kube_retention_common::annotations::MANAGED_SELECTOR);
     let labelled_after = loop {
-        let done = metadata.list(&labelled.clone().limit(1)).await?;
-        let remaining = done.metadata.remaining_item_count.unwrap_or(0) as usize + done.items.len();
-        if remaining >= count {
+        // The API server gives no remainingItemCount for label-selected lists: count the pages.
+        let done = count_items(&metadata, labelled.clone()).await?;
+        if done >= count {
             break started.elapsed();
         }
         anyhow::ensure!(
-            started.elapsed() < Duration::from_secs(600),
-            "only {remaining} of {count} labelled"
+            started.elapsed() < Duration::from_secs(900),
+            "only {done} of {count} labelled"
         );
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
     };
     let (lists, patches) = requests(cluster, offset, &Deleter::KubeRetention.user(), namespace)?;
     drop(running);
