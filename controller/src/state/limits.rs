@@ -17,14 +17,8 @@ impl State {
     }
 
     pub(super) fn parent_applied(&mut self, seen: &Seen<'_>, now: Timestamp) -> Vec<Action> {
-        let Seen {
-            kind,
-            ref namespace,
-            name,
-            object,
-            value,
-        } = *seen;
-        let (policy, _) = Policy::read(value);
+        let (kind, namespace, name) = (seen.kind, &seen.namespace, seen.name);
+        let (policy, _) = Policy::read(seen.value);
         let limits = Limits {
             succeeded: policy.runs.succeeded_limit,
             failed: policy.runs.failed_limit,
@@ -39,7 +33,7 @@ impl State {
                 namespace: namespace.clone(),
                 parent: name.into(),
             };
-            if let Some(uid) = object.metadata.uid.as_deref() {
+            if let Some(uid) = seen.object.metadata.uid.as_deref() {
                 self.parent_uids.insert(group.clone(), uid.into());
             }
             let previous = self.limits.insert(group.clone(), limits);
