@@ -81,7 +81,8 @@ impl Loop {
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
         let mut events = self.watches();
         tokio::pin!(shutdown);
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        let mut gauges = tokio::time::interval(Duration::from_secs(5));
+        let mut label_retries = tokio::time::interval(Duration::from_secs(1));
         let far = Instant::now() + Duration::from_secs(3600 * 24 * 365);
         let mut listed = HashSet::new();
         let initial = *self.leadership.borrow_and_update();
@@ -115,11 +116,12 @@ impl Loop {
                     self.metrics.leader.set(i64::from(leader));
                     self.state.set_leader(leader, Timestamp::now())
                 }
-                _ = tick.tick() => {
+                _ = gauges.tick() => {
                     self.update_gauges();
-                    // Labels whose backoff ended.
-                    self.state.label_stragglers(Timestamp::now())
+                    Vec::new()
                 }
+                // Labels whose backoff ended.
+                _ = label_retries.tick() => self.state.label_stragglers(Timestamp::now()),
                 () = &mut shutdown => return,
             };
             self.submit(actions);

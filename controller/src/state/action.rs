@@ -105,12 +105,6 @@ impl State {
         if let Some(owner) = &record.owner {
             return (**owner).clone();
         }
-        let resource = &kinds[key.kind].resource;
-        EventTarget {
-            api_version: resource.api_version.clone(),
-            kind: resource.kind.clone(),
-            name: key.name.to_string(),
-            uid: Some(record.uid.text().to_string()),
-        }
+        super::failures::object_target(kinds, key, &record.uid.text())
     }
 }

@@ -8,6 +8,7 @@
 use jiff::{SignedDuration, Timestamp};
 
 use super::{Action, EventTarget, Key, State, Warning};
+use crate::kinds::WatchedKind;
 
 pub const FIRST_RETRY: SignedDuration = SignedDuration::from_secs(1);
 pub const MAX_RETRY: SignedDuration = SignedDuration::from_secs(300);
@@ -81,32 +82,68 @@ impl State {
         let Some(record) = self.runs.get_mut(key) else {
             return Vec::new();
         };
-        record.failures = record.failures.saturating_add(1);
-        let retry_at = now + failure.delay(record.failures);
-        record.retry_at = Some(retry_at);
-        let target = self.object_target(key, &self.runs[key].uid.text());
-        let failures = self.runs[key].failures;
+        let step = Step::take(&mut record.failures, &mut record.retry_at, failure, now);
+        let uid = record.uid.text();
         self.reschedule(key);
-        match failure {
-            Failure::Error(error) if is_new_step(failures) => vec![Action::Warn {
-                key: key.clone(),
-                target,
-                warning,
-                note: step_note(warning, &error, failures, retry_at),
-            }],
-            Failure::Error(_) | Failure::Conflict | Failure::Unavailable(_) => Vec::new(),
+        step.warning(&self.kinds, key, &uid, warning)
+            .into_iter()
+            .collect()
+    }
+}
+
+/// One more failure of a write: the wait it earns, and the Warning Event it deserves, if any.
+pub(super) struct Step {
+    failure: Failure,
+    failures: u8,
+    retry_at: Timestamp,
+}
+
+impl Step {
+    /// Counts a failure into `failures` and sets `retry_at` by its kind.
+    pub(super) fn take(
+        failures: &mut u8,
+        retry_at: &mut Option<Timestamp>,
+        failure: Failure,
+        now: Timestamp,
+    ) -> Self {
+        *failures = failures.saturating_add(1);
+        let at = now + failure.delay(*failures);
+        *retry_at = Some(at);
+        Self {
+            failure,
+            failures: *failures,
+            retry_at: at,
         }
     }
 
-    /// The object itself as an Event's subject.
-    pub(super) fn object_target(&self, key: &Key, uid: &str) -> EventTarget {
-        let resource = &self.kinds[key.kind].resource;
-        EventTarget {
-            api_version: resource.api_version.clone(),
-            kind: resource.kind.clone(),
-            name: key.name.to_string(),
-            uid: Some(uid.to_owned()),
-        }
+    /// A Warning Event on the object, for a refusal that starts a longer wait.
+    pub(super) fn warning(
+        self,
+        kinds: &[WatchedKind],
+        key: &Key,
+        uid: &str,
+        warning: Warning,
+    ) -> Option<Action> {
+        let Failure::Error(error) = self.failure else {
+            return None;
+        };
+        is_new_step(self.failures).then(|| Action::Warn {
+            key: key.clone(),
+            target: object_target(kinds, key, uid),
+            warning,
+            note: step_note(warning, &error, self.failures, self.retry_at),
+        })
+    }
+}
+
+/// The object itself as an Event's subject.
+pub(super) fn object_target(kinds: &[WatchedKind], key: &Key, uid: &str) -> EventTarget {
+    let resource = &kinds[key.kind].resource;
+    EventTarget {
+        api_version: resource.api_version.clone(),
+        kind: resource.kind.clone(),
+        name: key.name.to_string(),
+        uid: Some(uid.to_owned()),
     }
 }
 

@@ -86,7 +86,7 @@ impl State {
             tracing::warn!(namespace = %namespace, name, %finished_at, "finish time is in the future (clock skew?); waiting");
             actions.push(Action::Warn {
                 key: key.clone(),
-                target: self.object_target(&key, &record.uid.text()),
+                target: super::failures::object_target(&self.kinds, &key, &record.uid.text()),
                 warning: Warning::FinishInFuture,
                 note: format!(
                     "finished at {finished_at}, {}s ahead of kube-retention's clock (clock skew?): \

@@ -9,7 +9,7 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_retention_common::annotations::{self, MANAGED_LABEL};
 
-use super::failures::{Failure, is_new_step, step_note};
+use super::failures::{Failure, Step};
 use super::{Action, Key, State, Warning};
 
 #[derive(Debug)]
@@ -96,20 +96,16 @@ impl State {
             return Vec::new();
         };
         straggler.requested = false;
-        straggler.failures = straggler.failures.saturating_add(1);
-        let failures = straggler.failures;
-        let retry_at = now + failure.delay(failures);
-        straggler.retry_at = Some(retry_at);
+        let step = Step::take(
+            &mut straggler.failures,
+            &mut straggler.retry_at,
+            failure,
+            now,
+        );
         let uid = straggler.uid.clone();
-        match failure {
-            Failure::Error(error) if is_new_step(failures) => vec![Action::Warn {
-                key: key.clone(),
-                target: self.object_target(key, &uid),
-                warning: Warning::LabelFailing,
-                note: step_note(Warning::LabelFailing, &error, failures, retry_at),
-            }],
-            Failure::Error(_) | Failure::Conflict | Failure::Unavailable(_) => Vec::new(),
-        }
+        step.warning(&self.kinds, key, &uid, Warning::LabelFailing)
+            .into_iter()
+            .collect()
     }
 
     /// Label requests for every straggler not asked for yet and not backing off (the leader only).
