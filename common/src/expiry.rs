@@ -13,7 +13,7 @@ use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
 
 use crate::annotations::AnnotationPolicy;
-use crate::kind::field;
+use crate::json::field;
 use crate::policy::Policy;
 use crate::progress::{Outcome, Progress};
 

@@ -6,13 +6,14 @@ pub mod annotations;
 pub mod duration;
 pub mod expiry;
 pub mod field_error;
-pub mod kind;
+pub mod json;
+pub mod kinds;
 pub mod limits;
 pub mod policy;
 pub mod progress;
 
 pub use expiry::{Expiry, StampChange};
 pub use field_error::FieldError;
-pub use kind::Kind;
+pub use kinds::{Entry, KindId, Registry};
 pub use policy::{Policy, RunPolicy, Ttls};
-pub use progress::{Finished, Outcome, Progress};
+pub use progress::{FinishRule, Finished, Outcome, Progress};

@@ -6,6 +6,11 @@ use jiff::Timestamp;
 
 use crate::progress::Outcome;
 
+/// Count limits as kube-retention accepts them (Shipwright's CRD allows up to 10000).
+pub const LIMIT_RANGE: (u32, u32) = (1, 100);
+/// OpenShift's history limits: zero keeps none.
+pub const HISTORY_LIMIT_RANGE: (u32, u32) = (0, 100);
+
 /// A run as far as limits care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Candidate<'a> {

@@ -9,12 +9,8 @@ use serde_json::Value;
 use crate::annotations::{self, AnnotationPolicy};
 use crate::duration;
 use crate::field_error::FieldError;
-use crate::kind::{Kind, field};
-
-/// Shipwright's retention limits as kube-retention narrows them (the CRD allows up to 10000).
-pub const LIMIT_RANGE: (u32, u32) = (1, 100);
-/// OpenShift's history limits: zero keeps none.
-pub const HISTORY_LIMIT_RANGE: (u32, u32) = (0, 100);
+use crate::json::field;
+use crate::kinds::{Entry, Registry, RunFields, TtlFields, TtlUnit};
 
 /// Time-to-live per outcome.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -49,7 +45,6 @@ pub struct RunPolicy {
 /// Everything an object says about retention.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Policy {
-    pub kind: Option<Kind>,
     pub annotations: AnnotationPolicy,
     /// The object's own TTL fields (BuildRun `spec.retention`, OpenShift Build TTL seconds).
     pub own: Ttls,
@@ -61,54 +56,46 @@ pub struct Policy {
 }
 
 impl Policy {
-    /// Reads the policy of a JSON object (apiVersion, kind, metadata, spec, status).
+    /// Reads the policy of a JSON object (apiVersion, kind, metadata, spec, status) by the
+    /// built-in entry of its kind.
     pub fn read(object: &Value) -> (Self, Vec<FieldError>) {
+        Self::read_as(Registry::entry_of(object), object)
+    }
+
+    /// Reads the policy of a JSON object of the kind `entry` describes.
+    pub fn read_as(entry: &Entry, object: &Value) -> (Self, Vec<FieldError>) {
         let (annotations, mut errors) = annotations::parse(&annotations::of(object));
-        let kind = Kind::of_object(object);
+        let fields = &entry.fields;
         let mut reader = Reader {
             object,
             errors: &mut errors,
         };
-        let mut policy = Policy {
-            kind: Some(kind),
-            annotations,
-            ..Policy::default()
-        };
-        match kind {
-            Kind::Build => policy.runs = reader.build_retention("spec.retention"),
-            Kind::BuildRun => {
-                policy.own = reader.ttls("spec.retention");
-                let embedded = reader.build_retention("spec.build.spec.retention");
-                // The snapshot is Shipwright's, not the user's: never a reason to deny.
-                let snapshot = Reader {
+        let own = fields.own.map(|own| reader.ttls(&own)).unwrap_or_default();
+        let runs = fields
+            .runs
+            .map(|runs| reader.runs(&runs))
+            .unwrap_or_default();
+        let embedded = fields
+            .embedded
+            .map(|embedded| reader.runs(&embedded).ttls)
+            .unwrap_or_default();
+        // The snapshot is another system's, not the user's: never a reason to deny.
+        let snapshot = fields
+            .snapshot
+            .map(|snapshot| {
+                Reader {
                     object,
                     errors: &mut Vec::new(),
                 }
-                .ttls("status.buildSpec.retention");
-                policy.inherited = embedded.ttls.or(snapshot);
-            }
-            Kind::OpenShiftBuild => {
-                policy.own = Ttls {
-                    after_succeeded: reader.ttl_seconds("spec.successfulBuildTTLSeconds"),
-                    after_failed: reader.ttl_seconds("spec.failedBuildTTLSeconds"),
-                };
-            }
-            Kind::BuildConfig => {
-                policy.runs = RunPolicy {
-                    ttls: Ttls {
-                        after_succeeded: reader
-                            .ttl_seconds("spec.defaultSuccessfulBuildTTLSeconds"),
-                        after_failed: reader.ttl_seconds("spec.defaultFailedBuildTTLSeconds"),
-                    },
-                    succeeded_limit: reader
-                        .limit("spec.successfulBuildsHistoryLimit", HISTORY_LIMIT_RANGE),
-                    failed_limit: reader
-                        .limit("spec.failedBuildsHistoryLimit", HISTORY_LIMIT_RANGE),
-                    at_build_deletion: false,
-                };
-            }
-            Kind::Job | Kind::Pod | Kind::Other => {}
-        }
+                .ttls(&snapshot)
+            })
+            .unwrap_or_default();
+        let policy = Policy {
+            annotations,
+            own,
+            inherited: embedded.or(snapshot),
+            runs,
+        };
         (policy, errors)
     }
 
@@ -136,43 +123,55 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    fn ttls(&mut self, prefix: &str) -> Ttls {
-        self.expect_object(prefix);
+    fn ttls(&mut self, fields: &TtlFields) -> Ttls {
+        let example = match fields.unit {
+            TtlUnit::Duration => format!("{{\"{}\": \"36h\"}}", fields.succeeded),
+            TtlUnit::Seconds => format!("{{\"{}\": 3600}}", fields.succeeded),
+        };
+        self.expect_object(fields.within, &example);
+        let read = |reader: &mut Self, path: String| match fields.unit {
+            TtlUnit::Duration => reader.duration(&path),
+            TtlUnit::Seconds => reader.ttl_seconds(&path),
+        };
         Ttls {
-            after_succeeded: self.duration(&format!("{prefix}.ttlAfterSucceeded")),
-            after_failed: self.duration(&format!("{prefix}.ttlAfterFailed")),
+            after_succeeded: read(self, fields.succeeded_path()),
+            after_failed: read(self, fields.failed_path()),
         }
     }
 
-    fn build_retention(&mut self, prefix: &str) -> RunPolicy {
-        let ttls = self.ttls(prefix);
-        let at_build_deletion = format!("{prefix}.atBuildDeletion");
+    fn runs(&mut self, fields: &RunFields) -> RunPolicy {
+        let ttls = self.ttls(&fields.ttls);
+        let within = fields.ttls.within;
+        let limits = &fields.limits;
+        let succeeded_limit = self.limit(&format!("{within}.{}", limits.succeeded), limits.range);
+        let failed_limit = self.limit(&format!("{within}.{}", limits.failed), limits.range);
+        let at_build_deletion = fields
+            .owned_by_parent
+            .is_some_and(|name| self.flag(&format!("{within}.{name}")));
         RunPolicy {
             ttls,
-            succeeded_limit: self.limit(&format!("{prefix}.succeededLimit"), LIMIT_RANGE),
-            failed_limit: self.limit(&format!("{prefix}.failedLimit"), LIMIT_RANGE),
-            at_build_deletion: match field(self.object, &at_build_deletion) {
-                None => false,
-                Some(Value::Bool(value)) => *value,
-                Some(other) => {
-                    self.errors.push(FieldError::new(
-                        at_build_deletion,
-                        other,
-                        "must be true or false",
-                    ));
-                    false
-                }
-            },
+            succeeded_limit,
+            failed_limit,
+            at_build_deletion,
         }
     }
 
-    fn expect_object(&mut self, path: &str) {
+    fn flag(&mut self, path: &str) -> bool {
+        match field(self.object, path) {
+            None => false,
+            Some(Value::Bool(value)) => *value,
+            Some(other) => {
+                self.errors
+                    .push(FieldError::new(path, other, "must be true or false"));
+                false
+            }
+        }
+    }
+
+    fn expect_object(&mut self, path: &str, example: &str) {
         if let Some(value) = field(self.object, path).filter(|value| !value.is_object()) {
-            self.errors.push(FieldError::new(
-                path,
-                value,
-                "must be an object, e.g. {\"ttlAfterSucceeded\": \"36h\"}",
-            ));
+            let rule = format!("must be an object, e.g. {example}");
+            self.errors.push(FieldError::new(path, value, rule));
         }
     }
 

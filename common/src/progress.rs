@@ -8,12 +8,14 @@
 //! - OpenShift-style Builds: phase `Complete` (success), `Failed`, `Error` or `Cancelled`;
 //!   finished at `status.completionTimestamp`.
 //!
-//! Kinds with no such notion (ConfigMaps, Builds, ...) are [`Progress::NotARun`].
+//! Kinds with no such notion (ConfigMaps, Builds, ...) are [`Progress::NotARun`]. Each kind's
+//! rule is a [`FinishRule`] in its registry entry.
 
 use jiff::Timestamp;
 use serde_json::Value;
 
-use crate::kind::{Kind, field};
+use crate::json::field;
+use crate::kinds::Registry;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Outcome {
@@ -37,17 +39,45 @@ pub enum Progress {
     NotARun,
 }
 
-impl Progress {
-    /// The progress of a JSON object (apiVersion, kind, metadata, status).
-    pub fn of(object: &Value) -> Self {
-        match Kind::of_object(object) {
-            Kind::Job => job(object),
-            Kind::Pod => pod(object),
-            Kind::OpenShiftBuild => openshift_build(object),
-            Kind::BuildRun => succeeded_condition(object).unwrap_or(Self::Running),
-            Kind::Build | Kind::BuildConfig => Self::NotARun,
-            Kind::Other => succeeded_condition(object).unwrap_or(Self::NotARun),
+/// How a kind says it finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinishRule {
+    /// A Knative-style `Succeeded` condition; without one the object is running when
+    /// `required`, else not a run at all.
+    SucceededCondition { required: bool },
+    /// A Job's `Complete` or `Failed` condition.
+    JobConditions,
+    /// A Pod's phase.
+    PodPhase,
+    /// An OpenShift-style Build's phase.
+    OpenShiftPhase,
+    /// Never finishes (a parent, a plain object).
+    NotARun,
+}
+
+impl FinishRule {
+    pub fn progress(self, object: &Value) -> Progress {
+        match self {
+            Self::SucceededCondition { required } => {
+                let absent = if required {
+                    Progress::Running
+                } else {
+                    Progress::NotARun
+                };
+                succeeded_condition(object).unwrap_or(absent)
+            }
+            Self::JobConditions => job(object),
+            Self::PodPhase => pod(object),
+            Self::OpenShiftPhase => openshift_build(object),
+            Self::NotARun => Progress::NotARun,
         }
+    }
+}
+
+impl Progress {
+    /// The progress of a JSON object (apiVersion, kind, metadata, status) by its built-in rule.
+    pub fn of(object: &Value) -> Self {
+        Registry::entry_of(object).finish.progress(object)
     }
 
     pub fn finished(&self) -> Option<Finished> {

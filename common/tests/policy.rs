@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use kube_retention_common::{Kind, Policy, RunPolicy, Ttls, field_error::summary};
+use kube_retention_common::{Policy, RunPolicy, Ttls, field_error::summary};
 use serde_json::{Value, json};
 
 fn build(retention: Value) -> Value {
@@ -29,7 +29,6 @@ fn reads_a_shipwright_build() {
         "succeededLimit": 100, "failedLimit": 1, "atBuildDeletion": true,
     })));
     assert_eq!(errors, []);
-    assert_eq!(policy.kind, Some(Kind::Build));
     assert_eq!(
         policy.runs,
         RunPolicy {

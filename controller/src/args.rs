@@ -35,6 +35,23 @@ pub struct Args {
     /// Watch a further kind: GROUP/VERSION/KIND[/PLURAL][:LABEL=SUCCEEDED,FAILED]. Repeatable.
     #[arg(long = "kind", env = "KUBE_RETENTION_KINDS", value_delimiter = ' ')]
     pub kinds: Vec<String>,
+    /// Leave a built-in kind alone (neither watched nor deleted), by `Kind.group` name: `Pod`,
+    /// `Job.batch`, `BuildRun.shipwright.io`, `Build.build.openshift.io`... Repeatable; for a
+    /// cluster whose own pruning already owns that kind.
+    #[arg(
+        long = "disable-kind",
+        env = "KUBE_RETENTION_DISABLED_KINDS",
+        value_delimiter = ' '
+    )]
+    pub disabled_kinds: Vec<String>,
+    /// How often to look for further kinds whose annotated objects to delete (new CRDs, newly
+    /// granted permissions); 0s turns annotated objects of other kinds off.
+    #[arg(long, env = "KUBE_RETENTION_DISCOVERY_INTERVAL", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub discovery_interval: std::time::Duration,
+    /// How long to wait at start for missing RBAC permissions (ClusterRole aggregation takes a
+    /// moment) before failing with the list of what to grant.
+    #[arg(long, env = "KUBE_RETENTION_PERMISSIONS_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub permissions_timeout: std::time::Duration,
     /// Objects per page of the initial LIST.
     #[arg(long, default_value_t = 500)]
     pub page_size: u32,

@@ -4,9 +4,13 @@
 //! - [`kinds`]: what is watched and how runs name their parents.
 //! - [`state`]: compact records, limits and the deadline queue; pure decisions.
 //! - [`executor`]: the API requests, within a client-side budget, deletions first.
-//! - [`run`]: watches, timer and leadership wired to the two.
+//! - [`run`]: watches, timer and leadership wired to the two; [`watches`] starts and stops them
+//!   per kind; [`discovery`] finds annotated kinds beyond the configured ones.
+//! - [`app`]: everything put together behind `Args::run`.
 
+pub mod app;
 pub mod args;
+pub mod discovery;
 pub mod executor;
 pub mod kinds;
 pub mod leader;
@@ -15,11 +19,26 @@ pub mod run;
 pub mod startup;
 pub mod state;
 pub mod watch_backoff;
+pub mod watches;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{0}")]
-    Config(String),
+    #[error(transparent)]
+    ExtraKind(#[from] kube_retention_common::kinds::ExtraKindError),
+    #[error("--kind {spec:?}: {source}")]
+    DuplicateKind {
+        spec: String,
+        source: kube_retention_common::kinds::RegistryError,
+    },
+    #[error("--disable-kind: {0}")]
+    DisableKind(#[source] kube_retention_common::kinds::RegistryError),
+    #[error("{0} is not served by this cluster")]
+    NotServed(String),
+    #[error(
+        "missing RBAC permissions, grant them (see deploy/core/controller-rbac.yaml): {}",
+        .0.join("; ")
+    )]
+    MissingPermissions(Vec<String>),
     #[error("Kubernetes client: {0}")]
     Kube(#[from] kube::Error),
     #[error("I/O: {0}")]

@@ -22,6 +22,12 @@ pub struct ErrorLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct UnpermittedLabels {
+    pub kind: String,
+    pub missing: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct KindLabels {
     pub kind: String,
 }
@@ -41,6 +47,7 @@ pub struct Metrics {
     pub stragglers: Gauge,
     pub labelled: Counter,
     pub lists: Family<KindLabels, Counter>,
+    pub unpermitted_kinds: Family<UnpermittedLabels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -116,9 +123,16 @@ impl Default for Metrics {
             "Complete (re)lists of a kind by its watch: one at start, one more after each 410 Gone",
             lists.clone(),
         );
+        let unpermitted_kinds = Family::default();
+        registry.register(
+            "unpermitted_kind",
+            "1 for each served namespaced kind the controller may not list, watch, patch and delete (the verbs missing): annotated objects of it are not deleted",
+            unpermitted_kinds.clone(),
+        );
         Self {
             registry: Arc::new(registry),
             lists,
+            unpermitted_kinds,
             in_backoff,
             stragglers,
             labelled,

@@ -3,47 +3,46 @@
 //! never labelled; a timer on the earliest deadline; leadership changes; and the executor's
 //! feedback. Actions go to the [`Executor`].
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use futures::{StreamExt, stream};
 use jiff::Timestamp;
 use kube::api::{DynamicObject, PartialObjectMeta};
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
-use kube::{Api, Client};
+use kube_retention_common::kinds::KindId;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
+use crate::discovery::Scan;
 use crate::executor::{Executor, Feedback};
-use crate::metrics::{ErrorLabels, KindLabels, Metrics};
+use crate::metrics::{ErrorLabels, KindLabels, Metrics, UnpermittedLabels};
 use crate::state::{Action, State};
-use crate::watch_backoff::WatchBackoff;
+use crate::watches::{Observed, Watches};
 
 pub struct Loop {
-    pub client: Client,
     pub state: State,
-    /// Indexes of the kinds the cluster serves (the others are skipped).
-    pub served: Vec<usize>,
+    /// The configured kinds the cluster serves (the others are skipped).
+    pub served: Vec<KindId>,
+    pub watches: Watches,
+    /// Periodic scans for annotated kinds beyond the configured ones.
+    pub scans: mpsc::Receiver<Scan>,
     pub executor: Executor,
     pub feedback: mpsc::UnboundedReceiver<Feedback>,
     pub leadership: watch::Receiver<bool>,
     pub metrics: Metrics,
-    pub page_size: u32,
     /// Set once every served kind has been listed: /readyz answers 200 from then on.
     pub ready: Arc<AtomicBool>,
 }
 
-/// What a watch delivered: whole objects, or the metadata of a kind's unfiltered watch.
-enum Observed {
-    Object(usize, Result<Event<DynamicObject>, watcher::Error>),
-    Metadata(
-        usize,
-        Result<Event<PartialObjectMeta<DynamicObject>>, watcher::Error>,
-    ),
+/// Kinds watched because a scan found them, and kinds reported for lacking permissions.
+#[derive(Default)]
+struct Discovered {
+    watching: HashSet<KindId>,
+    /// Kind → the verbs missing, comma-separated.
+    unpermitted: HashMap<String, String>,
 }
 
 fn instant_at(at: Timestamp) -> Instant {
@@ -52,34 +51,11 @@ fn instant_at(at: Timestamp) -> Instant {
 }
 
 impl Loop {
-    fn watches(&self) -> stream::SelectAll<futures::stream::BoxStream<'static, Observed>> {
-        let mut streams = Vec::new();
-        for &kind in &self.served {
-            let watched = &self.state.kinds()[kind];
-            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &watched.resource);
-            let config = watcher::Config::default().page_size(self.page_size);
-            if watched.selects_managed_label() {
-                let metadata: Api<PartialObjectMeta<DynamicObject>> =
-                    Api::all_with(self.client.clone(), &watched.resource);
-                let unlabelled = watcher::watcher(metadata, config.clone())
-                    .backoff(WatchBackoff::default())
-                    .map(move |event| Observed::Metadata(kind, event));
-                streams.push(unlabelled.boxed());
-            }
-            let config = match &watched.selector {
-                Some(selector) => config.labels(selector),
-                None => config,
-            };
-            let objects = watcher::watcher(api, config)
-                .backoff(WatchBackoff::default())
-                .map(move |event| Observed::Object(kind, event));
-            streams.push(objects.boxed());
-        }
-        stream::select_all(streams)
-    }
-
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
-        let mut events = self.watches();
+        for &kind in &self.served {
+            self.watches.start(kind, &self.state.kinds()[kind]);
+        }
+        let mut discovered = Discovered::default();
         tokio::pin!(shutdown);
         let mut gauges = tokio::time::interval(Duration::from_secs(5));
         let mut label_retries = tokio::time::interval(Duration::from_secs(1));
@@ -92,7 +68,7 @@ impl Loop {
         loop {
             let deadline = self.state.next_deadline().map_or(far, instant_at);
             let actions = tokio::select! {
-                Some(observed) = events.next() => match observed {
+                observed = self.watches.next() => match observed {
                     Observed::Object(kind, event) => {
                         if matches!(event, Ok(Event::InitDone)) && listed.insert(kind) && listed.len() == self.served.len() {
                             self.ready.store(true, Ordering::Relaxed);
@@ -101,6 +77,10 @@ impl Loop {
                     }
                     Observed::Metadata(kind, event) => self.on_metadata(kind, event),
                 },
+                Some(scan) = self.scans.recv() => {
+                    self.on_scan(scan, &mut discovered);
+                    Vec::new()
+                }
                 Some(feedback) = self.feedback.recv() => {
                     let now = Timestamp::now();
                     match feedback {
@@ -128,11 +108,77 @@ impl Loop {
         }
     }
 
+    /// Starts watching kinds a scan found watchable and stops those it no longer finds.
+    fn on_scan(&mut self, scan: Scan, discovered: &mut Discovered) {
+        let mut found = HashSet::new();
+        for entry in scan.watchable {
+            let existing = self
+                .state
+                .kinds()
+                .find_group_kind(&entry.resource.group, &entry.resource.kind);
+            let kind = match existing {
+                Some(kind) => kind,
+                None => match self.state.add_kind(entry.clone()) {
+                    Ok(kind) => {
+                        self.executor.add_kind(entry);
+                        kind
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot watch a discovered kind");
+                        continue;
+                    }
+                },
+            };
+            found.insert(kind);
+            if !self.watches.is_running(kind) {
+                tracing::info!(kind = %self.state.kinds()[kind].resource, "watching annotated objects of a discovered kind");
+                self.watches.start(kind, &self.state.kinds()[kind]);
+                discovered.watching.insert(kind);
+            }
+        }
+        let gone: Vec<KindId> = discovered.watching.difference(&found).copied().collect();
+        for kind in gone {
+            tracing::info!(kind = %self.state.kinds()[kind].resource, "no longer served or permitted; not watching it");
+            discovered.watching.remove(&kind);
+            self.watches.stop(kind);
+            self.state.forget_kind(kind);
+        }
+        let mut unpermitted = HashMap::new();
+        for kind in scan.unpermitted {
+            unpermitted.insert(kind.resource.to_string(), kind.missing.join(","));
+        }
+        let newly: Vec<String> = unpermitted
+            .iter()
+            .filter(|(kind, missing)| discovered.unpermitted.get(*kind) != Some(*missing))
+            .map(|(kind, missing)| format!("{kind} ({missing})"))
+            .collect();
+        if !newly.is_empty() {
+            tracing::info!(kinds = %newly.join(", "), "annotated objects of these kinds are not deleted: the controller lacks the verbs named (grant them with a ClusterRole labelled retention.dev/aggregate-to-controller: \"true\")");
+        }
+        for (kind, missing) in &discovered.unpermitted {
+            if unpermitted.get(kind) != Some(missing) {
+                let labels = UnpermittedLabels {
+                    kind: kind.clone(),
+                    missing: missing.clone(),
+                };
+                self.metrics.unpermitted_kinds.remove(&labels);
+            }
+        }
+        for (kind, missing) in &unpermitted {
+            let labels = UnpermittedLabels {
+                kind: kind.clone(),
+                missing: missing.clone(),
+            };
+            self.metrics.unpermitted_kinds.get_or_create(&labels).set(1);
+        }
+        discovered.unpermitted = unpermitted;
+    }
+
     fn update_gauges(&self) {
         let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
-        for &kind in &self.served {
+        for (kind, _) in self.state.kinds().iter() {
             let label = KindLabels {
-                kind: self.state.kinds()[kind].resource.kind.clone(),
+                kind: self.state.kinds()[kind].resource.to_string(),
             };
             let tracked = count(self.state.tracked(kind));
             self.metrics.tracked.get_or_create(&label).set(tracked);
@@ -147,13 +193,13 @@ impl Loop {
         }
     }
 
-    fn watch_failed(&self, kind: usize, error: &watcher::Error) {
+    fn watch_failed(&self, kind: KindId, error: &watcher::Error) {
         let resource = &self.state.kinds()[kind].resource;
         tracing::warn!(kind = %resource.kind, %error, "watch failed; retrying with backoff");
         self.metrics
             .errors
             .get_or_create(&ErrorLabels {
-                kind: resource.kind.clone(),
+                kind: resource.to_string(),
                 operation: "watch",
             })
             .inc();
@@ -161,7 +207,7 @@ impl Loop {
 
     fn on_event(
         &mut self,
-        kind: usize,
+        kind: KindId,
         event: Result<Event<DynamicObject>, watcher::Error>,
     ) -> Vec<Action> {
         let now = Timestamp::now();
@@ -177,7 +223,7 @@ impl Loop {
                 let resource = &self.state.kinds()[kind].resource;
                 tracing::info!(kind = %resource.kind, tracked = self.state.tracked(kind), "listed");
                 let label = KindLabels {
-                    kind: resource.kind.clone(),
+                    kind: resource.to_string(),
                 };
                 self.metrics.lists.get_or_create(&label).inc();
                 self.state.relist_done(kind);
@@ -201,7 +247,7 @@ impl Loop {
 
     fn on_metadata(
         &mut self,
-        kind: usize,
+        kind: KindId,
         event: Result<Event<PartialObjectMeta<DynamicObject>>, watcher::Error>,
     ) -> Vec<Action> {
         match event {

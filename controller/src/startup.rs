@@ -8,33 +8,37 @@ use k8s_openapi::api::authorization::v1::{
 use kube::api::PostParams;
 use kube::{Api, Client};
 
-use crate::kinds::{Role, WatchedKind};
+use kube_retention_common::kinds::{KindId, Registry, Role};
+
 use crate::{Error, Result};
 
-/// Indexes of the kinds to watch: served ones; an unserved optional kind is skipped with a note.
-pub async fn served_kinds(client: &Client, kinds: &[WatchedKind]) -> Result<Vec<usize>> {
+/// The kinds to watch: served ones; an unserved optional kind is skipped with a note.
+pub async fn served_kinds(client: &Client, kinds: &Registry) -> Result<Vec<KindId>> {
     let mut served = Vec::new();
-    for (index, kind) in kinds.iter().enumerate() {
-        let resource = &kind.resource;
+    for (id, entry) in kinds.iter() {
+        let resource = &entry.resource;
         let list = if resource.group.is_empty() {
             client.list_core_api_resources(&resource.version).await
         } else {
-            client.list_api_group_resources(&resource.api_version).await
+            client
+                .list_api_group_resources(&resource.api_version())
+                .await
         };
         let found = list.is_ok_and(|list| {
             list.resources
                 .iter()
                 .any(|served| served.name == resource.plural)
         });
-        match (found, kind.optional) {
-            (true, _) => served.push(index),
+        match (found, entry.optional) {
+            (true, _) => served.push(id),
             (false, true) => {
-                tracing::info!(kind = %resource.kind, api_version = %resource.api_version, "not served by this cluster; not watching it")
+                tracing::info!(kind = %resource, version = %resource.version, "not served by this cluster; not watching it")
             }
             (false, false) => {
-                return Err(Error::Config(format!(
-                    "{} {} is not served by this cluster",
-                    resource.api_version, resource.kind
+                return Err(Error::NotServed(format!(
+                    "{} {}",
+                    resource.api_version(),
+                    resource.kind
                 )));
             }
         }
@@ -42,18 +46,40 @@ pub async fn served_kinds(client: &Client, kinds: &[WatchedKind]) -> Result<Vec<
     Ok(served)
 }
 
+/// [`check_permissions`], retried every second while permissions are missing, for up to `grace`
+/// (ClusterRole aggregation fills the controller's role moments after it is applied).
+pub async fn await_permissions(
+    client: &Client,
+    kinds: &Registry,
+    served: &[KindId],
+    lease_namespace: Option<&str>,
+    grace: std::time::Duration,
+) -> Result<()> {
+    let started = tokio::time::Instant::now();
+    loop {
+        match check_permissions(client, kinds, served, lease_namespace).await {
+            Err(Error::MissingPermissions(missing)) if started.elapsed() < grace => {
+                tracing::info!(missing = %missing.join("; "), "waiting for RBAC permissions");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+            done => return done,
+        }
+    }
+}
+
 /// Fails with every missing permission when the controller may not do its work.
 pub async fn check_permissions(
     client: &Client,
-    kinds: &[WatchedKind],
-    served: &[usize],
+    kinds: &Registry,
+    served: &[KindId],
     lease_namespace: Option<&str>,
 ) -> Result<()> {
     let mut needed: Vec<(String, String, &str, Option<String>)> = Vec::new();
-    for &index in served {
-        let resource = &kinds[index].resource;
-        let verbs: &[&str] = match kinds[index].role {
-            Role::Run { .. } => &["list", "watch", "patch", "delete"],
+    for &id in served {
+        let entry = kinds.get(id);
+        let resource = &entry.resource;
+        let verbs: &[&str] = match entry.role {
+            Role::Run { .. } | Role::Object => &["list", "watch", "patch", "delete"],
             Role::Parent => &["list", "watch"],
         };
         for verb in verbs {
@@ -103,8 +129,5 @@ pub async fn check_permissions(
     if missing.is_empty() {
         return Ok(());
     }
-    Err(Error::Config(format!(
-        "missing RBAC permissions, grant them (see deploy/core/controller-rbac.yaml): {}",
-        missing.join("; ")
-    )))
+    Err(Error::MissingPermissions(missing))
 }

@@ -8,11 +8,11 @@ mod support;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::DynamicObject;
+use kube_retention_common::Registry;
 use kube_retention_common::StampChange;
-use kube_retention_controller::kinds::defaults;
 use kube_retention_controller::state::{Action, Failure, Reason, State, Warning};
 use serde_json::{Value, json};
-use support::{JOB, at, deletes, leader, object};
+use support::{JOB, at, deletes, kind, leader, object};
 
 const STAMP: &str = "2026-01-01T00:00:12Z";
 
@@ -49,13 +49,13 @@ fn a_removed_ttl_removes_the_stamp_and_cancels_the_deletion() {
     let ttl = json!({"retention.dev/ttl-after-succeeded": "12s"});
     let finished = Some("2026-01-01T00:00:00Z");
     state.applied(
-        JOB,
+        kind(JOB),
         &job("1", stamped(ttl), finished),
         at("2026-01-01T00:00:01Z"),
     );
     assert_eq!(state.next_deadline(), Some(at(STAMP)));
     let actions = state.applied(
-        JOB,
+        kind(JOB),
         &job("2", stamped(json!({})), finished),
         at("2026-01-01T00:00:02Z"),
     );
@@ -72,9 +72,17 @@ fn an_extended_ttl_restamps_and_deletes_only_at_the_new_deadline() {
     let mut state = leader();
     let finished = Some("2026-01-01T00:00:00Z");
     let short = stamped(json!({"retention.dev/ttl-after-succeeded": "12s"}));
-    state.applied(JOB, &job("1", short, finished), at("2026-01-01T00:00:01Z"));
+    state.applied(
+        kind(JOB),
+        &job("1", short, finished),
+        at("2026-01-01T00:00:01Z"),
+    );
     let long = stamped(json!({"retention.dev/ttl-after-succeeded": "1m"}));
-    let actions = state.applied(JOB, &job("2", long, finished), at("2026-01-01T00:00:11.9Z"));
+    let actions = state.applied(
+        kind(JOB),
+        &job("2", long, finished),
+        at("2026-01-01T00:00:11.9Z"),
+    );
     assert!(
         matches!(&actions[..], [Action::Stamp { change: StampChange::Set(new), .. }] if *new == at("2026-01-01T00:01:00Z")),
         "{actions:?}"
@@ -91,7 +99,7 @@ fn a_deadline_the_user_wrote_still_deletes() {
     let mut state = leader();
     let mine = json!({"retention.dev/expires-at": "2026-01-01T00:00:30Z"});
     let actions = state.applied(
-        JOB,
+        kind(JOB),
         &job("1", mine, Some("2026-01-01T00:00:00Z")),
         at("2026-01-01T00:00:01Z"),
     );
@@ -107,7 +115,7 @@ fn failing_deletes_back_off_from_one_second_to_five_minutes_and_warn_once_per_st
     let mut state = leader();
     let ttl = json!({"retention.dev/ttl-after-succeeded": "1s"});
     state.applied(
-        JOB,
+        kind(JOB),
         &job("1", ttl.clone(), Some("2026-01-01T00:00:00Z")),
         at("2026-01-01T00:00:00Z"),
     );
@@ -154,7 +162,7 @@ fn failing_deletes_back_off_from_one_second_to_five_minutes_and_warn_once_per_st
         "one Warning per backoff step, none once at the ceiling"
     );
     // A change to the object resets the backoff: the new version is tried at once.
-    let actions = state.applied(JOB, &job("2", ttl, Some("2026-01-01T00:00:00Z")), now);
+    let actions = state.applied(kind(JOB), &job("2", ttl, Some("2026-01-01T00:00:00Z")), now);
     assert_eq!(actions, []);
     assert_eq!(state.in_backoff(), 0);
     assert_eq!(deletes(&state.due(now)), [("j".to_owned(), Reason::Ttl)]);
@@ -165,7 +173,7 @@ fn a_failing_stamp_backs_off_and_is_retried() {
     let mut state = leader();
     let ttl = json!({"retention.dev/ttl-after-succeeded": "1h"});
     let actions = state.applied(
-        JOB,
+        kind(JOB),
         &job("1", ttl, Some("2026-01-01T00:00:00Z")),
         at("2026-01-01T00:00:01Z"),
     );
@@ -196,9 +204,9 @@ fn metadata(labels: Value, annotations: Value) -> ObjectMeta {
 fn unlabelled_objects_with_settings_are_labelled_by_the_leader_alone() {
     let ttl = json!({"retention.dev/ttl-after-finished": "1h"});
     let now = at("2026-01-01T00:00:00Z");
-    let mut follower = State::new(defaults());
+    let mut follower = State::new(Registry::builtin().clone());
     assert_eq!(
-        follower.metadata_seen(JOB, &metadata(json!({}), ttl.clone()), now),
+        follower.metadata_seen(kind(JOB), &metadata(json!({}), ttl.clone()), now),
         []
     );
     assert_eq!(follower.stragglers(), 1);
@@ -207,13 +215,13 @@ fn unlabelled_objects_with_settings_are_labelled_by_the_leader_alone() {
 
     let mut state = leader();
     let plain = metadata(json!({}), json!({"example.com/note": "x"}));
-    assert_eq!(state.metadata_seen(JOB, &plain, now), []);
-    let actions = state.metadata_seen(JOB, &metadata(json!({}), ttl.clone()), now);
+    assert_eq!(state.metadata_seen(kind(JOB), &plain, now), []);
+    let actions = state.metadata_seen(kind(JOB), &metadata(json!({}), ttl.clone()), now);
     let [Action::Label { key }] = &actions[..] else {
         panic!("{actions:?}")
     };
     assert_eq!(
-        state.metadata_seen(JOB, &metadata(json!({}), ttl.clone()), now),
+        state.metadata_seen(kind(JOB), &metadata(json!({}), ttl.clone()), now),
         [],
         "asked once"
     );
@@ -223,7 +231,7 @@ fn unlabelled_objects_with_settings_are_labelled_by_the_leader_alone() {
     assert_eq!(state.label_stragglers(at("2026-01-01T00:00:00.5Z")), []);
     assert_eq!(state.label_stragglers(at("2026-01-01T00:00:01Z")).len(), 1);
     let labelled = metadata(json!({"retention.dev/managed": "true"}), ttl);
-    assert_eq!(state.metadata_seen(JOB, &labelled, now), []);
+    assert_eq!(state.metadata_seen(kind(JOB), &labelled, now), []);
     assert_eq!(state.stragglers(), 0);
 }
 
@@ -233,12 +241,16 @@ fn a_finish_time_in_the_future_is_reported_once_and_counts_from_then() {
     let ttl = json!({"retention.dev/ttl-after-succeeded": "2s"});
     let future = Some("2026-01-01T00:01:00Z");
     let first = state.applied(
-        JOB,
+        kind(JOB),
         &job("1", ttl.clone(), future),
         at("2026-01-01T00:00:00Z"),
     );
     assert_eq!(warnings(&first), [Warning::FinishInFuture]);
-    let again = state.applied(JOB, &job("2", ttl, future), at("2026-01-01T00:00:10Z"));
+    let again = state.applied(
+        kind(JOB),
+        &job("2", ttl, future),
+        at("2026-01-01T00:00:10Z"),
+    );
     assert_eq!(warnings(&again), []);
     assert_eq!(deletes(&state.due(at("2026-01-01T00:01:01Z"))), []);
     assert_eq!(
@@ -249,10 +261,10 @@ fn a_finish_time_in_the_future_is_reported_once_and_counts_from_then() {
 
 #[test]
 fn a_follower_has_no_deadline_to_wake_for() {
-    let mut state = State::new(defaults());
+    let mut state = State::new(Registry::builtin().clone());
     let ttl = json!({"retention.dev/ttl-after-succeeded": "1s"});
     state.applied(
-        JOB,
+        kind(JOB),
         &job("1", ttl, Some("2026-01-01T00:00:00Z")),
         at("2026-01-01T00:00:05Z"),
     );

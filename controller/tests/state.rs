@@ -2,8 +2,8 @@
 
 #![allow(clippy::unwrap_used)] // test code
 
+use kube_retention_common::Registry;
 use kube_retention_common::StampChange;
-use kube_retention_controller::kinds::defaults;
 use kube_retention_controller::state::{Action, Failure, Reason, State};
 use serde_json::json;
 
@@ -23,7 +23,7 @@ fn stamps_on_finish_and_deletes_at_expiry_with_preconditions() {
         Some(("True", "2026-01-01T00:00:09Z")),
         json!({}),
     );
-    let actions = state.applied(BUILDRUN, &run, now);
+    let actions = state.applied(kind(BUILDRUN), &run, now);
     assert!(
         matches!(&actions[..], [Action::Stamp { change: StampChange::Set(stamp), .. }] if *stamp == at("2026-01-01T00:00:12Z")),
         "{actions:?}"
@@ -72,7 +72,7 @@ fn failed_runs_use_the_failed_ttl() {
         Some(("False", "2026-01-01T00:00:00Z")),
         json!({}),
     );
-    state.applied(BUILDRUN, &run, at("2026-01-01T00:00:01Z"));
+    state.applied(kind(BUILDRUN), &run, at("2026-01-01T00:00:01Z"));
     assert_eq!(state.next_deadline(), Some(at("2026-01-01T00:01:00Z")));
 }
 
@@ -87,7 +87,7 @@ fn never_deletes_a_running_object_even_past_an_expires_at() {
         None,
         json!({"metadata": {"annotations": {"retention.dev/ttl": "1s"}}}),
     );
-    state.applied(BUILDRUN, &run, at("2026-01-01T00:00:05Z"));
+    state.applied(kind(BUILDRUN), &run, at("2026-01-01T00:00:05Z"));
     assert_eq!(state.due(at("2026-01-02T00:00:00Z")), []);
     assert_eq!(state.next_deadline(), None);
 }
@@ -111,8 +111,8 @@ fn keep_and_objects_being_deleted_are_left_alone() {
         Some(("True", "2026-01-01T00:00:00Z")),
         json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:01Z", "finalizers": ["example.com/hold"]}}),
     );
-    state.applied(BUILDRUN, &kept, at("2026-01-01T00:00:01Z"));
-    state.applied(BUILDRUN, &going, at("2026-01-01T00:00:01Z"));
+    state.applied(kind(BUILDRUN), &kept, at("2026-01-01T00:00:01Z"));
+    state.applied(kind(BUILDRUN), &going, at("2026-01-01T00:00:01Z"));
     assert_eq!(state.due(at("2026-01-02T00:00:00Z")), []);
 }
 
@@ -121,7 +121,7 @@ fn keep_added_before_expiry_cancels_the_deletion() {
     let mut state = leader();
     let finished = Some(("True", "2026-01-01T00:00:00Z"));
     state.applied(
-        BUILDRUN,
+        kind(BUILDRUN),
         &buildrun("r", "u", "1", "2026-01-01T00:00:00Z", finished, json!({})),
         at("2026-01-01T00:00:01Z"),
     );
@@ -133,7 +133,7 @@ fn keep_added_before_expiry_cancels_the_deletion() {
         finished,
         json!({"metadata": {"annotations": {"retention.dev/keep": "true"}}}),
     );
-    state.applied(BUILDRUN, &kept, at("2026-01-01T00:00:02Z"));
+    state.applied(kind(BUILDRUN), &kept, at("2026-01-01T00:00:02Z"));
     assert_eq!(state.due(at("2026-01-02T00:00:00Z")), []);
 }
 
@@ -148,10 +148,10 @@ fn a_recreated_object_is_judged_as_itself() {
         Some(("True", "2026-01-01T00:00:00Z")),
         json!({}),
     );
-    state.applied(BUILDRUN, &old, at("2026-01-01T00:00:01Z"));
-    state.removed(BUILDRUN, "ns", "r");
+    state.applied(kind(BUILDRUN), &old, at("2026-01-01T00:00:01Z"));
+    state.removed(kind(BUILDRUN), "ns", "r");
     let new = buildrun("r", "new-uid", "9", "2026-01-01T00:00:02Z", None, json!({}));
-    state.applied(BUILDRUN, &new, at("2026-01-01T00:00:02Z"));
+    state.applied(kind(BUILDRUN), &new, at("2026-01-01T00:00:02Z"));
     assert_eq!(
         state.due(at("2026-01-01T00:10:00Z")),
         [],
@@ -170,7 +170,7 @@ fn limits_keep_the_newest_and_apply_a_lowered_limit_at_once() {
         "spec": {"retention": {"succeededLimit": limit}}}),
         )
     };
-    assert_eq!(state.applied(BUILD, &build(2), now), []);
+    assert_eq!(state.applied(kind(BUILD), &build(2), now), []);
     let mut actions = Vec::new();
     for (index, created) in ["00:01", "00:02", "00:03", "00:04"].iter().enumerate() {
         let created = format!("2026-01-01T{created}:00Z");
@@ -182,7 +182,7 @@ fn limits_keep_the_newest_and_apply_a_lowered_limit_at_once() {
             Some(("True", &created)),
             json!({"spec": {"retention": null}}),
         );
-        actions.extend(state.applied(BUILDRUN, &run, now));
+        actions.extend(state.applied(kind(BUILDRUN), &run, now));
     }
     let running = buildrun(
         "running",
@@ -192,7 +192,7 @@ fn limits_keep_the_newest_and_apply_a_lowered_limit_at_once() {
         None,
         json!({"spec": {"retention": null}}),
     );
-    actions.extend(state.applied(BUILDRUN, &running, now));
+    actions.extend(state.applied(kind(BUILDRUN), &running, now));
     let mut deleted = deletes(&actions);
     deleted.sort();
     assert_eq!(
@@ -203,13 +203,13 @@ fn limits_keep_the_newest_and_apply_a_lowered_limit_at_once() {
         ]
     );
 
-    let lowered = state.applied(BUILD, &build(1), now);
+    let lowered = state.applied(kind(BUILD), &build(1), now);
     assert_eq!(deletes(&lowered), [("r2".to_owned(), Reason::Limit)]);
 }
 
 #[test]
 fn a_follower_acts_only_once_it_leads() {
-    let mut state = State::new(defaults());
+    let mut state = State::new(Registry::builtin().clone());
     let run = buildrun(
         "r",
         "u",
@@ -219,7 +219,7 @@ fn a_follower_acts_only_once_it_leads() {
         json!({"spec": {"retention": {"ttlAfterSucceeded": "1h"}}}),
     );
     assert_eq!(
-        state.applied(BUILDRUN, &run, at("2026-01-01T00:00:01Z")),
+        state.applied(kind(BUILDRUN), &run, at("2026-01-01T00:00:01Z")),
         []
     );
     assert_eq!(state.due(at("2026-01-01T02:00:00Z")), []);
@@ -247,7 +247,7 @@ fn a_conflict_is_rejudged_from_the_watch_and_retried_only_after_a_backoff() {
         Some(("True", "2026-01-01T00:00:00Z")),
         json!({}),
     );
-    state.applied(BUILDRUN, &run, at("2026-01-01T00:00:01Z"));
+    state.applied(kind(BUILDRUN), &run, at("2026-01-01T00:00:01Z"));
     let actions = state.due(at("2026-01-01T00:00:05Z"));
     let Action::Delete { key, .. } = &actions[0] else {
         panic!()
@@ -263,7 +263,7 @@ fn a_conflict_is_rejudged_from_the_watch_and_retried_only_after_a_backoff() {
         Some(("True", "2026-01-01T00:00:00Z")),
         json!({}),
     );
-    state.applied(BUILDRUN, &newer, at("2026-01-01T00:00:05.5Z"));
+    state.applied(kind(BUILDRUN), &newer, at("2026-01-01T00:00:05.5Z"));
     let actions = state.due(at("2026-01-01T00:00:05.5Z"));
     assert!(
         matches!(&actions[..], [Action::Delete { resource_version, .. }] if &**resource_version == "2"),
@@ -276,7 +276,7 @@ fn a_relist_forgets_what_is_gone() {
     let mut state = leader();
     let finished = Some(("True", "2026-01-01T00:00:00Z"));
     state.applied(
-        BUILDRUN,
+        kind(BUILDRUN),
         &buildrun(
             "stays",
             "u1",
@@ -288,7 +288,7 @@ fn a_relist_forgets_what_is_gone() {
         at("2026-01-01T00:00:01Z"),
     );
     state.applied(
-        BUILDRUN,
+        kind(BUILDRUN),
         &buildrun(
             "gone",
             "u2",
@@ -299,9 +299,9 @@ fn a_relist_forgets_what_is_gone() {
         ),
         at("2026-01-01T00:00:01Z"),
     );
-    state.relist_started(BUILDRUN);
+    state.relist_started(kind(BUILDRUN));
     state.applied(
-        BUILDRUN,
+        kind(BUILDRUN),
         &buildrun(
             "stays",
             "u1",
@@ -312,8 +312,8 @@ fn a_relist_forgets_what_is_gone() {
         ),
         at("2026-01-01T00:00:01Z"),
     );
-    state.relist_done(BUILDRUN);
-    assert_eq!(state.tracked(BUILDRUN), 1);
+    state.relist_done(kind(BUILDRUN));
+    assert_eq!(state.tracked(kind(BUILDRUN)), 1);
     assert_eq!(
         deletes(&state.due(at("2026-01-01T00:10:00Z"))),
         [("stays".to_owned(), Reason::Ttl)]
@@ -331,7 +331,7 @@ fn jobs_record_their_events_on_their_owner() {
         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly", "uid": "cron-uid"}]},
         "status": {"conditions": [{"type": "Failed", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"}]}}),
     );
-    state.applied(JOB, &job, at("2026-01-01T00:00:01Z"));
+    state.applied(kind(JOB), &job, at("2026-01-01T00:00:01Z"));
     match &state.due(at("2026-01-01T00:00:03Z"))[..] {
         [Action::Delete { event_target, .. }] => {
             assert_eq!(
@@ -360,7 +360,7 @@ fn preconditions_carry_the_uid_exactly_as_the_server_sent_it() {
             Some(("True", "2026-01-01T00:00:00Z")),
             json!({}),
         );
-        state.applied(BUILDRUN, &run, at("2026-01-01T00:00:01Z"));
+        state.applied(kind(BUILDRUN), &run, at("2026-01-01T00:00:01Z"));
         match &state.due(at("2026-01-01T00:01:00Z"))[..] {
             [
                 Action::Delete {

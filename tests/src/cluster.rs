@@ -24,9 +24,10 @@ use crate::{components, process};
 pub const CONTROL_PLANE: [&str; 3] = ["etcd", "kube-apiserver", "kube-controller-manager"];
 
 /// The controllers kube-controller-manager runs: nothing that would set a status or delete a
-/// finished object behind a test's back.
+/// finished object behind a test's back. ClusterRole aggregation builds the controller's role.
 pub const CONTROLLERS: &str = "garbage-collector-controller,namespace-controller,\
-serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller";
+serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,\
+clusterrole-aggregation-controller";
 
 /// Where kube-retention's own components run and the ServiceAccounts they act as.
 pub const NAMESPACE: &str = "kube-retention";

@@ -114,6 +114,12 @@ pub fn start_controller(
         .arg("--lease-namespace=kube-retention")
         .arg("--log-format=text")
         .args(extra);
+    if !extra
+        .iter()
+        .any(|flag| flag.starts_with("--discovery-interval"))
+    {
+        command.arg("--discovery-interval=1s");
+    }
     process::spawn(&layout.state_dir, name, &mut command)
 }
 

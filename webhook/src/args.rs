@@ -35,6 +35,22 @@ pub struct Args {
     /// response) while the Service's endpoints catch up, before draining and exiting.
     #[arg(long, env = "KUBE_RETENTION_SHUTDOWN_DELAY", default_value = "5s", value_parser = humantime::parse_duration)]
     pub shutdown_delay: Duration,
+    /// Leave a built-in kind alone (neither validated nor mutated), by `Kind.group` name: `Pod`,
+    /// `Job.batch`, `BuildRun.shipwright.io`... Repeatable; set it like the controller's.
+    #[arg(
+        long = "disable-kind",
+        env = "KUBE_RETENTION_DISABLED_KINDS",
+        value_delimiter = ' '
+    )]
+    pub disabled_kinds: Vec<String>,
+    /// The controller's user name: admission warns when it may not delete objects of a kind
+    /// given retention settings. Empty: no check.
+    #[arg(
+        long,
+        env = "KUBE_RETENTION_CONTROLLER_USER",
+        default_value = "system:serviceaccount:kube-retention:kube-retention-controller"
+    )]
+    pub controller_user: String,
     /// Kubeconfig to reach the API server with (default: in-cluster, then $KUBECONFIG).
     #[arg(long, env = "KUBE_RETENTION_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,

@@ -6,6 +6,7 @@
 //! - [`review`]: decodes AdmissionReviews and dispatches them; malformed input gets a clear error.
 //! - [`tls`] and [`server`]: HTTPS over rustls with certificate hot-reload.
 
+pub mod access;
 pub mod args;
 pub mod metrics;
 pub mod mutate;
@@ -19,9 +20,15 @@ pub mod validate;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use kube_retention_common::Registry;
+
 /// Everything a request handler needs, shared behind an `Arc`.
 pub struct Context {
     pub parents: Arc<dyn parents::Parents>,
+    /// The kinds handled: built-in ones switched off with `--disable-kind` are left alone.
+    pub kinds: Registry,
+    /// Whether the controller may delete objects of kinds beyond the built-in ones.
+    pub access: Arc<dyn access::ControllerAccess>,
     pub metrics: metrics::Metrics,
     /// Set on SIGTERM: `/readyz` fails so the Service stops sending here, and each response
     /// closes its connection so clients reconnect to another replica before this one stops.
@@ -32,8 +39,25 @@ impl Context {
     pub fn new(parents: Arc<dyn parents::Parents>) -> Self {
         Self {
             parents,
+            kinds: Registry::builtin().clone(),
+            access: Arc::new(access::Granted),
             metrics: metrics::Metrics::default(),
             draining: AtomicBool::new(false),
+        }
+    }
+
+    pub fn with_kinds(self, kinds: Registry) -> Self {
+        Self { kinds, ..self }
+    }
+
+    pub fn with_access(self, access: Arc<dyn access::ControllerAccess>) -> Self {
+        Self { access, ..self }
+    }
+
+    pub fn lookups(&self) -> mutate::Lookups<'_> {
+        mutate::Lookups {
+            kinds: &self.kinds,
+            parents: self.parents.as_ref(),
         }
     }
 }
@@ -46,6 +70,8 @@ pub enum Error {
     Io(#[from] std::io::Error),
     #[error("Kubernetes client: {0}")]
     Kube(#[from] kube::Error),
+    #[error("--disable-kind: {0}")]
+    DisableKind(#[source] kube_retention_common::kinds::RegistryError),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

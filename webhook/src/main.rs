@@ -5,10 +5,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use clap::Parser;
+use kube_retention_common::Registry;
+use kube_retention_webhook::access::Reviews;
 use kube_retention_webhook::args::Args;
 use kube_retention_webhook::parents::ApiParents;
 use kube_retention_webhook::tls::{CertificateFiles, server_config};
-use kube_retention_webhook::{Context, router, server};
+use kube_retention_webhook::{Context, Error, router, server};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -26,7 +28,16 @@ async fn main() -> ExitCode {
 async fn run(args: Args) -> kube_retention_webhook::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = kube_retention_cli::client(args.kubeconfig.as_deref()).await?;
-    let context = Arc::new(Context::new(Arc::new(ApiParents(client))));
+    let mut kinds = Registry::builtin().clone();
+    for name in &args.disabled_kinds {
+        kinds.remove(name).map_err(Error::DisableKind)?;
+    }
+    let mut context = Context::new(Arc::new(ApiParents(client.clone()))).with_kinds(kinds);
+    if !args.controller_user.is_empty() {
+        let reviews = Reviews::new(client, args.controller_user.clone());
+        context = context.with_access(Arc::new(reviews));
+    }
+    let context = Arc::new(context);
     let tls = server_config(
         CertificateFiles {
             cert: args.tls_cert,

@@ -13,11 +13,12 @@
 use jiff::Timestamp;
 use kube_retention_common::annotations::{EXPIRES_AT, MANAGED_LABEL, STAMPED};
 use kube_retention_common::expiry::format_timestamp;
-use kube_retention_common::kind::{BUILD_CONFIG_ANNOTATION, field};
-use kube_retention_common::{Expiry, Kind, Policy, StampChange};
+use kube_retention_common::json::field;
+use kube_retention_common::kinds::{Entry, Registry, Resource};
+use kube_retention_common::{Expiry, Policy, StampChange};
 use serde_json::{Map, Value, json};
 
-use crate::parents::{ParentKind, Parents};
+use crate::parents::Parents;
 
 /// An object after mutation, and warnings for the user.
 pub struct Mutated {
@@ -25,9 +26,17 @@ pub struct Mutated {
     pub warnings: Vec<String>,
 }
 
-/// Mutates `object` (already valid) for a CREATE (`creating`) or UPDATE in `namespace`.
+/// What a mutation needs besides the object: the kinds handled and a way to read parents.
+#[derive(Clone, Copy)]
+pub struct Lookups<'a> {
+    pub kinds: &'a Registry,
+    pub parents: &'a dyn Parents,
+}
+
+/// Mutates `object` (already valid) for a CREATE (`creating`) or UPDATE in `namespace`. A kind
+/// switched off in `kinds` is left as it is.
 pub async fn mutate(
-    parents: &dyn Parents,
+    lookups: Lookups<'_>,
     object: &Value,
     namespace: Option<&str>,
     creating: bool,
@@ -37,24 +46,40 @@ pub async fn mutate(
         object: object.clone(),
         warnings: Vec::new(),
     };
-    if creating && let Some(namespace) = namespace {
-        match Kind::of_object(object) {
-            Kind::BuildRun => inherit_from_build(parents, namespace, &mut mutated).await,
-            Kind::OpenShiftBuild => {
-                inherit_from_build_config(parents, namespace, &mut mutated).await
-            }
-            _ => {}
-        }
+    let Some(entry) = lookups.kinds.entry_for(object) else {
+        return mutated;
+    };
+    if creating
+        && let Some(namespace) = namespace
+        && let Some(parent) = entry.parent()
+        && let Some(parent_kind) = lookups.kinds.find_group_kind(parent.group, parent.kind)
+        && let Some(name) = parent.name_in(object)
+    {
+        let parent = Parent {
+            entry: &lookups.kinds[parent_kind],
+            namespace,
+            name: name.to_owned(),
+        };
+        inherit(lookups.parents, entry, &parent, &mut mutated).await;
     }
-    stamp(&mut mutated.object, now);
+    stamp_as(entry, &mut mutated.object, now);
     mutated
 }
 
 /// Sets kube-retention's stamp (and the managed label) where the expiry is computable, and
 /// removes a stamp no TTL stands behind any more.
 pub fn stamp(object: &mut Value, now: Timestamp) {
-    let (policy, _) = Policy::read(object);
-    match Expiry::with_policy(&policy, object, now).stamp_change(&policy.annotations) {
+    stamp_as(Registry::entry_of(object), object, now);
+}
+
+fn stamp_as(entry: &Entry, object: &mut Value, now: Timestamp) {
+    let (policy, _) = Policy::read_as(entry, object);
+    let created = field(object, "metadata.creationTimestamp")
+        .and_then(Value::as_str)
+        .and_then(|text| text.parse().ok());
+    let progress = entry.finish.progress(object);
+    let expiry = Expiry::compute(&policy, created, progress, now);
+    match expiry.stamp_change(&policy.annotations) {
         Some(StampChange::Set(at)) => {
             let stamp = format_timestamp(at);
             set_metadata_entry(object, "annotations", EXPIRES_AT, &stamp);
@@ -72,91 +97,65 @@ pub fn stamp(object: &mut Value, now: Timestamp) {
     }
 }
 
-async fn inherit_from_build(parents: &dyn Parents, namespace: &str, mutated: &mut Mutated) {
-    let Some(name) = field(&mutated.object, "spec.build.name").and_then(Value::as_str) else {
-        return; // An embedded build spec carries its own retention.
-    };
-    let name = name.to_owned();
-    let Some(build) = lookup(
-        parents,
-        ParentKind::ShipwrightBuild,
-        namespace,
-        &name,
-        mutated,
-    )
-    .await
-    else {
+/// The parent a new run names.
+struct Parent<'a> {
+    entry: &'a Entry,
+    namespace: &'a str,
+    name: String,
+}
+
+/// Copies the parent's TTLs for its runs into the run's own TTL fields, field by field where the
+/// run sets none, and makes the run owned by the parent where the parent asks for that.
+async fn inherit(parents: &dyn Parents, run: &Entry, parent: &Parent<'_>, mutated: &mut Mutated) {
+    let (Some(own), Some(runs)) = (run.fields.own, parent.entry.fields.runs) else {
         return;
     };
-    let (policy, _) = Policy::read(&build);
-    for (field_name, valid) in [
+    let Some(found) = lookup(parents, parent, mutated).await else {
+        return;
+    };
+    let (policy, _) = Policy::read_as(parent.entry, &found);
+    let ttls = policy.runs.ttls;
+    for (from, to, name, valid) in [
         (
-            "ttlAfterSucceeded",
-            policy.runs.ttls.after_succeeded.is_some(),
+            runs.ttls.succeeded_path(),
+            own.succeeded_path(),
+            own.succeeded,
+            ttls.after_succeeded.is_some(),
         ),
-        ("ttlAfterFailed", policy.runs.ttls.after_failed.is_some()),
+        (
+            runs.ttls.failed_path(),
+            own.failed_path(),
+            own.failed,
+            ttls.after_failed.is_some(),
+        ),
     ] {
-        let path = format!("spec.retention.{field_name}");
-        let Some(value) = field(&build, &path).filter(|_| valid) else {
+        let Some(value) = field(&found, &from).filter(|_| valid) else {
             continue;
         };
-        if field(&mutated.object, &path).is_none() {
-            object_at(&mut mutated.object, &["spec", "retention"])
-                .insert(field_name.to_owned(), value.clone());
+        if field(&mutated.object, &to).is_none() {
+            let within: Vec<&str> = own.within.split('.').collect();
+            object_at(&mut mutated.object, &within).insert(name.to_owned(), value.clone());
         }
     }
     if policy.runs.at_build_deletion {
-        own_by(&mut mutated.object, &build);
-    }
-}
-
-async fn inherit_from_build_config(parents: &dyn Parents, namespace: &str, mutated: &mut Mutated) {
-    let name = mutated
-        .object
-        .pointer("/metadata/annotations")
-        .and_then(|annotations| annotations.get(BUILD_CONFIG_ANNOTATION))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let Some(name) = name else {
-        return;
-    };
-    let Some(config) = lookup(parents, ParentKind::BuildConfig, namespace, &name, mutated).await
-    else {
-        return;
-    };
-    let (policy, _) = Policy::read(&config);
-    for (from, to, valid) in [
-        (
-            "defaultSuccessfulBuildTTLSeconds",
-            "successfulBuildTTLSeconds",
-            policy.runs.ttls.after_succeeded.is_some(),
-        ),
-        (
-            "defaultFailedBuildTTLSeconds",
-            "failedBuildTTLSeconds",
-            policy.runs.ttls.after_failed.is_some(),
-        ),
-    ] {
-        let Some(value) = field(&config, &format!("spec.{from}")).filter(|_| valid) else {
-            continue;
-        };
-        if field(&mutated.object, &format!("spec.{to}")).is_none() {
-            object_at(&mut mutated.object, &["spec"]).insert(to.to_owned(), value.clone());
-        }
+        own_by(&mut mutated.object, &found, &parent.entry.resource);
     }
 }
 
 /// The parent, or `None` with a warning: a missing parent never blocks the run.
 async fn lookup(
     parents: &dyn Parents,
-    kind: ParentKind,
-    namespace: &str,
-    name: &str,
+    parent: &Parent<'_>,
     mutated: &mut Mutated,
 ) -> Option<Value> {
-    let what = kind.api_resource().kind;
-    match parents.get(kind, namespace, name).await {
-        Ok(Some(parent)) => Some(parent),
+    let Parent {
+        entry,
+        namespace,
+        ref name,
+    } = *parent;
+    let what = &entry.resource.kind;
+    match parents.get(&entry.resource, namespace, name).await {
+        Ok(Some(found)) => Some(found),
         Ok(None) => {
             mutated.warnings.push(format!(
                 "{what} {name:?} not found in {namespace}: admitted without inherited retention settings"
@@ -173,7 +172,7 @@ async fn lookup(
     }
 }
 
-fn own_by(object: &mut Value, parent: &Value) {
+fn own_by(object: &mut Value, parent: &Value, kind: &Resource) {
     let (Some(uid), Some(name)) = (
         field(parent, "metadata.uid").cloned(),
         field(parent, "metadata.name").cloned(),
@@ -197,8 +196,8 @@ fn own_by(object: &mut Value, parent: &Value) {
         return;
     }
     references.push(json!({
-        "apiVersion": parent.get("apiVersion").cloned().unwrap_or(json!("shipwright.io/v1beta1")),
-        "kind": "Build",
+        "apiVersion": parent.get("apiVersion").cloned().unwrap_or_else(|| json!(kind.api_version())),
+        "kind": kind.kind,
         "name": name,
         "uid": uid,
     }));

@@ -9,6 +9,7 @@ use kube::api::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use kube::core::response::{StatusCause, StatusDetails};
 use kube_retention_common::FieldError;
+use kube_retention_common::annotations::MANAGED_LABEL;
 use kube_retention_common::field_error::summary;
 use serde_json::Value;
 
@@ -49,7 +50,7 @@ pub async fn handle(
         }
     };
     let (response, outcome) = match hook {
-        Hook::Validate => validate_request(&request),
+        Hook::Validate => validate_request(context, &request),
         Hook::Mutate => mutate_request(context, &request, whole_seconds(Timestamp::now())).await,
     };
     let operation = format!("{:?}", request.operation).to_uppercase();
@@ -78,7 +79,10 @@ fn object_json(
     Some(value)
 }
 
-fn validate_request(request: &AdmissionRequest<DynamicObject>) -> (AdmissionResponse, Outcome) {
+fn validate_request(
+    context: &Context,
+    request: &AdmissionRequest<DynamicObject>,
+) -> (AdmissionResponse, Outcome) {
     let response = AdmissionResponse::from(request);
     if !matches!(request.operation, Operation::Create | Operation::Update) {
         return (response, Outcome::Allowed);
@@ -90,7 +94,7 @@ fn validate_request(request: &AdmissionRequest<DynamicObject>) -> (AdmissionResp
         );
     };
     let old = object_json(request, request.old_object.as_ref());
-    let errors = validate::new_errors(&object, old.as_ref());
+    let errors = validate::new_errors(&context.kinds, &object, old.as_ref());
     if errors.is_empty() {
         return (response, Outcome::Allowed);
     }
@@ -139,11 +143,11 @@ async fn mutate_request(
         return (response, Outcome::Allowed);
     };
     // Invalid settings are the validating webhook's to deny; mutating them would only confuse.
-    if !validate::new_errors(&object, None).is_empty() {
+    if !validate::new_errors(&context.kinds, &object, None).is_empty() {
         return (response, Outcome::Allowed);
     }
     let namespace = request.namespace.as_deref();
-    let mutated = mutate::mutate(context.parents.as_ref(), &object, namespace, creating, now).await;
+    let mutated = mutate::mutate(context.lookups(), &object, namespace, creating, now).await;
     let patch = json_patch::diff(&object, &mutated.object);
     let mut response = if patch.0.is_empty() {
         response
@@ -156,15 +160,70 @@ async fn mutate_request(
             }
         }
     };
+    let mut warnings = mutated.warnings;
+    if let Some(warning) = unhandled_warning(context, request, &mutated.object).await {
+        warnings.push(warning);
+    }
     let outcome = if response.patch.is_some() {
         Outcome::Patched
     } else {
         Outcome::Allowed
     };
-    if !mutated.warnings.is_empty() {
-        response.warnings = Some(mutated.warnings);
+    if !warnings.is_empty() {
+        response.warnings = Some(warnings);
     }
     (response, outcome)
+}
+
+/// A warning for an object with retention settings that kube-retention will not act on: of a
+/// cluster-scoped kind, or of a kind the controller may not list, watch, patch and delete.
+async fn unhandled_warning(
+    context: &Context,
+    request: &AdmissionRequest<DynamicObject>,
+    object: &Value,
+) -> Option<String> {
+    let managed = object
+        .pointer("/metadata/labels")
+        .and_then(|labels| labels.get(MANAGED_LABEL))
+        .is_some();
+    let types = &request.kind;
+    let api_version = if types.group.is_empty() {
+        types.version.clone()
+    } else {
+        format!("{}/{}", types.group, types.version)
+    };
+    if !managed || context.kinds.find(&api_version, &types.kind).is_some() {
+        return None;
+    }
+    if request.namespace.is_none() {
+        return Some(format!(
+            "kube-retention does not delete cluster-scoped objects ({}): these settings have no effect",
+            types.kind
+        ));
+    }
+    let resource = &request.resource;
+    let named = if resource.group.is_empty() {
+        resource.resource.clone()
+    } else {
+        format!("{}.{}", resource.resource, resource.group)
+    };
+    match context
+        .access
+        .missing(&resource.group, &resource.resource)
+        .await
+    {
+        Ok(missing) if missing.is_empty() => None,
+        Ok(missing) => Some(format!(
+            "kube-retention cannot delete this: grant its controller {} on {named}",
+            missing.join(", ")
+        )),
+        Err(error) => {
+            tracing::warn!(%error, resource = %named, "could not check the controller's permissions");
+            Some(format!(
+                "could not check whether kube-retention may delete {named}: {error}"
+            ))
+        }
+    }
 }
 
 /// The API server stores times in whole seconds (an object's creationTimestamp is set just after

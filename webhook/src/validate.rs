@@ -4,16 +4,20 @@
 //! On UPDATE only errors the change introduces are denied: an object admitted before the webhook
 //! was installed must stay updatable (finalizers, labels) even if its old settings are invalid.
 
-use kube_retention_common::{FieldError, Policy};
+use kube_retention_common::{FieldError, Policy, Registry};
 use serde_json::Value;
 
-/// The errors to deny `object` for, given the `old` object of an UPDATE.
-pub fn new_errors(object: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    let (_, errors) = Policy::read(object);
+/// The errors to deny `object` for, given the `old` object of an UPDATE. A kind switched off in
+/// `kinds` is not kube-retention's to judge.
+pub fn new_errors(kinds: &Registry, object: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let Some(entry) = kinds.entry_for(object) else {
+        return Vec::new();
+    };
+    let (_, errors) = Policy::read_as(entry, object);
     let Some(old) = old else {
         return errors;
     };
-    let (_, old_errors) = Policy::read(old);
+    let (_, old_errors) = Policy::read_as(entry, old);
     errors
         .into_iter()
         .filter(|error| !old_errors.contains(error))
@@ -24,6 +28,10 @@ pub fn new_errors(object: &Value, old: Option<&Value>) -> Vec<FieldError> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn new_errors(object: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        super::new_errors(Registry::builtin(), object, old)
+    }
 
     fn build(ttl: &str, limit: u32) -> Value {
         json!({"apiVersion": "shipwright.io/v1beta1", "kind": "Build",
@@ -49,5 +57,14 @@ mod tests {
     #[test]
     fn valid_objects_pass() {
         assert_eq!(new_errors(&build("36h", 100), None), []);
+    }
+
+    #[test]
+    fn a_switched_off_kind_is_not_judged() {
+        let mut kinds = Registry::builtin().clone();
+        kinds
+            .remove("Build.shipwright.io")
+            .unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(super::new_errors(&kinds, &build("1d", 101), None), []);
     }
 }

@@ -106,6 +106,66 @@ async fn a_missing_build_admits_the_run_unchanged_with_a_warning() {
 }
 
 #[tokio::test]
+async fn warns_when_the_controller_may_not_delete_the_kind_given_a_ttl() {
+    use std::sync::Arc;
+    let context = || {
+        kube_retention_webhook::Context::new(Arc::new(support::FakeParents::with_fixtures()))
+            .with_access(Arc::new(support::NoSecrets))
+    };
+    let warnings = |body: &Value| body["response"]["warnings"].clone();
+    let annotated = |kind: &str| {
+        json!({"apiVersion": "v1", "kind": kind,
+               "metadata": {"name": "x", "annotations": {"retention.dev/ttl": "10m"}}})
+    };
+    let secret = review("", "v1", "Secret", "CREATE", &annotated("Secret"), None);
+    let (_, body) = support::send_to(context(), "/mutate", &secret).await;
+    assert_eq!(
+        warnings(&body),
+        json!(["kube-retention cannot delete this: grant its controller patch, delete on secrets"])
+    );
+    assert!(
+        !body["response"]["patch"].is_null(),
+        "still stamped: {body}"
+    );
+
+    let config_map = review(
+        "",
+        "v1",
+        "ConfigMap",
+        "CREATE",
+        &annotated("ConfigMap"),
+        None,
+    );
+    let (_, body) = support::send_to(context(), "/mutate", &config_map).await;
+    assert_eq!(warnings(&body), Value::Null, "{body}");
+
+    let plain = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}});
+    let unannotated = review("", "v1", "Secret", "CREATE", &plain, None);
+    let (_, body) = support::send_to(context(), "/mutate", &unannotated).await;
+    assert_eq!(
+        warnings(&body),
+        Value::Null,
+        "no settings, nothing to warn of"
+    );
+
+    let mut namespace = review(
+        "",
+        "v1",
+        "Namespace",
+        "CREATE",
+        &annotated("Namespace"),
+        None,
+    );
+    namespace["request"]["namespace"] = Value::Null;
+    let (_, body) = support::send_to(context(), "/mutate", &namespace).await;
+    let warning = warnings(&body)[0].as_str().unwrap_or_default().to_owned();
+    assert!(
+        warning.contains("does not delete cluster-scoped objects"),
+        "{warning}"
+    );
+}
+
+#[tokio::test]
 async fn stamps_expires_at_from_a_creation_ttl() {
     let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
                         "metadata": {"name": "c", "annotations": {"retention.dev/ttl": "10m"}}});

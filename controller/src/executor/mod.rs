@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 use std::num::NonZeroU32;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use jiff::Timestamp;
@@ -18,9 +18,9 @@ use kube::runtime::events::{EventType, Recorder};
 use kube_retention_common::StampChange;
 use tokio::sync::{Semaphore, mpsc};
 
-use crate::kinds::WatchedKind;
 use crate::metrics::Metrics;
 use crate::state::{Action, EventTarget, Failure, Key};
+use kube_retention_common::kinds::{Entry, Registry};
 
 mod requests;
 
@@ -68,7 +68,8 @@ pub struct Settings {
 /// The executor's fixed collaborators.
 pub struct Parts {
     pub client: Client,
-    pub kinds: Vec<WatchedKind>,
+    /// The kinds actions refer to; grows when the loop adds one.
+    pub kinds: Arc<RwLock<Registry>>,
     pub settings: Settings,
     pub metrics: Metrics,
     pub recorder: Recorder,
@@ -78,6 +79,7 @@ pub struct Parts {
 #[derive(Clone)]
 pub struct Executor {
     tx: mpsc::UnboundedSender<Work>,
+    kinds: Arc<RwLock<Registry>>,
 }
 
 struct Shared {
@@ -92,12 +94,24 @@ impl Executor {
             .settings
             .budget
             .map(|budget| Arc::new(RateLimiter::direct(Quota::per_second(budget))));
+        let kinds = parts.kinds.clone();
         let shared = Arc::new(Shared {
             parts,
             tx: tx.clone(),
         });
         tokio::spawn(dispatch(shared, rx, limiter));
-        Self { tx }
+        Self { tx, kinds }
+    }
+
+    /// A kind the loop added to its state: actions may refer to it from now on.
+    pub fn add_kind(&self, entry: Entry) {
+        let mut kinds = self
+            .kinds
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Err(error) = kinds.add(entry) {
+            tracing::warn!(%error, "executor already knows the kind");
+        }
     }
 
     pub fn submit(&self, action: Action) {

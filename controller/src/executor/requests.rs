@@ -8,22 +8,31 @@ use kube::runtime::events::{Event, EventType};
 use kube_retention_common::StampChange;
 use kube_retention_common::annotations::{EXPIRES_AT, MANAGED_LABEL, STAMPED};
 use kube_retention_common::expiry::format_timestamp;
+use kube_retention_common::kinds::Resource;
 use serde_json::{Value, json};
 
 use super::{EventWork, Feedback, Shared, Work};
+use crate::kinds::api_resource;
 use crate::metrics::{DeletionLabels, ErrorLabels, KindLabels};
 use crate::state::{Action, Failure, Key, Reason};
 
-fn api(shared: &Shared, key: &Key) -> Api<DynamicObject> {
-    Api::namespaced_with(
-        shared.parts.client.clone(),
-        &key.namespace,
-        &shared.parts.kinds[key.kind].resource,
-    )
+fn resource(shared: &Shared, key: &Key) -> Resource {
+    let kinds = shared
+        .parts
+        .kinds
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    kinds[key.kind].resource.clone()
 }
 
+fn api(shared: &Shared, key: &Key) -> Api<DynamicObject> {
+    let resource = api_resource(&resource(shared, key));
+    Api::namespaced_with(shared.parts.client.clone(), &key.namespace, &resource)
+}
+
+/// The kind as metrics and logs name it (`Job.batch`).
 fn kind_of(shared: &Shared, key: &Key) -> String {
-    shared.parts.kinds[key.kind].resource.kind.clone()
+    resource(shared, key).to_string()
 }
 
 /// What a failed request means: `None` when the object is gone (nothing left to do).

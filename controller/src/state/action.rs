@@ -77,17 +77,12 @@ pub enum Action {
 impl State {
     /// Where a deletion's Event is recorded: the parent, else the owner, else the object itself.
     pub(super) fn event_target(
-        kinds: &[WatchedKind],
+        kinds: &Registry,
         parent_uids: &HashMap<GroupKey, CompactString>,
         key: &Key,
         record: &Record,
     ) -> EventTarget {
-        let parent = match &kinds[key.kind].role {
-            Role::Run {
-                grouping: Some(Grouping::Label { parent, .. } | Grouping::Annotation { parent, .. }),
-            } => Some(*parent),
-            _ => None,
-        };
+        let parent = kinds.parent_of(key.kind);
         if let (Some(parent), Some(name)) = (parent, &record.group) {
             let group = GroupKey {
                 kind: key.kind,
@@ -96,7 +91,7 @@ impl State {
             };
             let resource = &kinds[parent].resource;
             return EventTarget {
-                api_version: resource.api_version.clone(),
+                api_version: resource.api_version(),
                 kind: resource.kind.clone(),
                 name: name.to_string(),
                 uid: parent_uids.get(&group).map(ToString::to_string),

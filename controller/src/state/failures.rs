@@ -8,7 +8,7 @@
 use jiff::{SignedDuration, Timestamp};
 
 use super::{Action, EventTarget, Key, State, Warning};
-use crate::kinds::WatchedKind;
+use kube_retention_common::kinds::Registry;
 
 pub const FIRST_RETRY: SignedDuration = SignedDuration::from_secs(1);
 pub const MAX_RETRY: SignedDuration = SignedDuration::from_secs(300);
@@ -119,7 +119,7 @@ impl Step {
     /// A Warning Event on the object, for a refusal that starts a longer wait.
     pub(super) fn warning(
         self,
-        kinds: &[WatchedKind],
+        kinds: &Registry,
         key: &Key,
         uid: &str,
         warning: Warning,
@@ -137,10 +137,10 @@ impl Step {
 }
 
 /// The object itself as an Event's subject.
-pub(super) fn object_target(kinds: &[WatchedKind], key: &Key, uid: &str) -> EventTarget {
+pub(super) fn object_target(kinds: &Registry, key: &Key, uid: &str) -> EventTarget {
     let resource = &kinds[key.kind].resource;
     EventTarget {
-        api_version: resource.api_version.clone(),
+        api_version: resource.api_version(),
         kind: resource.kind.clone(),
         name: key.name.to_string(),
         uid: Some(uid.to_owned()),

@@ -2,30 +2,24 @@
 //! change on either side re-applies the limit to the parent's group of runs at once.
 
 use kube_retention_common::Policy;
+use kube_retention_common::kinds::LabelLimits;
 use kube_retention_common::limits::{Candidate, over_limit};
 
 use super::*;
 
 impl State {
-    pub(super) fn parent_kind(&self, run_kind: usize) -> Option<usize> {
-        match &self.kinds.get(run_kind)?.role {
-            Role::Run {
-                grouping: Some(Grouping::Label { parent, .. } | Grouping::Annotation { parent, .. }),
-            } => Some(*parent),
-            _ => None,
-        }
+    pub(super) fn parent_kind(&self, run_kind: KindId) -> Option<KindId> {
+        self.kinds.parent_of(run_kind)
     }
 
     pub(super) fn parent_applied(&mut self, seen: &Seen<'_>, now: Timestamp) -> Vec<Action> {
         let (kind, namespace, name) = (seen.kind, &seen.namespace, seen.name);
-        let (policy, _) = Policy::read(seen.value);
+        let (policy, _) = Policy::read_as(&self.kinds[kind], seen.value);
         let limits = Limits {
             succeeded: policy.runs.succeeded_limit,
             failed: policy.runs.failed_limit,
         };
-        let run_kinds: Vec<usize> = (0..self.kinds.len())
-            .filter(|&run| self.parent_kind(run) == Some(kind))
-            .collect();
+        let run_kinds: Vec<KindId> = self.kinds.runs_of(kind).collect();
         let mut actions = Vec::new();
         for run_kind in run_kinds {
             let group = GroupKey {
@@ -50,10 +44,11 @@ impl State {
         }
         let limits = match &self.kinds[group.kind].role {
             Role::Run {
-                grouping:
-                    Some(Grouping::FixedLimits {
+                limits:
+                    Some(LabelLimits {
                         succeeded, failed, ..
                     }),
+                ..
             } => Limits {
                 succeeded: *succeeded,
                 failed: *failed,

@@ -11,7 +11,7 @@ use jiff::Timestamp;
 use kube::api::DynamicObject;
 use serde_json::Value;
 
-use crate::kinds::{Grouping, Role, WatchedKind};
+use kube_retention_common::kinds::{KindId, Registry, Role};
 
 mod action;
 mod failures;
@@ -25,10 +25,10 @@ pub use action::{Action, EventTarget, Reason, Warning};
 pub use failures::{FIRST_RETRY, Failure, MAX_RETRY, retry_delay};
 use record::{Record, Uid};
 
-/// Identifies a tracked object: its kind (index into the watched kinds), namespace and name.
+/// Identifies a tracked object: its kind, namespace and name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Key {
-    pub kind: usize,
+    pub kind: KindId,
     pub namespace: Arc<str>,
     pub name: CompactString,
 }
@@ -36,7 +36,7 @@ pub struct Key {
 /// A group of runs that share limits: runs of `kind` in `namespace` under parent `parent`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct GroupKey {
-    kind: usize,
+    kind: KindId,
     namespace: Arc<str>,
     parent: CompactString,
 }
@@ -46,7 +46,7 @@ type NamespacedName = (Arc<str>, CompactString);
 
 /// An object as a watch delivered it, with its JSON form for the model.
 struct Seen<'a> {
-    kind: usize,
+    kind: KindId,
     namespace: Arc<str>,
     name: &'a str,
     object: &'a DynamicObject,
@@ -61,21 +61,21 @@ struct Limits {
 
 #[derive(Default)]
 pub struct State {
-    kinds: Vec<WatchedKind>,
+    kinds: Registry,
     runs: HashMap<Key, Record>,
     limits: HashMap<GroupKey, Limits>,
     parent_uids: HashMap<GroupKey, CompactString>,
     groups: HashMap<GroupKey, HashSet<CompactString>>,
     queue: BTreeSet<(Timestamp, Key)>,
     namespaces: HashSet<Arc<str>>,
-    relisting: HashMap<usize, HashSet<NamespacedName>>,
+    relisting: HashMap<KindId, HashSet<NamespacedName>>,
     stragglers: HashMap<Key, stragglers::Straggler>,
     /// Only the leader acts; a follower keeps its records warm and acts once it leads.
     leader: bool,
 }
 
 impl State {
-    pub fn new(kinds: Vec<WatchedKind>) -> Self {
+    pub fn new(kinds: Registry) -> Self {
         Self {
             kinds,
             ..Self::default()
@@ -111,12 +111,12 @@ impl State {
         actions
     }
 
-    pub fn kinds(&self) -> &[WatchedKind] {
+    pub fn kinds(&self) -> &Registry {
         &self.kinds
     }
 
     /// How many runs of `kind` are tracked.
-    pub fn tracked(&self, kind: usize) -> usize {
+    pub fn tracked(&self, kind: KindId) -> usize {
         self.runs.keys().filter(|key| key.kind == kind).count()
     }
 
@@ -152,7 +152,7 @@ impl State {
     }
 
     /// An object of `kind` was added or changed.
-    pub fn applied(&mut self, kind: usize, object: &DynamicObject, now: Timestamp) -> Vec<Action> {
+    pub fn applied(&mut self, kind: KindId, object: &DynamicObject, now: Timestamp) -> Vec<Action> {
         let (Some(name), Some(namespace)) = (
             object.metadata.name.as_deref(),
             object.metadata.namespace.as_deref(),
@@ -169,10 +169,7 @@ impl State {
         // List items of built-in kinds carry no apiVersion/kind; the model needs them.
         if let Some(map) = value.as_object_mut() {
             let resource = &self.kinds[kind].resource;
-            map.insert(
-                "apiVersion".into(),
-                Value::String(resource.api_version.clone()),
-            );
+            map.insert("apiVersion".into(), Value::String(resource.api_version()));
             map.insert("kind".into(), Value::String(resource.kind.clone()));
         }
         let seen = Seen {
@@ -182,14 +179,14 @@ impl State {
             object,
             value: &value,
         };
-        match self.kinds[kind].role.clone() {
+        match self.kinds[kind].role {
             Role::Parent => self.parent_applied(&seen, now),
-            Role::Run { grouping } => self.run_applied(&seen, grouping.as_ref(), now),
+            Role::Run { .. } | Role::Object => self.run_applied(&seen, now),
         }
     }
 
     /// An object of `kind` is gone.
-    pub fn removed(&mut self, kind: usize, namespace: &str, name: &str) {
+    pub fn removed(&mut self, kind: KindId, namespace: &str, name: &str) {
         let namespace = self.intern(namespace);
         if self.kinds[kind].role == Role::Parent {
             let groups: Vec<GroupKey> = self

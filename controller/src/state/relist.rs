@@ -1,14 +1,37 @@
-//! Relists: after a watch lists afresh (a restart, a 410 Gone), what it did not list again is gone.
+//! Relists: after a watch lists afresh (a restart, a 410 Gone), what it did not list again is
+//! gone; and kinds watched from now on, or no longer.
+
+use kube_retention_common::kinds::{Entry, RegistryError};
 
 use super::*;
 
 impl State {
+    /// A kind to track from now on (found by discovery, or a policy's).
+    pub fn add_kind(&mut self, entry: Entry) -> Result<KindId, RegistryError> {
+        self.kinds.add(entry)
+    }
+
+    /// A kind no longer watched: its records go (its entry stays, so its id stays valid).
+    pub fn forget_kind(&mut self, kind: KindId) {
+        let keys: Vec<Key> = self
+            .runs
+            .keys()
+            .filter(|key| key.kind == kind)
+            .cloned()
+            .collect();
+        for key in keys {
+            self.removed(kind, &key.namespace, &key.name);
+        }
+        self.stragglers.retain(|key, _| key.kind != kind);
+        self.relisting.remove(&kind);
+    }
+
     /// A (re)list of `kind` begins: objects not seen again by [`State::relist_done`] are gone.
-    pub fn relist_started(&mut self, kind: usize) {
+    pub fn relist_started(&mut self, kind: KindId) {
         self.relisting.insert(kind, HashSet::new());
     }
 
-    pub fn relist_done(&mut self, kind: usize) {
+    pub fn relist_done(&mut self, kind: KindId) {
         let Some(seen) = self.relisting.remove(&kind) else {
             return;
         };

@@ -10,12 +10,7 @@ use super::*;
 const SKEW_TOLERANCE: SignedDuration = SignedDuration::from_secs(1);
 
 impl State {
-    pub(super) fn run_applied(
-        &mut self,
-        seen: &Seen<'_>,
-        grouping: Option<&Grouping>,
-        now: Timestamp,
-    ) -> Vec<Action> {
+    pub(super) fn run_applied(&mut self, seen: &Seen<'_>, now: Timestamp) -> Vec<Action> {
         let Seen {
             kind,
             ref namespace,
@@ -28,8 +23,11 @@ impl State {
             namespace: namespace.clone(),
             name: name.into(),
         };
-        let (policy, _) = Policy::read(value);
-        let progress = Progress::of(value);
+        let entry = &self.kinds[kind];
+        let (policy, _) = Policy::read_as(entry, value);
+        let progress = entry.finish.progress(value);
+        let group = group_of(object, value, &entry.role);
+        let owner = owner_of(object, &entry.role);
         let created = object
             .metadata
             .creation_timestamp
@@ -76,8 +74,8 @@ impl State {
             queued: None,
             skew_reported: same_object.is_some_and(|previous| previous.skew_reported)
                 || future_finish.is_some(),
-            group: group_of(object, value, grouping),
-            owner: owner_of(object, grouping),
+            group,
+            owner,
         };
         let mut actions = Vec::new();
         if let Some(finished_at) = future_finish
@@ -135,7 +133,7 @@ impl State {
 
     pub(super) fn leave_group(
         &mut self,
-        kind: usize,
+        kind: KindId,
         namespace: &Arc<str>,
         parent: &str,
         name: &str,
@@ -154,38 +152,32 @@ impl State {
     }
 }
 
-/// The name of the parent whose limits a run counts against.
-fn group_of(
-    object: &DynamicObject,
-    value: &Value,
-    grouping: Option<&Grouping>,
-) -> Option<CompactString> {
-    let label = |key: &str| {
-        object
+/// The name of the parent (or the label value) whose limits a run counts against.
+fn group_of(object: &DynamicObject, value: &Value, role: &Role) -> Option<CompactString> {
+    match role {
+        Role::Run {
+            parent: Some(parent),
+            ..
+        } => parent.name_in(value).map(CompactString::from),
+        Role::Run {
+            limits: Some(limits),
+            ..
+        } => object
             .metadata
             .labels
             .as_ref()
-            .and_then(|labels| labels.get(key))
-            .map(|value| value.as_str().into())
-    };
-    match grouping? {
-        Grouping::Label { key, fallback, .. } => label(key).or_else(|| {
-            let name = kube_retention_common::kind::field(value, (*fallback)?)?.as_str()?;
-            Some(name.into())
-        }),
-        Grouping::FixedLimits { label: key, .. } => label(key),
-        Grouping::Annotation { key, .. } => object
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|annotations| annotations.get(key))
+            .and_then(|labels| labels.get(&limits.label))
             .map(|value| value.as_str().into()),
+        Role::Run { .. } | Role::Parent | Role::Object => None,
     }
 }
 
 /// The first owner, where a run has no parent kind of its own to record Events on.
-fn owner_of(object: &DynamicObject, grouping: Option<&Grouping>) -> Option<Box<EventTarget>> {
-    if let Some(Grouping::Label { .. } | Grouping::Annotation { .. }) = grouping {
+fn owner_of(object: &DynamicObject, role: &Role) -> Option<Box<EventTarget>> {
+    if let Role::Run {
+        parent: Some(_), ..
+    } = role
+    {
         return None;
     }
     let owner = object.metadata.owner_references.as_ref()?.first()?;

@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_retention_common::annotations::{self, MANAGED_LABEL};
 
 use super::failures::{Failure, Step};
-use super::{Action, Key, State, Warning};
+use super::{Action, Key, KindId, State, Warning};
 
 #[derive(Debug)]
 pub(super) struct Straggler {
@@ -25,7 +25,7 @@ impl State {
     /// The metadata of an object of `kind` (a kind watched through the managed label) was seen.
     pub fn metadata_seen(
         &mut self,
-        kind: usize,
+        kind: KindId,
         metadata: &ObjectMeta,
         now: Timestamp,
     ) -> Vec<Action> {
@@ -71,7 +71,7 @@ impl State {
     }
 
     /// An object of `kind` is gone from the metadata watch.
-    pub fn metadata_gone(&mut self, kind: usize, namespace: &str, name: &str) {
+    pub fn metadata_gone(&mut self, kind: KindId, namespace: &str, name: &str) {
         let key = Key {
             kind,
             namespace: self.intern(namespace),
@@ -81,7 +81,7 @@ impl State {
     }
 
     /// The metadata watch of `kind` lists afresh: what it lists again is all that is left.
-    pub fn metadata_relisted(&mut self, kind: usize) {
+    pub fn metadata_relisted(&mut self, kind: KindId) {
         self.stragglers.retain(|key, _| key.kind != kind);
     }
 

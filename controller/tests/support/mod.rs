@@ -4,13 +4,18 @@
 
 use jiff::Timestamp;
 use kube::api::DynamicObject;
-use kube_retention_controller::kinds::defaults;
+use kube_retention_common::{KindId, Registry};
 use kube_retention_controller::state::{Action, Reason, State};
 use serde_json::{Value, json};
 
-pub const BUILD: usize = 0;
-pub const BUILDRUN: usize = 1;
-pub const JOB: usize = 4;
+pub const BUILD: &str = "Build.shipwright.io";
+pub const BUILDRUN: &str = "BuildRun.shipwright.io";
+pub const JOB: &str = "Job.batch";
+
+/// The built-in kind called `name`.
+pub fn kind(name: &str) -> KindId {
+    Registry::builtin().named(name).unwrap()
+}
 
 pub fn at(text: &str) -> Timestamp {
     text.parse().unwrap()
@@ -58,7 +63,7 @@ pub fn merge(target: &mut Value, patch: Value) {
 }
 
 pub fn leader() -> State {
-    let mut state = State::new(defaults());
+    let mut state = State::new(Registry::builtin().clone());
     assert_eq!(state.set_leader(true, at("2026-01-01T00:00:00Z")), []);
     state
 }

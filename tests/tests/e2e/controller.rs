@@ -392,6 +392,7 @@ async fn missing_rbac(ns: TestNamespace) -> Result<()> {
                 ),
             )
             .arg("--leader-election=false")
+            .arg("--permissions-timeout=0s")
             .arg("--log-format=text")
             .output()
             .await?;

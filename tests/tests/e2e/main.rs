@@ -9,6 +9,7 @@ mod chaos;
 mod controller;
 mod foundation;
 mod intent;
+mod kinds;
 mod lifecycle;
 mod support;
 
@@ -30,6 +31,7 @@ fn main() -> ExitCode {
     tests.extend(admission::tests(&env));
     tests.extend(controller::tests(&env));
     tests.extend(intent::tests(&env));
+    tests.extend(kinds::tests(&env));
     tests.extend(chaos::tests(&env));
     let mut conclusion = libtest_mimic::run(&arguments, tests);
     // Trials that stop kube-retention's processes run last, one at a time.

@@ -11,20 +11,22 @@ use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
+use kube_retention_common::kinds::Resource;
 use kube_retention_webhook::Context;
-use kube_retention_webhook::parents::{Lookup, ParentKind, Parents};
+use kube_retention_webhook::access::{ControllerAccess, Missing};
+use kube_retention_webhook::parents::{Lookup, Parents};
 use kube_retention_webhook::router::{DEFAULT_MAX_BODY_BYTES, router as webhook_router};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-/// Parents from `tests/fixtures`, looked up by kind and name.
-pub struct FakeParents(HashMap<(ParentKind, String), Value>);
+/// Parents from `tests/fixtures`, looked up by kind (`Build.shipwright.io`) and name.
+pub struct FakeParents(HashMap<(String, String), Value>);
 
 impl FakeParents {
     pub fn with_fixtures() -> Self {
         let mut parents = HashMap::new();
         parents.insert(
-            (ParentKind::ShipwrightBuild, "hello".to_owned()),
+            ("Build.shipwright.io".to_owned(), "hello".to_owned()),
             fixture("build-hello.json"),
         );
         Self(parents)
@@ -32,8 +34,8 @@ impl FakeParents {
 }
 
 impl Parents for FakeParents {
-    fn get<'a>(&'a self, kind: ParentKind, _namespace: &'a str, name: &'a str) -> Lookup<'a> {
-        let found = self.0.get(&(kind, name.to_owned())).cloned();
+    fn get<'a>(&'a self, kind: &'a Resource, _namespace: &'a str, name: &'a str) -> Lookup<'a> {
+        let found = self.0.get(&(kind.to_string(), name.to_owned())).cloned();
         Box::pin(async move { Ok(found) })
     }
 }
@@ -71,12 +73,33 @@ impl Clone for TestRouter {
 
 /// Posts `review` to `path` on a fresh router; returns the status and the JSON body.
 pub async fn send(path: &str, review: &Value) -> (StatusCode, Value) {
+    let context = Context::new(Arc::new(FakeParents::with_fixtures()));
+    send_to(context, path, review).await
+}
+
+/// Posts `review` to `path` on a router over `context`.
+pub async fn send_to(context: Context, path: &str, review: &Value) -> (StatusCode, Value) {
     let request = Request::post(path)
         .header("content-type", "application/json")
         .body(Body::from(serde_json::to_vec(review).unwrap()))
         .unwrap();
-    let (status, body) = router().oneshot_raw(request).await;
+    let router = TestRouter(webhook_router(Arc::new(context), DEFAULT_MAX_BODY_BYTES));
+    let (status, body) = router.oneshot_raw(request).await;
     (status, serde_json::from_slice(&body).unwrap())
+}
+
+/// The controller may do everything but patch and delete Secrets.
+pub struct NoSecrets;
+
+impl ControllerAccess for NoSecrets {
+    fn missing<'a>(&'a self, group: &'a str, resource: &'a str) -> Missing<'a> {
+        let missing = if (group, resource) == ("", "secrets") {
+            vec!["patch", "delete"]
+        } else {
+            Vec::new()
+        };
+        Box::pin(async move { Ok(missing) })
+    }
 }
 
 /// An AdmissionReview for `object` of the given group, version and kind.

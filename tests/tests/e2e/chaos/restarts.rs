@@ -121,7 +121,9 @@ fn job_lists(cluster: &LocalCluster) -> Result<u64> {
     let metrics = components::http_get(cluster.controller_port, "/metrics")?;
     Ok(metrics
         .lines()
-        .find_map(|line| line.strip_prefix(r#"kube_retention_watch_lists_total{kind="Job"} "#))
+        .find_map(|line| {
+            line.strip_prefix(r#"kube_retention_watch_lists_total{kind="Job.batch"} "#)
+        })
         .and_then(|count| count.trim().parse().ok())
         .unwrap_or(0))
 }
