@@ -3,14 +3,18 @@
 //! when", and expiry computation. Nothing here talks to a cluster.
 
 pub mod annotations;
+pub mod api;
+pub mod cel;
 pub mod duration;
 pub mod expiry;
 pub mod field_error;
 pub mod json;
 pub mod kinds;
 pub mod limits;
+pub mod policies;
 pub mod policy;
 pub mod progress;
+pub mod selector;
 
 pub use expiry::{Expiry, StampChange};
 pub use field_error::FieldError;

@@ -10,6 +10,7 @@
 
 pub mod app;
 pub mod args;
+pub mod crds;
 pub mod discovery;
 pub mod executor;
 pub mod kinds;

@@ -23,18 +23,28 @@ pub const CACHE_FOR: Duration = Duration::from_secs(10);
 
 pub type Missing<'a> =
     Pin<Box<dyn Future<Output = Result<Vec<&'static str>, kube::Error>> + Send + 'a>>;
+pub type Plural<'a> =
+    Pin<Box<dyn Future<Output = Result<Option<String>, kube::Error>> + Send + 'a>>;
 
 pub trait ControllerAccess: Send + Sync {
     /// The verbs of [`VERBS`] the controller lacks on `resource` of `group` (cluster-wide).
     fn missing<'a>(&'a self, group: &'a str, resource: &'a str) -> Missing<'a>;
+
+    /// The plural under which the cluster serves `kind` of `api_version`, if it does.
+    fn served<'a>(&'a self, api_version: &'a str, kind: &'a str) -> Plural<'a>;
 }
 
-/// Assumes every permission: for tests of everything else, and where checks are switched off.
+/// Assumes every permission and every kind: for tests of everything else, and where checks are
+/// switched off.
 pub struct Granted;
 
 impl ControllerAccess for Granted {
     fn missing<'a>(&'a self, _group: &'a str, _resource: &'a str) -> Missing<'a> {
         Box::pin(async { Ok(Vec::new()) })
+    }
+
+    fn served<'a>(&'a self, _api_version: &'a str, kind: &'a str) -> Plural<'a> {
+        Box::pin(async move { Ok(Some(format!("{}s", kind.to_ascii_lowercase()))) })
     }
 }
 
@@ -87,6 +97,24 @@ impl Reviews {
 }
 
 impl ControllerAccess for Reviews {
+    fn served<'a>(&'a self, api_version: &'a str, kind: &'a str) -> Plural<'a> {
+        Box::pin(async move {
+            let listed = match api_version.split_once('/') {
+                None => self.client.list_core_api_resources(api_version).await,
+                Some(_) => self.client.list_api_group_resources(api_version).await,
+            };
+            let resources = match listed {
+                Ok(list) => list.resources,
+                Err(kube::Error::Api(status)) if status.code == 404 => return Ok(None),
+                Err(error) => return Err(error),
+            };
+            Ok(resources
+                .into_iter()
+                .find(|resource| resource.kind == kind && !resource.name.contains('/'))
+                .map(|resource| resource.name))
+        })
+    }
+
     fn missing<'a>(&'a self, group: &'a str, resource: &'a str) -> Missing<'a> {
         Box::pin(async move {
             let key = (group.to_owned(), resource.to_owned());

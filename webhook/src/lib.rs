@@ -11,6 +11,7 @@ pub mod args;
 pub mod metrics;
 pub mod mutate;
 pub mod parents;
+pub mod policy_warnings;
 pub mod review;
 pub mod router;
 pub mod server;

@@ -50,7 +50,7 @@ pub async fn handle(
         }
     };
     let (response, outcome) = match hook {
-        Hook::Validate => validate_request(context, &request),
+        Hook::Validate => validate_request(context, &request).await,
         Hook::Mutate => mutate_request(context, &request, whole_seconds(Timestamp::now())).await,
     };
     let operation = format!("{:?}", request.operation).to_uppercase();
@@ -79,7 +79,7 @@ fn object_json(
     Some(value)
 }
 
-fn validate_request(
+async fn validate_request(
     context: &Context,
     request: &AdmissionRequest<DynamicObject>,
 ) -> (AdmissionResponse, Outcome) {
@@ -95,10 +95,17 @@ fn validate_request(
     };
     let old = object_json(request, request.old_object.as_ref());
     let errors = validate::new_errors(&context.kinds, &object, old.as_ref());
-    if errors.is_empty() {
-        return (response, Outcome::Allowed);
+    if !errors.is_empty() {
+        return (deny(response, request, &errors), Outcome::Denied);
     }
-    (deny(response, request, &errors), Outcome::Denied)
+    let mut response = response;
+    if validate::is_policy(&object) {
+        let warnings = crate::policy_warnings::of(context, &object).await;
+        if !warnings.is_empty() {
+            response.warnings = Some(warnings);
+        }
+    }
+    (response, Outcome::Allowed)
 }
 
 /// A denial that reads well in `kubectl apply` and lists each field as a cause.

@@ -1,15 +1,25 @@
-//! Validation: the model's own reader ([`Policy::read`]) is the validator, so what the webhook
-//! denies is exactly what the controller would refuse to act on.
+//! Validation: the model's own readers are the validators — [`Policy::read`] for objects,
+//! [`Rules::read`] for RetentionPolicies — so what the webhook denies is exactly what the
+//! controller would refuse to act on.
 //!
 //! On UPDATE only errors the change introduces are denied: an object admitted before the webhook
 //! was installed must stay updatable (finalizers, labels) even if its old settings are invalid.
 
+use kube_retention_common::api::{GROUP, PolicyRules};
+use kube_retention_common::kinds::group_of;
+use kube_retention_common::policies::Rules;
 use kube_retention_common::{FieldError, Policy, Registry};
 use serde_json::Value;
 
+/// The kinds whose spec is a policy.
+const POLICY_KINDS: [&str; 2] = ["RetentionPolicy", "ClusterRetentionPolicy"];
+
 /// The errors to deny `object` for, given the `old` object of an UPDATE. A kind switched off in
-/// `kinds` is not kube-retention's to judge.
+/// `kinds` is not kube-retention's to judge. A policy is judged whole, every time.
 pub fn new_errors(kinds: &Registry, object: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    if is_policy(object) {
+        return policy_errors(object);
+    }
     let Some(entry) = kinds.entry_for(object) else {
         return Vec::new();
     };
@@ -22,6 +32,24 @@ pub fn new_errors(kinds: &Registry, object: &Value, old: Option<&Value>) -> Vec<
         .into_iter()
         .filter(|error| !old_errors.contains(error))
         .collect()
+}
+
+pub fn is_policy(object: &Value) -> bool {
+    let text = |key: &str| object.get(key).and_then(Value::as_str).unwrap_or_default();
+    group_of(text("apiVersion")) == GROUP && POLICY_KINDS.contains(&text("kind"))
+}
+
+/// Every error of a RetentionPolicy or ClusterRetentionPolicy.
+pub fn policy_errors(object: &Value) -> Vec<FieldError> {
+    let spec = object.get("spec").cloned().unwrap_or(Value::Null);
+    match serde_json::from_value::<PolicyRules>(spec.clone()) {
+        Ok(rules) => Rules::read(&rules, spec.get("namespaceSelector")).1,
+        Err(error) => vec![FieldError::new(
+            "spec",
+            &spec,
+            format!("is malformed: {error}"),
+        )],
+    }
 }
 
 #[cfg(test)]
@@ -57,6 +85,19 @@ mod tests {
     #[test]
     fn valid_objects_pass() {
         assert_eq!(new_errors(&build("36h", 100), None), []);
+    }
+
+    #[test]
+    fn policies_are_judged_by_the_policy_reader() {
+        let policy = json!({"apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
+                            "spec": {"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
+                                     "ttlAfterFailed": "1d", "failedLimit": 0}});
+        let errors = new_errors(&policy, None);
+        let paths: Vec<&str> = errors.iter().map(|error| error.path.as_str()).collect();
+        assert_eq!(paths, ["spec.ttlAfterFailed", "spec.failedLimit"]);
+        let malformed = json!({"apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
+                               "spec": {"resources": "Job"}});
+        assert_eq!(new_errors(&malformed, None)[0].path, "spec");
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod foundation;
 mod intent;
 mod kinds;
 mod lifecycle;
+mod policies;
 mod support;
 
 use std::process::ExitCode;
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
     tests.extend(controller::tests(&env));
     tests.extend(intent::tests(&env));
     tests.extend(kinds::tests(&env));
+    tests.extend(policies::tests(&env));
     tests.extend(chaos::tests(&env));
     let mut conclusion = libtest_mimic::run(&arguments, tests);
     // Trials that stop kube-retention's processes run last, one at a time.

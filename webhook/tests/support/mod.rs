@@ -13,7 +13,7 @@ use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use kube_retention_common::kinds::Resource;
 use kube_retention_webhook::Context;
-use kube_retention_webhook::access::{ControllerAccess, Missing};
+use kube_retention_webhook::access::{ControllerAccess, Missing, Plural};
 use kube_retention_webhook::parents::{Lookup, Parents};
 use kube_retention_webhook::router::{DEFAULT_MAX_BODY_BYTES, router as webhook_router};
 use serde_json::{Value, json};
@@ -88,7 +88,7 @@ pub async fn send_to(context: Context, path: &str, review: &Value) -> (StatusCod
     (status, serde_json::from_slice(&body).unwrap())
 }
 
-/// The controller may do everything but patch and delete Secrets.
+/// The controller may do everything but patch and delete Secrets; there are no Gadgets.
 pub struct NoSecrets;
 
 impl ControllerAccess for NoSecrets {
@@ -99,6 +99,11 @@ impl ControllerAccess for NoSecrets {
             Vec::new()
         };
         Box::pin(async move { Ok(missing) })
+    }
+
+    fn served<'a>(&'a self, _api_version: &'a str, kind: &'a str) -> Plural<'a> {
+        let plural = (kind != "Gadget").then(|| format!("{}s", kind.to_ascii_lowercase()));
+        Box::pin(async move { Ok(plural) })
     }
 }
 

@@ -1,0 +1,171 @@
+//! The `retention.dev/v1alpha1` API: `ClusterRetentionPolicy` (cluster-scoped, with a
+//! `namespaceSelector`) and `RetentionPolicy` (applies to its own namespace). These types are
+//! the source of the CRDs in deploy/crds (`make crds`); the schema only fixes the shape, the
+//! rules (durations, limits, CEL) are [`crate::retention_policy`]'s, so admission and the
+//! controller report every error together and in the same words.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub const GROUP: &str = "retention.dev";
+pub const VERSION: &str = "v1alpha1";
+
+/// Finished objects of these kinds, in the namespaces `namespaceSelector` selects, live as long
+/// as this policy says.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "retention.dev",
+    version = "v1alpha1",
+    kind = "ClusterRetentionPolicy",
+    shortname = "crp",
+    status = "PolicyStatus",
+    category = "retention",
+    printcolumn = r#"{"name":"Kinds","type":"string","jsonPath":".status.kinds"}"#,
+    printcolumn = r#"{"name":"TTL","type":"string","jsonPath":".spec.ttl","priority":1}"#,
+    printcolumn = r#"{"name":"Succeeded","type":"string","jsonPath":".spec.ttlAfterSucceeded"}"#,
+    printcolumn = r#"{"name":"Failed","type":"string","jsonPath":".spec.ttlAfterFailed"}"#,
+    printcolumn = r#"{"name":"Limits","type":"string","jsonPath":".status.limits"}"#,
+    printcolumn = r#"{"name":"Dry-Run","type":"boolean","jsonPath":".spec.dryRun"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterRetentionPolicySpec {
+    /// The namespaces it applies in (all when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace_selector: Option<LabelSelector>,
+    #[serde(flatten)]
+    pub rules: PolicyRules,
+}
+
+/// Finished objects of these kinds in this namespace live as long as this policy says; it
+/// takes precedence over ClusterRetentionPolicies.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "retention.dev",
+    version = "v1alpha1",
+    kind = "RetentionPolicy",
+    namespaced,
+    shortname = "rp",
+    status = "PolicyStatus",
+    category = "retention",
+    printcolumn = r#"{"name":"Kinds","type":"string","jsonPath":".status.kinds"}"#,
+    printcolumn = r#"{"name":"TTL","type":"string","jsonPath":".spec.ttl","priority":1}"#,
+    printcolumn = r#"{"name":"Succeeded","type":"string","jsonPath":".spec.ttlAfterSucceeded"}"#,
+    printcolumn = r#"{"name":"Failed","type":"string","jsonPath":".spec.ttlAfterFailed"}"#,
+    printcolumn = r#"{"name":"Limits","type":"string","jsonPath":".status.limits"}"#,
+    printcolumn = r#"{"name":"Dry-Run","type":"boolean","jsonPath":".spec.dryRun"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct RetentionPolicySpec {
+    #[serde(flatten)]
+    pub rules: PolicyRules,
+}
+
+/// What both policy kinds say.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyRules {
+    /// The kinds it governs, e.g. `{apiVersion: tekton.dev/v1, kind: PipelineRun}`.
+    pub resources: Vec<ResourceRef>,
+    /// Only objects whose labels match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<LabelSelector>,
+    /// Only objects for which this CEL expression (over `object`) is true.
+    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    pub match_expression: Option<String>,
+    /// How the kinds say they finished, where kube-retention has no built-in rule (or to
+    /// override it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished: Option<FinishedRules>,
+    /// Time to live from creation, finished or not (Go duration, e.g. `720h`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<String>,
+    /// Time to live after succeeding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_after_succeeded: Option<String>,
+    /// Time to live after failing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_after_failed: Option<String>,
+    /// Succeeded objects kept per group (1 to 100), the newest first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub succeeded_limit: Option<i64>,
+    /// Failed objects kept per group (1 to 100), the newest first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_limit: Option<i64>,
+    /// A label key: limits count per value of it (default: per kind and namespace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_by: Option<String>,
+    /// Decide and report in the status, delete nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dry_run: Option<bool>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceRef {
+    /// `group/version`, or `v1` for the core group.
+    pub api_version: String,
+    pub kind: String,
+}
+
+/// CEL expressions over `object`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FinishedRules {
+    /// True once the object succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub succeeded: Option<String>,
+    /// True once the object failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+    /// When it finished, a timestamp (e.g. `timestamp(object.status.finishedAt)`); the time
+    /// kube-retention saw it finish when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+}
+
+/// What an admin needs at a glance.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyStatus {
+    /// `Ready`: whether the controller can act on every kind (else why not).
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The kinds governed, for `kubectl get` (`PipelineRun.tekton.dev`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kinds: Option<String>,
+    /// The limits, for `kubectl get` (`5/3 per tekton.dev/pipeline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<String>,
+    /// Objects this policy governs now.
+    #[serde(default)]
+    pub matched: u64,
+    /// The next deletion it will cause (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_deletion: Option<String>,
+    /// Deletions so far (by this controller's run).
+    #[serde(default)]
+    pub deletions: u64,
+    /// In dry run: objects that would have been deleted, and when (at most 20, oldest first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub would_delete: Vec<WouldDelete>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WouldDelete {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    /// When (RFC 3339).
+    pub at: String,
+    /// `ttl` or `limit`.
+    pub reason: String,
+}

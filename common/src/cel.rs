@@ -1,0 +1,210 @@
+//! CEL expressions over `object`, as policies write them (`match`, `finished.*`): compiled once
+//! with everything that can be known without an object checked — syntax, variables other than
+//! `object`, functions the evaluator lacks, a result of the wrong type written outright — and
+//! evaluated with Kubernetes' CEL library (kube-cel) on top of the standard one.
+
+use std::fmt;
+
+use jiff::Timestamp;
+use kube_cel::KubeCelExt;
+use kube_cel::cel::common::ast::{Expr, LiteralValue};
+use kube_cel::cel::{Context, ExecutionError, Program, Value as CelValue};
+use serde_json::Value;
+
+/// The only variable an expression may use.
+pub const VARIABLE: &str = "object";
+
+/// What an expression must produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// True or false (`match`, `finished.succeeded`, `finished.failed`).
+    Condition,
+    /// A timestamp (`finished.at`).
+    Time,
+}
+
+pub struct Expression {
+    source: String,
+    program: Program,
+    expect: Expect,
+}
+
+impl fmt::Debug for Expression {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Expression({:?})", self.source)
+    }
+}
+
+impl PartialEq for Expression {
+    fn eq(&self, other: &Self) -> bool {
+        self.source == other.source && self.expect == other.expect
+    }
+}
+
+/// Why an expression could not be evaluated on an object (a field it reads is absent, ...).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{source_text}: {reason}")]
+pub struct EvalError {
+    source_text: String,
+    reason: String,
+}
+
+thread_local! {
+    static ROOT: Context<'static> = Context::default().with_all();
+}
+
+impl Expression {
+    /// Compiles `source`, or says what is wrong with it (a rule for a [`crate::FieldError`]).
+    pub fn compile(source: &str, expect: Expect) -> Result<Self, String> {
+        if source.trim().is_empty() {
+            return Err(format!("is empty: {}", example(expect)));
+        }
+        let program = Program::compile(source)
+            .map_err(|errors| format!("is not valid CEL: {}", one_line(&errors.to_string())))?;
+        let references = program.references();
+        let unknown: Vec<&str> = references
+            .variables()
+            .into_iter()
+            .filter(|name| *name != VARIABLE)
+            .collect();
+        if !unknown.is_empty() {
+            return Err(format!(
+                "uses {}: the only variable is `{VARIABLE}`, the object judged",
+                quoted(&unknown)
+            ));
+        }
+        let missing: Vec<&str> = references
+            .functions()
+            .into_iter()
+            .filter(|name| !is_operator(name) && !has_function(name))
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "calls {}, which CEL does not have",
+                quoted(&missing)
+            ));
+        }
+        if let Some(wrong) = wrong_result(&program.expression().expr, expect) {
+            return Err(format!("{wrong}: {}", example(expect)));
+        }
+        Ok(Self {
+            source: source.to_owned(),
+            program,
+            expect,
+        })
+    }
+
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Evaluates a condition on `object`.
+    pub fn condition(&self, object: &Value) -> Result<bool, EvalError> {
+        match self.evaluate(object)? {
+            CelValue::Bool(value) => Ok(value),
+            other => Err(self.error(format!("gave {other:?}, not true or false"))),
+        }
+    }
+
+    /// Evaluates a time on `object`.
+    pub fn time(&self, object: &Value) -> Result<Timestamp, EvalError> {
+        match self.evaluate(object)? {
+            CelValue::Timestamp(at) => Timestamp::from_second(at.timestamp())
+                .and_then(|second| {
+                    second.checked_add(jiff::SignedDuration::from_nanos(i64::from(
+                        at.timestamp_subsec_nanos(),
+                    )))
+                })
+                .map_err(|error| self.error(error.to_string())),
+            CelValue::String(text) => text
+                .parse()
+                .map_err(|_| self.error(format!("gave {text:?}, not an RFC 3339 time"))),
+            other => Err(self.error(format!("gave {other:?}, not a timestamp"))),
+        }
+    }
+
+    fn evaluate(&self, object: &Value) -> Result<CelValue, EvalError> {
+        let value =
+            kube_cel::cel::to_value(object).map_err(|error| self.error(error.to_string()))?;
+        ROOT.with(|root| {
+            let mut context = root.new_inner_scope();
+            context.add_variable_from_value(VARIABLE, value);
+            self.program
+                .execute(&context)
+                .map_err(|error| self.error(error.to_string()))
+        })
+    }
+
+    fn error(&self, reason: String) -> EvalError {
+        EvalError {
+            source_text: self.source.clone(),
+            reason,
+        }
+    }
+}
+
+fn example(expect: Expect) -> &'static str {
+    match expect {
+        Expect::Condition => "write a condition on `object`, e.g. object.status.phase == \"Done\"",
+        Expect::Time => "write a time from `object`, e.g. timestamp(object.status.finishedAt)",
+    }
+}
+
+fn quoted(names: &[&str]) -> String {
+    let names: Vec<String> = names.iter().map(|name| format!("`{name}`")).collect();
+    names.join(", ")
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Operators (`_==_`, `!_`) and the macros the parser expands are not library functions.
+fn is_operator(name: &str) -> bool {
+    name.starts_with('_')
+        || name.ends_with('_')
+        || matches!(
+            name,
+            "has"
+                | "all"
+                | "exists"
+                | "exists_one"
+                | "map"
+                | "filter"
+                | "@in"
+                | "@not_strictly_false"
+        )
+}
+
+/// Whether the evaluator has `name`: calling it with no arguments fails on the arguments, not on
+/// an undeclared reference, when it does.
+fn has_function(name: &str) -> bool {
+    let Ok(probe) = Program::compile(&format!("{name}()")) else {
+        return true;
+    };
+    ROOT.with(|root| {
+        !matches!(probe.execute(root), Err(ExecutionError::UndeclaredReference(ref missing)) if missing.as_str() == name)
+    })
+}
+
+/// A result of the wrong type written outright (a literal, arithmetic, a comparison).
+fn wrong_result(expr: &Expr, expect: Expect) -> Option<String> {
+    let condition = match expr {
+        Expr::Literal(LiteralValue::Boolean(_)) => true,
+        Expr::Literal(_) | Expr::List(_) | Expr::Map(_) => false,
+        Expr::Call(call) => match call.func_name.as_str() {
+            "_==_" | "_!=_" | "_<_" | "_<=_" | "_>_" | "_>=_" | "_&&_" | "_||_" | "!_" | "@in" => {
+                true
+            }
+            "_+_" | "_-_" | "_*_" | "_/_" | "_%_" | "-_" | "timestamp" | "duration" | "string"
+            | "int" | "double" | "size" => false,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    match (expect, condition) {
+        (Expect::Condition, false) => Some("gives a value, not true or false".into()),
+        (Expect::Time, true) => Some("gives true or false, not a time".into()),
+        _ => None,
+    }
+}

@@ -1,0 +1,208 @@
+//! RetentionPolicy and ClusterRetentionPolicy specs, read and checked: every invalid field
+//! reported at once, with its path under `spec`, its value and the rule — the webhook denies with
+//! these errors, and the controller reports them in the policy's `Ready` condition. The result,
+//! a [`Rules`], is what the controller applies.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::api::{PolicyRules, ResourceRef};
+use crate::cel::{Expect, Expression};
+use crate::duration;
+use crate::field_error::FieldError;
+use crate::kinds::group_of;
+use crate::limits::LIMIT_RANGE;
+use crate::policy::Ttls;
+use crate::selector::Selector;
+
+/// A checked policy.
+#[derive(Debug, Default)]
+pub struct Rules {
+    pub kinds: Vec<ResourceRef>,
+    pub selector: Selector,
+    pub namespace_selector: Selector,
+    pub matches: Option<Expression>,
+    pub finished: Finished,
+    /// From creation, finished or not.
+    pub ttl: Option<Duration>,
+    pub ttls: Ttls,
+    pub succeeded_limit: Option<u32>,
+    pub failed_limit: Option<u32>,
+    pub group_by: Option<String>,
+    pub dry_run: bool,
+}
+
+/// A policy's own finish rules, tried before the kind's built-in one.
+#[derive(Debug, Default)]
+pub struct Finished {
+    pub succeeded: Option<Expression>,
+    pub failed: Option<Expression>,
+    pub at: Option<Expression>,
+}
+
+impl Rules {
+    /// Reads a policy's spec; `namespace_selector` is a ClusterRetentionPolicy's.
+    pub fn read(spec: &PolicyRules, namespace_selector: Option<&Value>) -> (Self, Vec<FieldError>) {
+        let mut errors = Vec::new();
+        let mut rules = Rules {
+            kinds: kinds(&spec.resources, &mut errors),
+            selector: selector("spec.selector", spec.selector.as_ref(), &mut errors),
+            namespace_selector: namespace_selector
+                .map(|value| Selector::read("spec.namespaceSelector", value, &mut errors))
+                .unwrap_or_default(),
+            matches: expression(
+                "spec.match",
+                spec.match_expression.as_deref(),
+                Expect::Condition,
+                &mut errors,
+            ),
+            ttl: ttl("spec.ttl", spec.ttl.as_deref(), &mut errors),
+            ttls: Ttls {
+                after_succeeded: ttl(
+                    "spec.ttlAfterSucceeded",
+                    spec.ttl_after_succeeded.as_deref(),
+                    &mut errors,
+                ),
+                after_failed: ttl(
+                    "spec.ttlAfterFailed",
+                    spec.ttl_after_failed.as_deref(),
+                    &mut errors,
+                ),
+            },
+            succeeded_limit: limit("spec.succeededLimit", spec.succeeded_limit, &mut errors),
+            failed_limit: limit("spec.failedLimit", spec.failed_limit, &mut errors),
+            group_by: spec.group_by.clone(),
+            dry_run: spec.dry_run.unwrap_or(false),
+            ..Rules::default()
+        };
+        if let Some(finished) = &spec.finished {
+            rules.finished = Finished {
+                succeeded: expression(
+                    "spec.finished.succeeded",
+                    finished.succeeded.as_deref(),
+                    Expect::Condition,
+                    &mut errors,
+                ),
+                failed: expression(
+                    "spec.finished.failed",
+                    finished.failed.as_deref(),
+                    Expect::Condition,
+                    &mut errors,
+                ),
+                at: expression(
+                    "spec.finished.at",
+                    finished.at.as_deref(),
+                    Expect::Time,
+                    &mut errors,
+                ),
+            };
+        }
+        if let Some(key) = &spec.group_by
+            && let Err(rule) = crate::selector::check_label_key(key)
+        {
+            errors.push(FieldError::new("spec.groupBy", &json!(key), rule));
+        }
+        let deletes = spec.ttl.is_some()
+            || spec.ttl_after_succeeded.is_some()
+            || spec.ttl_after_failed.is_some()
+            || spec.succeeded_limit.is_some()
+            || spec.failed_limit.is_some();
+        if !deletes {
+            errors.push(FieldError::new(
+                "spec",
+                &json!("{}"),
+                "sets no ttl, ttlAfterSucceeded, ttlAfterFailed, succeededLimit or failedLimit: it would delete nothing",
+            ));
+        }
+        (rules, errors)
+    }
+
+    /// Whether it governs objects of `api_version`/`kind` (any version of the group).
+    pub fn governs(&self, api_version: &str, kind: &str) -> bool {
+        self.kinds.iter().any(|resource| {
+            resource.kind == kind && group_of(&resource.api_version) == group_of(api_version)
+        })
+    }
+}
+
+fn kinds(resources: &[ResourceRef], errors: &mut Vec<FieldError>) -> Vec<ResourceRef> {
+    if resources.is_empty() {
+        errors.push(FieldError::new(
+            "spec.resources",
+            &json!([]),
+            "names no kind: add one, e.g. {apiVersion: tekton.dev/v1, kind: PipelineRun}",
+        ));
+    }
+    let mut kinds = Vec::new();
+    for (index, resource) in resources.iter().enumerate() {
+        let path = format!("spec.resources[{index}]");
+        let version = resource.api_version.rsplit('/').next().unwrap_or_default();
+        let malformed = resource.api_version.matches('/').count() > 1
+            || version.is_empty()
+            || resource.api_version.starts_with('/');
+        if malformed {
+            errors.push(FieldError::new(
+                format!("{path}.apiVersion"),
+                &json!(resource.api_version),
+                "is not GROUP/VERSION (or VERSION for the core group), e.g. tekton.dev/v1",
+            ));
+            continue;
+        }
+        if resource.kind.is_empty() || !resource.kind.chars().all(|c| c.is_ascii_alphanumeric()) {
+            errors.push(FieldError::new(
+                format!("{path}.kind"),
+                &json!(resource.kind),
+                "is not a kind name, e.g. PipelineRun",
+            ));
+            continue;
+        }
+        kinds.push(resource.clone());
+    }
+    kinds
+}
+
+fn selector(
+    path: &str,
+    selector: Option<&impl serde::Serialize>,
+    errors: &mut Vec<FieldError>,
+) -> Selector {
+    let Some(value) = selector.and_then(|selector| serde_json::to_value(selector).ok()) else {
+        return Selector::default();
+    };
+    Selector::read(path, &value, errors)
+}
+
+fn expression(
+    path: &str,
+    source: Option<&str>,
+    expect: Expect,
+    errors: &mut Vec<FieldError>,
+) -> Option<Expression> {
+    let source = source?;
+    Expression::compile(source, expect)
+        .map_err(|rule| errors.push(FieldError::new(path, &json!(source), rule)))
+        .ok()
+}
+
+fn ttl(path: &str, text: Option<&str>, errors: &mut Vec<FieldError>) -> Option<Duration> {
+    let text = text?;
+    duration::parse(text)
+        .map_err(|error| errors.push(FieldError::new(path, &json!(text), error)))
+        .ok()
+}
+
+fn limit(path: &str, value: Option<i64>, errors: &mut Vec<FieldError>) -> Option<u32> {
+    let value = value?;
+    let (min, max) = LIMIT_RANGE;
+    let allowed = format!("use a whole number from {min} to {max}, e.g. 5");
+    let rule = if value > i64::from(max) {
+        format!("is above the limit of {max}: {allowed}")
+    } else if value < i64::from(min) {
+        format!("is below {min}: {allowed}")
+    } else {
+        return u32::try_from(value).ok();
+    };
+    errors.push(FieldError::new(path, &json!(value), rule));
+    None
+}

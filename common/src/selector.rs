@@ -1,0 +1,218 @@
+//! Kubernetes label selectors (`matchLabels`, `matchExpressions`), checked as the API server
+//! checks them and matched against an object's labels.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::field_error::FieldError;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Requirement {
+    In(String, Vec<String>),
+    NotIn(String, Vec<String>),
+    Exists(String),
+    DoesNotExist(String),
+}
+
+/// A selector; the default (empty) selects everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selector {
+    pub requirements: Vec<Requirement>,
+}
+
+impl Selector {
+    /// Reads a `LabelSelector` at `path`, reporting each invalid part.
+    pub fn read(path: &str, value: &Value, errors: &mut Vec<FieldError>) -> Self {
+        let mut requirements = Vec::new();
+        if let Some(labels) = value.get("matchLabels").and_then(Value::as_object) {
+            for (key, wanted) in labels {
+                let at = format!("{path}.matchLabels[{key}]");
+                if let Err(rule) = check_label_key(key) {
+                    errors.push(FieldError::new(&at, &Value::String(key.clone()), rule));
+                }
+                match wanted.as_str() {
+                    Some(wanted) => {
+                        requirements.push(Requirement::In(key.clone(), vec![wanted.to_owned()]))
+                    }
+                    None => errors.push(FieldError::new(&at, wanted, "is not a string")),
+                }
+            }
+        }
+        let expressions = value.get("matchExpressions").and_then(Value::as_array);
+        for (index, expression) in expressions.into_iter().flatten().enumerate() {
+            let at = format!("{path}.matchExpressions[{index}]");
+            let key = expression
+                .get("key")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            if let Err(rule) = check_label_key(&key) {
+                errors.push(FieldError::new(
+                    format!("{at}.key"),
+                    &Value::String(key.clone()),
+                    rule,
+                ));
+            }
+            let values: Vec<String> = expression
+                .get("values")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|value| value.as_str().map(str::to_owned))
+                .collect();
+            let operator = expression
+                .get("operator")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let needs_values = matches!(operator, "In" | "NotIn");
+            if needs_values == values.is_empty()
+                && matches!(operator, "In" | "NotIn" | "Exists" | "DoesNotExist")
+            {
+                let rule = if needs_values {
+                    "must not be empty for In and NotIn"
+                } else {
+                    "must be empty for Exists and DoesNotExist"
+                };
+                errors.push(FieldError::new(
+                    format!("{at}.values"),
+                    &Value::from(values.clone()),
+                    rule,
+                ));
+                continue;
+            }
+            requirements.push(match operator {
+                "In" => Requirement::In(key, values),
+                "NotIn" => Requirement::NotIn(key, values),
+                "Exists" => Requirement::Exists(key),
+                "DoesNotExist" => Requirement::DoesNotExist(key),
+                other => {
+                    errors.push(FieldError::new(
+                        format!("{at}.operator"),
+                        &Value::String(other.to_owned()),
+                        "is not In, NotIn, Exists or DoesNotExist",
+                    ));
+                    continue;
+                }
+            });
+        }
+        Self { requirements }
+    }
+
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.requirements
+            .iter()
+            .all(|requirement| match requirement {
+                Requirement::In(key, values) => {
+                    labels.get(key).is_some_and(|value| values.contains(value))
+                }
+                Requirement::NotIn(key, values) => {
+                    labels.get(key).is_none_or(|value| !values.contains(value))
+                }
+                Requirement::Exists(key) => labels.contains_key(key),
+                Requirement::DoesNotExist(key) => !labels.contains_key(key),
+            })
+    }
+}
+
+/// A label key as Kubernetes allows it: `[prefix/]name`, the name at most 63 characters of
+/// alphanumerics, `-`, `_` and `.` (alphanumeric at both ends), the prefix a DNS subdomain.
+pub fn check_label_key(key: &str) -> Result<(), String> {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    let alphanumeric_ends = |text: &str| {
+        text.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+            && text
+                .chars()
+                .last()
+                .is_some_and(|c| c.is_ascii_alphanumeric())
+    };
+    let name_ok = !name.is_empty()
+        && name.len() <= 63
+        && alphanumeric_ends(name)
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    let prefix_ok = prefix.is_none_or(|prefix| {
+        !prefix.is_empty()
+            && prefix.len() <= 253
+            && prefix.split('.').all(|part| {
+                !part.is_empty()
+                    && alphanumeric_ends(part)
+                    && part
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            })
+    });
+    if name_ok && prefix_ok {
+        Ok(())
+    } else {
+        Err("is not a label key: [a DNS subdomain/]a name of up to 63 letters, digits, '-', '_' or '.', e.g. tekton.dev/pipeline".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn matches_labels_and_expressions() {
+        let mut errors = Vec::new();
+        let selector = Selector::read(
+            "spec.selector",
+            &json!({"matchLabels": {"team": "a"},
+                    "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["prod"]},
+                                         {"key": "ci", "operator": "Exists"}]}),
+            &mut errors,
+        );
+        assert_eq!(errors, []);
+        assert!(selector.matches(&labels(&[("team", "a"), ("ci", "1")])));
+        assert!(!selector.matches(&labels(&[("team", "a"), ("ci", "1"), ("tier", "prod")])));
+        assert!(!selector.matches(&labels(&[("team", "b"), ("ci", "1")])));
+        assert!(!selector.matches(&labels(&[("team", "a")])));
+        assert!(Selector::default().matches(&labels(&[])));
+    }
+
+    #[test]
+    fn reports_every_invalid_part_with_its_path() {
+        let mut errors = Vec::new();
+        Selector::read(
+            "spec.selector",
+            &json!({"matchLabels": {"-bad": "a"},
+                    "matchExpressions": [{"key": "x", "operator": "Near", "values": ["1"]},
+                                         {"key": "y", "operator": "In"}]}),
+            &mut errors,
+        );
+        let paths: Vec<&str> = errors.iter().map(|error| error.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "spec.selector.matchLabels[-bad]",
+                "spec.selector.matchExpressions[0].operator",
+                "spec.selector.matchExpressions[1].values"
+            ]
+        );
+    }
+
+    #[test]
+    fn checks_label_keys() {
+        for good in ["app", "tekton.dev/pipeline", "a-b_c.d", "x.y.z/N1"] {
+            assert_eq!(check_label_key(good), Ok(()), "{good}");
+        }
+        for bad in ["", "/a", "a/", "-a", "Upper.Case/x", &"n".repeat(64)] {
+            assert!(check_label_key(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! Prints the `retention.dev` CRDs (`make crds` writes them to deploy/crds/retention.dev.yaml).
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    match kube_retention_controller::crds::render() {
+        Ok(yaml) => {
+            print!("{yaml}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("rendering the CRDs: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

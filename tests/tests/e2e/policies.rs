@@ -1,0 +1,95 @@
+//! RetentionPolicy and ClusterRetentionPolicy admission on the real cluster: the CRDs generated
+//! from the Rust types install, an invalid policy is refused at `kubectl apply` naming each
+//! field, and a valid one shows its columns in `kubectl get`.
+
+use anyhow::{Result, ensure};
+use libtest_mimic::Trial;
+
+use crate::support::{Env, TestNamespace};
+
+pub fn tests(env: &Env) -> Vec<Trial> {
+    vec![
+        env.trial(
+            "an_invalid_policy_is_refused_at_apply_naming_each_field",
+            invalid_policy,
+        ),
+        env.trial(
+            "a_valid_policy_is_admitted_and_listed_with_its_columns",
+            valid_policy,
+        ),
+    ]
+}
+
+async fn invalid_policy(ns: TestNamespace) -> Result<()> {
+    let policy = format!(
+        "apiVersion: retention.dev/v1alpha1\n\
+         kind: ClusterRetentionPolicy\n\
+         metadata: {{name: {name}}}\n\
+         spec:\n  \
+           resources: [{{apiVersion: tekton.dev/v1, kind: PipelineRun}}, {{apiVersion: a/b/c, kind: X}}]\n  \
+           namespaceSelector: {{matchLabels: {{team: a}}}}\n  \
+           match: 'object.metadata.name.startsWith('\n  \
+           finished: {{succeeded: 'phase == \"Done\"', at: 'object.status.done == true'}}\n  \
+           ttlAfterSucceeded: 1d\n  \
+           succeededLimit: 101\n  \
+           groupBy: 'not a key'\n",
+        name = ns.name
+    );
+    let output =
+        kube_retention_e2e::output_with_input(ns.kubectl().args(["apply", "-f", "-"]), &policy)?;
+    let printed = String::from_utf8_lossy(&output.stderr);
+    ensure!(!output.status.success(), "admitted: {printed}");
+    for field in [
+        "spec.resources[1].apiVersion: \"a/b/c\" is not GROUP/VERSION",
+        "spec.match: \"object.metadata.name.startsWith(\" is not valid CEL",
+        "spec.finished.succeeded: \"phase == \\\"Done\\\"\" uses `phase`",
+        "spec.finished.at: \"object.status.done == true\" gives true or false, not a time",
+        "spec.ttlAfterSucceeded: \"1d\" is not a duration",
+        "spec.succeededLimit: 101 is above the limit of 100",
+        "spec.groupBy: \"not a key\" is not a label key",
+    ] {
+        ensure!(printed.contains(field), "{field:?} missing from: {printed}");
+    }
+    Ok(())
+}
+
+async fn valid_policy(ns: TestNamespace) -> Result<()> {
+    let policy = format!(
+        "apiVersion: retention.dev/v1alpha1\n\
+         kind: RetentionPolicy\n\
+         metadata: {{name: jobs, namespace: {namespace}}}\n\
+         spec:\n  \
+           resources: [{{apiVersion: batch/v1, kind: Job}}]\n  \
+           ttlAfterSucceeded: 1h\n  \
+           ttlAfterFailed: 24h\n  \
+           dryRun: true\n",
+        namespace = ns.name
+    );
+    kube_retention_e2e::run_with_input(ns.kubectl().args(["apply", "-f", "-"]), &policy)?;
+    let listed = kube_retention_e2e::run(ns.kubectl().args(["get", "retentionpolicies"]))?;
+    let header: Vec<&str> = listed
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    ensure!(
+        header
+            == [
+                "NAME",
+                "KINDS",
+                "SUCCEEDED",
+                "FAILED",
+                "LIMITS",
+                "DRY-RUN",
+                "READY",
+                "AGE"
+            ],
+        "{listed}"
+    );
+    ensure!(
+        listed.contains("jobs") && listed.contains("1h") && listed.contains("24h"),
+        "{listed}"
+    );
+    Ok(())
+}
