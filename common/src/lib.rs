@@ -8,6 +8,7 @@ pub mod cel;
 pub mod duration;
 pub mod expiry;
 pub mod field_error;
+pub mod governing;
 pub mod json;
 pub mod kinds;
 pub mod limits;

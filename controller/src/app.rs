@@ -17,7 +17,7 @@ use crate::args::{Args, Propagation};
 use crate::executor::{Executor, Parts, Settings};
 use crate::leader::Elector;
 use crate::metrics::Metrics;
-use crate::run::Loop;
+use crate::run::{Extra, Loop};
 use crate::state::State;
 use crate::watches::Watches;
 use crate::{Result, discovery, kinds, startup};
@@ -99,10 +99,13 @@ impl Args {
             feedback: feedback_tx,
         });
         tracing::info!(%identity, qps = args.qps, leader_election = args.leader_election, "starting");
+        let mut watches = Watches::new(client.clone(), args.page_size);
+        watches.start_policies();
         let control = Loop {
             state: State::new(watched),
             served,
-            watches: Watches::new(client, args.page_size),
+            watches,
+            extra: Extra::new(client),
             scans,
             executor,
             feedback,

@@ -35,6 +35,27 @@ pub struct Scan {
     /// Kinds to watch through the managed label, beyond those in the registry.
     pub watchable: Vec<Entry>,
     pub unpermitted: Vec<Unpermitted>,
+    /// Every namespaced kind served with the verbs the controller needs, and its rules: what
+    /// policies are checked against.
+    pub served: Vec<Resource>,
+    pub rules: Vec<ResourceRule>,
+}
+
+impl Scan {
+    /// The served kind of `group` named `kind`.
+    pub fn served(&self, group: &str, kind: &str) -> Option<&Resource> {
+        self.served
+            .iter()
+            .find(|resource| resource.group == group && resource.kind == kind)
+    }
+
+    /// The verbs the controller lacks on `resource`.
+    pub fn missing(&self, resource: &Resource) -> Vec<&'static str> {
+        VERBS
+            .into_iter()
+            .filter(|verb| !allowed(&self.rules, &resource.group, &resource.plural, verb))
+            .collect()
+    }
 }
 
 /// Reads discovery and the controller's rules (as they apply in `namespace`).
@@ -73,7 +94,10 @@ pub async fn scan(client: &Client, known: &Registry, namespace: &str) -> Result<
         .status
         .map(|status| status.resource_rules)
         .unwrap_or_default();
-    Ok(judge(served, known, &rules))
+    let mut scan = judge(served.clone(), known, &rules);
+    scan.served = served;
+    scan.rules = rules;
+    Ok(scan)
 }
 
 /// Splits served kinds not in `known` into those the controller may handle and the rest.

@@ -16,6 +16,7 @@ pub mod executor;
 pub mod kinds;
 pub mod leader;
 pub mod metrics;
+pub mod policy_status;
 pub mod run;
 pub mod startup;
 pub mod state;

@@ -40,6 +40,7 @@ fn stamps_on_finish_and_deletes_at_expiry_with_preconditions() {
                 reason: Reason::Ttl,
                 eligible_at,
                 event_target,
+                policy: None,
             },
         ] => {
             assert_eq!(

@@ -19,7 +19,7 @@ use kube_retention_common::StampChange;
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::metrics::Metrics;
-use crate::state::{Action, EventTarget, Failure, Key};
+use crate::state::{Action, EventTarget, Failure, Key, PolicyKey};
 use kube_retention_common::kinds::{Entry, Registry};
 
 mod requests;
@@ -27,9 +27,22 @@ mod requests;
 /// What the state must hear back about.
 #[derive(Debug)]
 pub enum Feedback {
-    DeleteFailed { key: Key, failure: Failure },
-    StampFailed { key: Key, failure: Failure },
-    LabelFailed { key: Key, failure: Failure },
+    DeleteFailed {
+        key: Key,
+        failure: Failure,
+    },
+    StampFailed {
+        key: Key,
+        failure: Failure,
+    },
+    LabelFailed {
+        key: Key,
+        failure: Failure,
+    },
+    /// A deletion a retention policy caused succeeded.
+    Deleted {
+        policy: Arc<PolicyKey>,
+    },
 }
 
 /// An Event to record when the budget has room.

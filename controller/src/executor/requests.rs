@@ -90,6 +90,7 @@ pub(super) async fn delete(shared: &Shared, action: Action) {
         reason,
         eligible_at,
         event_target,
+        policy,
     } = action
     else {
         return;
@@ -127,11 +128,19 @@ pub(super) async fn delete(shared: &Shared, action: Action) {
         })
         .inc();
     metrics.deletion_delay.observe(delay);
-    tracing::info!(kind = %kind, namespace = %key.namespace, name = %key.name, reason = reason_label, delay_seconds = delay, "deleted");
+    let by = policy
+        .as_ref()
+        .map(|policy| format!(" (by {policy})"))
+        .unwrap_or_default();
+    tracing::info!(kind = %kind, namespace = %key.namespace, name = %key.name, reason = reason_label, delay_seconds = delay, policy = %by, "deleted");
+    if let Some(policy) = policy {
+        let feedback = Feedback::Deleted { policy };
+        shared.parts.feedback.send(feedback).ok();
+    }
     if shared.parts.settings.events {
         let (event_reason, why) = match reason {
             Reason::Ttl => ("RetentionExpired", "its retention time passed"),
-            Reason::Limit => ("RetentionLimit", "it exceeded its parent's history limit"),
+            Reason::Limit => ("RetentionLimit", "it exceeded its history limit"),
         };
         let event = EventWork {
             target: event_target,
@@ -139,7 +148,7 @@ pub(super) async fn delete(shared: &Shared, action: Action) {
             type_: EventType::Normal,
             reason: event_reason,
             action: "Delete",
-            note: format!("Deleted {kind} {}: {why}", key.name),
+            note: format!("Deleted {kind} {}: {why}{by}", key.name),
         };
         shared.tx.send(Work::Event(event)).ok();
     }

@@ -62,6 +62,8 @@ pub enum Action {
         /// When it became eligible (for the deletion-delay histogram).
         eligible_at: Timestamp,
         event_target: EventTarget,
+        /// The retention policy whose settings it follows, if any.
+        policy: Option<Arc<PolicyKey>>,
     },
     /// Label an object the webhook never saw `retention.dev/managed`, so the watch takes it in.
     Label { key: Key },

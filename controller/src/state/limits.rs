@@ -92,6 +92,10 @@ impl State {
             if record.pending || !record.ready(now) {
                 continue;
             }
+            if record.dry_run {
+                self.would_have_deleted(&key, now, Reason::Limit);
+                continue;
+            }
             record.pending = true;
             let event_target = Self::event_target(&self.kinds, &self.parent_uids, &key, record);
             actions.push(Action::Delete {
@@ -100,6 +104,7 @@ impl State {
                 reason: Reason::Limit,
                 eligible_at: now,
                 event_target,
+                policy: record.policy.clone(),
                 key,
             });
         }

@@ -3,7 +3,7 @@
 //! webhook never labelled. Pure: it is fed watch events, outcomes of its requests and the clock,
 //! and answers with the [`Action`]s to take. Every rule comes from `common`.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use compact_str::CompactString;
@@ -16,6 +16,7 @@ use kube_retention_common::kinds::{KindId, Registry, Role};
 mod action;
 mod failures;
 mod limits;
+mod policies;
 mod record;
 mod relist;
 mod runs;
@@ -23,6 +24,7 @@ mod stragglers;
 
 pub use action::{Action, EventTarget, Reason, Warning};
 pub use failures::{FIRST_RETRY, Failure, MAX_RETRY, retry_delay};
+pub use policies::{LoadedPolicy, PolicyKey, Summary, WOULD_DELETE_SHOWN};
 use record::{Record, Uid};
 
 /// Identifies a tracked object: its kind, namespace and name.
@@ -70,6 +72,10 @@ pub struct State {
     namespaces: HashSet<Arc<str>>,
     relisting: HashMap<KindId, HashSet<NamespacedName>>,
     stragglers: HashMap<Key, stragglers::Straggler>,
+    policies: BTreeMap<Arc<PolicyKey>, LoadedPolicy>,
+    namespace_labels: HashMap<Arc<str>, BTreeMap<String, String>>,
+    would_delete: HashMap<Arc<PolicyKey>, BTreeMap<Key, (Timestamp, Reason)>>,
+    deletions: HashMap<PolicyKey, u64>,
     /// Only the leader acts; a follower keeps its records warm and acts once it leads.
     leader: bool,
 }
@@ -214,6 +220,11 @@ impl State {
             if let Some(at) = record.queued {
                 self.queue.remove(&(at, key.clone()));
             }
+            if let Some(policy) = &record.policy
+                && let Some(report) = self.would_delete.get_mut(policy)
+            {
+                report.remove(&key);
+            }
             if let Some(parent) = record.group {
                 self.leave_group(kind, &namespace, &parent, name);
             }
@@ -243,6 +254,10 @@ impl State {
             if let Some(deadline) = record.deadline
                 && record.deletable(now)
             {
+                if record.dry_run {
+                    self.would_have_deleted(&key, deadline, Reason::Ttl);
+                    continue;
+                }
                 record.pending = true;
                 let event_target = Self::event_target(&self.kinds, &self.parent_uids, &key, record);
                 actions.push(Action::Delete {
@@ -252,6 +267,7 @@ impl State {
                     reason: Reason::Ttl,
                     eligible_at: deadline,
                     event_target,
+                    policy: record.policy.clone(),
                 });
             } else if let Some(stamp) = record.stamp_action(&key, now) {
                 actions.push(stamp);

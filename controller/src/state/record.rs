@@ -56,6 +56,10 @@ pub(super) struct Record {
     pub(super) skew_reported: bool,
     pub(super) group: Option<CompactString>,
     pub(super) owner: Option<Box<EventTarget>>,
+    /// The retention policy that governs it, if one does.
+    pub(super) policy: Option<std::sync::Arc<super::PolicyKey>>,
+    /// That policy only reports what it would delete.
+    pub(super) dry_run: bool,
 }
 
 impl Record {

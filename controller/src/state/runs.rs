@@ -2,7 +2,7 @@
 //! kube-retention's stamp, and keeping the group it belongs to for limits.
 
 use jiff::SignedDuration;
-use kube_retention_common::{Expiry, Policy, Progress};
+use kube_retention_common::{Expiry, Progress};
 
 use super::*;
 
@@ -23,21 +23,23 @@ impl State {
             namespace: namespace.clone(),
             name: name.into(),
         };
-        let entry = &self.kinds[kind];
-        let (policy, _) = Policy::read_as(entry, value);
-        let progress = entry.finish.progress(value);
-        let group = group_of(object, value, &entry.role);
-        let owner = owner_of(object, &entry.role);
         let created = object
             .metadata
             .creation_timestamp
             .as_ref()
             .map(|time| time.0);
-        let expiry = Expiry::compute(&policy, created, progress, now);
+        let governed = self.govern(seen, created, now);
+        let entry = &self.kinds[kind];
+        let progress = governed.judgement.progress;
+        let own = &governed.judgement.own;
+        let group = group_of(object, value, &entry.role).or(governed.group);
+        let owner = owner_of(object, &entry.role);
         let deadline = match progress {
             Progress::Running => None,
-            Progress::Finished(_) | Progress::NotARun => expiry.deadline(),
+            Progress::Finished(_) | Progress::NotARun => governed.judgement.expiry.deadline(),
         };
+        // kube-retention's stamp tells the object's own settings, never a policy's.
+        let stamp = Expiry::compute(own, created, progress, now).stamp_change(&own.annotations);
         let future_finish = progress
             .finished()
             .and_then(|finished| finished.at)
@@ -64,10 +66,10 @@ impl State {
             created: created.unwrap_or(now),
             outcome: progress.finished().map(|finished| finished.outcome),
             deadline,
-            keep: policy.annotations.keep,
+            keep: own.annotations.keep,
             deleting: object.metadata.deletion_timestamp.is_some(),
             pending: same.is_some_and(|previous| previous.pending),
-            stamp: expiry.stamp_change(&policy.annotations),
+            stamp,
             stamp_requested: same_object.and_then(|previous| previous.stamp_requested),
             failures: same.map_or(0, |previous| previous.failures),
             retry_at: same.and_then(|previous| previous.retry_at),
@@ -76,6 +78,8 @@ impl State {
                 || future_finish.is_some(),
             group,
             owner,
+            policy: governed.policy,
+            dry_run: governed.dry_run,
         };
         let mut actions = Vec::new();
         if let Some(finished_at) = future_finish
@@ -93,12 +97,13 @@ impl State {
                 ),
             });
         }
-        let changed_for_limits = previous.as_ref().is_none_or(|previous| {
-            previous.outcome != record.outcome
-                || previous.keep != record.keep
-                || previous.deleting != record.deleting
-                || previous.group != record.group
-        });
+        let changed_for_limits = governed.limits_changed
+            || previous.as_ref().is_none_or(|previous| {
+                previous.outcome != record.outcome
+                    || previous.keep != record.keep
+                    || previous.deleting != record.deleting
+                    || previous.group != record.group
+            });
         let old_group = previous.and_then(|previous| previous.group);
         let new_group = record.group.clone();
         self.runs.insert(key.clone(), record);

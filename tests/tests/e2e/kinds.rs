@@ -41,7 +41,7 @@ pub fn tests(env: &Env) -> Vec<Trial> {
     ]
 }
 
-const GROUP: &str = "e2e.retention.dev";
+pub const GROUP: &str = "e2e.retention.dev";
 
 /// A namespaced custom kind of `GROUP` with a status subresource; returns its API resource once
 /// the API server serves it.

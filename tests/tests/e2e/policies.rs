@@ -1,14 +1,32 @@
-//! RetentionPolicy and ClusterRetentionPolicy admission on the real cluster: the CRDs generated
-//! from the Rust types install, an invalid policy is refused at `kubectl apply` naming each
-//! field, and a valid one shows its columns in `kubectl get`.
+//! RetentionPolicy and ClusterRetentionPolicy on the real cluster: the CRDs generated from the
+//! Rust types install, an invalid policy is refused at `kubectl apply` naming each field, a valid
+//! one shows its columns in `kubectl get`, and policies at work ([`applied`]).
 
 use anyhow::{Result, ensure};
 use libtest_mimic::Trial;
 
 use crate::support::{Env, TestNamespace};
 
+mod applied;
+
 pub fn tests(env: &Env) -> Vec<Trial> {
     vec![
+        env.trial(
+            "a_cluster_policy_with_cel_finish_rules_governs_a_crd_in_selected_namespaces",
+            applied::cluster_policy_with_cel,
+        ),
+        env.trial(
+            "a_policy_deletes_unannotated_jobs_and_limits_per_group_by_value",
+            applied::jobs_with_limits,
+        ),
+        env.trial(
+            "a_dry_run_policy_deletes_nothing_and_reports_in_status",
+            applied::dry_run,
+        ),
+        env.trial(
+            "a_policy_for_an_ungranted_kind_is_not_ready_until_a_role_grants_it",
+            applied::ungranted_kind,
+        ),
         env.trial(
             "an_invalid_policy_is_refused_at_apply_naming_each_field",
             invalid_policy,

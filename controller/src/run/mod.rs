@@ -18,7 +18,7 @@ use tokio::time::Instant;
 
 use crate::discovery::Scan;
 use crate::executor::{Executor, Feedback};
-use crate::metrics::{ErrorLabels, KindLabels, Metrics, UnpermittedLabels};
+use crate::metrics::{ErrorLabels, KindLabels, Metrics};
 use crate::state::{Action, State};
 use crate::watches::{Observed, Watches};
 
@@ -35,14 +35,16 @@ pub struct Loop {
     pub metrics: Metrics,
     /// Set once every served kind has been listed: /readyz answers 200 from then on.
     pub ready: Arc<AtomicBool>,
+    /// Kinds found by scans, retention policies and what was last written to their status.
+    pub extra: Extra,
 }
 
 /// Kinds watched because a scan found them, and kinds reported for lacking permissions.
 #[derive(Default)]
-struct Discovered {
-    watching: HashSet<KindId>,
+pub struct Discovered {
+    pub(crate) watching: HashSet<KindId>,
     /// Kind → the verbs missing, comma-separated.
-    unpermitted: HashMap<String, String>,
+    pub(crate) unpermitted: HashMap<String, String>,
 }
 
 fn instant_at(at: Timestamp) -> Instant {
@@ -50,12 +52,16 @@ fn instant_at(at: Timestamp) -> Instant {
     Instant::now() + Duration::try_from(wait).unwrap_or(Duration::ZERO)
 }
 
+mod policies;
+mod scan;
+
+pub use policies::Extra;
+
 impl Loop {
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
         for &kind in &self.served {
             self.watches.start(kind, &self.state.kinds()[kind]);
         }
-        let mut discovered = Discovered::default();
         tokio::pin!(shutdown);
         let mut gauges = tokio::time::interval(Duration::from_secs(5));
         let mut label_retries = tokio::time::interval(Duration::from_secs(1));
@@ -76,9 +82,12 @@ impl Loop {
                         self.on_event(kind, event)
                     }
                     Observed::Metadata(kind, event) => self.on_metadata(kind, event),
+                    Observed::Policy(event) => self.on_policy(event),
+                    Observed::ClusterPolicy(event) => self.on_cluster_policy(event),
+                    Observed::Namespace(event) => self.on_namespace(event),
                 },
                 Some(scan) = self.scans.recv() => {
-                    self.on_scan(scan, &mut discovered);
+                    self.on_scan(scan);
                     Vec::new()
                 }
                 Some(feedback) = self.feedback.recv() => {
@@ -87,6 +96,10 @@ impl Loop {
                         Feedback::DeleteFailed { key, failure } => self.state.delete_failed(&key, failure, now),
                         Feedback::StampFailed { key, failure } => self.state.stamp_failed(&key, failure, now),
                         Feedback::LabelFailed { key, failure } => self.state.label_failed(&key, failure, now),
+                        Feedback::Deleted { policy } => {
+                            self.state.policy_deleted(&policy);
+                            Vec::new()
+                        }
                     }
                 }
                 () = tokio::time::sleep_until(deadline) => self.state.due(Timestamp::now()),
@@ -98,6 +111,7 @@ impl Loop {
                 }
                 _ = gauges.tick() => {
                     self.update_gauges();
+                    self.write_policy_statuses();
                     Vec::new()
                 }
                 // Labels whose backoff ended.
@@ -106,72 +120,6 @@ impl Loop {
             };
             self.submit(actions);
         }
-    }
-
-    /// Starts watching kinds a scan found watchable and stops those it no longer finds.
-    fn on_scan(&mut self, scan: Scan, discovered: &mut Discovered) {
-        let mut found = HashSet::new();
-        for entry in scan.watchable {
-            let existing = self
-                .state
-                .kinds()
-                .find_group_kind(&entry.resource.group, &entry.resource.kind);
-            let kind = match existing {
-                Some(kind) => kind,
-                None => match self.state.add_kind(entry.clone()) {
-                    Ok(kind) => {
-                        self.executor.add_kind(entry);
-                        kind
-                    }
-                    Err(error) => {
-                        tracing::warn!(%error, "cannot watch a discovered kind");
-                        continue;
-                    }
-                },
-            };
-            found.insert(kind);
-            if !self.watches.is_running(kind) {
-                tracing::info!(kind = %self.state.kinds()[kind].resource, "watching annotated objects of a discovered kind");
-                self.watches.start(kind, &self.state.kinds()[kind]);
-                discovered.watching.insert(kind);
-            }
-        }
-        let gone: Vec<KindId> = discovered.watching.difference(&found).copied().collect();
-        for kind in gone {
-            tracing::info!(kind = %self.state.kinds()[kind].resource, "no longer served or permitted; not watching it");
-            discovered.watching.remove(&kind);
-            self.watches.stop(kind);
-            self.state.forget_kind(kind);
-        }
-        let mut unpermitted = HashMap::new();
-        for kind in scan.unpermitted {
-            unpermitted.insert(kind.resource.to_string(), kind.missing.join(","));
-        }
-        let newly: Vec<String> = unpermitted
-            .iter()
-            .filter(|(kind, missing)| discovered.unpermitted.get(*kind) != Some(*missing))
-            .map(|(kind, missing)| format!("{kind} ({missing})"))
-            .collect();
-        if !newly.is_empty() {
-            tracing::info!(kinds = %newly.join(", "), "annotated objects of these kinds are not deleted: the controller lacks the verbs named (grant them with a ClusterRole labelled retention.dev/aggregate-to-controller: \"true\")");
-        }
-        for (kind, missing) in &discovered.unpermitted {
-            if unpermitted.get(kind) != Some(missing) {
-                let labels = UnpermittedLabels {
-                    kind: kind.clone(),
-                    missing: missing.clone(),
-                };
-                self.metrics.unpermitted_kinds.remove(&labels);
-            }
-        }
-        for (kind, missing) in &unpermitted {
-            let labels = UnpermittedLabels {
-                kind: kind.clone(),
-                missing: missing.clone(),
-            };
-            self.metrics.unpermitted_kinds.get_or_create(&labels).set(1);
-        }
-        discovered.unpermitted = unpermitted;
     }
 
     fn update_gauges(&self) {

@@ -1,0 +1,183 @@
+//! Which settings govern an object, with retention policies in play — deterministic, in this
+//! order: `retention.dev/keep`; the object's annotations; its own fields (BuildRun
+//! `spec.retention`, OpenShift TTL seconds, what it inherited); a namespaced RetentionPolicy;
+//! a ClusterRetentionPolicy. Where two policies of the same scope apply, the one giving the
+//! earlier deadline wins (then the first by name). A policy applies to an object of a kind it
+//! names, in a namespace it covers, whose labels its `selector` matches and for which its `match`
+//! is true; a `match` that cannot be evaluated on the object (a field it reads is absent) is
+//! false.
+//!
+//! "Finished": a policy's `finished.succeeded` / `failed` true decide the outcome, else the
+//! kind's built-in rule; a kind with no built-in notion of finishing is running until the
+//! policy's rule says otherwise. `finished.at` gives the time, else the built-in time.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use serde_json::Value;
+
+use crate::annotations::AnnotationPolicy;
+use crate::expiry::Expiry;
+use crate::kinds::Entry;
+use crate::policies::Rules;
+use crate::policy::Policy;
+use crate::progress::{Finished, Outcome, Progress};
+
+/// A policy that may apply to an object.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate<'a> {
+    /// A RetentionPolicy in the object's namespace (else a ClusterRetentionPolicy).
+    pub namespaced: bool,
+    pub rules: &'a Rules,
+}
+
+/// An object as far as governing it goes.
+pub struct Subject<'a> {
+    pub entry: &'a Entry,
+    pub object: &'a Value,
+    pub labels: &'a BTreeMap<String, String>,
+    /// The labels of its namespace, for `namespaceSelector`.
+    pub namespace_labels: &'a BTreeMap<String, String>,
+    pub created: Option<Timestamp>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    /// The object's own settings (annotations and fields), which own kube-retention's stamp.
+    pub own: Policy,
+    pub progress: Progress,
+    /// The expiry that governs: the object's own, or the winning policy's.
+    pub expiry: Expiry,
+    /// The index of the policy that governs, if one does.
+    pub policy: Option<usize>,
+}
+
+/// Judges `subject` under `candidates` (namespaced and cluster policies in name order).
+pub fn judge(subject: &Subject<'_>, candidates: &[Candidate<'_>], now: Timestamp) -> Judgement {
+    let (own, _) = Policy::read_as(subject.entry, subject.object);
+    let applicable: Vec<usize> = (0..candidates.len())
+        .filter(|&index| applies(&candidates[index], subject))
+        .collect();
+    let namespaced: Vec<usize> = applicable
+        .iter()
+        .copied()
+        .filter(|&index| candidates[index].namespaced)
+        .collect();
+    let scope = if namespaced.is_empty() {
+        applicable
+    } else {
+        namespaced
+    };
+    let progress = match scope.first() {
+        Some(&index) => progress_under(candidates[index].rules, subject),
+        None => subject.entry.finish.progress(subject.object),
+    };
+    let annotations = &own.annotations;
+    let own_governs = annotations.keep || own.has_ttl() || annotations.own_deadline().is_some();
+    if own_governs || scope.is_empty() {
+        let expiry = Expiry::compute(&own, subject.created, progress, now);
+        return Judgement {
+            own,
+            progress,
+            expiry,
+            policy: None,
+        };
+    }
+    let mut best: Option<(usize, Expiry)> = None;
+    for index in scope {
+        let expiry = Expiry::compute(
+            &as_policy(candidates[index].rules),
+            subject.created,
+            progress,
+            now,
+        );
+        let earlier = match (&best, expiry.deadline()) {
+            (None, _) => true,
+            (Some((_, current)), Some(deadline)) => {
+                current.deadline().is_none_or(|at| deadline < at)
+            }
+            (Some(_), None) => false,
+        };
+        if earlier {
+            best = Some((index, expiry));
+        }
+    }
+    let (policy, expiry) = best.map_or((None, Expiry::Never), |(index, expiry)| {
+        (Some(index), expiry)
+    });
+    Judgement {
+        own,
+        progress,
+        expiry,
+        policy,
+    }
+}
+
+fn applies(candidate: &Candidate<'_>, subject: &Subject<'_>) -> bool {
+    let rules = candidate.rules;
+    let text = |key: &str| {
+        subject
+            .object
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    rules.governs(text("apiVersion"), text("kind"))
+        && (candidate.namespaced || rules.namespace_selector.matches(subject.namespace_labels))
+        && rules.selector.matches(subject.labels)
+        && rules
+            .matches
+            .as_ref()
+            .is_none_or(|matcher| matcher.condition(subject.object) == Ok(true))
+}
+
+/// The TTLs of a policy as the settings [`Expiry::compute`] reads.
+fn as_policy(rules: &Rules) -> Policy {
+    Policy {
+        annotations: AnnotationPolicy {
+            ttl: rules.ttl,
+            ..AnnotationPolicy::default()
+        },
+        own: rules.ttls,
+        ..Policy::default()
+    }
+}
+
+fn progress_under(rules: &Rules, subject: &Subject<'_>) -> Progress {
+    let object = subject.object;
+    let builtin = subject.entry.finish.progress(object);
+    let finished = &rules.finished;
+    let holds = |expression: &Option<crate::cel::Expression>| {
+        expression
+            .as_ref()
+            .is_some_and(|expression| expression.condition(object) == Ok(true))
+    };
+    let outcome = if holds(&finished.succeeded) {
+        Some(Outcome::Succeeded)
+    } else if holds(&finished.failed) {
+        Some(Outcome::Failed)
+    } else {
+        None
+    };
+    let at = |fallback: Option<Timestamp>| {
+        finished
+            .at
+            .as_ref()
+            .and_then(|at| at.time(object).ok())
+            .or(fallback)
+    };
+    match (outcome, builtin) {
+        (Some(outcome), builtin) => Progress::Finished(Finished {
+            outcome,
+            at: at(builtin.finished().and_then(|finished| finished.at)),
+        }),
+        (None, Progress::Finished(done)) => Progress::Finished(Finished {
+            at: at(done.at),
+            ..done
+        }),
+        (None, Progress::NotARun) if finished.succeeded.is_some() || finished.failed.is_some() => {
+            Progress::Running
+        }
+        (None, other) => other,
+    }
+}

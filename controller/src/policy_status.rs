@@ -1,0 +1,177 @@
+//! A retention policy's status: `Ready` (and why not: an invalid spec, a kind the cluster does
+//! not serve, verbs the controller lacks), what it governs now, its next deletion, deletions so
+//! far, and in dry run what it would have deleted.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client};
+use kube_retention_common::api::{
+    ClusterRetentionPolicy, PolicyStatus, RetentionPolicy, WouldDelete,
+};
+use kube_retention_common::expiry::format_timestamp;
+use kube_retention_common::field_error::summary;
+use kube_retention_common::kinds::{Registry, group_of};
+use serde_json::json;
+
+use crate::discovery::Scan;
+use crate::state::{LoadedPolicy, PolicyKey, Reason, Summary};
+
+pub struct Inputs<'a> {
+    pub loaded: &'a LoadedPolicy,
+    /// The latest scan (`None` until the first one).
+    pub scan: Option<&'a Scan>,
+    pub summary: Summary,
+    pub deletions: u64,
+    pub kinds: &'a Registry,
+    /// The status last written, whose condition keeps its transition time when unchanged.
+    pub previous: Option<&'a PolicyStatus>,
+}
+
+pub fn compute(inputs: &Inputs<'_>) -> PolicyStatus {
+    let rules = &inputs.loaded.rules;
+    let (status, reason, message) = readiness(inputs);
+    let previous = inputs.previous.and_then(|previous| {
+        previous
+            .conditions
+            .iter()
+            .find(|condition| condition.type_ == "Ready")
+    });
+    let last_transition_time = previous
+        .filter(|previous| previous.status == status)
+        .map_or_else(
+            || Time(jiff::Timestamp::now()),
+            |previous| previous.last_transition_time.clone(),
+        );
+    let condition = Condition {
+        type_: "Ready".into(),
+        status: status.into(),
+        reason: reason.into(),
+        message,
+        last_transition_time,
+        observed_generation: inputs.loaded.generation,
+    };
+    let kinds: Vec<String> = rules
+        .kinds
+        .iter()
+        .map(|kind| match group_of(&kind.api_version) {
+            "" => kind.kind.clone(),
+            group => format!("{}.{group}", kind.kind),
+        })
+        .collect();
+    let limit = |limit: Option<u32>| limit.map_or("-".to_owned(), |limit| limit.to_string());
+    let limits = (rules.succeeded_limit.is_some() || rules.failed_limit.is_some()).then(|| {
+        let per = rules.group_by.as_deref().unwrap_or("namespace");
+        format!(
+            "{}/{} per {per}",
+            limit(rules.succeeded_limit),
+            limit(rules.failed_limit)
+        )
+    });
+    let summary = &inputs.summary;
+    PolicyStatus {
+        conditions: vec![condition],
+        observed_generation: inputs.loaded.generation,
+        kinds: Some(kinds.join(",")),
+        limits,
+        matched: summary.matched,
+        next_deletion: summary.next_deletion.map(format_timestamp),
+        deletions: inputs.deletions,
+        would_delete: summary
+            .would_delete
+            .iter()
+            .map(|(key, at, reason)| WouldDelete {
+                kind: inputs.kinds[key.kind].resource.to_string(),
+                namespace: key.namespace.to_string(),
+                name: key.name.to_string(),
+                at: format_timestamp(*at),
+                reason: match reason {
+                    Reason::Ttl => "ttl".into(),
+                    Reason::Limit => "limit".into(),
+                },
+            })
+            .collect(),
+    }
+}
+
+fn readiness(inputs: &Inputs<'_>) -> (&'static str, &'static str, String) {
+    let loaded = inputs.loaded;
+    if !loaded.errors.is_empty() {
+        return ("False", "InvalidSpec", summary(&loaded.errors));
+    }
+    let Some(scan) = inputs.scan else {
+        return (
+            "Unknown",
+            "Discovering",
+            "looking up the kinds it names".into(),
+        );
+    };
+    let mut problems = Vec::new();
+    let mut not_served = false;
+    for kind in &loaded.rules.kinds {
+        let group = group_of(&kind.api_version);
+        match scan.served(group, &kind.kind) {
+            None => {
+                not_served = true;
+                problems.push(format!(
+                    "{} {} is not served by this cluster",
+                    kind.api_version, kind.kind
+                ));
+            }
+            Some(resource) => {
+                let missing = scan.missing(resource);
+                if !missing.is_empty() {
+                    let name = if group.is_empty() {
+                        resource.plural.clone()
+                    } else {
+                        format!("{}.{group}", resource.plural)
+                    };
+                    problems.push(format!(
+                        "the controller may not {} {name}: grant it with a ClusterRole labelled retention.dev/aggregate-to-controller: \"true\"",
+                        missing.join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    match (problems.is_empty(), not_served) {
+        (true, _) => (
+            "True",
+            "Active",
+            format!("governing {} objects", inputs.summary.matched),
+        ),
+        (false, true) => ("False", "KindNotServed", problems.join("; ")),
+        (false, false) => ("False", "MissingPermissions", problems.join("; ")),
+    }
+}
+
+/// Writes `status` (a merge patch of the status subresource; absent fields written as null so
+/// nothing stale stays).
+pub async fn write(client: Client, key: PolicyKey, status: PolicyStatus) {
+    let mut value = match serde_json::to_value(&status) {
+        Ok(value) => value,
+        Err(error) => return tracing::warn!(%error, "encoding a policy status"),
+    };
+    for field in ["nextDeletion", "limits"] {
+        value
+            .as_object_mut()
+            .map(|map| map.entry(field).or_insert(serde_json::Value::Null));
+    }
+    if let Some(map) = value.as_object_mut() {
+        map.entry("wouldDelete").or_insert(json!([]));
+    }
+    let patch = Patch::Merge(json!({"status": value}));
+    let params = PatchParams::default();
+    let result = match &key.namespace {
+        Some(namespace) => Api::<RetentionPolicy>::namespaced(client, namespace)
+            .patch_status(&key.name, &params, &patch)
+            .await
+            .map(|_| ()),
+        None => Api::<ClusterRetentionPolicy>::all(client)
+            .patch_status(&key.name, &params, &patch)
+            .await
+            .map(|_| ()),
+    };
+    if let Err(error) = result {
+        tracing::warn!(policy = %key, %error, "writing the policy's status failed");
+    }
+}

@@ -1,0 +1,136 @@
+//! Retention policies in the controller's state: a policy's deletions name it, a dry run only
+//! reports, limits count per `groupBy` value, and a changed policy takes its deadlines away
+//! until its objects are judged again.
+
+#![allow(clippy::unwrap_used)] // fixtures unwrap
+
+mod support;
+
+use kube_retention_common::api::PolicyRules;
+use kube_retention_common::policies::Rules;
+use kube_retention_controller::state::{Action, LoadedPolicy, PolicyKey, Reason};
+use serde_json::{Value, json};
+use support::{JOB, at, deletes, kind, leader, object};
+
+fn policy(spec: Value) -> LoadedPolicy {
+    let spec: PolicyRules = serde_json::from_value(spec).unwrap();
+    let (rules, errors) = Rules::read(&spec, None);
+    assert_eq!(errors, []);
+    LoadedPolicy {
+        rules,
+        errors,
+        generation: Some(1),
+    }
+}
+
+fn key(name: &str) -> PolicyKey {
+    PolicyKey {
+        namespace: Some("ns".into()),
+        name: name.into(),
+    }
+}
+
+/// A Job succeeded at 00:00:01, created at `created`, labelled `app`.
+fn job(name: &str, created: &str, app: &str) -> kube::api::DynamicObject {
+    object(json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"),
+                     "resourceVersion": "1", "creationTimestamp": created,
+                     "labels": {"app": app}},
+        "status": {"completionTime": "2026-01-01T00:00:01Z", "conditions": [
+            {"type": "Complete", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"}]},
+    }))
+}
+
+#[test]
+fn a_policy_deletes_unannotated_objects_and_its_deletions_name_it() {
+    let mut state = leader();
+    let spec = json!({"resources": [{"apiVersion": "batch/v1", "kind": "Job"}], "ttlAfterSucceeded": "2s"});
+    state.policy_applied(key("jobs"), policy(spec));
+    state.applied(
+        kind(JOB),
+        &job("j", "2026-01-01T00:00:00Z", "a"),
+        at("2026-01-01T00:00:01Z"),
+    );
+    assert_eq!(state.next_deadline(), Some(at("2026-01-01T00:00:03Z")));
+    let actions = state.due(at("2026-01-01T00:00:03Z"));
+    match &actions[..] {
+        [
+            Action::Delete {
+                policy: Some(policy),
+                reason: Reason::Ttl,
+                ..
+            },
+        ] => assert_eq!(**policy, key("jobs")),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(state.summaries()[&key("jobs")].matched, 1);
+}
+
+#[test]
+fn a_dry_run_reports_what_it_would_delete_and_deletes_nothing() {
+    let mut state = leader();
+    let spec = json!({"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
+                      "ttlAfterSucceeded": "2s", "succeededLimit": 1, "dryRun": true});
+    state.policy_applied(key("rehearsal"), policy(spec));
+    let mut actions = state.applied(
+        kind(JOB),
+        &job("old", "2026-01-01T00:00:00Z", "a"),
+        at("2026-01-01T00:00:01Z"),
+    );
+    actions.extend(state.applied(
+        kind(JOB),
+        &job("new", "2026-01-01T00:00:01Z", "a"),
+        at("2026-01-01T00:00:01Z"),
+    ));
+    actions.extend(state.due(at("2026-01-01T00:00:10Z")));
+    assert_eq!(deletes(&actions), []);
+    let summary = &state.summaries()[&key("rehearsal")];
+    let reported: Vec<(&str, Reason)> = summary
+        .would_delete
+        .iter()
+        .map(|(key, _, reason)| (&*key.name, *reason))
+        .collect();
+    assert_eq!(reported, [("old", Reason::Limit), ("new", Reason::Ttl)]);
+    assert_eq!(
+        state.due(at("2026-01-01T00:01:00Z")),
+        [],
+        "reported once, not again"
+    );
+}
+
+#[test]
+fn limits_count_per_group_by_value() {
+    let mut state = leader();
+    let spec = json!({"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
+                      "succeededLimit": 1, "groupBy": "app"});
+    state.policy_applied(key("limits"), policy(spec));
+    let now = at("2026-01-01T00:00:05Z");
+    let mut actions = Vec::new();
+    for (name, created, app) in [
+        ("a1", "2026-01-01T00:00:00Z", "a"),
+        ("b1", "2026-01-01T00:00:01Z", "b"),
+        ("a2", "2026-01-01T00:00:02Z", "a"),
+    ] {
+        actions.extend(state.applied(kind(JOB), &job(name, created, app), now));
+    }
+    assert_eq!(deletes(&actions), [("a1".to_owned(), Reason::Limit)]);
+}
+
+#[test]
+fn a_changed_policy_takes_its_deadlines_away_until_judged_again() {
+    let mut state = leader();
+    let spec = json!({"resources": [{"apiVersion": "batch/v1", "kind": "Job"}], "ttlAfterSucceeded": "2s"});
+    state.policy_applied(key("jobs"), policy(spec.clone()));
+    state.applied(
+        kind(JOB),
+        &job("j", "2026-01-01T00:00:00Z", "a"),
+        at("2026-01-01T00:00:01Z"),
+    );
+    let mut dry = spec;
+    dry["dryRun"] = json!(true);
+    let kinds = state.policy_applied(key("jobs"), policy(dry));
+    assert_eq!(kinds.len(), 2, "its kinds before and after, to list afresh");
+    assert_eq!(state.next_deadline(), None);
+    assert_eq!(deletes(&state.due(at("2026-01-01T00:00:10Z"))), []);
+}
