@@ -97,6 +97,35 @@ sleep 2
 say "The newest two succeeded runs remain (hello-1 is still running, so it never counts or goes)"
 show get buildruns.shipwright.io -n "$ns"
 
+say "A RetentionPolicy governs Jobs without annotating any: failed ones live 3s, one succeeded per app"
+printf 'apiVersion: retention.dev/v1alpha1\nkind: RetentionPolicy\nmetadata: {name: jobs}\nspec:\n  resources: [{apiVersion: batch/v1, kind: Job}]\n  ttlAfterFailed: 3s\n  succeededLimit: 1\n  groupBy: app\n' \
+	| "$kubectl" apply -n "$ns" -f - >/dev/null
+job() { # job NAME APP succeeded|failed: a Job that never runs, its status set as the job controller would
+	local now status
+	printf 'apiVersion: batch/v1\nkind: Job\nmetadata: {name: %s, labels: {app: %s}}\nspec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}}}\n' "$1" "$2" \
+		| "$kubectl" apply -n "$ns" -f - >/dev/null
+	now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+	if [ "$3" = succeeded ]; then
+		status="\"completionTime\":\"$now\",\"succeeded\":1,\"conditions\":[{\"type\":\"SuccessCriteriaMet\",\"status\":\"True\",\"lastTransitionTime\":\"$now\"},{\"type\":\"Complete\",\"status\":\"True\",\"lastTransitionTime\":\"$now\"}]"
+	else
+		status="\"failed\":1,\"conditions\":[{\"type\":\"FailureTarget\",\"status\":\"True\",\"lastTransitionTime\":\"$now\"},{\"type\":\"Failed\",\"status\":\"True\",\"lastTransitionTime\":\"$now\"}]"
+	fi
+	"$kubectl" patch job "$1" -n "$ns" --subresource=status --type=merge -p "{\"status\":{\"startTime\":\"$now\",$status}}" >/dev/null
+}
+job nightly-1 nightly succeeded
+sleep 1.1
+job nightly-2 nightly succeeded
+job broken batch failed
+show get jobs -n "$ns"
+for _ in $(seq 1 15); do # the leader writes policy statuses every 5 s
+	[ "$("$kubectl" get retentionpolicy jobs -n "$ns" -o jsonpath='{.status.deletions}')" = 2 ] && break
+	sleep 1
+done
+say "nightly-1 went at once by the limit; the failed Job goes by its TTL; the policy reports it all"
+show get jobs -n "$ns"
+show get retentionpolicies -n "$ns"
+show get retentionpolicy jobs -n "$ns" -o jsonpath='{.status.conditions[0].message}, {.status.deletions} deletions{"\n"}'
+
 say "Cleaning up the demo namespace; the cluster keeps running (make down stops it)"
 "$kubectl" delete namespace "$ns" --wait=false
 printf '\nexport KUBECONFIG=%s\n' "$KUBECONFIG"
