@@ -7,6 +7,7 @@ pub mod deleters;
 pub mod discovery;
 pub mod jobs;
 pub mod load;
+pub mod policies;
 pub mod report;
 
 /// Peak and current resident set size of a process, in KiB, from /proc.

@@ -41,6 +41,24 @@ impl PartialEq for Expression {
     }
 }
 
+/// Why an expression does not compile; displayed as the rule of a [`crate::FieldError`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompileError {
+    #[error("is empty: {}", example(*.0))]
+    Empty(Expect),
+    #[error("is not valid CEL: {0}")]
+    Syntax(String),
+    #[error("uses {}: the only variable is `{VARIABLE}`, the object judged", quoted(.0))]
+    Variables(Vec<String>),
+    #[error("calls {}, which CEL does not have", quoted(.0))]
+    Functions(Vec<String>),
+    #[error("{problem}: {}", example(*.expect))]
+    WrongResult {
+        problem: &'static str,
+        expect: Expect,
+    },
+}
+
 /// Why an expression could not be evaluated on an object (a field it reads is absent, ...).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{source_text}: {reason}")]
@@ -54,38 +72,34 @@ thread_local! {
 }
 
 impl Expression {
-    /// Compiles `source`, or says what is wrong with it (a rule for a [`crate::FieldError`]).
-    pub fn compile(source: &str, expect: Expect) -> Result<Self, String> {
+    /// Compiles `source`, or says what is wrong with it.
+    pub fn compile(source: &str, expect: Expect) -> Result<Self, CompileError> {
         if source.trim().is_empty() {
-            return Err(format!("is empty: {}", example(expect)));
+            return Err(CompileError::Empty(expect));
         }
         let program = Program::compile(source)
-            .map_err(|errors| format!("is not valid CEL: {}", one_line(&errors.to_string())))?;
+            .map_err(|errors| CompileError::Syntax(one_line(&errors.to_string())))?;
         let references = program.references();
-        let unknown: Vec<&str> = references
+        let unknown: Vec<String> = references
             .variables()
             .into_iter()
             .filter(|name| *name != VARIABLE)
+            .map(str::to_owned)
             .collect();
         if !unknown.is_empty() {
-            return Err(format!(
-                "uses {}: the only variable is `{VARIABLE}`, the object judged",
-                quoted(&unknown)
-            ));
+            return Err(CompileError::Variables(unknown));
         }
-        let missing: Vec<&str> = references
+        let missing: Vec<String> = references
             .functions()
             .into_iter()
             .filter(|name| !is_operator(name) && !has_function(name))
+            .map(str::to_owned)
             .collect();
         if !missing.is_empty() {
-            return Err(format!(
-                "calls {}, which CEL does not have",
-                quoted(&missing)
-            ));
+            return Err(CompileError::Functions(missing));
         }
-        if let Some(wrong) = wrong_result(&program.expression().expr, expect) {
-            return Err(format!("{wrong}: {}", example(expect)));
+        if let Some(problem) = wrong_result(&program.expression().expr, expect) {
+            return Err(CompileError::WrongResult { problem, expect });
         }
         Ok(Self {
             source: source.to_owned(),
@@ -150,7 +164,7 @@ fn example(expect: Expect) -> &'static str {
     }
 }
 
-fn quoted(names: &[&str]) -> String {
+fn quoted(names: &[String]) -> String {
     let names: Vec<String> = names.iter().map(|name| format!("`{name}`")).collect();
     names.join(", ")
 }
@@ -188,7 +202,7 @@ fn has_function(name: &str) -> bool {
 }
 
 /// A result of the wrong type written outright (a literal, arithmetic, a comparison).
-fn wrong_result(expr: &Expr, expect: Expect) -> Option<String> {
+fn wrong_result(expr: &Expr, expect: Expect) -> Option<&'static str> {
     let condition = match expr {
         Expr::Literal(LiteralValue::Boolean(_)) => true,
         Expr::Literal(_) | Expr::List(_) | Expr::Map(_) => false,
@@ -203,8 +217,8 @@ fn wrong_result(expr: &Expr, expect: Expect) -> Option<String> {
         _ => return None,
     };
     match (expect, condition) {
-        (Expect::Condition, false) => Some("gives a value, not true or false".into()),
-        (Expect::Time, true) => Some("gives true or false, not a time".into()),
+        (Expect::Condition, false) => Some("gives a value, not true or false"),
+        (Expect::Time, true) => Some("gives true or false, not a time"),
         _ => None,
     }
 }

@@ -124,7 +124,10 @@ fn a_policy_that_deletes_nothing_or_names_no_kind_is_refused() {
 #[test]
 fn cel_names_functions_it_lacks_and_evaluates_kubernetes_extensions() {
     let unknown = Expression::compile("object.x.frobnicate()", Expect::Condition).unwrap_err();
-    assert_eq!(unknown, "calls `frobnicate`, which CEL does not have");
+    assert_eq!(
+        unknown.to_string(),
+        "calls `frobnicate`, which CEL does not have"
+    );
     let lower = Expression::compile(
         "object.status.phase.lowerAscii() == 'done'",
         Expect::Condition,

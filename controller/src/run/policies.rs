@@ -100,12 +100,20 @@ impl Loop {
             Ok(Event::Init) => self.extra.listing[scope] = Some(HashSet::new()),
             Ok(Event::InitApply(policy) | Event::Apply(policy)) => {
                 let (key, generation, spec, selector) = read(&policy);
+                if let Some(seen) = &mut self.extra.listing[scope] {
+                    seen.insert(key.clone());
+                }
+                // A status write (this controller's own) changes no generation: nothing to redo.
+                let unchanged = self
+                    .state
+                    .policy(&key)
+                    .is_some_and(|loaded| generation.is_some() && loaded.generation == generation);
+                if unchanged {
+                    return Vec::new();
+                }
                 let (rules, errors) = Rules::read(spec, selector.as_ref());
                 if !errors.is_empty() {
                     tracing::warn!(policy = %key, errors = errors.len(), "policy is invalid; ignored until fixed");
-                }
-                if let Some(seen) = &mut self.extra.listing[scope] {
-                    seen.insert(key.clone());
                 }
                 let loaded = LoadedPolicy {
                     rules,

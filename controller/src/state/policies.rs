@@ -103,6 +103,10 @@ impl State {
         kinds
     }
 
+    pub fn policy(&self, key: &PolicyKey) -> Option<&LoadedPolicy> {
+        self.policies.get(key)
+    }
+
     pub fn policies(&self) -> impl Iterator<Item = (&PolicyKey, &LoadedPolicy)> {
         self.policies.iter().map(|(key, loaded)| (&**key, loaded))
     }

@@ -1,0 +1,216 @@
+//! Policies at scale: objects spread over kinds defined here (custom resources with no
+//! annotations, unfinished) under one ClusterRetentionPolicy naming every kind; kube-retention's
+//! controller starts fresh and the benchmark measures how long until the policy's status counts
+//! every object, its RSS (current and peak, so the listing peak is in), and then what a change
+//! of the policy costs: requests the controller sent (from the audit log) and the time until the
+//! status shows the new generation governing every object again.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, ensure};
+use futures::{StreamExt, TryStreamExt, stream};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use kube_retention_e2e::LocalCluster;
+use serde_json::{Value, json};
+
+use crate::deleters::{self, Deleter};
+
+const GROUP: &str = "bench.retention.dev";
+const NAMESPACE: &str = "bench-policies";
+const POLICY: &str = "bench";
+const CONCURRENCY: usize = 32;
+
+pub struct Figures {
+    pub objects: usize,
+    pub kinds: usize,
+    /// From the controller's start until the status counted every object.
+    pub governing_after: Duration,
+    pub rss_kib: u64,
+    pub peak_rss_kib: u64,
+    /// From the change until the status showed the new generation governing every object.
+    pub change_after: Duration,
+    /// The controller's requests after the change, by verb and resource.
+    pub change_requests: BTreeMap<String, usize>,
+}
+
+fn kind(index: usize) -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(GROUP, "v1", &format!("Gadget{index}")),
+        &format!("gadget{index}s"),
+    )
+}
+
+fn apply(cluster: &LocalCluster, manifest: &Value) -> Result<()> {
+    kube_retention_e2e::run_with_input(
+        cluster.kubectl().args(["apply", "-f", "-"]),
+        &manifest.to_string(),
+    )?;
+    Ok(())
+}
+
+/// Defines `kinds` namespaced kinds and lets the controller delete them (an aggregated role).
+fn define(cluster: &LocalCluster, kinds: usize) -> Result<()> {
+    for index in 0..kinds {
+        let resource = kind(index);
+        apply(
+            cluster,
+            &json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": format!("{}.{GROUP}", resource.plural)},
+                "spec": {"group": GROUP, "scope": "Namespaced",
+                         "names": {"kind": resource.kind, "plural": resource.plural},
+                         "versions": [{"name": "v1", "served": true, "storage": true,
+                                       "subresources": {"status": {}},
+                                       "schema": {"openAPIV3Schema": {"type": "object",
+                                           "x-kubernetes-preserve-unknown-fields": true}}}]}}),
+        )?;
+        kube_retention_e2e::run(cluster.kubectl().args([
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            &format!("crd/{}.{GROUP}", resource.plural),
+        ]))?;
+    }
+    apply(
+        cluster,
+        &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "bench-retention-gadgets",
+                         "labels": {"retention.dev/aggregate-to-controller": "true"}},
+            "rules": [{"apiGroups": [GROUP], "resources": ["*"],
+                       "verbs": ["list", "watch", "patch", "delete"]}]}),
+    )
+}
+
+async fn create(client: &Client, objects: usize, kinds: usize) -> Result<()> {
+    stream::iter(0..objects)
+        .map(|index| {
+            let resource = kind(index % kinds);
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(client.clone(), NAMESPACE, &resource);
+            async move {
+                let mut object = DynamicObject::new(&format!("g-{index:06}"), &resource);
+                object.data = json!({"spec": {"size": index}});
+                api.create(&PostParams::default(), &object).await?;
+                Ok::<(), anyhow::Error>(())
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
+}
+
+fn policy(kinds: usize, ttl: &str) -> Value {
+    let resources: Vec<Value> = (0..kinds)
+        .map(|index| json!({"apiVersion": format!("{GROUP}/v1"), "kind": kind(index).kind}))
+        .collect();
+    json!({"apiVersion": "retention.dev/v1alpha1", "kind": "ClusterRetentionPolicy",
+           "metadata": {"name": POLICY},
+           "spec": {"resources": resources, "ttlAfterSucceeded": ttl, "succeededLimit": 100}})
+}
+
+/// Waits until the policy's status shows generation `generation` governing `objects`.
+async fn governing(
+    client: &Client,
+    objects: usize,
+    generation: i64,
+    since: Instant,
+) -> Result<Duration> {
+    let policies: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("retention.dev", "v1alpha1", "ClusterRetentionPolicy"),
+            "clusterretentionpolicies",
+        ),
+    );
+    loop {
+        let status = policies.get(POLICY).await?.data["status"].clone();
+        let ready = status["conditions"][0]["status"] == "True";
+        if ready && status["matched"] == objects && status["observedGeneration"] == generation {
+            return Ok(since.elapsed());
+        }
+        ensure!(
+            since.elapsed() < Duration::from_secs(1200),
+            "not governing: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The controller's requests in the audit log after `offset`, by verb and resource.
+fn requests(cluster: &LocalCluster, offset: usize) -> Result<BTreeMap<String, usize>> {
+    let log = std::fs::read(cluster.layout.state("logs/audit.log"))?;
+    let user = Deleter::KubeRetention.user();
+    let mut counts = BTreeMap::new();
+    for line in log[offset.min(log.len())..].split(|byte| *byte == b'\n') {
+        let Ok(event) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        let verb = event["verb"].as_str().unwrap_or("-");
+        // A watch is counted when it starts; every other request once, when answered.
+        let stage = if verb == "watch" {
+            "ResponseStarted"
+        } else {
+            "ResponseComplete"
+        };
+        if event["user"]["username"] != user.as_str() || event["stage"] != stage {
+            continue;
+        }
+        let resource = event["objectRef"]["resource"].as_str().unwrap_or("-");
+        let subresource = event["objectRef"]["subresource"]
+            .as_str()
+            .map_or(String::new(), |sub| format!("/{sub}"));
+        *counts
+            .entry(format!("{verb} {resource}{subresource}"))
+            .or_default() += 1;
+    }
+    Ok(counts)
+}
+
+pub async fn measure(
+    cluster: &LocalCluster,
+    client: &Client,
+    objects: usize,
+    kinds: usize,
+    metrics_port: u16,
+) -> Result<Figures> {
+    crate::namespace(client, NAMESPACE).await?;
+    define(cluster, kinds)?;
+    println!("creating {objects} objects over {kinds} kinds");
+    create(client, objects, kinds).await?;
+    apply(cluster, &policy(kinds, "720h"))?;
+    let started = Instant::now();
+    let running = deleters::start(cluster, Deleter::KubeRetention, Some(50), metrics_port)?;
+    let governing_after = governing(client, objects, 1, started).await?;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let (peak_rss_kib, rss_kib) = running
+        .pid()
+        .and_then(crate::rss_kib)
+        .context("controller RSS")?;
+    let offset = std::fs::metadata(cluster.layout.state("logs/audit.log"))?.len() as usize;
+    let changed = Instant::now();
+    let policies: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("retention.dev", "v1alpha1", "ClusterRetentionPolicy"),
+            "clusterretentionpolicies",
+        ),
+    );
+    let change = json!({"spec": {"ttlAfterSucceeded": "700h"}});
+    policies
+        .patch(POLICY, &PatchParams::default(), &Patch::Merge(&change))
+        .await?;
+    let change_after = governing(client, objects, 2, changed).await?;
+    let change_requests = requests(cluster, offset)?;
+    drop(running);
+    Ok(Figures {
+        objects,
+        kinds,
+        governing_after,
+        rss_kib,
+        peak_rss_kib,
+        change_after,
+        change_requests,
+    })
+}
