@@ -134,3 +134,31 @@ fn a_changed_policy_takes_its_deadlines_away_until_judged_again() {
     assert_eq!(state.next_deadline(), None);
     assert_eq!(deletes(&state.due(at("2026-01-01T00:00:10Z"))), []);
 }
+
+#[test]
+fn limits_wait_for_the_end_of_a_list_and_are_enforced_once() {
+    let mut state = leader();
+    let spec =
+        json!({"resources": [{"apiVersion": "batch/v1", "kind": "Job"}], "succeededLimit": 1});
+    state.policy_applied(key("limits"), policy(spec));
+    let now = at("2026-01-01T00:00:05Z");
+    state.relist_started(kind(JOB));
+    let mut during = Vec::new();
+    for (name, created) in [
+        ("j1", "2026-01-01T00:00:00Z"),
+        ("j2", "2026-01-01T00:00:01Z"),
+        ("j3", "2026-01-01T00:00:02Z"),
+    ] {
+        during.extend(state.applied(kind(JOB), &job(name, created, "a"), now));
+    }
+    assert_eq!(deletes(&during), [], "nothing while the list is under way");
+    let mut after = deletes(&state.relist_done(kind(JOB), now));
+    after.sort();
+    assert_eq!(
+        after,
+        [
+            ("j1".to_owned(), Reason::Limit),
+            ("j2".to_owned(), Reason::Limit)
+        ]
+    );
+}

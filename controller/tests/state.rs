@@ -313,7 +313,10 @@ fn a_relist_forgets_what_is_gone() {
         ),
         at("2026-01-01T00:00:01Z"),
     );
-    state.relist_done(kind(BUILDRUN));
+    assert_eq!(
+        state.relist_done(kind(BUILDRUN), at("2026-01-01T00:00:09Z")),
+        []
+    );
     assert_eq!(state.tracked(kind(BUILDRUN)), 1);
     assert_eq!(
         deletes(&state.due(at("2026-01-01T00:10:00Z"))),

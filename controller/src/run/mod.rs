@@ -174,8 +174,9 @@ impl Loop {
                     kind: resource.to_string(),
                 };
                 self.metrics.lists.get_or_create(&label).inc();
-                self.state.relist_done(kind);
-                self.state.due(now)
+                let mut actions = self.state.relist_done(kind, now);
+                actions.extend(self.state.due(now));
+                actions
             }
             Ok(Event::Delete(object)) => {
                 if let (Some(namespace), Some(name)) = (

@@ -71,6 +71,8 @@ pub struct State {
     queue: BTreeSet<(Timestamp, Key)>,
     namespaces: HashSet<Arc<str>>,
     relisting: HashMap<KindId, HashSet<NamespacedName>>,
+    /// Groups whose limits wait for the end of their kind's list.
+    deferred: HashSet<GroupKey>,
     stragglers: HashMap<Key, stragglers::Straggler>,
     policies: BTreeMap<Arc<PolicyKey>, LoadedPolicy>,
     namespace_labels: HashMap<Arc<str>, BTreeMap<String, String>>,

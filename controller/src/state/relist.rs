@@ -24,6 +24,7 @@ impl State {
         }
         self.stragglers.retain(|key, _| key.kind != kind);
         self.relisting.remove(&kind);
+        self.deferred.retain(|group| group.kind != kind);
     }
 
     /// A (re)list of `kind` begins: objects not seen again by [`State::relist_done`] are gone.
@@ -31,9 +32,11 @@ impl State {
         self.relisting.insert(kind, HashSet::new());
     }
 
-    pub fn relist_done(&mut self, kind: KindId) {
+    /// The (re)list of `kind` is complete: what it did not list is gone, and the limits of the
+    /// groups it changed are enforced now, once per group, with every member known.
+    pub fn relist_done(&mut self, kind: KindId, now: Timestamp) -> Vec<Action> {
         let Some(seen) = self.relisting.remove(&kind) else {
-            return;
+            return Vec::new();
         };
         let known: Vec<NamespacedName> = if self.kinds[kind].role == Role::Parent {
             self.limits
@@ -51,5 +54,17 @@ impl State {
         for (namespace, name) in known.into_iter().filter(|known| !seen.contains(known)) {
             self.removed(kind, &namespace, &name);
         }
+        let groups: Vec<GroupKey> = self
+            .deferred
+            .iter()
+            .filter(|group| group.kind == kind)
+            .cloned()
+            .collect();
+        let mut actions = Vec::new();
+        for group in groups {
+            self.deferred.remove(&group);
+            actions.extend(self.enforce_limits(&group, now));
+        }
+        actions
     }
 }

@@ -130,7 +130,12 @@ impl State {
                 .or_default()
                 .insert(name.into());
             if changed_for_limits {
-                actions.extend(self.enforce_limits(&group, now));
+                // While a list is under way, once at its end: not once per member listed.
+                if self.relisting.contains_key(&kind) {
+                    self.deferred.insert(group);
+                } else {
+                    actions.extend(self.enforce_limits(&group, now));
+                }
             }
         }
         actions
