@@ -50,6 +50,8 @@ pub struct Judgement {
     pub expiry: Expiry,
     /// The index of the policy that governs, if one does.
     pub policy: Option<usize>,
+    /// The other policies of its scope that applied and lost to it (a later deadline).
+    pub overruled: Vec<usize>,
 }
 
 /// Judges `subject` under `candidates` (namespaced and cluster policies in name order).
@@ -81,10 +83,11 @@ pub fn judge(subject: &Subject<'_>, candidates: &[Candidate<'_>], now: Timestamp
             progress,
             expiry,
             policy: None,
+            overruled: Vec::new(),
         };
     }
     let mut best: Option<(usize, Expiry)> = None;
-    for index in scope {
+    for &index in &scope {
         let expiry = Expiry::compute(
             &as_policy(candidates[index].rules),
             subject.created,
@@ -105,11 +108,16 @@ pub fn judge(subject: &Subject<'_>, candidates: &[Candidate<'_>], now: Timestamp
     let (policy, expiry) = best.map_or((None, Expiry::Never), |(index, expiry)| {
         (Some(index), expiry)
     });
+    let overruled = scope
+        .into_iter()
+        .filter(|&index| Some(index) != policy)
+        .collect();
     Judgement {
         own,
         progress,
         expiry,
         policy,
+        overruled,
     }
 }
 

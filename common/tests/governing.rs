@@ -97,6 +97,11 @@ fn a_namespaced_policy_wins_over_cluster_ones_and_the_earlier_deadline_within_a_
     ];
     let judgement = judged(&failed_job(json!({})), &candidates);
     assert_eq!(judgement.policy, Some(2), "namespaced, and 10m before 1h");
+    assert_eq!(
+        judgement.overruled,
+        [0],
+        "the cluster policy is another scope"
+    );
     assert_eq!(judgement.expiry, Expiry::At(at("2026-06-01T11:40:00Z")));
     let cluster_only = judged(&failed_job(json!({})), &candidates[1..2]);
     assert_eq!(cluster_only.policy, Some(0));

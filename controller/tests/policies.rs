@@ -57,11 +57,14 @@ fn a_policy_deletes_unannotated_objects_and_its_deletions_name_it() {
     match &actions[..] {
         [
             Action::Delete {
-                policy: Some(policy),
+                policy: Some(governance),
                 reason: Reason::Ttl,
                 ..
             },
-        ] => assert_eq!(**policy, key("jobs")),
+        ] => {
+            assert_eq!(*governance.policy, key("jobs"));
+            assert_eq!(governance.overruled, []);
+        }
         other => panic!("{other:?}"),
     }
     assert_eq!(state.summaries()[&key("jobs")].matched, 1);
@@ -160,5 +163,32 @@ fn limits_wait_for_the_end_of_a_list_and_are_enforced_once() {
             ("j1".to_owned(), Reason::Limit),
             ("j2".to_owned(), Reason::Limit)
         ]
+    );
+}
+
+#[test]
+fn of_two_policies_the_earlier_deadline_wins_and_the_deletion_says_over_which() {
+    let mut state = leader();
+    let ttl = |ttl: &str| json!({"resources": [{"apiVersion": "batch/v1", "kind": "Job"}], "ttlAfterSucceeded": ttl});
+    state.policy_applied(key("slow"), policy(ttl("1h")));
+    state.policy_applied(key("fast"), policy(ttl("2s")));
+    state.applied(
+        kind(JOB),
+        &job("j", "2026-01-01T00:00:00Z", "a"),
+        at("2026-01-01T00:00:01Z"),
+    );
+    let actions = state.due(at("2026-01-01T00:00:03Z"));
+    let [
+        Action::Delete {
+            policy: Some(governance),
+            ..
+        },
+    ] = &actions[..]
+    else {
+        panic!("{actions:?}");
+    };
+    assert_eq!(
+        governance.to_string(),
+        "by RetentionPolicy ns/fast, whose deadline is earlier than RetentionPolicy ns/slow's"
     );
 }

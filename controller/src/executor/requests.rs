@@ -130,11 +130,13 @@ pub(super) async fn delete(shared: &Shared, action: Action) {
     metrics.deletion_delay.observe(delay);
     let by = policy
         .as_ref()
-        .map(|policy| format!(" (by {policy})"))
+        .map(|governance| format!(" ({governance})"))
         .unwrap_or_default();
     tracing::info!(kind = %kind, namespace = %key.namespace, name = %key.name, reason = reason_label, delay_seconds = delay, policy = %by, "deleted");
-    if let Some(policy) = policy {
-        let feedback = Feedback::Deleted { policy };
+    if let Some(governance) = policy {
+        let feedback = Feedback::Deleted {
+            policy: governance.policy,
+        };
         shared.parts.feedback.send(feedback).ok();
     }
     if shared.parts.settings.events {

@@ -43,6 +43,28 @@ impl Warning {
     }
 }
 
+/// The policy a deletion follows, and those of the same scope it won over (a later deadline).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Governance {
+    pub policy: Arc<PolicyKey>,
+    pub overruled: Vec<Arc<PolicyKey>>,
+}
+
+impl std::fmt::Display for Governance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "by {}", self.policy)?;
+        if !self.overruled.is_empty() {
+            let others: Vec<String> = self.overruled.iter().map(ToString::to_string).collect();
+            write!(
+                f,
+                ", whose deadline is earlier than {}'s",
+                others.join(" and ")
+            )?;
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     /// Set kube-retention's stamp (`expires-at` and `stamped`, one merge patch), or remove a
@@ -63,7 +85,7 @@ pub enum Action {
         eligible_at: Timestamp,
         event_target: EventTarget,
         /// The retention policy whose settings it follows, if any.
-        policy: Option<Arc<PolicyKey>>,
+        policy: Option<Governance>,
     },
     /// Label an object the webhook never saw `retention.dev/managed`, so the watch takes it in.
     Label { key: Key },

@@ -104,7 +104,10 @@ impl State {
                 reason: Reason::Limit,
                 eligible_at: now,
                 event_target,
-                policy: record.policy.clone(),
+                policy: record.policy.clone().map(|policy| Governance {
+                    policy,
+                    overruled: self.contested.get(&key).cloned().unwrap_or_default(),
+                }),
                 key,
             });
         }

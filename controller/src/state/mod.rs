@@ -22,7 +22,7 @@ mod relist;
 mod runs;
 mod stragglers;
 
-pub use action::{Action, EventTarget, Reason, Warning};
+pub use action::{Action, EventTarget, Governance, Reason, Warning};
 pub use failures::{FIRST_RETRY, Failure, MAX_RETRY, retry_delay};
 pub use policies::{LoadedPolicy, PolicyKey, Summary, WOULD_DELETE_SHOWN};
 use record::{Record, Uid};
@@ -78,6 +78,8 @@ pub struct State {
     namespace_labels: HashMap<Arc<str>, BTreeMap<String, String>>,
     would_delete: HashMap<Arc<PolicyKey>, BTreeMap<Key, (Timestamp, Reason)>>,
     deletions: HashMap<PolicyKey, u64>,
+    /// Objects two or more policies of a scope applied to: those that lost.
+    contested: HashMap<Key, Vec<Arc<PolicyKey>>>,
     /// Only the leader acts; a follower keeps its records warm and acts once it leads.
     leader: bool,
 }
@@ -218,6 +220,7 @@ impl State {
             namespace: namespace.clone(),
             name: name.into(),
         };
+        self.contested.remove(&key);
         if let Some(record) = self.runs.remove(&key) {
             if let Some(at) = record.queued {
                 self.queue.remove(&(at, key.clone()));
@@ -269,7 +272,10 @@ impl State {
                     reason: Reason::Ttl,
                     eligible_at: deadline,
                     event_target,
-                    policy: record.policy.clone(),
+                    policy: record.policy.clone().map(|policy| Governance {
+                        policy,
+                        overruled: self.contested.get(&key).cloned().unwrap_or_default(),
+                    }),
                 });
             } else if let Some(stamp) = record.stamp_action(&key, now) {
                 actions.push(stamp);

@@ -192,6 +192,8 @@ pub(super) struct Governed {
     pub(super) group: Option<CompactString>,
     /// The group's limits are new or changed: enforce them whatever changed in the object.
     pub(super) limits_changed: bool,
+    /// The other policies of its scope that applied, and lost.
+    pub(super) overruled: Vec<Arc<PolicyKey>>,
 }
 
 impl State {
@@ -220,6 +222,7 @@ impl State {
                 dry_run: false,
                 group: None,
                 limits_changed: false,
+                overruled: Vec::new(),
             };
         };
         let rules = candidates[index].rules;
@@ -246,12 +249,18 @@ impl State {
             };
             limits_changed = self.limits.insert(group_key, limits) != Some(limits);
         }
+        let overruled = judgement
+            .overruled
+            .iter()
+            .map(|&index| keys[index].clone())
+            .collect();
         Governed {
             judgement,
             policy: Some(key),
             dry_run,
             group,
             limits_changed,
+            overruled,
         }
     }
 }

@@ -44,6 +44,12 @@ impl State {
             .finished()
             .and_then(|finished| finished.at)
             .filter(|at| *at > now + SKEW_TOLERANCE);
+        if governed.overruled.is_empty() {
+            self.contested.remove(&key);
+        } else {
+            self.contested
+                .insert(key.clone(), governed.overruled.clone());
+        }
         let previous = self.runs.remove(&key);
         if let Some(at) = previous.as_ref().and_then(|previous| previous.queued) {
             self.queue.remove(&(at, key.clone()));
