@@ -124,12 +124,14 @@ impl Loop {
 
     fn update_gauges(&self) {
         let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
-        for (kind, _) in self.state.kinds().iter() {
+        for (kind, tracked) in self.state.tracked_by_kind() {
             let label = KindLabels {
                 kind: self.state.kinds()[kind].resource.to_string(),
             };
-            let tracked = count(self.state.tracked(kind));
-            self.metrics.tracked.get_or_create(&label).set(tracked);
+            self.metrics
+                .tracked
+                .get_or_create(&label)
+                .set(count(tracked));
         }
         self.metrics.in_backoff.set(count(self.state.in_backoff()));
         self.metrics.stragglers.set(count(self.state.stragglers()));

@@ -130,6 +130,15 @@ impl State {
         self.runs.keys().filter(|key| key.kind == kind).count()
     }
 
+    /// How many runs of each kind are tracked, in one pass (every kind in the table).
+    pub fn tracked_by_kind(&self) -> HashMap<KindId, usize> {
+        let mut counts: HashMap<KindId, usize> = self.kinds.iter().map(|(id, _)| (id, 0)).collect();
+        for key in self.runs.keys() {
+            *counts.entry(key.kind).or_default() += 1;
+        }
+        counts
+    }
+
     /// When [`State::due`] next has something to do (never, for a follower).
     pub fn next_deadline(&self) -> Option<Timestamp> {
         self.queue
