@@ -11,12 +11,9 @@ use k8s_openapi::api::authorization::v1::{
 use kube::api::PostParams;
 use kube::discovery::{Discovery, Scope};
 use kube::{Api, Client};
-use kube_retention_common::kinds::{Entry, Registry, Resource, Watch};
+use kube_retention_common::kinds::{CONTROLLER_VERBS as VERBS, Entry, Registry, Resource, Watch};
 
 use crate::Result;
-
-/// What a kind needs for annotated objects of it to be deleted.
-pub const VERBS: [&str; 4] = ["list", "watch", "patch", "delete"];
 
 /// Kinds that are never watched this way: Events are written by the controller itself and
 /// expire by the API server's own TTL.

@@ -28,12 +28,6 @@ pub fn registry(extra: &[String], disabled: &[String]) -> Result<Registry> {
     Ok(registry)
 }
 
-/// Whether objects of this kind are watched through the managed label, so unlabelled ones need
-/// finding too.
-pub fn selects_managed_label(entry: &Entry) -> bool {
-    entry.watch == kube_retention_common::kinds::Watch::Managed
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use kube_retention_common::api::{
 };
 use kube_retention_common::expiry::format_timestamp;
 use kube_retention_common::field_error::summary;
-use kube_retention_common::kinds::{Registry, group_of};
+use kube_retention_common::kinds::{Registry, group_of, qualified};
 use serde_json::json;
 
 use crate::discovery::Scan;
@@ -53,10 +53,7 @@ pub fn compute(inputs: &Inputs<'_>) -> PolicyStatus {
     let kinds: Vec<String> = rules
         .kinds
         .iter()
-        .map(|kind| match group_of(&kind.api_version) {
-            "" => kind.kind.clone(),
-            group => format!("{}.{group}", kind.kind),
-        })
+        .map(|kind| qualified(&kind.kind, group_of(&kind.api_version)))
         .collect();
     let limit = |limit: Option<u32>| limit.map_or("-".to_owned(), |limit| limit.to_string());
     let limits = (rules.succeeded_limit.is_some() || rules.failed_limit.is_some()).then(|| {
@@ -120,11 +117,7 @@ fn readiness(inputs: &Inputs<'_>) -> (&'static str, &'static str, String) {
             Some(resource) => {
                 let missing = scan.missing(resource);
                 if !missing.is_empty() {
-                    let name = if group.is_empty() {
-                        resource.plural.clone()
-                    } else {
-                        format!("{}.{group}", resource.plural)
-                    };
+                    let name = qualified(&resource.plural, group);
                     problems.push(format!(
                         "the controller may not {} {name}: grant it with a ClusterRole labelled retention.dev/aggregate-to-controller: \"true\"",
                         missing.join(", ")

@@ -8,7 +8,7 @@ use k8s_openapi::api::authorization::v1::{
 use kube::api::PostParams;
 use kube::{Api, Client};
 
-use kube_retention_common::kinds::{KindId, Registry, Role};
+use kube_retention_common::kinds::{CONTROLLER_VERBS, KindId, Registry, Role};
 
 use crate::{Error, Result};
 
@@ -79,7 +79,7 @@ pub async fn check_permissions(
         let entry = kinds.get(id);
         let resource = &entry.resource;
         let verbs: &[&str] = match entry.role {
-            Role::Run { .. } | Role::Object => &["list", "watch", "patch", "delete"],
+            Role::Run { .. } | Role::Object => &CONTROLLER_VERBS,
             Role::Parent => &["list", "watch"],
         };
         for verb in verbs {

@@ -16,8 +16,7 @@ use k8s_openapi::api::authorization::v1::{
 use kube::api::PostParams;
 use kube::{Api, Client};
 
-/// What the controller needs on a kind to delete annotated objects of it.
-pub const VERBS: [&str; 4] = ["list", "watch", "patch", "delete"];
+pub use kube_retention_common::kinds::CONTROLLER_VERBS as VERBS;
 /// How long an answer is reused.
 pub const CACHE_FOR: Duration = Duration::from_secs(10);
 

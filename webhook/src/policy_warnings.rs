@@ -4,7 +4,7 @@
 //! becomes Ready by itself.
 
 use kube_retention_common::api::ResourceRef;
-use kube_retention_common::kinds::group_of;
+use kube_retention_common::kinds::{group_of, qualified};
 use serde_json::Value;
 
 use crate::Context;
@@ -20,11 +20,7 @@ pub async fn of(context: &Context, policy: &Value) -> Vec<String> {
         let at = format!("spec.resources[{index}]");
         let api_version = &resource.api_version;
         let group = group_of(api_version);
-        let named = if group.is_empty() {
-            resource.kind.clone()
-        } else {
-            format!("{}.{group}", resource.kind)
-        };
+        let named = qualified(&resource.kind, group);
         let plural = match context.access.served(api_version, &resource.kind).await {
             Ok(Some(plural)) => plural,
             Ok(None) => {
@@ -38,11 +34,7 @@ pub async fn of(context: &Context, policy: &Value) -> Vec<String> {
                 continue;
             }
         };
-        let resource_name = if group.is_empty() {
-            plural.clone()
-        } else {
-            format!("{plural}.{group}")
-        };
+        let resource_name = qualified(&plural, group);
         match context.access.missing(group, &plural).await {
             Ok(missing) if missing.is_empty() => {}
             Ok(missing) => warnings.push(format!(

@@ -11,6 +11,7 @@ use kube::core::response::{StatusCause, StatusDetails};
 use kube_retention_common::FieldError;
 use kube_retention_common::annotations::MANAGED_LABEL;
 use kube_retention_common::field_error::summary;
+use kube_retention_common::kinds::qualified;
 use serde_json::Value;
 
 use crate::Context;
@@ -209,11 +210,7 @@ async fn unhandled_warning(
         ));
     }
     let resource = &request.resource;
-    let named = if resource.group.is_empty() {
-        resource.resource.clone()
-    } else {
-        format!("{}.{}", resource.resource, resource.group)
-    };
+    let named = qualified(&resource.resource, &resource.group);
     match context
         .access
         .missing(&resource.group, &resource.resource)

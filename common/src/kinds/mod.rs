@@ -63,13 +63,22 @@ impl Resource {
 impl fmt::Display for Resource {
     /// `Job.batch`, `Pod` — the unambiguous short form `kubectl` uses.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.group.is_empty() {
-            write!(f, "{}", self.kind)
-        } else {
-            write!(f, "{}.{}", self.kind, self.group)
-        }
+        f.write_str(&qualified(&self.kind, &self.group))
     }
 }
+
+/// A kind or resource name with its group, as `kubectl` writes it: `Job.batch`, `jobs.batch`,
+/// and the bare name for the core group (`Pod`, `pods`).
+pub fn qualified(name: &str, group: &str) -> String {
+    if group.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{name}.{group}")
+    }
+}
+
+/// What the controller needs on a kind to delete objects of it (and stamp or label them).
+pub const CONTROLLER_VERBS: [&str; 4] = ["list", "watch", "patch", "delete"];
 
 /// The group of an `apiVersion` (`batch/v1` → `batch`, `v1` → ``).
 pub fn group_of(api_version: &str) -> &str {
