@@ -54,7 +54,7 @@ impl State {
     /// A stamp did not happen.
     pub fn stamp_failed(&mut self, key: &Key, failure: Failure, now: Timestamp) -> Vec<Action> {
         if let Some(record) = self.runs.get_mut(key) {
-            record.stamp_requested = None;
+            record.forget_stamp_request();
         }
         self.back_off(key, Warning::StampFailing, failure, now)
     }
@@ -100,15 +100,15 @@ pub(super) struct Step {
 
 impl Step {
     /// Counts a failure into `failures` and sets `retry_at` by its kind.
-    pub(super) fn take(
+    pub(super) fn take<Time: From<Timestamp>>(
         failures: &mut u8,
-        retry_at: &mut Option<Timestamp>,
+        retry_at: &mut Option<Time>,
         failure: Failure,
         now: Timestamp,
     ) -> Self {
         *failures = failures.saturating_add(1);
         let at = now + failure.delay(*failures);
-        *retry_at = Some(at);
+        *retry_at = Some(at.into());
         Self {
             failure,
             failures: *failures,

@@ -74,7 +74,7 @@ impl State {
             };
             candidates.push(Candidate {
                 name,
-                created: record.created,
+                created: record.created.get(),
                 outcome: record.outcome,
                 exempt: record.keep || record.deleting,
             });

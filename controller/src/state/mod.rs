@@ -14,6 +14,7 @@ use serde_json::Value;
 use kube_retention_common::kinds::{KindId, Registry, Role};
 
 mod action;
+mod compact;
 mod failures;
 mod limits;
 mod policies;
@@ -23,9 +24,10 @@ mod runs;
 mod stragglers;
 
 pub use action::{Action, EventTarget, Governance, Reason, Warning};
+use compact::CompactTime;
 pub use failures::{FIRST_RETRY, Failure, MAX_RETRY, retry_delay};
 pub use policies::{LoadedPolicy, PolicyKey, Summary, WOULD_DELETE_SHOWN};
-use record::{Record, Uid};
+use record::{Record, Stamps, Uid};
 
 /// Identifies a tracked object: its kind, namespace and name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -68,8 +70,10 @@ pub struct State {
     limits: HashMap<GroupKey, Limits>,
     parent_uids: HashMap<GroupKey, CompactString>,
     groups: HashMap<GroupKey, HashSet<CompactString>>,
-    queue: BTreeSet<(Timestamp, Key)>,
+    queue: BTreeSet<(CompactTime, Key)>,
     namespaces: HashSet<Arc<str>>,
+    /// Kinds being listed afresh, with the parents listed so far for parent kinds. Runs' records
+    /// carry a `listed` mark instead: a set of 100,000 names would cost megabytes at the peak.
     relisting: HashMap<KindId, HashSet<NamespacedName>>,
     /// Groups whose limits wait for the end of their kind's list.
     deferred: HashSet<GroupKey>,
@@ -99,7 +103,7 @@ impl State {
         if !leader {
             for record in self.runs.values_mut() {
                 record.pending = false;
-                record.stamp_requested = None;
+                record.forget_stamp_request();
             }
             self.forget_label_requests();
             return Vec::new();
@@ -143,7 +147,7 @@ impl State {
     pub fn next_deadline(&self) -> Option<Timestamp> {
         self.queue
             .first()
-            .map(|(at, _)| *at)
+            .map(|(at, _)| at.get())
             .filter(|_| self.leader)
     }
 
@@ -179,7 +183,9 @@ impl State {
             return Vec::new();
         };
         let namespace = self.intern(namespace);
-        if let Some(seen) = self.relisting.get_mut(&kind) {
+        if self.kinds[kind].role == Role::Parent
+            && let Some(seen) = self.relisting.get_mut(&kind)
+        {
             seen.insert((namespace.clone(), name.into()));
         }
         let Ok(mut value) = serde_json::to_value(object) else {
@@ -253,7 +259,7 @@ impl State {
         }
         let mut groups = Vec::new();
         while let Some((at, _)) = self.queue.first()
-            && *at <= now
+            && at.get() <= now
         {
             let Some((at, key)) = self.queue.pop_first() else {
                 break;
@@ -265,7 +271,7 @@ impl State {
                 continue;
             }
             record.queued = None;
-            if let Some(deadline) = record.deadline
+            if let Some(deadline) = record.deadline()
                 && record.deletable(now)
             {
                 if record.dry_run {

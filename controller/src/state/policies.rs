@@ -160,7 +160,7 @@ impl State {
             let summary = summaries.entry((**policy).clone()).or_default();
             summary.matched += 1;
             if !record.pending
-                && let Some(deadline) = record.deadline
+                && let Some(deadline) = record.deadline()
             {
                 summary.next_deletion = Some(
                     summary

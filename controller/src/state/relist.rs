@@ -30,6 +30,9 @@ impl State {
     /// A (re)list of `kind` begins: objects not seen again by [`State::relist_done`] are gone.
     pub fn relist_started(&mut self, kind: KindId) {
         self.relisting.insert(kind, HashSet::new());
+        for (_, record) in self.runs.iter_mut().filter(|(key, _)| key.kind == kind) {
+            record.listed = false;
+        }
     }
 
     /// The (re)list of `kind` is complete: what it did not list is gone, and the limits of the
@@ -38,20 +41,21 @@ impl State {
         let Some(seen) = self.relisting.remove(&kind) else {
             return Vec::new();
         };
-        let known: Vec<NamespacedName> = if self.kinds[kind].role == Role::Parent {
+        let gone: Vec<NamespacedName> = if self.kinds[kind].role == Role::Parent {
             self.limits
                 .keys()
                 .filter(|group| self.parent_kind(group.kind) == Some(kind))
                 .map(|group| (group.namespace.clone(), group.parent.clone()))
+                .filter(|parent| !seen.contains(parent))
                 .collect()
         } else {
             self.runs
-                .keys()
-                .filter(|key| key.kind == kind)
-                .map(|key| (key.namespace.clone(), key.name.clone()))
+                .iter()
+                .filter(|(key, record)| key.kind == kind && !record.listed)
+                .map(|(key, _)| (key.namespace.clone(), key.name.clone()))
                 .collect()
         };
-        for (namespace, name) in known.into_iter().filter(|known| !seen.contains(known)) {
+        for (namespace, name) in gone {
             self.removed(kind, &namespace, &name);
         }
         let groups: Vec<GroupKey> = self

@@ -66,26 +66,30 @@ impl State {
             previous.resource_version == resource_version && previous.uid == uid
         });
         let same_object = previous.as_ref().filter(|previous| previous.uid == uid);
+        let stamps = Stamps {
+            needed: stamp,
+            requested: same_object.and_then(|previous| previous.stamps().requested),
+        };
         let record = Record {
             uid,
             resource_version,
-            created: created.unwrap_or(now),
-            outcome: progress.finished().map(|finished| finished.outcome),
-            deadline,
-            keep: own.annotations.keep,
-            deleting: object.metadata.deletion_timestamp.is_some(),
-            pending: same.is_some_and(|previous| previous.pending),
-            stamp,
-            stamp_requested: same_object.and_then(|previous| previous.stamp_requested),
-            failures: same.map_or(0, |previous| previous.failures),
+            created: created.unwrap_or(now).into(),
+            deadline: deadline.map(CompactTime::new),
             retry_at: same.and_then(|previous| previous.retry_at),
             queued: None,
-            skew_reported: same_object.is_some_and(|previous| previous.skew_reported)
-                || future_finish.is_some(),
+            stamps: stamps.boxed(),
             group,
             owner,
             policy: governed.policy,
+            outcome: progress.finished().map(|finished| finished.outcome),
+            failures: same.map_or(0, |previous| previous.failures),
+            keep: own.annotations.keep,
+            deleting: object.metadata.deletion_timestamp.is_some(),
+            pending: same.is_some_and(|previous| previous.pending),
+            skew_reported: same_object.is_some_and(|previous| previous.skew_reported)
+                || future_finish.is_some(),
             dry_run: governed.dry_run,
+            listed: true,
         };
         let mut actions = Vec::new();
         if let Some(finished_at) = future_finish
