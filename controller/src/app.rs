@@ -99,7 +99,7 @@ impl Args {
             feedback: feedback_tx,
         });
         tracing::info!(%identity, qps = args.qps, leader_election = args.leader_election, "starting");
-        let mut watches = Watches::new(client.clone(), args.page_size);
+        let mut watches = Watches::new(client.clone(), args.page_size, args.list_concurrency);
         watches.start_policies();
         let control = Loop {
             state: State::new(watched),

@@ -55,6 +55,11 @@ pub struct Args {
     /// Objects per page of the initial LIST.
     #[arg(long, default_value_t = 500)]
     pub page_size: u32,
+    /// How many kinds are listed at once. Each list holds a page of whole objects in memory and
+    /// loads the API server; the others wait their turn (a kind whose list fails goes to the
+    /// back of the line).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    pub list_concurrency: u32,
     /// Elect a leader among replicas with a coordination.k8s.io Lease; only the leader acts.
     #[arg(long, env = "KUBE_RETENTION_LEADER_ELECTION", default_value_t = true, action = clap::ArgAction::Set)]
     pub leader_election: bool,

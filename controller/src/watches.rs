@@ -1,8 +1,11 @@
 //! The controller's watches, started and stopped per kind at run time: one paged LIST and then a
 //! watch for each kind (label-selected where the kind's entry says so), and for kinds watched
 //! through the managed label with stragglers to find, a metadata-only watch of every object.
+//! Lists take turns (`--list-concurrency`): the memory a list holds is a page per kind listing,
+//! and 100 kinds listed at once would hold 100 pages.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use futures::stream::{AbortHandle, Abortable, BoxStream, SelectAll};
 use futures::{StreamExt, stream};
@@ -13,6 +16,7 @@ use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
 use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
 use kube_retention_common::kinds::{Entry, KindId, Watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::kinds::api_resource;
 use crate::watch_backoff::WatchBackoff;
@@ -33,15 +37,21 @@ pub enum Observed {
 pub struct Watches {
     client: Client,
     page_size: u32,
+    /// A permit per list under way.
+    lists: Arc<Semaphore>,
     streams: SelectAll<BoxStream<'static, Observed>>,
     running: HashMap<KindId, (Watch, Vec<AbortHandle>)>,
 }
 
 impl Watches {
-    pub fn new(client: Client, page_size: u32) -> Self {
+    pub fn new(client: Client, page_size: u32, list_concurrency: u32) -> Self {
+        let permits = usize::try_from(list_concurrency)
+            .unwrap_or(usize::MAX)
+            .max(1);
         Self {
             client,
             page_size,
+            lists: Arc::new(Semaphore::new(permits)),
             streams: stream::select_all(Vec::new()),
             running: HashMap::new(),
         }
@@ -89,8 +99,9 @@ impl Watches {
         if mode == Watch::Managed {
             let metadata: Api<PartialObjectMeta<DynamicObject>> =
                 Api::all_with(self.client.clone(), &resource);
-            let unlabelled = watcher::watcher(metadata, config.clone())
-                .backoff(WatchBackoff::default())
+            let unlabelled =
+                watcher::watcher(metadata, config.clone()).backoff(WatchBackoff::default());
+            let unlabelled = taking_turns(unlabelled, self.lists.clone())
                 .map(move |event| Observed::Metadata(kind, event));
             handles.push(self.push(unlabelled.boxed()));
         }
@@ -99,8 +110,8 @@ impl Watches {
             None => config,
         };
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
-        let objects = watcher::watcher(api, config)
-            .backoff(WatchBackoff::default())
+        let objects = watcher::watcher(api, config).backoff(WatchBackoff::default());
+        let objects = taking_turns(objects, self.lists.clone())
             .map(move |event| Observed::Object(kind, event));
         handles.push(self.push(objects.boxed()));
         self.running.insert(kind, (mode, handles));
@@ -157,5 +168,90 @@ impl Watches {
                 None => std::future::pending::<()>().await,
             }
         }
+    }
+}
+
+type Events<K> = BoxStream<'static, Result<Event<K>, watcher::Error>>;
+
+/// `events` that list only while holding one of `lists`' permits: from the list's start (the
+/// watcher asks for the first page when polled after [`Event::Init`]) to its end, or to an error
+/// (the retry queues again, so a kind that keeps failing cannot starve the others).
+fn taking_turns<K: Send + 'static>(
+    events: impl futures::Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static,
+    lists: Arc<Semaphore>,
+) -> Events<K> {
+    let start: (Events<K>, Option<OwnedSemaphorePermit>) = (events.boxed(), None);
+    stream::unfold(start, move |(mut events, mut permit)| {
+        let lists = lists.clone();
+        async move {
+            let event = events.next().await?;
+            match &event {
+                Ok(Event::Init) if permit.is_none() => permit = lists.acquire_owned().await.ok(),
+                Ok(Event::InitDone) | Err(_) => permit = None,
+                Ok(_) => {}
+            }
+            Some((event, (events, permit)))
+        }
+    })
+    .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::FutureExt;
+
+    use super::*;
+
+    fn listing(events: Vec<Event<u8>>, lists: &Arc<Semaphore>) -> Events<u8> {
+        let events = stream::iter(events.into_iter().map(Ok)).chain(stream::pending());
+        taking_turns(events, lists.clone())
+    }
+
+    /// The next event if there is one now, as its debug form (events are not comparable).
+    fn next(events: &mut Events<u8>) -> Option<String> {
+        let event = events.next().now_or_never().flatten()?;
+        Some(format!("{:?}", event.ok()?))
+    }
+
+    fn shown(event: Event<u8>) -> Option<String> {
+        Some(format!("{event:?}"))
+    }
+
+    #[tokio::test]
+    async fn kinds_take_turns_to_list_and_a_relist_keeps_its_turn() {
+        let lists = Arc::new(Semaphore::new(1));
+        let mut first = listing(
+            vec![
+                Event::Init,
+                Event::InitApply(1),
+                Event::Init,
+                Event::InitDone,
+                Event::Apply(2),
+            ],
+            &lists,
+        );
+        let mut second = listing(
+            vec![Event::Init, Event::InitApply(3), Event::InitDone],
+            &lists,
+        );
+        assert_eq!(next(&mut first), shown(Event::Init));
+        assert_eq!(next(&mut second), None, "waits while the first kind lists");
+        assert_eq!(next(&mut first), shown(Event::InitApply(1)));
+        assert_eq!(
+            next(&mut first),
+            shown(Event::Init),
+            "a list restarted keeps its permit"
+        );
+        assert_eq!(next(&mut second), None);
+        assert_eq!(next(&mut first), shown(Event::InitDone));
+        assert_eq!(next(&mut second), shown(Event::Init));
+        assert_eq!(
+            next(&mut first),
+            shown(Event::Apply(2)),
+            "watching needs no turn"
+        );
+        assert_eq!(next(&mut second), shown(Event::InitApply(3)));
+        assert_eq!(next(&mut second), shown(Event::InitDone));
+        assert_eq!(lists.available_permits(), 1);
     }
 }
