@@ -16,6 +16,7 @@ pub mod policies;
 pub mod policy;
 pub mod progress;
 pub mod selector;
+pub mod tightening;
 
 pub use expiry::{Expiry, StampChange};
 pub use field_error::FieldError;
