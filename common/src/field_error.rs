@@ -34,20 +34,22 @@ impl fmt::Display for FieldError {
 
 /// All errors of one object, reported together.
 pub fn summary(errors: &[FieldError]) -> String {
+    listed(errors, "retention settings are invalid")
+}
+
+/// One error as it is, several under "N {heading}:", one per line.
+pub fn listed(errors: &[FieldError], heading: &str) -> String {
     match errors {
         [single] => single.to_string(),
         many => {
             let lines: Vec<String> = many.iter().map(|error| format!("- {error}")).collect();
-            format!(
-                "{} retention settings are invalid:\n{}",
-                many.len(),
-                lines.join("\n")
-            )
+            format!("{} {heading}:\n{}", many.len(), lines.join("\n"))
         }
     }
 }
 
-fn render(value: &Value) -> String {
+/// A value as JSON, cut short past 80 characters.
+pub fn render(value: &Value) -> String {
     const MAX: usize = 80;
     let text = value.to_string();
     if text.chars().count() <= MAX {

@@ -2,9 +2,10 @@
 //! user who gives an object a TTL the controller could never act on — instead of the object
 //! silently living forever. Answers come from SubjectAccessReviews for the controller's
 //! ServiceAccount, cached per kind for [`CACHE_FOR`] (a newly aggregated ClusterRole is seen
-//! within that time). Behind a trait so unit tests need no cluster.
+//! within that time). Behind a trait so unit tests need no cluster. [`Reviews`] also asks for
+//! writers of retention settings (see [`crate::writers`]).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Mutex;
@@ -17,8 +18,8 @@ use kube::api::PostParams;
 use kube::{Api, Client};
 
 pub use kube_retention_common::kinds::CONTROLLER_VERBS as VERBS;
-/// How long an answer is reused.
-pub const CACHE_FOR: Duration = Duration::from_secs(10);
+/// How long an answer is reused: a role granted or taken away counts within this time.
+pub const CACHE_FOR: Duration = Duration::from_secs(5);
 
 pub type Missing<'a> =
     Pin<Box<dyn Future<Output = Result<Vec<&'static str>, kube::Error>> + Send + 'a>>;
@@ -47,51 +48,113 @@ impl ControllerAccess for Granted {
     }
 }
 
-/// Asks the API server, as the webhook's ServiceAccount (`create subjectaccessreviews`).
-pub struct Reviews {
-    client: Client,
-    /// The controller's user name, `system:serviceaccount:NAMESPACE:NAME`.
-    user: String,
-    cache: Mutex<HashMap<GroupResource, Answer>>,
+/// Who a SubjectAccessReview asks about: the controller's ServiceAccount, or the writer of an
+/// AdmissionRequest (its `userInfo`, extra and uid included).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Subject {
+    pub user: String,
+    pub groups: Vec<String>,
+    pub uid: Option<String>,
+    pub extra: BTreeMap<String, Vec<String>>,
 }
 
-type GroupResource = (String, String);
-/// When the answer was given, and the verbs missing.
-type Answer = (Instant, Vec<&'static str>);
-
-impl Reviews {
-    pub fn new(client: Client, user: String) -> Self {
-        Self {
-            client,
-            user,
-            cache: Mutex::new(HashMap::new()),
-        }
-    }
-
-    fn cached(&self, key: &GroupResource) -> Option<Vec<&'static str>> {
-        let cache = self
-            .cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (at, missing) = cache.get(key)?;
-        (at.elapsed() < CACHE_FOR).then(|| missing.clone())
-    }
-
-    /// The groups a ServiceAccount's requests carry, for RBAC bound to groups.
-    fn groups(&self) -> Vec<String> {
+impl Subject {
+    /// A ServiceAccount by its user name, with the groups its requests carry.
+    pub fn service_account(user: &str) -> Self {
         let mut groups = vec![
             "system:serviceaccounts".to_owned(),
             "system:authenticated".to_owned(),
         ];
-        if let Some(namespace) = self
-            .user
+        if let Some((namespace, _)) = user
             .strip_prefix("system:serviceaccount:")
             .and_then(|rest| rest.split_once(':'))
-            .map(|(namespace, _)| namespace)
         {
             groups.push(format!("system:serviceaccounts:{namespace}"));
         }
-        groups
+        Self {
+            user: user.to_owned(),
+            groups,
+            ..Self::default()
+        }
+    }
+}
+
+/// What is asked: a verb on a resource of a group, in a namespace (`None`: cluster-wide), on one
+/// object by name or (`None`) on all of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Request {
+    pub verb: &'static str,
+    pub group: String,
+    pub resource: String,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+}
+
+/// Asks the API server, as the webhook's ServiceAccount (`create subjectaccessreviews`), and
+/// remembers each answer for [`CACHE_FOR`], so a burst of admissions costs one review.
+pub struct Reviews {
+    client: Client,
+    /// The controller's user name, `system:serviceaccount:NAMESPACE:NAME`.
+    controller: Subject,
+    cache: Mutex<HashMap<(Subject, Request), (Instant, bool)>>,
+}
+
+/// Answers kept at most; beyond, the stale ones are dropped first.
+const CACHED_ANSWERS: usize = 10_000;
+
+impl Reviews {
+    pub fn new(client: Client, controller_user: &str) -> Self {
+        Self {
+            client,
+            controller: Subject::service_account(controller_user),
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<(Subject, Request), (Instant, bool)>> {
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether `subject` may do `request`, from the cache while the answer is fresh.
+    pub async fn review(&self, subject: &Subject, request: &Request) -> Result<bool, kube::Error> {
+        let key = (subject.clone(), request.clone());
+        if let Some((at, allowed)) = self.cache().get(&key)
+            && at.elapsed() < CACHE_FOR
+        {
+            return Ok(*allowed);
+        }
+        let review = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: Some(subject.user.clone()),
+                groups: Some(subject.groups.clone()),
+                uid: subject.uid.clone(),
+                extra: (!subject.extra.is_empty()).then(|| subject.extra.clone()),
+                resource_attributes: Some(ResourceAttributes {
+                    group: Some(request.group.clone()),
+                    resource: Some(request.resource.clone()),
+                    verb: Some(request.verb.to_owned()),
+                    namespace: request.namespace.clone(),
+                    name: request.name.clone(),
+                    ..ResourceAttributes::default()
+                }),
+                ..SubjectAccessReviewSpec::default()
+            },
+            ..SubjectAccessReview::default()
+        };
+        let api: Api<SubjectAccessReview> = Api::all(self.client.clone());
+        let answer = api.create(&PostParams::default(), &review).await?;
+        let allowed = answer.status.is_some_and(|status| status.allowed);
+        let mut cache = self.cache();
+        if cache.len() >= CACHED_ANSWERS {
+            cache.retain(|_, (at, _)| at.elapsed() < CACHE_FOR);
+            if cache.len() >= CACHED_ANSWERS {
+                cache.clear();
+            }
+        }
+        cache.insert(key, (Instant::now(), allowed));
+        Ok(allowed)
     }
 }
 
@@ -116,37 +179,18 @@ impl ControllerAccess for Reviews {
 
     fn missing<'a>(&'a self, group: &'a str, resource: &'a str) -> Missing<'a> {
         Box::pin(async move {
-            let key = (group.to_owned(), resource.to_owned());
-            if let Some(missing) = self.cached(&key) {
-                return Ok(missing);
-            }
-            let api: Api<SubjectAccessReview> = Api::all(self.client.clone());
             let mut missing = Vec::new();
             for verb in VERBS {
-                let review = SubjectAccessReview {
-                    spec: SubjectAccessReviewSpec {
-                        user: Some(self.user.clone()),
-                        groups: Some(self.groups()),
-                        resource_attributes: Some(ResourceAttributes {
-                            group: Some(group.to_owned()),
-                            resource: Some(resource.to_owned()),
-                            verb: Some(verb.to_owned()),
-                            ..ResourceAttributes::default()
-                        }),
-                        ..SubjectAccessReviewSpec::default()
-                    },
-                    ..SubjectAccessReview::default()
+                let request = Request {
+                    verb,
+                    group: group.to_owned(),
+                    resource: resource.to_owned(),
+                    ..Request::default()
                 };
-                let answer = api.create(&PostParams::default(), &review).await?;
-                if !answer.status.is_some_and(|status| status.allowed) {
+                if !self.review(&self.controller, &request).await? {
                     missing.push(verb);
                 }
             }
-            let mut cache = self
-                .cache
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            cache.insert(key, (Instant::now(), missing.clone()));
             Ok(missing)
         })
     }

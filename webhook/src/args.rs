@@ -51,6 +51,11 @@ pub struct Args {
         default_value = "system:serviceaccount:kube-retention:kube-retention-controller"
     )]
     pub controller_user: String,
+    /// Admit a retention setting only from a writer who may delete what it governs (asked with a
+    /// SubjectAccessReview). Off, anyone who may write an object may have the controller delete
+    /// it, with the controller's permissions.
+    #[arg(long, env = "KUBE_RETENTION_CHECK_WRITERS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub check_writers: bool,
     /// Kubeconfig to reach the API server with (default: in-cluster, then $KUBECONFIG).
     #[arg(long, env = "KUBE_RETENTION_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,

@@ -17,6 +17,7 @@ pub mod router;
 pub mod server;
 pub mod tls;
 pub mod validate;
+pub mod writers;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -30,6 +31,10 @@ pub struct Context {
     pub kinds: Registry,
     /// Whether the controller may delete objects of kinds beyond the built-in ones.
     pub access: Arc<dyn access::ControllerAccess>,
+    /// Whether writers may delete what their retention settings govern; `None`: not checked.
+    pub writers: Option<Arc<dyn writers::WriterAccess>>,
+    /// The controller's user: its own writes (stamps, labels) are not checked.
+    pub controller_user: String,
     pub metrics: metrics::Metrics,
     /// Set on SIGTERM: `/readyz` fails so the Service stops sending here, and each response
     /// closes its connection so clients reconnect to another replica before this one stops.
@@ -42,6 +47,8 @@ impl Context {
             parents,
             kinds: Registry::builtin().clone(),
             access: Arc::new(access::Granted),
+            writers: None,
+            controller_user: String::new(),
             metrics: metrics::Metrics::default(),
             draining: AtomicBool::new(false),
         }
@@ -53,6 +60,19 @@ impl Context {
 
     pub fn with_access(self, access: Arc<dyn access::ControllerAccess>) -> Self {
         Self { access, ..self }
+    }
+
+    /// Checks writers of retention settings with `writers`, except `controller_user`.
+    pub fn with_writers(
+        self,
+        writers: Arc<dyn writers::WriterAccess>,
+        controller_user: &str,
+    ) -> Self {
+        Self {
+            writers: Some(writers),
+            controller_user: controller_user.to_owned(),
+            ..self
+        }
     }
 
     pub fn lookups(&self) -> mutate::Lookups<'_> {

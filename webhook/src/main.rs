@@ -33,9 +33,12 @@ async fn run(args: Args) -> kube_retention_webhook::Result<()> {
         kinds.remove(name).map_err(Error::DisableKind)?;
     }
     let mut context = Context::new(Arc::new(ApiParents(client.clone()))).with_kinds(kinds);
+    let reviews = Arc::new(Reviews::new(client, &args.controller_user));
     if !args.controller_user.is_empty() {
-        let reviews = Reviews::new(client, args.controller_user.clone());
-        context = context.with_access(Arc::new(reviews));
+        context = context.with_access(reviews.clone());
+    }
+    if args.check_writers {
+        context = context.with_writers(reviews, &args.controller_user);
     }
     let context = Arc::new(context);
     let tls = server_config(

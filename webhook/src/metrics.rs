@@ -17,6 +17,10 @@ pub enum Outcome {
     Allowed,
     Patched,
     Denied,
+    /// The writer may not delete what its retention settings govern.
+    Forbidden,
+    /// Whether the writer may could not be checked: refused.
+    Unchecked,
     Malformed,
 }
 

@@ -10,13 +10,13 @@ use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview
 use kube::core::response::{StatusCause, StatusDetails};
 use kube_retention_common::FieldError;
 use kube_retention_common::annotations::MANAGED_LABEL;
-use kube_retention_common::field_error::summary;
+use kube_retention_common::field_error::listed;
 use kube_retention_common::kinds::qualified;
 use serde_json::Value;
 
 use crate::Context;
 use crate::metrics::Outcome;
-use crate::{mutate, validate};
+use crate::{mutate, validate, writers};
 
 /// Which webhook endpoint was called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,7 +97,23 @@ async fn validate_request(
     let old = object_json(request, request.old_object.as_ref());
     let errors = validate::new_errors(&context.kinds, &object, old.as_ref());
     if !errors.is_empty() {
-        return (deny(response, request, &errors), Outcome::Denied);
+        return (
+            deny(response, request, &errors, Denial::Invalid),
+            Outcome::Denied,
+        );
+    }
+    match writers::refusals(context, request, &object, old.as_ref()).await {
+        Ok(refusals) if refusals.is_empty() => {}
+        Ok(refusals) => {
+            return (
+                deny(response, request, &refusals, Denial::Forbidden),
+                Outcome::Forbidden,
+            );
+        }
+        Err(unchecked) => {
+            tracing::warn!(error = %unchecked, "refused a write whose writer could not be checked");
+            return (response.deny(unchecked.to_string()), Outcome::Unchecked);
+        }
     }
     let mut response = response;
     if validate::is_policy(&object) {
@@ -109,15 +125,37 @@ async fn validate_request(
     (response, Outcome::Allowed)
 }
 
+/// Why a write is denied: settings that are wrong, or a writer who may not make them.
+#[derive(Debug, Clone, Copy)]
+enum Denial {
+    Invalid,
+    Forbidden,
+}
+
 /// A denial that reads well in `kubectl apply` and lists each field as a cause.
 fn deny(
     mut response: AdmissionResponse,
     request: &AdmissionRequest<DynamicObject>,
     errors: &[FieldError],
+    denial: Denial,
 ) -> AdmissionResponse {
-    response = response.deny(summary(errors));
-    response.result.code = 422;
-    response.result.reason = "Invalid".into();
+    let (code, reason, cause, heading) = match denial {
+        Denial::Invalid => (
+            422,
+            "Invalid",
+            "FieldValueInvalid",
+            "retention settings are invalid",
+        ),
+        Denial::Forbidden => (
+            403,
+            "Forbidden",
+            "FieldValueForbidden",
+            "retention settings are not yours to make",
+        ),
+    };
+    response = response.deny(listed(errors, heading));
+    response.result.code = code;
+    response.result.reason = reason.into();
     response.result.details = Some(StatusDetails {
         name: request.name.clone(),
         group: request.kind.group.clone(),
@@ -125,7 +163,7 @@ fn deny(
         causes: errors
             .iter()
             .map(|error| StatusCause {
-                reason: "FieldValueInvalid".into(),
+                reason: cause.into(),
                 message: format!("{} {}", error.value, error.rule),
                 field: error.path.clone(),
             })
