@@ -13,6 +13,7 @@ mod kinds;
 mod lifecycle;
 mod policies;
 mod support;
+mod writers;
 
 use std::process::ExitCode;
 
@@ -34,6 +35,7 @@ fn main() -> ExitCode {
     tests.extend(intent::tests(&env));
     tests.extend(kinds::tests(&env));
     tests.extend(policies::tests(&env));
+    tests.extend(writers::tests(&env));
     tests.extend(chaos::tests(&env));
     let mut conclusion = libtest_mimic::run(&arguments, tests);
     // Trials that stop kube-retention's processes run last, one at a time.
