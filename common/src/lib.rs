@@ -5,6 +5,7 @@
 pub mod annotations;
 pub mod api;
 pub mod cel;
+pub mod cleaner;
 pub mod duration;
 pub mod expiry;
 pub mod field_error;

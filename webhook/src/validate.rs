@@ -8,17 +8,21 @@
 use kube_retention_common::api::{GROUP, PolicyRules};
 use kube_retention_common::kinds::group_of;
 use kube_retention_common::policies::Rules;
-use kube_retention_common::{FieldError, Policy, Registry};
+use kube_retention_common::{FieldError, Policy, Registry, cleaner};
 use serde_json::Value;
 
 /// The kinds whose spec is a policy.
 const POLICY_KINDS: [&str; 2] = ["RetentionPolicy", "ClusterRetentionPolicy"];
+const CLEANER: &str = "Cleaner";
 
 /// The errors to deny `object` for, given the `old` object of an UPDATE. A kind switched off in
 /// `kinds` is not kube-retention's to judge. A policy is judged whole, every time.
 pub fn new_errors(kinds: &Registry, object: &Value, old: Option<&Value>) -> Vec<FieldError> {
     if is_policy(object) {
         return policy_errors(object);
+    }
+    if is_cleaner(object) {
+        return cleaner::errors(object.get("spec").unwrap_or(&Value::Null));
     }
     let Some(entry) = kinds.entry_for(object) else {
         return Vec::new();
@@ -35,8 +39,17 @@ pub fn new_errors(kinds: &Registry, object: &Value, old: Option<&Value>) -> Vec<
 }
 
 pub fn is_policy(object: &Value) -> bool {
+    is_ours(object, &POLICY_KINDS)
+}
+
+pub fn is_cleaner(object: &Value) -> bool {
+    is_ours(object, &[CLEANER])
+}
+
+/// Whether `object` is of one of `kinds` of the `retention.dev` group.
+fn is_ours(object: &Value, kinds: &[&str]) -> bool {
     let text = |key: &str| object.get(key).and_then(Value::as_str).unwrap_or_default();
-    group_of(text("apiVersion")) == GROUP && POLICY_KINDS.contains(&text("kind"))
+    group_of(text("apiVersion")) == GROUP && kinds.contains(&text("kind"))
 }
 
 /// Every error of a RetentionPolicy or ClusterRetentionPolicy.

@@ -1,0 +1,225 @@
+//! The `Cleaner` (`retention.dev/v1alpha1`, namespaced): a group of resources — some named, some
+//! selected by labels, a Helm release — deleted together once `ttl` has passed and CEL
+//! `conditions` over the group hold. This module owns its API type (the source of its CRD) and
+//! the rules admission checks, all errors at once: Go durations, target names that are CEL
+//! identifiers and unique, references with a name or labels but not both, conditions that
+//! compile over the targets' variables and `time`, a sink that is an http(s) URL.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::cel::{Expect, Expression};
+use crate::duration;
+use crate::field_error::FieldError;
+
+/// The variable bound to the time of an evaluation.
+pub const TIME: &str = "time";
+
+/// Deletes its targets (and a Helm release) together once `ttl` has passed and every condition
+/// holds, then tells `cloudEventSink` and deletes itself.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "retention.dev",
+    version = "v1alpha1",
+    kind = "Cleaner",
+    namespaced,
+    status = "CleanerStatus",
+    category = "retention",
+    printcolumn = r#"{"name":"TTL","type":"string","jsonPath":".spec.ttl"}"#,
+    printcolumn = r#"{"name":"Next","type":"date","jsonPath":".status.nextScheduledEvaluation"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct CleanerSpec {
+    /// A Go duration from the Cleaner's creation; nothing is evaluated before it has passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Retry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helm: Option<HelmRelease>,
+    #[serde(default)]
+    pub targets: Vec<Target>,
+    /// Where the CloudEvent announcing the clean-up is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud_event_sink: Option<String>,
+    /// CEL conditions over the targets (by name, `{items: [...]}`) and `time`; all must hold.
+    #[serde(default)]
+    pub conditions: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Retry {
+    /// Re-evaluate at least this often (a Go duration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period: Option<String>,
+    /// The conditions only ever turn from false to true as time passes.
+    #[serde(default)]
+    pub monotonic: bool,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HelmRelease {
+    pub release: String,
+    /// Uninstall the release with the targets.
+    #[serde(default)]
+    pub delete: bool,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Target {
+    /// The CEL variable holding `{items: [...]}`.
+    pub name: String,
+    pub reference: Reference,
+    #[serde(default)]
+    pub include_when_evaluating: bool,
+    #[serde(default)]
+    pub delete: bool,
+}
+
+/// Objects of one kind in the Cleaner's namespace: one by `name`, or those `matchLabels` selects.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Reference {
+    #[serde(default)]
+    pub api_group: String,
+    pub version: String,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_labels: Option<BTreeMap<String, String>>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CleanerStatus {
+    #[serde(default)]
+    pub resolved_targets: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_scheduled_evaluation: Option<String>,
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}
+
+/// CEL's reserved words, which no target may be named.
+const RESERVED: [&str; 21] = [
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// Every error of a Cleaner's spec (JSON, as admission receives it), with its field path.
+pub fn errors(spec: &Value) -> Vec<FieldError> {
+    let parsed: CleanerSpec = match serde_json::from_value(spec.clone()) {
+        Ok(parsed) => parsed,
+        Err(error) => {
+            return vec![FieldError::new(
+                "spec",
+                spec,
+                format!("is malformed: {error}"),
+            )];
+        }
+    };
+    let mut errors = Vec::new();
+    let mut check_duration = |path: &str, text: &Option<String>| {
+        if let Some(text) = text
+            && let Err(error) = duration::parse(text)
+        {
+            errors.push(FieldError::new(path, &Value::String(text.clone()), error));
+        }
+    };
+    check_duration("spec.ttl", &parsed.ttl);
+    check_duration(
+        "spec.retry.period",
+        &parsed.retry.as_ref().and_then(|retry| retry.period.clone()),
+    );
+    let mut names = BTreeSet::new();
+    for (index, target) in parsed.targets.iter().enumerate() {
+        let at = |field: &str| format!("spec.targets[{index}].{field}");
+        let name = Value::String(target.name.clone());
+        if !is_identifier(&target.name) {
+            let rule = "is not a CEL identifier: use letters, digits and _, not starting with a \
+                        digit, not a reserved word nor `time`, e.g. revisions";
+            errors.push(FieldError::new(at("name"), &name, rule));
+        } else if !names.insert(target.name.as_str()) {
+            errors.push(FieldError::new(
+                at("name"),
+                &name,
+                "names another target too: names must be unique",
+            ));
+        }
+        let reference = &target.reference;
+        if reference.name.is_some() && reference.match_labels.is_some() {
+            let value = serde_json::to_value(reference).unwrap_or(Value::Null);
+            let rule =
+                "has both name and matchLabels: one object by name, or those the labels select";
+            errors.push(FieldError::new(at("reference"), &value, rule));
+        }
+    }
+    if let Some(sink) = &parsed.cloud_event_sink
+        && !(sink.starts_with("http://") || sink.starts_with("https://"))
+    {
+        let rule = "is not an http(s) URL, e.g. http://cleanup-sink.example/";
+        errors.push(FieldError::new(
+            "spec.cloudEventSink",
+            &Value::String(sink.clone()),
+            rule,
+        ));
+    }
+    let mut declared: Vec<&str> = parsed
+        .targets
+        .iter()
+        .filter(|target| target.include_when_evaluating)
+        .map(|target| target.name.as_str())
+        .collect();
+    declared.push(TIME);
+    for (index, condition) in parsed.conditions.iter().enumerate() {
+        if let Err(error) = Expression::compile_over(condition, Expect::Condition, &declared) {
+            let path = format!("spec.conditions[{index}]");
+            errors.push(FieldError::new(
+                path,
+                &Value::String(condition.clone()),
+                error,
+            ));
+        }
+    }
+    errors
+}
+
+/// A CEL identifier that is neither reserved nor `time`.
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|rest| rest.is_ascii_alphanumeric() || rest == '_')
+        && !RESERVED.contains(&name)
+        && name != TIME
+}
