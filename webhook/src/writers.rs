@@ -6,7 +6,9 @@
 //! - stricter settings for a parent's runs (Build, BuildConfig): delete on those runs in the
 //!   namespace;
 //! - a RetentionPolicy created or its spec changed: delete and list on every resource it names,
-//!   in its namespace; a ClusterRetentionPolicy: cluster-wide.
+//!   in its namespace; a ClusterRetentionPolicy: cluster-wide;
+//! - a Cleaner created or its spec changed: delete on what it deletes, list on what it reads,
+//!   delete on Secrets for a Helm release it uninstalls.
 //!
 //! Lengthening or removing a setting needs nothing more than the write itself, and neither do
 //! kube-retention's own writes (its controller's stamps and labels). Answers come from
@@ -21,6 +23,7 @@ use std::pin::Pin;
 use kube::api::DynamicObject;
 use kube::core::admission::AdmissionRequest;
 use kube_retention_common::api::ResourceRef;
+use kube_retention_common::cleaner::CleanerSpec;
 use kube_retention_common::field_error::render;
 use kube_retention_common::kinds::{Entry, group_of, qualified};
 use kube_retention_common::tightening::{Reach, tightenings};
@@ -91,6 +94,8 @@ pub async fn refusals(
     }
     let needs = if crate::validate::is_policy(object) {
         policy_needs(context, object, old).await
+    } else if crate::validate::is_cleaner(object) {
+        cleaner_needs(context, object, old).await
     } else {
         object_needs(context, request, object, old).await
     };
@@ -275,6 +280,71 @@ async fn policy_needs(context: &Context, object: &Value, old: Option<&Value>) ->
                 consequence: "make a retention policy for them",
             });
         }
+    }
+    needs
+}
+
+/// A Cleaner's: delete on each target it deletes, list on each it reads (the controller reads
+/// them with its own power too), delete on Secrets for a Helm release it uninstalls (Helm keeps
+/// its releases in Secrets), all in its namespace; when new or its spec changed.
+async fn cleaner_needs(context: &Context, object: &Value, old: Option<&Value>) -> Vec<Need> {
+    let spec = object.get("spec");
+    if old.is_some_and(|old| old.get("spec") == spec) {
+        return Vec::new();
+    }
+    let Ok(spec) = serde_json::from_value::<CleanerSpec>(spec.cloned().unwrap_or(Value::Null))
+    else {
+        return Vec::new();
+    };
+    let namespace = object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let mut needs = Vec::new();
+    for (index, target) in spec.targets.iter().enumerate() {
+        let reference = &target.reference;
+        let api_version = if reference.api_group.is_empty() {
+            reference.version.clone()
+        } else {
+            format!("{}/{}", reference.api_group, reference.version)
+        };
+        let plural = match context.access.served(&api_version, &reference.kind).await {
+            Ok(Some(plural)) => plural,
+            Ok(None) | Err(_) => "*".to_owned(),
+        };
+        let verbs: &[&'static str] = if target.delete {
+            &["delete", "list"]
+        } else {
+            &["list"]
+        };
+        for &verb in verbs {
+            needs.push(Need {
+                path: format!("spec.targets[{index}]"),
+                value: render(&Value::String(target.name.clone())),
+                request: Request {
+                    verb,
+                    group: reference.api_group.clone(),
+                    resource: plural.clone(),
+                    namespace: namespace.clone(),
+                    name: reference.name.clone().filter(|_| verb == "delete"),
+                },
+                consequence: "make a Cleaner of them",
+            });
+        }
+    }
+    if let Some(helm) = spec.helm.filter(|helm| helm.delete) {
+        needs.push(Need {
+            path: "spec.helm".to_owned(),
+            value: render(&Value::String(helm.release)),
+            request: Request {
+                verb: "delete",
+                group: String::new(),
+                resource: "secrets".to_owned(),
+                namespace,
+                name: None,
+            },
+            consequence: "have a Cleaner uninstall a Helm release (Helm keeps it in Secrets)",
+        });
     }
     needs
 }

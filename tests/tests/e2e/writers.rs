@@ -28,6 +28,10 @@ pub fn tests(env: &Env) -> Vec<Trial> {
             "a_build_governs_its_runs_only_from_a_user_who_may_delete_them",
             build_needs_delete_on_runs,
         ),
+        env.trial(
+            "a_cleaner_is_refused_when_invalid_or_over_a_kind_its_writer_may_not_delete",
+            cleaner_needs_delete,
+        ),
     ]
 }
 
@@ -289,6 +293,48 @@ async fn build_needs_delete_on_runs(ns: TestNamespace) -> Result<()> {
             command
         },
         build,
+    )
+    .await
+}
+
+async fn cleaner_needs_delete(ns: TestNamespace) -> Result<()> {
+    let invalid = "apiVersion: retention.dev/v1alpha1\nkind: Cleaner\nmetadata: {name: broken}\n\
+                   spec: {ttl: 1d, targets: [{name: a-b, reference: {version: v1, kind: Pod}}],\n\
+                   conditions: ['a.items.size() >']}\n";
+    let stderr = refusal(ns.kubectl().args(["create", "-f", "-"]), invalid)?
+        .ok_or_else(|| anyhow::anyhow!("an invalid Cleaner was admitted"))?;
+    for field in ["spec.ttl", "spec.targets[0].name", "spec.conditions[0]"] {
+        ensure!(stderr.contains(field), "{field} not named: {stderr}");
+    }
+    let user = format!("cleaner-author-{}", ns.name);
+    let name = &ns.name;
+    apply(
+        &ns,
+        &format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: cleaners}}\n\
+             roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: retention-policy-editor}}\n\
+             subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: {user}}}]\n"
+        ),
+    )?;
+    let cleaner = "apiVersion: retention.dev/v1alpha1\nkind: Cleaner\nmetadata: {name: preview}\n\
+                   spec: {ttl: 360h, targets: [{name: credentials, delete: true,\n\
+                   reference: {version: v1, kind: Secret, name: preview-credentials}}]}\n";
+    let stderr = refusal(kubectl_as(&ns, &user).args(["create", "-f", "-"]), cleaner)?
+        .ok_or_else(|| anyhow::anyhow!("a Cleaner over Secrets was admitted"))?;
+    ensure!(
+        stderr.contains(&format!(
+            "spec.targets[0]: \"credentials\" you may not delete secrets in namespace {name}"
+        )),
+        "{stderr}"
+    );
+    grant(&ns, "secrets", &user, "", "secrets", "delete, list")?;
+    admitted_after_grant(
+        || {
+            let mut command = kubectl_as(&ns, &user);
+            command.args(["apply", "-f", "-"]);
+            command
+        },
+        cleaner,
     )
     .await
 }
