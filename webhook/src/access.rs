@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::authorization::v1::{
@@ -91,15 +91,20 @@ pub struct Request {
 }
 
 /// Asks the API server, as the webhook's ServiceAccount (`create subjectaccessreviews`), and
-/// remembers each answer for [`CACHE_FOR`], so a burst of admissions costs one review.
+/// remembers each answer for [`CACHE_FOR`], so a burst of admissions costs one review: requests
+/// asking the same question at once share one review (when the answer expires under load too).
 pub struct Reviews {
     client: Client,
     /// The controller's user name, `system:serviceaccount:NAMESPACE:NAME`.
     controller: Subject,
-    cache: Mutex<HashMap<(Subject, Request), (Instant, bool)>>,
+    cache: Mutex<HashMap<Question, (Instant, Answer)>>,
 }
 
-/// Answers kept at most; beyond, the stale ones are dropped first.
+type Question = (Subject, Request);
+/// Filled by the first asker; a failed review leaves it empty for the next to try.
+type Answer = Arc<tokio::sync::OnceCell<bool>>;
+
+/// Beyond this many questions remembered, the stale ones are dropped.
 const CACHED_ANSWERS: usize = 10_000;
 
 impl Reviews {
@@ -111,20 +116,33 @@ impl Reviews {
         }
     }
 
-    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<(Subject, Request), (Instant, bool)>> {
-        self.cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// Whether `subject` may do `request`, from the cache while the answer is fresh.
     pub async fn review(&self, subject: &Subject, request: &Request) -> Result<bool, kube::Error> {
-        let key = (subject.clone(), request.clone());
-        if let Some((at, allowed)) = self.cache().get(&key)
-            && at.elapsed() < CACHE_FOR
-        {
-            return Ok(*allowed);
-        }
+        let answer = {
+            let mut cache = self
+                .cache
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let key = (subject.clone(), request.clone());
+            match cache.get(&key) {
+                Some((at, answer)) if at.elapsed() < CACHE_FOR => answer.clone(),
+                _ => {
+                    if cache.len() >= CACHED_ANSWERS {
+                        cache.retain(|_, (at, _)| at.elapsed() < CACHE_FOR);
+                    }
+                    let answer = Answer::default();
+                    cache.insert(key, (Instant::now(), answer.clone()));
+                    answer
+                }
+            }
+        };
+        answer
+            .get_or_try_init(|| self.ask(subject, request))
+            .await
+            .copied()
+    }
+
+    async fn ask(&self, subject: &Subject, request: &Request) -> Result<bool, kube::Error> {
         let review = SubjectAccessReview {
             spec: SubjectAccessReviewSpec {
                 user: Some(subject.user.clone()),
@@ -145,16 +163,7 @@ impl Reviews {
         };
         let api: Api<SubjectAccessReview> = Api::all(self.client.clone());
         let answer = api.create(&PostParams::default(), &review).await?;
-        let allowed = answer.status.is_some_and(|status| status.allowed);
-        let mut cache = self.cache();
-        if cache.len() >= CACHED_ANSWERS {
-            cache.retain(|_, (at, _)| at.elapsed() < CACHE_FOR);
-            if cache.len() >= CACHED_ANSWERS {
-                cache.clear();
-            }
-        }
-        cache.insert(key, (Instant::now(), allowed));
-        Ok(allowed)
+        Ok(answer.status.is_some_and(|status| status.allowed))
     }
 }
 
