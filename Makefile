@@ -68,9 +68,9 @@ chaos: cluster-binaries build
 	KUBE_RETENTION_CHAOS=long $(CARGO) test --package kube-retention-e2e --features e2e --test e2e -- chaos_
 
 # Benchmarks write their results into docs/benchmarks.md.
-bench-webhook: toolchain
-	$(CARGO) build --release --package kube-retention-webhook --package kube-retention-bench
-	target/release/webhook-bench
+bench-webhook: cluster-binaries
+	$(CARGO) build --release --package kube-retention-webhook --package kube-retention-controller --package kube-retention-bench
+	KUBE_RETENTION_PROFILE=release target/release/webhook-bench
 
 bench-controller: cluster-binaries
 	$(CARGO) build --release --package kube-retention-webhook --package kube-retention-controller --package kube-retention-bench

@@ -9,6 +9,8 @@ pub mod jobs;
 pub mod load;
 pub mod policies;
 pub mod report;
+pub mod webhook;
+pub mod writers;
 
 /// Peak and current resident set size of a process, in KiB, from /proc.
 pub fn rss_kib(pid: u32) -> Option<(u64, u64)> {

@@ -1,19 +1,22 @@
 //! `make bench-webhook`: AdmissionReview load over TLS against the release webhook, from this
 //! separate process, at fixed rates and then closed-loop to saturation. Reports p50/p99/p99.9
-//! latency, throughput and the webhook's peak RSS into docs/benchmarks.md.
+//! latency, throughput and the webhook's peak RSS into docs/benchmarks.md, then what the writer
+//! check costs ([`kube_retention_bench::writers`]). The webhook asks a private local cluster.
 
-use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::Parser;
 use hyper::body::Bytes;
 use kube_retention_bench::load::{self, Outcome, Target};
+use kube_retention_bench::webhook::{self, Webhook, release_binary, review};
+use kube_retention_bench::writers::{self, WRITER};
 use kube_retention_bench::{report, rss_kib};
-use kube_retention_certs::CertificateAuthority;
+use kube_retention_e2e::cluster::WEBHOOK_SERVICE_ACCOUNT;
+use kube_retention_e2e::process::tracked;
+use kube_retention_e2e::{Layout, LocalCluster};
 use serde_json::json;
 
 #[derive(Parser)]
@@ -24,29 +27,15 @@ struct Args {
     /// Fixed rates to run, requests per second.
     #[arg(long, value_delimiter = ',', default_value = "500,1000,2000,4000")]
     rates: Vec<u64>,
+    /// Fixed rates for the writer check with a new writer per request (a review each).
+    #[arg(long, value_delimiter = ',', default_value = "100,250,500")]
+    uncached_rates: Vec<u64>,
     /// Connections for the fixed-rate steps and for saturation.
     #[arg(long, default_value_t = 32)]
     connections: usize,
     /// Where to write the results.
     #[arg(long, default_value = "docs/benchmarks.md")]
     report: PathBuf,
-}
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn review(operation: &str, group: &str, kind: &str, object: serde_json::Value) -> Bytes {
-    let version = if group.is_empty() { "v1" } else { "v1beta1" };
-    Bytes::from(
-        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-            "uid": "3c9d2f8e-0000-4000-8000-000000000000",
-            "kind": {"group": group, "version": version, "kind": kind},
-            "resource": {"group": group, "version": version, "resource": format!("{}s", kind.to_lowercase())},
-            "name": object["metadata"]["name"], "namespace": "bench", "operation": operation,
-            "userInfo": {"username": "bench"}, "object": object, "dryRun": false}})
-        .to_string(),
-    )
 }
 
 /// A mix of what the webhook sees: a denied Build, an annotated ConfigMap to stamp, an
@@ -65,11 +54,17 @@ fn requests() -> Vec<(&'static str, Bytes)> {
     vec![
         (
             "/validate",
-            review("CREATE", "shipwright.io", "Build", build),
+            review("CREATE", "shipwright.io", "Build", build, WRITER),
         ),
-        ("/mutate", review("CREATE", "", "ConfigMap", config_map)),
-        ("/validate", review("CREATE", "batch", "Job", job.clone())),
-        ("/mutate", review("UPDATE", "batch", "Job", job)),
+        (
+            "/mutate",
+            review("CREATE", "", "ConfigMap", config_map, WRITER),
+        ),
+        (
+            "/validate",
+            review("CREATE", "batch", "Job", job.clone(), WRITER),
+        ),
+        ("/mutate", review("UPDATE", "batch", "Job", job, WRITER)),
     ]
 }
 
@@ -77,74 +72,73 @@ fn requests() -> Vec<(&'static str, Bytes)> {
 async fn main() -> Result<()> {
     let args = Args::parse();
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let binary = repo_root().join("target/release/kube-retention-webhook");
-    if !binary.is_file() {
-        bail!(
-            "{} is missing: run `cargo build --release -p kube-retention-webhook`",
-            binary.display()
-        );
-    }
-    let dir = tempfile::tempdir()?;
-    let ca = CertificateAuthority::generate("bench-ca", time::Duration::days(1))?;
-    let serving = ca.issue_serving(&["127.0.0.1"], time::Duration::days(1))?;
-    std::fs::write(dir.path().join("tls.crt"), &serving.cert_pem)?;
-    std::fs::write(dir.path().join("tls.key"), &serving.key_pem)?;
-    // No request in the mix reads a parent object, so the API server is never contacted.
-    let kubeconfig = json!({"apiVersion": "v1", "kind": "Config", "current-context": "none",
-        "clusters": [{"name": "none", "cluster": {"server": "https://127.0.0.1:1"}}],
-        "users": [{"name": "none", "user": {"token": "unused"}}],
-        "contexts": [{"name": "none", "context": {"cluster": "none", "user": "none"}}]});
-    std::fs::write(dir.path().join("kubeconfig"), kubeconfig.to_string())?;
-    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let mut webhook = Command::new(&binary)
-        .arg(format!("--listen=127.0.0.1:{port}"))
-        .arg(format!(
-            "--tls-cert={}",
-            dir.path().join("tls.crt").display()
-        ))
-        .arg(format!(
-            "--tls-key={}",
-            dir.path().join("tls.key").display()
-        ))
-        .arg(format!(
-            "--kubeconfig={}",
-            dir.path().join("kubeconfig").display()
-        ))
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .spawn()
-        .context("starting the webhook")?;
-    let outcome = run(&args, &ca, port, webhook.id()).await;
-    webhook.kill().ok();
-    webhook.wait().ok();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let binary = release_binary(&root, "kube-retention-webhook")?;
+    let state = tempfile::Builder::new()
+        .prefix("kube-retention-bench-")
+        .tempdir()?;
+    println!("starting a private cluster in {}", state.path().display());
+    let (cluster, _) = LocalCluster::up(Layout::new(state.path())?)?;
+    let outcome = bench(&args, &cluster, &binary).await;
+    LocalCluster::down(&cluster.layout)?;
     outcome
 }
 
-async fn run(args: &Args, ca: &CertificateAuthority, port: u16, pid: u32) -> Result<()> {
-    let mut roots = rustls::RootCertStore::empty();
-    let ca_der = x509_parser::pem::parse_x509_pem(ca.certified().cert_pem.as_bytes())
-        .map_err(|error| anyhow::anyhow!("CA PEM: {error}"))?
-        .1
-        .contents;
-    roots.add(ca_der.into())?;
-    let client = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let target = Arc::new(Target {
-        address: format!("127.0.0.1:{port}").parse()?,
-        connector: tokio_rustls::TlsConnector::from(Arc::new(client)),
-        requests: requests(),
-    });
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while load::fixed_rate(target.clone(), 10, Duration::from_secs(1), 1)
-        .await
-        .errors
-        > 0
-    {
-        if Instant::now() > deadline {
-            bail!("the webhook did not answer within 20s");
-        }
+async fn bench(args: &Args, cluster: &LocalCluster, binary: &std::path::Path) -> Result<()> {
+    // Only the webhook under test runs: the cluster's own kube-retention processes would share
+    // the two cores.
+    for process in tracked(
+        &cluster.layout.state_dir,
+        &["kube-retention-webhook", "kube-retention-controller"],
+    ) {
+        process.stop(Duration::from_secs(10))?;
     }
+    kube_retention_e2e::run(
+        cluster
+            .kubectl()
+            .args(["create", "namespace", webhook::NAMESPACE]),
+    )?;
+    writers::grant_writer(cluster)?;
+    let tls = tempfile::tempdir()?;
+    let ca = webhook::certificates(tls.path())?;
+    let kubeconfig = cluster.service_account_kubeconfig(WEBHOOK_SERVICE_ACCOUNT);
+    {
+        let webhook = Webhook::start(binary, tls.path(), &kubeconfig, &[])?;
+        let target = webhook::target(&ca, webhook.port, requests())?;
+        mix(args, target, webhook.pid()).await?;
+    }
+    let setup = writers::Setup {
+        cluster,
+        binary,
+        tls: tls.path(),
+        ca: &ca,
+        kubeconfig: &kubeconfig,
+        seconds: args.seconds,
+        connections: args.connections,
+    };
+    let rows = writers::measure(&setup, &args.rates, &args.uncached_rates).await?;
+    let body = format!(
+        "### What the writer check costs\n\n\
+         Measured with `make bench-webhook` (`bench/src/writers.rs`), in the same run: a ConfigMap\n\
+         given `retention.dev/ttl` through `/validate`, the release webhook asking the run's local\n\
+         API server (`--kubeconfig` of its ServiceAccount). The check off (`--check-writers=false`);\n\
+         on with one writer, allowed by a Role (answers cached 5 s); on with a new writer for every\n\
+         request (no RBAC: each is refused after its own SubjectAccessReview). Reviews are counted\n\
+         from the API server's `apiserver_request_total`. {seconds} s per step, {connections}\n\
+         connections, open loop.\n\n\
+         | check | writers | load | completed | errors | p50 (ms) | p99 (ms) | p99.9 (ms) | SubjectAccessReviews |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n{rows}\n",
+        seconds = args.seconds,
+        connections = args.connections,
+    );
+    report::write_section(&args.report, "webhook-writers", &body)?;
+    println!("written to {}", args.report.display());
+    Ok(())
+}
+
+/// The mix at fixed rates and to saturation, with the webhook's memory: the `webhook` section.
+async fn mix(args: &Args, target: Arc<Target>, pid: u32) -> Result<()> {
+    webhook::wait_until_serving(&target).await?;
     let idle = rss_kib(pid).context("webhook RSS")?;
     println!("warming up");
     load::fixed_rate(
@@ -154,7 +148,6 @@ async fn run(args: &Args, ca: &CertificateAuthority, port: u16, pid: u32) -> Res
         args.connections,
     )
     .await;
-
     let mut rows = Vec::new();
     for &rate in &args.rates {
         let outcome = load::fixed_rate(
@@ -192,7 +185,9 @@ async fn run(args: &Args, ca: &CertificateAuthority, port: u16, pid: u32) -> Res
          as its own process; this load generator as another, on the same {cpus}-core machine, over\n\
          {connections} keep-alive HTTP/1.1 TLS connections. The mix, round-robin: a Build denied\n\
          for two errors, a ConfigMap stamped with `expires-at` (patch), an annotated Job validated,\n\
-         a finished Job re-stamped on UPDATE. Latency counts from when each request was due\n\
+         a finished Job re-stamped on UPDATE, all by a writer allowed to delete them (the writer\n\
+         check on, asking the run's local API server, answers cached 5 s; its cost is measured\n\
+         below). Latency counts from when each request was due\n\
          (open loop), so queueing is included. {seconds} s per step.\n\n\
          | load | completed | errors | throughput (req/s) | p50 (ms) | p99 (ms) | p99.9 (ms) | max (ms) | webhook RSS (MiB) |\n\
          | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n{}\n\n\
@@ -204,7 +199,7 @@ async fn run(args: &Args, ca: &CertificateAuthority, port: u16, pid: u32) -> Res
         connections = args.connections,
         seconds = args.seconds,
     );
-    report::write_section(&repo_root().join(&args.report), "webhook", &body)?;
+    report::write_section(&args.report, "webhook", &body)?;
     println!(
         "peak RSS {:.1} MiB; written to {}",
         peak as f64 / 1024.0,
