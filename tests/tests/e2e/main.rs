@@ -1,6 +1,11 @@
 //! The end-to-end suite: starts a private local cluster (its own state folder and ports, so it
 //! never collides with `make up`), runs every test against it in a temporary namespace of its
 //! own, and stops the cluster. Run by `make test` (`cargo test -p kube-retention-e2e --features e2e`).
+//!
+//! Who writes: tests act as the cluster's admin (group `system:masters`), who may delete anything,
+//! so the webhook's writer check admits their retention settings; kube-retention's processes run
+//! as their ServiceAccounts with the RBAC of deploy/. [`writers`] tests the check with users that
+//! exist only as RBAC subjects.
 
 mod admission;
 mod audit;
