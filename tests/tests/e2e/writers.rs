@@ -11,6 +11,8 @@ use libtest_mimic::Trial;
 
 use crate::support::{Env, TestNamespace};
 
+mod resources;
+
 /// How long a permission granted takes to count: the webhook caches answers for 5 s.
 const GRANTED_WITHIN: Duration = Duration::from_secs(20);
 
@@ -22,7 +24,7 @@ pub fn tests(env: &Env) -> Vec<Trial> {
         ),
         env.trial(
             "a_retention_policy_needs_delete_and_list_on_what_it_names",
-            policy_needs_delete,
+            resources::policy_needs_delete,
         ),
         env.trial(
             "a_build_governs_its_runs_only_from_a_user_who_may_delete_them",
@@ -30,31 +32,31 @@ pub fn tests(env: &Env) -> Vec<Trial> {
         ),
         env.trial(
             "a_cleaner_is_refused_when_invalid_or_over_a_kind_its_writer_may_not_delete",
-            cleaner_needs_delete,
+            resources::cleaner_needs_delete,
         ),
     ]
 }
 
 /// `kubectl` impersonating `user` in the test's namespace.
-fn kubectl_as(ns: &TestNamespace, user: &str) -> Command {
+pub fn kubectl_as(ns: &TestNamespace, user: &str) -> Command {
     let mut command = ns.kubectl();
     command.arg(format!("--as={user}"));
     command
 }
 
 /// Runs `command` with `input` on stdin; answers its stderr if it failed, `None` if it succeeded.
-fn refusal(command: &mut Command, input: &str) -> Result<Option<String>> {
+pub fn refusal(command: &mut Command, input: &str) -> Result<Option<String>> {
     let output = kube_retention_e2e::output_with_input(command, input)?;
     Ok((!output.status.success()).then(|| String::from_utf8_lossy(&output.stderr).into_owned()))
 }
 
-fn apply(ns: &TestNamespace, yaml: &str) -> Result<()> {
+pub fn apply(ns: &TestNamespace, yaml: &str) -> Result<()> {
     kube_retention_e2e::run_with_input(ns.kubectl().args(["apply", "-f", "-"]), yaml)?;
     Ok(())
 }
 
 /// A Role in the namespace granting `verbs` on `resources` of `group`, bound to `user`.
-fn grant(
+pub fn grant(
     ns: &TestNamespace,
     name: &str,
     user: &str,
@@ -74,8 +76,20 @@ fn grant(
     )
 }
 
+/// Binds the shipped `retention-policy-editor` ClusterRole to `user` in the namespace.
+pub fn bind_editor(ns: &TestNamespace, user: &str) -> Result<()> {
+    apply(
+        ns,
+        &format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: editor}}\n\
+             roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: retention-policy-editor}}\n\
+             subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: {user}}}]\n"
+        ),
+    )
+}
+
 /// Retries `command` until it succeeds: a grant counts once the webhook's cached refusal expires.
-async fn admitted_after_grant(mut command: impl FnMut() -> Command, input: &str) -> Result<()> {
+pub async fn admitted_after_grant(mut command: impl FnMut() -> Command, input: &str) -> Result<()> {
     let deadline = tokio::time::Instant::now() + GRANTED_WITHIN;
     loop {
         match refusal(&mut command(), input)? {
@@ -151,107 +165,6 @@ async fn ttl_needs_delete(ns: TestNamespace) -> Result<()> {
     Ok(())
 }
 
-fn policy(kind: &str, namespace: Option<&str>, name: &str) -> String {
-    let scope = match namespace {
-        Some(namespace) => {
-            format!("kind: RetentionPolicy\nmetadata: {{name: {name}, namespace: {namespace}}}\n")
-        }
-        None => format!("kind: ClusterRetentionPolicy\nmetadata: {{name: {name}}}\n"),
-    };
-    // Dry run, and a selector nothing matches: the test's policies never delete anything.
-    format!(
-        "apiVersion: retention.dev/v1alpha1\n{scope}\
-         spec: {{resources: [{{apiVersion: v1, kind: {kind}}}], ttl: 1h, dryRun: true,\n\
-         selector: {{matchLabels: {{e2e-matches: nothing}}}}}}\n"
-    )
-}
-
-async fn policy_needs_delete(ns: TestNamespace) -> Result<()> {
-    let user = format!("policy-author-{}", ns.name);
-    let name = &ns.name;
-    apply(
-        &ns,
-        &format!(
-            "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: policies}}\n\
-             roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: retention-policy-editor}}\n\
-             subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: {user}}}]\n"
-        ),
-    )?;
-    let secrets = policy("Secret", Some(name), "secrets");
-    let stderr = refusal(kubectl_as(&ns, &user).args(["create", "-f", "-"]), &secrets)?;
-    let stderr = stderr.ok_or_else(|| anyhow::anyhow!("a policy naming Secrets was admitted"))?;
-    for lacking in [
-        format!("you may not delete secrets in namespace {name}"),
-        format!("you may not list secrets in namespace {name}"),
-    ] {
-        ensure!(
-            stderr.contains(&lacking) && stderr.contains("spec.resources[0]"),
-            "{stderr}"
-        );
-    }
-    grant(&ns, "secrets", &user, "", "secrets", "delete, list")?;
-    admitted_after_grant(
-        || {
-            let mut command = kubectl_as(&ns, &user);
-            command.args(["apply", "-f", "-"]);
-            command
-        },
-        &secrets,
-    )
-    .await?;
-    cluster_policy_needs_cluster_wide_delete(&ns, &user).await
-}
-
-/// With delete on Secrets in one namespace only, a ClusterRetentionPolicy over Secrets is
-/// refused; cluster-wide, it is admitted.
-async fn cluster_policy_needs_cluster_wide_delete(ns: &TestNamespace, user: &str) -> Result<()> {
-    let name = format!("{}-writers", ns.name);
-    let binding = |role: &str| {
-        format!(
-            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {{name: {name}-{role}}}\n\
-             roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {role}}}\n\
-             subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: {user}}}]\n"
-        )
-    };
-    let cleanup = |ns: &TestNamespace| {
-        for object in [
-            format!("clusterrolebinding/{name}-cluster-retention-policy-editor"),
-            format!("clusterrolebinding/{name}-{name}"),
-            format!("clusterrole/{name}"),
-            format!("clusterretentionpolicy/{name}"),
-        ] {
-            let _ = ns
-                .kubectl()
-                .args(["delete", "--ignore-not-found", &object])
-                .output();
-        }
-    };
-    let outcome = async {
-        apply(ns, &binding("cluster-retention-policy-editor"))?;
-        let cluster = policy("Secret", None, &name);
-        let stderr = refusal(kubectl_as(ns, user).args(["create", "-f", "-"]), &cluster)?
-            .ok_or_else(|| anyhow::anyhow!("a cluster policy was admitted from a user with namespaced rights"))?;
-        ensure!(stderr.contains("you may not delete secrets cluster-wide"), "{stderr}");
-        apply(
-            ns,
-            &format!(
-                "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: {name}}}\n\
-                 rules: [{{apiGroups: [\"\"], resources: [secrets], verbs: [delete, list]}}]\n---\n{}",
-                binding(&name)
-            ),
-        )?;
-        admitted_after_grant(|| {
-            let mut command = kubectl_as(ns, user);
-            command.args(["apply", "-f", "-"]);
-            command
-        }, &cluster)
-        .await
-    }
-    .await;
-    cleanup(ns);
-    outcome
-}
-
 async fn build_needs_delete_on_runs(ns: TestNamespace) -> Result<()> {
     let user = format!("build-author-{}", ns.name);
     let name = &ns.name;
@@ -293,48 +206,6 @@ async fn build_needs_delete_on_runs(ns: TestNamespace) -> Result<()> {
             command
         },
         build,
-    )
-    .await
-}
-
-async fn cleaner_needs_delete(ns: TestNamespace) -> Result<()> {
-    let invalid = "apiVersion: retention.dev/v1alpha1\nkind: Cleaner\nmetadata: {name: broken}\n\
-                   spec: {ttl: 1d, targets: [{name: a-b, reference: {version: v1, kind: Pod}}],\n\
-                   conditions: ['a.items.size() >']}\n";
-    let stderr = refusal(ns.kubectl().args(["create", "-f", "-"]), invalid)?
-        .ok_or_else(|| anyhow::anyhow!("an invalid Cleaner was admitted"))?;
-    for field in ["spec.ttl", "spec.targets[0].name", "spec.conditions[0]"] {
-        ensure!(stderr.contains(field), "{field} not named: {stderr}");
-    }
-    let user = format!("cleaner-author-{}", ns.name);
-    let name = &ns.name;
-    apply(
-        &ns,
-        &format!(
-            "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: cleaners}}\n\
-             roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: retention-policy-editor}}\n\
-             subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: {user}}}]\n"
-        ),
-    )?;
-    let cleaner = "apiVersion: retention.dev/v1alpha1\nkind: Cleaner\nmetadata: {name: preview}\n\
-                   spec: {ttl: 360h, targets: [{name: credentials, delete: true,\n\
-                   reference: {version: v1, kind: Secret, name: preview-credentials}}]}\n";
-    let stderr = refusal(kubectl_as(&ns, &user).args(["create", "-f", "-"]), cleaner)?
-        .ok_or_else(|| anyhow::anyhow!("a Cleaner over Secrets was admitted"))?;
-    ensure!(
-        stderr.contains(&format!(
-            "spec.targets[0]: \"credentials\" you may not delete secrets in namespace {name}"
-        )),
-        "{stderr}"
-    );
-    grant(&ns, "secrets", &user, "", "secrets", "delete, list")?;
-    admitted_after_grant(
-        || {
-            let mut command = kubectl_as(&ns, &user);
-            command.args(["apply", "-f", "-"]);
-            command
-        },
-        cleaner,
     )
     .await
 }

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -13,9 +13,11 @@ use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use kube_retention_common::kinds::Resource;
 use kube_retention_webhook::Context;
-use kube_retention_webhook::access::{ControllerAccess, Missing, Plural};
+use kube_retention_webhook::access::Request as Question;
+use kube_retention_webhook::access::{ControllerAccess, Missing, Plural, Subject};
 use kube_retention_webhook::parents::{Lookup, Parents};
 use kube_retention_webhook::router::{DEFAULT_MAX_BODY_BYTES, router as webhook_router};
+use kube_retention_webhook::writers::{Allowed, WriterAccess};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -152,4 +154,67 @@ pub fn apply_patch(object: &Value, response: &Value) -> Value {
         json_patch::patch(&mut patched, &patch).unwrap();
     }
     patched
+}
+
+/// The controller's user as the webhook is told it.
+pub const CONTROLLER: &str = "system:serviceaccount:kube-retention:kube-retention-controller";
+
+/// RBAC as a table of (user, verb, resource, namespace) allowed; every question is recorded.
+/// Questions about the user `unreachable` fail, as when the API server cannot answer.
+#[derive(Default)]
+pub struct Rbac {
+    pub allowed: Vec<(
+        &'static str,
+        &'static str,
+        &'static str,
+        Option<&'static str>,
+    )>,
+    pub asked: Mutex<Vec<(String, Question)>>,
+}
+
+impl WriterAccess for Rbac {
+    fn allowed<'a>(&'a self, writer: &'a Subject, request: &'a Question) -> Allowed<'a> {
+        self.asked
+            .lock()
+            .unwrap()
+            .push((writer.user.clone(), request.clone()));
+        let allowed = self
+            .allowed
+            .iter()
+            .any(|&(user, verb, resource, namespace)| {
+                (user, verb, resource, namespace)
+                    == (
+                        writer.user.as_str(),
+                        request.verb,
+                        request.resource.as_str(),
+                        request.namespace.as_deref(),
+                    )
+            });
+        let unreachable = writer.user == "unreachable";
+        Box::pin(async move {
+            if unreachable {
+                return Err(kube::Error::Service("connection refused".into()));
+            }
+            Ok(allowed)
+        })
+    }
+}
+
+pub fn context(rbac: Arc<Rbac>) -> Context {
+    Context::new(Arc::new(FakeParents::with_fixtures()))
+        .with_access(Arc::new(NoSecrets))
+        .with_writers(rbac, CONTROLLER)
+}
+
+pub fn as_user(mut review: Value, user: &str) -> Value {
+    review["request"]["userInfo"] = json!({"username": user, "groups": ["system:authenticated"]});
+    review
+}
+
+/// A review by `bob` of a `retention.dev` object (a policy, a Cleaner).
+pub fn ours(kind: &str, operation: &str, object: &Value, old: Option<&Value>) -> Value {
+    as_user(
+        review("retention.dev", "v1alpha1", kind, operation, object, old),
+        "bob",
+    )
 }

@@ -7,7 +7,7 @@ use std::fmt;
 
 use jiff::Timestamp;
 use kube_cel::KubeCelExt;
-use kube_cel::cel::common::ast::{EntryExpr, Expr, LiteralValue};
+use kube_cel::cel::common::ast::{Expr, LiteralValue};
 use kube_cel::cel::{Context, ExecutionError, Program, Value as CelValue};
 use serde_json::Value;
 
@@ -72,6 +72,8 @@ pub struct EvalError {
     reason: String,
 }
 
+mod variables;
+
 thread_local! {
     static ROOT: Context<'static> = Context::default().with_all();
 }
@@ -93,9 +95,7 @@ impl Expression {
         }
         let program = Program::compile(source)
             .map_err(|errors| CompileError::Syntax(one_line(&errors.to_string())))?;
-        let mut free = std::collections::BTreeSet::new();
-        free_variables(&program.expression().expr, &mut Vec::new(), &mut free);
-        let unknown: Vec<String> = free
+        let unknown: Vec<String> = variables::free(&program.expression().expr)
             .into_iter()
             .filter(|name| !declared.contains(&name.as_str()))
             .collect();
@@ -241,65 +241,5 @@ fn wrong_result(expr: &Expr, expect: Expect) -> Option<&'static str> {
         (Expect::Condition, false) => Some("gives a value, not true or false"),
         (Expect::Time, true) => Some("gives true or false, not a time"),
         _ => None,
-    }
-}
-
-/// The variables `expr` reads that it does not bind itself: a macro's own variables
-/// (`items.exists(r, r.ready)`) are bound inside its loop, not outside.
-fn free_variables<'a>(
-    expr: &'a Expr,
-    bound: &mut Vec<&'a str>,
-    free: &mut std::collections::BTreeSet<String>,
-) {
-    match expr {
-        Expr::Ident(name) => {
-            if !bound.contains(&name.as_str()) {
-                free.insert(name.clone());
-            }
-        }
-        Expr::Select(select) => free_variables(&select.operand.expr, bound, free),
-        Expr::Call(call) => {
-            for argument in call.target.iter().map(|target| &**target).chain(&call.args) {
-                free_variables(&argument.expr, bound, free);
-            }
-        }
-        Expr::List(list) => {
-            for element in &list.elements {
-                free_variables(&element.expr, bound, free);
-            }
-        }
-        Expr::Map(map) => entries(map.entries.iter().map(|entry| &entry.expr), bound, free),
-        Expr::Struct(fields) => {
-            entries(fields.entries.iter().map(|entry| &entry.expr), bound, free)
-        }
-        Expr::Comprehension(loop_) => {
-            free_variables(&loop_.iter_range.expr, bound, free);
-            free_variables(&loop_.accu_init.expr, bound, free);
-            let outer = bound.len();
-            bound.push(&loop_.iter_var);
-            bound.extend(loop_.iter_var2.as_deref());
-            bound.push(&loop_.accu_var);
-            for inside in [&loop_.loop_cond, &loop_.loop_step, &loop_.result] {
-                free_variables(&inside.expr, bound, free);
-            }
-            bound.truncate(outer);
-        }
-        Expr::Literal(_) | Expr::Unspecified => {}
-    }
-}
-
-fn entries<'a>(
-    entries: impl Iterator<Item = &'a EntryExpr>,
-    bound: &mut Vec<&'a str>,
-    free: &mut std::collections::BTreeSet<String>,
-) {
-    for entry in entries {
-        match entry {
-            EntryExpr::MapEntry(entry) => {
-                free_variables(&entry.key.expr, bound, free);
-                free_variables(&entry.value.expr, bound, free);
-            }
-            EntryExpr::StructField(field) => free_variables(&field.value.expr, bound, free),
-        }
     }
 }

@@ -1,0 +1,148 @@
+//! No confused deputy. kube-retention's controller deletes with its own power, so whoever writes
+//! a retention setting borrows that power; a setting is admitted only from a writer who may
+//! `delete` what it governs:
+//! - a TTL added or shortened, an earlier `expires-at`, `keep` taken away (see
+//!   [`kube_retention_common::tightening`]): delete on that object;
+//! - stricter settings for a parent's runs (Build, BuildConfig): delete on those runs in the
+//!   namespace;
+//! - a RetentionPolicy created or its spec changed: delete and list on every resource it names,
+//!   in its namespace; a ClusterRetentionPolicy: cluster-wide;
+//! - a Cleaner created or its spec changed: delete on what it deletes, list on what it reads,
+//!   delete on Secrets for a Helm release it uninstalls.
+//!
+//! Lengthening or removing a setting needs nothing more than the write itself, and neither do
+//! kube-retention's own writes (its controller's stamps and labels). Answers come from
+//! SubjectAccessReviews for the request's `userInfo`, cached per question for a few seconds. If
+//! the API server cannot answer, the write is refused with the reason: a check that fails open is
+//! no check.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::pin::Pin;
+
+use kube::api::DynamicObject;
+use kube::core::admission::AdmissionRequest;
+use kube_retention_common::FieldError;
+use kube_retention_common::kinds::qualified;
+use serde_json::Value;
+
+use crate::Context;
+use crate::access::{Request, Reviews, Subject};
+
+pub type Allowed<'a> = Pin<Box<dyn Future<Output = Result<bool, kube::Error>> + Send + 'a>>;
+
+/// Whether a writer may do what a setting needs. Behind a trait so unit tests need no cluster.
+pub trait WriterAccess: Send + Sync {
+    /// Whether `writer` may do `request`; with a name, being allowed on every object of the
+    /// namespace is enough, and otherwise that object is asked about.
+    fn allowed<'a>(&'a self, writer: &'a Subject, request: &'a Request) -> Allowed<'a>;
+}
+
+impl WriterAccess for Reviews {
+    fn allowed<'a>(&'a self, writer: &'a Subject, request: &'a Request) -> Allowed<'a> {
+        Box::pin(async move {
+            let every = Request {
+                name: None,
+                ..request.clone()
+            };
+            let everywhere = self.review(writer, &every).await?;
+            if everywhere || request.name.is_none() {
+                return Ok(everywhere);
+            }
+            self.review(writer, request).await
+        })
+    }
+}
+
+/// The review could not be made: the write is refused with this.
+#[derive(Debug, thiserror::Error)]
+#[error("kube-retention could not check that you may {verb} {resource}: {source}")]
+pub struct Unchecked {
+    verb: &'static str,
+    resource: String,
+    #[source]
+    source: kube::Error,
+}
+
+/// A permission a setting at `path` needs, with what to tell the writer who lacks it.
+struct Need {
+    path: String,
+    value: String,
+    request: Request,
+    /// What the writer may not do, e.g. "set their retention".
+    consequence: &'static str,
+}
+
+mod objects;
+mod resources;
+
+/// The settings of `object` its writer may not make, each naming what they lack; none for a
+/// writer allowed everything needed, or for kube-retention's own writes.
+pub async fn refusals(
+    context: &Context,
+    request: &AdmissionRequest<DynamicObject>,
+    object: &Value,
+    old: Option<&Value>,
+) -> Result<Vec<FieldError>, Unchecked> {
+    let Some(writers) = &context.writers else {
+        return Ok(Vec::new());
+    };
+    let writer = subject(request);
+    if writer.user == context.controller_user {
+        return Ok(Vec::new());
+    }
+    let needs = if crate::validate::is_policy(object) {
+        resources::policy_needs(context, object, old).await
+    } else if crate::validate::is_cleaner(object) {
+        resources::cleaner_needs(context, object, old).await
+    } else {
+        objects::object_needs(context, request, object, old).await
+    };
+    let mut refusals = Vec::new();
+    let mut denied: BTreeSet<(String, String)> = BTreeSet::new();
+    for need in needs {
+        let allowed = writers
+            .allowed(&writer, &need.request)
+            .await
+            .map_err(|source| Unchecked {
+                verb: need.request.verb,
+                resource: qualified(&need.request.resource, &need.request.group),
+                source,
+            })?;
+        if !allowed && denied.insert((need.path.clone(), need.request.verb.to_owned())) {
+            let rule = format!(
+                "{}, so you may not {}",
+                lacking(&need.request),
+                need.consequence
+            );
+            refusals.push(FieldError {
+                path: need.path,
+                value: need.value,
+                rule,
+            });
+        }
+    }
+    Ok(refusals)
+}
+
+fn subject(request: &AdmissionRequest<DynamicObject>) -> Subject {
+    let info = &request.user_info;
+    Subject {
+        user: info.username.clone().unwrap_or_default(),
+        groups: info.groups.clone().unwrap_or_default(),
+        uid: info.uid.clone(),
+        extra: info.extra.clone().unwrap_or_default(),
+    }
+}
+
+/// "you may not delete configmaps in namespace team-a"
+fn lacking(request: &Request) -> String {
+    let resource = qualified(&request.resource, &request.group);
+    match &request.namespace {
+        Some(namespace) => format!(
+            "you may not {} {resource} in namespace {namespace}",
+            request.verb
+        ),
+        None => format!("you may not {} {resource} cluster-wide", request.verb),
+    }
+}

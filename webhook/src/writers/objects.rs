@@ -1,0 +1,101 @@
+//! What a write to an object needs: delete on the object for settings that tighten its own
+//! deletion, delete on its runs for a parent's run settings.
+
+use kube::api::DynamicObject;
+use kube::core::admission::AdmissionRequest;
+use kube_retention_common::kinds::Entry;
+use kube_retention_common::tightening::{Reach, tightenings};
+use kube_retention_common::{Policy, Ttls};
+use serde_json::Value;
+
+use super::Need;
+use crate::Context;
+use crate::access::Request;
+
+pub(super) async fn object_needs(
+    context: &Context,
+    request: &AdmissionRequest<DynamicObject>,
+    object: &Value,
+    old: Option<&Value>,
+) -> Vec<Need> {
+    let entry = context.kinds.entry_for(object);
+    let namespace = request.namespace.clone();
+    let from_parent = match (entry, &namespace, old) {
+        (Some(entry), Some(namespace), None) => {
+            parent_ttls(context, entry, object, namespace).await
+        }
+        _ => Ttls::default(),
+    };
+    let resource = &request.resource;
+    let mut needs = Vec::new();
+    for tightening in tightenings(entry, old, object, from_parent) {
+        let (targets, consequence) = match tightening.reach {
+            Reach::Itself => (
+                vec![(
+                    resource.group.clone(),
+                    resource.resource.clone(),
+                    Some(request.name.clone()),
+                )],
+                "set their retention",
+            ),
+            Reach::Runs => (
+                run_resources(context, object),
+                "set the retention of the runs it governs",
+            ),
+        };
+        for (group, plural, name) in targets {
+            needs.push(Need {
+                path: tightening.path.clone(),
+                value: tightening.value.clone(),
+                request: Request {
+                    verb: "delete",
+                    group,
+                    resource: plural,
+                    namespace: namespace.clone(),
+                    name: name.filter(|name| !name.is_empty()),
+                },
+                consequence,
+            });
+        }
+    }
+    needs
+}
+
+/// The resources of the runs a parent governs (a Build's BuildRuns), as (group, plural, no name).
+fn run_resources(context: &Context, object: &Value) -> Vec<(String, String, Option<String>)> {
+    let text = |key: &str| object.get(key).and_then(Value::as_str).unwrap_or_default();
+    let Some(parent) = context.kinds.find(text("apiVersion"), text("kind")) else {
+        return Vec::new();
+    };
+    context
+        .kinds
+        .runs_of(parent)
+        .map(|run| {
+            let resource = &context.kinds[run].resource;
+            (resource.group.clone(), resource.plural.clone(), None)
+        })
+        .collect()
+}
+
+/// The run TTLs the parent a new run names sets: those the run carries were not its writer's
+/// choice (mutation copied them). None when the parent cannot be read.
+async fn parent_ttls(context: &Context, entry: &Entry, object: &Value, namespace: &str) -> Ttls {
+    let Some(parent) = entry.parent() else {
+        return Ttls::default();
+    };
+    let (Some(kind), Some(name)) = (
+        context.kinds.find_group_kind(parent.group, parent.kind),
+        parent.name_in(object),
+    ) else {
+        return Ttls::default();
+    };
+    let parent_entry = &context.kinds[kind];
+    match context
+        .parents
+        .get(&parent_entry.resource, namespace, name)
+        .await
+    {
+        Ok(Some(found)) => Policy::read_as(parent_entry, &found).0.runs.ttls,
+        Ok(None) | Err(_) => Ttls::default(),
+    }
+}

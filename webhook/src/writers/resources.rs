@@ -1,0 +1,139 @@
+//! What a write of a retention policy or a Cleaner needs: permissions on each kind it names, in
+//! its namespace (a ClusterRetentionPolicy: cluster-wide), when it is new or its spec changed.
+
+use kube_retention_common::api::ResourceRef;
+use kube_retention_common::cleaner::CleanerSpec;
+use kube_retention_common::field_error::render;
+use kube_retention_common::kinds::group_of;
+use serde_json::Value;
+
+use super::Need;
+use crate::Context;
+use crate::access::Request;
+
+/// The plural the cluster serves `kind` of `api_version` under; `*` (every resource of its group)
+/// for a kind it does not serve (yet), which has no resource name to ask about.
+async fn plural(context: &Context, api_version: &str, kind: &str) -> String {
+    match context.access.served(api_version, kind).await {
+        Ok(Some(plural)) => plural,
+        Ok(None) | Err(_) => "*".to_owned(),
+    }
+}
+
+/// delete and list on each resource a policy names, where it applies, when it is new or its spec
+/// changed. A kind the cluster does not serve yet has no resource name to ask about: the writer
+/// must then be allowed on every resource of its group.
+pub(super) async fn policy_needs(
+    context: &Context,
+    object: &Value,
+    old: Option<&Value>,
+) -> Vec<Need> {
+    let spec = object.get("spec");
+    if old.is_some_and(|old| old.get("spec") == spec) {
+        return Vec::new();
+    }
+    let namespace = object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .filter(|_| object.get("kind").and_then(Value::as_str) == Some("RetentionPolicy"))
+        .map(str::to_owned);
+    let resources: Vec<ResourceRef> = spec
+        .and_then(|spec| spec.get("resources"))
+        .cloned()
+        .and_then(|resources| serde_json::from_value(resources).ok())
+        .unwrap_or_default();
+    let mut needs = Vec::new();
+    for (index, resource) in resources.iter().enumerate() {
+        let group = group_of(&resource.api_version).to_owned();
+        let plural = match context
+            .access
+            .served(&resource.api_version, &resource.kind)
+            .await
+        {
+            Ok(Some(plural)) => plural,
+            Ok(None) | Err(_) => "*".to_owned(),
+        };
+        let value = serde_json::to_value(resource).unwrap_or(Value::Null);
+        for verb in ["delete", "list"] {
+            needs.push(Need {
+                path: format!("spec.resources[{index}]"),
+                value: render(&value),
+                request: Request {
+                    verb,
+                    group: group.clone(),
+                    resource: plural.clone(),
+                    namespace: namespace.clone(),
+                    name: None,
+                },
+                consequence: "make a retention policy for them",
+            });
+        }
+    }
+    needs
+}
+
+/// A Cleaner's: delete on each target it deletes, list on each it reads (the controller reads
+/// them with its own power too), delete on Secrets for a Helm release it uninstalls (Helm keeps
+/// its releases in Secrets), all in its namespace; when new or its spec changed.
+pub(super) async fn cleaner_needs(
+    context: &Context,
+    object: &Value,
+    old: Option<&Value>,
+) -> Vec<Need> {
+    let spec = object.get("spec");
+    if old.is_some_and(|old| old.get("spec") == spec) {
+        return Vec::new();
+    }
+    let Ok(spec) = serde_json::from_value::<CleanerSpec>(spec.cloned().unwrap_or(Value::Null))
+    else {
+        return Vec::new();
+    };
+    let namespace = object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let mut needs = Vec::new();
+    for (index, target) in spec.targets.iter().enumerate() {
+        let reference = &target.reference;
+        let api_version = if reference.api_group.is_empty() {
+            reference.version.clone()
+        } else {
+            format!("{}/{}", reference.api_group, reference.version)
+        };
+        let plural = plural(context, &api_version, &reference.kind).await;
+        let verbs: &[&'static str] = if target.delete {
+            &["delete", "list"]
+        } else {
+            &["list"]
+        };
+        for &verb in verbs {
+            needs.push(Need {
+                path: format!("spec.targets[{index}]"),
+                value: render(&Value::String(target.name.clone())),
+                request: Request {
+                    verb,
+                    group: reference.api_group.clone(),
+                    resource: plural.clone(),
+                    namespace: namespace.clone(),
+                    name: reference.name.clone().filter(|_| verb == "delete"),
+                },
+                consequence: "make a Cleaner of them",
+            });
+        }
+    }
+    if let Some(helm) = spec.helm.filter(|helm| helm.delete) {
+        needs.push(Need {
+            path: "spec.helm".to_owned(),
+            value: render(&Value::String(helm.release)),
+            request: Request {
+                verb: "delete",
+                group: String::new(),
+                resource: "secrets".to_owned(),
+                namespace,
+                name: None,
+            },
+            consequence: "have a Cleaner uninstall a Helm release (Helm keeps it in Secrets)",
+        });
+    }
+    needs
+}

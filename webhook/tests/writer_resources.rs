@@ -1,0 +1,150 @@
+//! The writer check through the router, for RetentionPolicies and Cleaners: their writer must
+//! be allowed to delete (and list) what they name, where they apply.
+
+#![allow(clippy::unwrap_used)] // test code
+
+mod support;
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use support::{Rbac, context, ours, send_to};
+
+fn policy(kind: &str, namespace: Option<&str>) -> Value {
+    let mut policy = json!({"apiVersion": "retention.dev/v1alpha1", "kind": kind,
+                            "metadata": {"name": "p"},
+                            "spec": {"resources": [{"apiVersion": "v1", "kind": "Secret"}], "ttl": "1h"}});
+    if let Some(namespace) = namespace {
+        policy["metadata"]["namespace"] = json!(namespace);
+    }
+    policy
+}
+
+#[tokio::test]
+async fn a_policy_needs_delete_and_list_on_each_kind_where_it_applies() {
+    let rbac = Arc::new(Rbac::default());
+    let namespaced = policy("RetentionPolicy", Some("team-a"));
+    let request = ours("RetentionPolicy", "CREATE", &namespaced, None);
+    let (_, body) = send_to(context(rbac), "/validate", &request).await;
+    let message = body["response"]["status"]["message"].as_str().unwrap();
+    for lacking in [
+        "you may not delete secrets in namespace team-a",
+        "you may not list secrets in namespace team-a",
+    ] {
+        assert!(message.contains(lacking), "{message}");
+    }
+    let namespaced_only = Arc::new(Rbac {
+        allowed: vec![
+            ("bob", "delete", "secrets", Some("team-a")),
+            ("bob", "list", "secrets", Some("team-a")),
+        ],
+        ..Rbac::default()
+    });
+    let (_, body) = send_to(context(namespaced_only.clone()), "/validate", &request).await;
+    assert_eq!(body["response"]["allowed"], true, "{body}");
+    let cluster = policy("ClusterRetentionPolicy", None);
+    let request = ours("ClusterRetentionPolicy", "CREATE", &cluster, None);
+    let (_, body) = send_to(context(namespaced_only), "/validate", &request).await;
+    let message = body["response"]["status"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("you may not delete secrets cluster-wide"),
+        "{message}"
+    );
+
+    // A change outside the spec (a label) needs nothing.
+    let rbac = Arc::new(Rbac::default());
+    let mut labelled = namespaced.clone();
+    labelled["metadata"]["labels"] = json!({"team": "a"});
+    let request = ours("RetentionPolicy", "UPDATE", &labelled, Some(&namespaced));
+    let (_, body) = send_to(context(rbac.clone()), "/validate", &request).await;
+    assert_eq!(body["response"]["allowed"], true, "{body}");
+    assert!(rbac.asked.lock().unwrap().is_empty());
+}
+
+fn cleaner(spec: Value) -> Value {
+    json!({"apiVersion": "retention.dev/v1alpha1", "kind": "Cleaner",
+           "metadata": {"name": "preview-42", "namespace": "team-a"}, "spec": spec})
+}
+
+#[tokio::test]
+async fn a_cleaner_needs_delete_on_what_it_deletes_and_list_on_what_it_reads() {
+    let spec = json!({"ttl": "1h", "helm": {"release": "preview-42", "delete": true},
+        "targets": [{"name": "settings", "delete": true,
+                     "reference": {"version": "v1", "kind": "ConfigMap", "name": "preview-42"}},
+                    {"name": "pods", "includeWhenEvaluating": true,
+                     "reference": {"version": "v1", "kind": "Pod", "matchLabels": {"app": "p42"}}}],
+        "conditions": ["pods.items.size() == 0"]});
+    let object = cleaner(spec);
+    let request = ours("Cleaner", "CREATE", &object, None);
+    let (_, body) = send_to(context(Arc::new(Rbac::default())), "/validate", &request).await;
+    let causes = body["response"]["status"]["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let found: Vec<(&str, &str)> = causes
+        .iter()
+        .map(|cause| {
+            (
+                cause["field"].as_str().unwrap(),
+                cause["message"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                "spec.targets[0]",
+                "\"settings\" you may not delete configmaps in namespace team-a, so you may not make a Cleaner of them"
+            ),
+            (
+                "spec.targets[0]",
+                "\"settings\" you may not list configmaps in namespace team-a, so you may not make a Cleaner of them"
+            ),
+            (
+                "spec.targets[1]",
+                "\"pods\" you may not list pods in namespace team-a, so you may not make a Cleaner of them"
+            ),
+            (
+                "spec.helm",
+                "\"preview-42\" you may not delete secrets in namespace team-a, so you may not \
+                 have a Cleaner uninstall a Helm release (Helm keeps it in Secrets)"
+            ),
+        ]
+    );
+    let allowed = Arc::new(Rbac {
+        allowed: vec![
+            ("bob", "delete", "configmaps", Some("team-a")),
+            ("bob", "list", "configmaps", Some("team-a")),
+            ("bob", "list", "pods", Some("team-a")),
+            ("bob", "delete", "secrets", Some("team-a")),
+        ],
+        ..Rbac::default()
+    });
+    let (_, body) = send_to(context(allowed), "/validate", &request).await;
+    assert_eq!(body["response"]["allowed"], true, "{body}");
+}
+
+#[tokio::test]
+async fn an_invalid_cleaner_is_denied_naming_every_field_before_anyone_is_asked() {
+    let rbac = Arc::new(Rbac::default());
+    let object = cleaner(json!({"ttl": "1d", "targets": [
+        {"name": "a-b", "reference": {"version": "v1", "kind": "Pod"}}],
+        "conditions": ["a.items.size() > 0"]}));
+    let request = ours("Cleaner", "CREATE", &object, None);
+    let (_, body) = send_to(context(rbac.clone()), "/validate", &request).await;
+    assert_eq!(body["response"]["status"]["code"], 422);
+    let causes = body["response"]["status"]["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let fields: Vec<&str> = causes
+        .iter()
+        .map(|cause| cause["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fields,
+        ["spec.ttl", "spec.targets[0].name", "spec.conditions[0]"]
+    );
+    assert!(rbac.asked.lock().unwrap().is_empty());
+}
