@@ -8,7 +8,7 @@ mod support;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use support::{Rbac, context, ours, send_to};
+use support::{Rbac, cause_fields, context, ours, send_to};
 
 fn policy(kind: &str, namespace: Option<&str>) -> Value {
     let mut policy = json!({"apiVersion": "retention.dev/v1alpha1", "kind": kind,
@@ -134,14 +134,7 @@ async fn an_invalid_cleaner_is_denied_naming_every_field_before_anyone_is_asked(
     let request = ours("Cleaner", "CREATE", &object, None);
     let (_, body) = send_to(context(rbac.clone()), "/validate", &request).await;
     assert_eq!(body["response"]["status"]["code"], 422);
-    let causes = body["response"]["status"]["details"]["causes"]
-        .as_array()
-        .unwrap()
-        .clone();
-    let fields: Vec<&str> = causes
-        .iter()
-        .map(|cause| cause["field"].as_str().unwrap())
-        .collect();
+    let fields = cause_fields(&body);
     assert_eq!(
         fields,
         ["spec.ttl", "spec.targets[0].name", "spec.conditions[0]"]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use serde_json::{Value, json};
-use support::{CONTROLLER, Rbac, as_user, context, fixture, review, send_to};
+use support::{CONTROLLER, Rbac, as_user, cause_fields, context, fixture, review, send_to};
 
 fn config_map(annotations: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -102,14 +102,7 @@ async fn a_run_answers_for_its_own_ttls_not_those_it_took_from_its_build() {
         "bob",
     );
     let (_, body) = send_to(context(rbac), "/validate", &request).await;
-    let causes = body["response"]["status"]["details"]["causes"]
-        .as_array()
-        .unwrap()
-        .clone();
-    let fields: Vec<&str> = causes
-        .iter()
-        .map(|cause| cause["field"].as_str().unwrap())
-        .collect();
+    let fields = cause_fields(&body);
     assert_eq!(fields, ["spec.retention.ttlAfterFailed"], "{body}");
 }
 

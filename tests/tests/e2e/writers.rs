@@ -88,11 +88,16 @@ pub fn bind_editor(ns: &TestNamespace, user: &str) -> Result<()> {
     )
 }
 
-/// Retries `command` until it succeeds: a grant counts once the webhook's cached refusal expires.
-pub async fn admitted_after_grant(mut command: impl FnMut() -> Command, input: &str) -> Result<()> {
+/// Retries kubectl `args` as `user` until it succeeds: a grant counts once the webhook's cached refusal expires.
+pub async fn admitted_after_grant(
+    ns: &TestNamespace,
+    user: &str,
+    args: &[&str],
+    input: &str,
+) -> Result<()> {
     let deadline = tokio::time::Instant::now() + GRANTED_WITHIN;
     loop {
-        match refusal(&mut command(), input)? {
+        match refusal(kubectl_as(ns, user).args(args), input)? {
             None => return Ok(()),
             Some(stderr) if tokio::time::Instant::now() >= deadline => {
                 anyhow::bail!("still refused {GRANTED_WITHIN:?} after the grant: {stderr}")
@@ -153,11 +158,9 @@ async fn ttl_needs_delete(ns: TestNamespace) -> Result<()> {
     grant(&ns, "delete", &user, "", "configmaps, pods", "delete")?;
     for resource in ["configmap/settings", "pod/worker"] {
         admitted_after_grant(
-            || {
-                let mut command = kubectl_as(&ns, &user);
-                command.args(["annotate", "--overwrite", resource, "retention.dev/ttl=1h"]);
-                command
-            },
+            &ns,
+            &user,
+            &["annotate", "--overwrite", resource, "retention.dev/ttl=1h"],
             "",
         )
         .await?;
@@ -199,13 +202,5 @@ async fn build_needs_delete_on_runs(ns: TestNamespace) -> Result<()> {
         "buildruns",
         "delete",
     )?;
-    admitted_after_grant(
-        || {
-            let mut command = kubectl_as(&ns, &user);
-            command.args(["apply", "-f", "-"]);
-            command
-        },
-        build,
-    )
-    .await
+    admitted_after_grant(&ns, &user, &["apply", "-f", "-"], build).await
 }

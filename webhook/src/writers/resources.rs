@@ -20,6 +20,13 @@ async fn plural(context: &Context, api_version: &str, kind: &str) -> String {
     }
 }
 
+/// The spec of a new object, or of one whose spec the write changed.
+fn written_spec(object: &Value, old: Option<&Value>) -> Option<Value> {
+    let spec = object.get("spec");
+    let unchanged = old.is_some_and(|old| old.get("spec") == spec);
+    (!unchanged).then(|| spec.cloned().unwrap_or(Value::Null))
+}
+
 /// delete and list on each resource a policy names, where it applies, when it is new or its spec
 /// changed. A kind the cluster does not serve yet has no resource name to ask about: the writer
 /// must then be allowed on every resource of its group.
@@ -28,17 +35,16 @@ pub(super) async fn policy_needs(
     object: &Value,
     old: Option<&Value>,
 ) -> Vec<Need> {
-    let spec = object.get("spec");
-    if old.is_some_and(|old| old.get("spec") == spec) {
+    let Some(spec) = written_spec(object, old) else {
         return Vec::new();
-    }
+    };
     let namespace = object
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)
         .filter(|_| object.get("kind").and_then(Value::as_str) == Some("RetentionPolicy"))
         .map(str::to_owned);
     let resources: Vec<ResourceRef> = spec
-        .and_then(|spec| spec.get("resources"))
+        .get("resources")
         .cloned()
         .and_then(|resources| serde_json::from_value(resources).ok())
         .unwrap_or_default();
@@ -80,11 +86,7 @@ pub(super) async fn cleaner_needs(
     object: &Value,
     old: Option<&Value>,
 ) -> Vec<Need> {
-    let spec = object.get("spec");
-    if old.is_some_and(|old| old.get("spec") == spec) {
-        return Vec::new();
-    }
-    let Ok(spec) = serde_json::from_value::<CleanerSpec>(spec.cloned().unwrap_or(Value::Null))
+    let Some(Ok(spec)) = written_spec(object, old).map(serde_json::from_value::<CleanerSpec>)
     else {
         return Vec::new();
     };

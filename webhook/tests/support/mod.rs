@@ -218,3 +218,13 @@ pub fn ours(kind: &str, operation: &str, object: &Value, old: Option<&Value>) ->
         "bob",
     )
 }
+
+/// The fields an AdmissionReview response's denial names, in order.
+pub fn cause_fields(body: &Value) -> Vec<String> {
+    body["response"]["status"]["details"]["causes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|cause| cause["field"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}

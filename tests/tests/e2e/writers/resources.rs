@@ -38,15 +38,7 @@ pub async fn policy_needs_delete(ns: TestNamespace) -> Result<()> {
         );
     }
     grant(&ns, "secrets", &user, "", "secrets", "delete, list")?;
-    admitted_after_grant(
-        || {
-            let mut command = kubectl_as(&ns, &user);
-            command.args(["apply", "-f", "-"]);
-            command
-        },
-        &secrets,
-    )
-    .await?;
+    admitted_after_grant(&ns, &user, &["apply", "-f", "-"], &secrets).await?;
     cluster_policy_needs_cluster_wide_delete(&ns, &user).await
 }
 
@@ -88,11 +80,7 @@ async fn cluster_policy_needs_cluster_wide_delete(ns: &TestNamespace, user: &str
                 binding(&name)
             ),
         )?;
-        admitted_after_grant(|| {
-            let mut command = kubectl_as(ns, user);
-            command.args(["apply", "-f", "-"]);
-            command
-        }, &cluster)
+        admitted_after_grant(ns, user, &["apply", "-f", "-"], &cluster)
         .await
     }
     .await;
@@ -124,13 +112,5 @@ pub async fn cleaner_needs_delete(ns: TestNamespace) -> Result<()> {
         "{stderr}"
     );
     grant(&ns, "secrets", &user, "", "secrets", "delete, list")?;
-    admitted_after_grant(
-        || {
-            let mut command = kubectl_as(&ns, &user);
-            command.args(["apply", "-f", "-"]);
-            command
-        },
-        cleaner,
-    )
-    .await
+    admitted_after_grant(&ns, &user, &["apply", "-f", "-"], cleaner).await
 }
