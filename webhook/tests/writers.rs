@@ -7,10 +7,14 @@
 mod support;
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use axum::http::StatusCode;
 use serde_json::{Value, json};
-use support::{CONTROLLER, Rbac, as_user, cause_fields, context, fixture, review, send_to};
+use support::{
+    CONTROLLER, FakeParents, Rbac, as_user, cause_fields, context, context_with, fixture, review,
+    send_to,
+};
 
 fn config_map(annotations: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -93,17 +97,42 @@ async fn kube_retentions_own_writes_are_not_checked() {
 
 #[tokio::test]
 async fn a_run_answers_for_its_own_ttls_not_those_it_took_from_its_build() {
+    let request = run_from_build();
+    let parents = Arc::new(FakeParents::with_fixtures());
     let rbac = Arc::new(Rbac::default());
-    // After mutation: ttlAfterSucceeded copied from the Build `hello`, ttlAfterFailed the run's own.
+    let (_, body) = send_to(context_with(rbac, parents.clone()), "/validate", &request).await;
+    assert_eq!(
+        cause_fields(&body),
+        ["spec.retention.ttlAfterFailed"],
+        "{body}"
+    );
+    assert_eq!(parents.reads.load(Ordering::Relaxed), 1);
+
+    // A writer who may delete the run costs no read of its Build.
+    let parents = Arc::new(FakeParents::with_fixtures());
+    let allowed = Arc::new(Rbac {
+        allowed: vec![("bob", "delete", "buildruns", Some("team-a"))],
+        ..Rbac::default()
+    });
+    let (_, body) = send_to(
+        context_with(allowed, parents.clone()),
+        "/validate",
+        &request,
+    )
+    .await;
+    assert_eq!(body["response"]["allowed"], true, "{body}");
+    assert_eq!(parents.reads.load(Ordering::Relaxed), 0);
+}
+
+/// A BuildRun of the Build `hello` by `bob`, after mutation: ttlAfterSucceeded copied from the
+/// Build, ttlAfterFailed the run's own.
+fn run_from_build() -> Value {
     let mut run = fixture("mutate-buildrun-of-build.json")["request"]["object"].clone();
     run["spec"]["retention"] = json!({"ttlAfterSucceeded": "1.5h", "ttlAfterFailed": "5m"});
-    let request = as_user(
+    as_user(
         review("shipwright.io", "v1beta1", "BuildRun", "CREATE", &run, None),
         "bob",
-    );
-    let (_, body) = send_to(context(rbac), "/validate", &request).await;
-    let fields = cause_fields(&body);
-    assert_eq!(fields, ["spec.retention.ttlAfterFailed"], "{body}");
+    )
 }
 
 #[tokio::test]

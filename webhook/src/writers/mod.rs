@@ -22,8 +22,8 @@ use std::pin::Pin;
 
 use kube::api::DynamicObject;
 use kube::core::admission::AdmissionRequest;
-use kube_retention_common::FieldError;
 use kube_retention_common::kinds::qualified;
+use kube_retention_common::{FieldError, Ttls};
 use serde_json::Value;
 
 use crate::Context;
@@ -91,18 +91,42 @@ pub async fn refusals(
     if writer.user == context.controller_user {
         return Ok(Vec::new());
     }
-    let needs = if crate::validate::is_policy(object) {
-        resources::policy_needs(context, object, old).await
+    let (needs, is_object) = if crate::validate::is_policy(object) {
+        (resources::policy_needs(context, object, old).await, false)
     } else if crate::validate::is_cleaner(object) {
-        resources::cleaner_needs(context, object, old).await
+        (resources::cleaner_needs(context, object, old).await, false)
     } else {
-        objects::object_needs(context, request, object, old).await
+        let needs = objects::object_needs(context, request, object, old, Ttls::default());
+        (needs, true)
     };
+    let mut refusals = ask(writers.as_ref(), &writer, needs).await?;
+    // A new run's TTLs may be copies of its parent's: read the parent only when they would be
+    // refused (a writer who may delete the run costs no read).
+    if is_object
+        && !refusals.is_empty()
+        && let Some(from_parent) = objects::parent_ttls(context, request, object, old).await
+    {
+        let still: BTreeSet<String> =
+            objects::object_needs(context, request, object, old, from_parent)
+                .into_iter()
+                .map(|need| need.path)
+                .collect();
+        refusals.retain(|refusal| still.contains(&refusal.path));
+    }
+    Ok(refusals)
+}
+
+/// The needs `writer` is refused, one field error per field and verb.
+async fn ask(
+    writers: &dyn WriterAccess,
+    writer: &Subject,
+    needs: Vec<Need>,
+) -> Result<Vec<FieldError>, Unchecked> {
     let mut refusals = Vec::new();
     let mut denied: BTreeSet<(String, String)> = BTreeSet::new();
     for need in needs {
         let allowed = writers
-            .allowed(&writer, &need.request)
+            .allowed(writer, &need.request)
             .await
             .map_err(|source| Unchecked {
                 verb: need.request.verb,

@@ -3,7 +3,6 @@
 
 use kube::api::DynamicObject;
 use kube::core::admission::AdmissionRequest;
-use kube_retention_common::kinds::Entry;
 use kube_retention_common::tightening::{Reach, tightenings};
 use kube_retention_common::{Policy, Ttls};
 use serde_json::Value;
@@ -12,20 +11,16 @@ use super::Need;
 use crate::Context;
 use crate::access::Request;
 
-pub(super) async fn object_needs(
+/// What the settings of `object` need, counting `from_parent`'s TTLs as not the writer's.
+pub(super) fn object_needs(
     context: &Context,
     request: &AdmissionRequest<DynamicObject>,
     object: &Value,
     old: Option<&Value>,
+    from_parent: Ttls,
 ) -> Vec<Need> {
     let entry = context.kinds.entry_for(object);
     let namespace = request.namespace.clone();
-    let from_parent = match (entry, &namespace, old) {
-        (Some(entry), Some(namespace), None) => {
-            parent_ttls(context, entry, object, namespace).await
-        }
-        _ => Ttls::default(),
-    };
     let resource = &request.resource;
     let mut needs = Vec::new();
     for tightening in tightenings(entry, old, object, from_parent) {
@@ -78,24 +73,29 @@ fn run_resources(context: &Context, object: &Value) -> Vec<(String, String, Opti
 }
 
 /// The run TTLs the parent a new run names sets: those the run carries were not its writer's
-/// choice (mutation copied them). None when the parent cannot be read.
-async fn parent_ttls(context: &Context, entry: &Entry, object: &Value, namespace: &str) -> Ttls {
-    let Some(parent) = entry.parent() else {
-        return Ttls::default();
+/// choice (mutation copied them). `None` for an update, an object that is not a run, or a parent
+/// that cannot be read.
+pub(super) async fn parent_ttls(
+    context: &Context,
+    request: &AdmissionRequest<DynamicObject>,
+    object: &Value,
+    old: Option<&Value>,
+) -> Option<Ttls> {
+    let (Some(entry), Some(namespace), None) =
+        (context.kinds.entry_for(object), &request.namespace, old)
+    else {
+        return None;
     };
-    let (Some(kind), Some(name)) = (
-        context.kinds.find_group_kind(parent.group, parent.kind),
-        parent.name_in(object),
-    ) else {
-        return Ttls::default();
-    };
+    let parent = entry.parent()?;
+    let kind = context.kinds.find_group_kind(parent.group, parent.kind)?;
+    let name = parent.name_in(object)?;
     let parent_entry = &context.kinds[kind];
     match context
         .parents
         .get(&parent_entry.resource, namespace, name)
         .await
     {
-        Ok(Some(found)) => Policy::read_as(parent_entry, &found).0.runs.ttls,
-        Ok(None) | Err(_) => Ttls::default(),
+        Ok(Some(found)) => Some(Policy::read_as(parent_entry, &found).0.runs.ttls),
+        Ok(None) | Err(_) => None,
     }
 }

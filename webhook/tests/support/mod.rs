@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -21,8 +22,12 @@ use kube_retention_webhook::writers::{Allowed, WriterAccess};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-/// Parents from `tests/fixtures`, looked up by kind (`Build.shipwright.io`) and name.
-pub struct FakeParents(HashMap<(String, String), Value>);
+/// Parents from `tests/fixtures`, looked up by kind (`Build.shipwright.io`) and name; `reads`
+/// counts the lookups.
+pub struct FakeParents {
+    parents: HashMap<(String, String), Value>,
+    pub reads: AtomicUsize,
+}
 
 impl FakeParents {
     pub fn with_fixtures() -> Self {
@@ -31,13 +36,20 @@ impl FakeParents {
             ("Build.shipwright.io".to_owned(), "hello".to_owned()),
             fixture("build-hello.json"),
         );
-        Self(parents)
+        Self {
+            parents,
+            reads: AtomicUsize::new(0),
+        }
     }
 }
 
 impl Parents for FakeParents {
     fn get<'a>(&'a self, kind: &'a Resource, _namespace: &'a str, name: &'a str) -> Lookup<'a> {
-        let found = self.0.get(&(kind.to_string(), name.to_owned())).cloned();
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        let found = self
+            .parents
+            .get(&(kind.to_string(), name.to_owned()))
+            .cloned();
         Box::pin(async move { Ok(found) })
     }
 }
@@ -201,7 +213,12 @@ impl WriterAccess for Rbac {
 }
 
 pub fn context(rbac: Arc<Rbac>) -> Context {
-    Context::new(Arc::new(FakeParents::with_fixtures()))
+    context_with(rbac, Arc::new(FakeParents::with_fixtures()))
+}
+
+/// [`context`] over `parents`, to count their reads.
+pub fn context_with(rbac: Arc<Rbac>, parents: Arc<FakeParents>) -> Context {
+    Context::new(parents)
         .with_access(Arc::new(NoSecrets))
         .with_writers(rbac, CONTROLLER)
 }
