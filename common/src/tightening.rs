@@ -52,23 +52,17 @@ pub fn tightenings(
         .map(|old| Settings::read(&fields, old, from_parent))
         .unwrap_or_default();
     let mut found = Vec::new();
-    let mut report = |setting: &Setting, reach: Reach| {
-        if let Some(path) = &setting.path {
-            let value = field_or_annotation(new, path);
-            found.push(Tightening {
-                path: path.clone(),
-                value,
-                reach,
-            });
-        }
+    let mut report = |path: &str, reach: Reach| {
+        found.push(Tightening {
+            path: path.to_owned(),
+            value: field_or_annotation(new, path),
+            reach,
+        });
     };
     // Without settings of its own, an object's deletion is a policy's, whose author answered
     // for it: taking `keep` away then needs nothing more.
     if before.keep && !after.keep && after.deletes_itself() {
-        report(
-            &Setting::writer(annotations::path(annotations::KEEP)),
-            Reach::Itself,
-        );
+        report(&annotations::path(annotations::KEEP), Reach::Itself);
     }
     for (old, new, reach) in [
         (&before.ttl, &after.ttl, Reach::Itself),
@@ -77,59 +71,38 @@ pub fn tightenings(
         (&before.runs_after[0], &after.runs_after[0], Reach::Runs),
         (&before.runs_after[1], &after.runs_after[1], Reach::Runs),
     ] {
-        if let Some(tighter) = shorter(old, new) {
-            report(&tighter.erase(), reach);
+        if let Some(path) = tighter(old, new) {
+            report(path, reach);
         }
     }
-    if let Some(tighter) = shorter(&before.expires_at, &after.expires_at) {
-        report(&tighter.erase(), Reach::Itself);
+    if let Some(path) = tighter(&before.expires_at, &after.expires_at) {
+        report(path, Reach::Itself);
     }
     for (old, new) in before.limits.iter().zip(&after.limits) {
-        if let Some(tighter) = shorter(old, new) {
-            report(&tighter.erase(), Reach::Runs);
+        if let Some(path) = tighter(old, new) {
+            report(path, Reach::Runs);
         }
     }
-    if let (None, Some(owned)) = (&before.owned_by_parent, &after.owned_by_parent) {
-        report(&owned.clone().erase(), Reach::Runs);
+    // Set only while true: from unset to set is from false to true.
+    if let Some(path) = tighter(&before.owned_by_parent, &after.owned_by_parent) {
+        report(path, Reach::Runs);
     }
     found
 }
 
-/// `new` where it is stricter than `old`: set where there was none, or smaller.
-fn shorter<T: Ord + Clone>(
-    old: &Option<Setting<T>>,
-    new: &Option<Setting<T>>,
-) -> Option<Setting<T>> {
-    match (old, new) {
-        (_, None) => None,
-        (None, Some(new)) => Some(new.clone()),
-        (Some(old), Some(new)) => (new.value < old.value).then(|| new.clone()),
-    }
+/// Where the writer wrote `new`, if it is stricter than `old` (set where there was none, or
+/// smaller) and the writer's at all.
+fn tighter<'a, T: Ord>(old: &Option<Setting<T>>, new: &'a Option<Setting<T>>) -> Option<&'a str> {
+    let new = new.as_ref()?;
+    let stricter = old.as_ref().is_none_or(|old| new.value < old.value);
+    new.path.as_deref().filter(|_| stricter)
 }
 
 /// A setting's value, and where the writer wrote it (`None`: not the writer's).
 #[derive(Debug, Clone)]
-struct Setting<T = ()> {
+struct Setting<T> {
     value: T,
     path: Option<String>,
-}
-
-impl Setting {
-    fn writer(path: String) -> Self {
-        Self {
-            value: (),
-            path: Some(path),
-        }
-    }
-}
-
-impl<T> Setting<T> {
-    fn erase(self) -> Setting {
-        Setting {
-            value: (),
-            path: self.path,
-        }
-    }
 }
 
 /// The effective settings of one version of an object.
