@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use jiff::Timestamp;
-use kube::api::{DynamicObject, PartialObjectMeta};
+use kube::api::{DynamicObject, ObjectMeta, PartialObjectMeta};
 use kube::runtime::watcher::{self, Event};
 use kube_retention_common::kinds::KindId;
 use tokio::sync::{mpsc, watch};
@@ -181,10 +181,7 @@ impl Loop {
                 actions
             }
             Ok(Event::Delete(object)) => {
-                if let (Some(namespace), Some(name)) = (
-                    object.metadata.namespace.as_deref(),
-                    object.metadata.name.as_deref(),
-                ) {
+                if let Some((namespace, name)) = namespaced_name(&object.metadata) {
                     self.state.removed(kind, namespace, name);
                 }
                 Vec::new()
@@ -212,10 +209,7 @@ impl Loop {
             }
             Ok(Event::InitDone) => Vec::new(),
             Ok(Event::Delete(object)) => {
-                if let (Some(namespace), Some(name)) = (
-                    object.metadata.namespace.as_deref(),
-                    object.metadata.name.as_deref(),
-                ) {
+                if let Some((namespace, name)) = namespaced_name(&object.metadata) {
                     self.state.metadata_gone(kind, namespace, name);
                 }
                 Vec::new()
@@ -226,4 +220,9 @@ impl Loop {
             }
         }
     }
+}
+
+/// An object's namespace and name, where it has both.
+fn namespaced_name(metadata: &ObjectMeta) -> Option<(&str, &str)> {
+    Some((metadata.namespace.as_deref()?, metadata.name.as_deref()?))
 }
