@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds etcd, kube-apiserver, kube-controller-manager and kubectl from the Go modules pinned in
-# go.mod into tests/cluster/bin (git-ignored), with the real release version stamped in.
+# go.mod, and helm from helm/go.mod, into tests/cluster/bin (git-ignored), with the real release
+# versions stamped in.
 # Go's build cache makes a rebuild with nothing changed take seconds.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -22,4 +23,9 @@ CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o bin/ \
 	k8s.io/kubernetes/cmd/kube-apiserver \
 	k8s.io/kubernetes/cmd/kube-controller-manager \
 	k8s.io/kubernetes/cmd/kubectl
-echo "built ${k8s_version} into tests/cluster/bin: $(ls bin | tr '\n' ' ')"
+# Helm has a module of its own: its Kubernetes libraries need not match the cluster's.
+helm_version=$(cd helm && go list -m -f '{{.Version}}' helm.sh/helm/v3)
+(cd helm && CGO_ENABLED=0 go build -trimpath -o ../bin/ \
+	-ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=${helm_version}" \
+	helm.sh/helm/v3/cmd/helm)
+echo "built ${k8s_version} and helm ${helm_version} into tests/cluster/bin: $(ls bin | tr '\n' ' ')"

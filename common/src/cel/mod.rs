@@ -158,6 +158,32 @@ impl Expression {
         }
     }
 
+    /// Evaluates a condition over `variables`, and a time bound by name where given.
+    pub fn condition_in(
+        &self,
+        variables: &Variables,
+        time: Option<(&str, Timestamp)>,
+    ) -> Result<bool, EvalError> {
+        let time = time
+            .map(|(name, at)| timestamp_value(at).map(|value| (name, value)))
+            .transpose();
+        let time = time.map_err(|reason| self.error(reason))?;
+        let result = ROOT.with(|root| {
+            let mut context = root.new_inner_scope();
+            for (name, value) in &variables.values {
+                context.add_variable_from_value(name.clone(), value.clone());
+            }
+            if let Some((name, at)) = time {
+                context.add_variable_from_value(name, at);
+            }
+            self.program.execute(&context)
+        });
+        match result.map_err(|error| self.error(error.to_string()))? {
+            CelValue::Bool(value) => Ok(value),
+            other => Err(self.error(format!("gave {other:?}, not true or false"))),
+        }
+    }
+
     fn evaluate(&self, object: &Value) -> Result<CelValue, EvalError> {
         let value =
             kube_cel::cel::to_value(object).map_err(|error| self.error(error.to_string()))?;
@@ -176,6 +202,42 @@ impl Expression {
             reason,
         }
     }
+}
+
+/// Named JSON values converted to CEL once, so that one set of objects can be judged at many
+/// times (a search for the moment conditions turn true) without converting them again.
+#[derive(Clone, Default)]
+pub struct Variables {
+    values: Vec<(String, CelValue)>,
+}
+
+impl fmt::Debug for Variables {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.values.iter().map(|(name, _)| name.as_str()).collect();
+        write!(f, "Variables({names:?})")
+    }
+}
+
+impl Variables {
+    /// `values` by name.
+    pub fn new<'a>(values: impl IntoIterator<Item = (&'a str, &'a Value)>) -> Result<Self, String> {
+        let values = values
+            .into_iter()
+            .map(|(name, value)| {
+                let converted = kube_cel::cel::to_value(value)
+                    .map_err(|error| format!("`{name}` is not representable in CEL: {error}"))?;
+                Ok((name.to_owned(), converted))
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(Self { values })
+    }
+}
+
+fn timestamp_value(at: Timestamp) -> Result<CelValue, String> {
+    let utc =
+        chrono::DateTime::from_timestamp(at.as_second(), at.subsec_nanosecond().unsigned_abs())
+            .ok_or_else(|| format!("{at} is out of CEL's range"))?;
+    Ok(CelValue::Timestamp(utc.fixed_offset()))
 }
 
 fn example(expect: Expect) -> &'static str {

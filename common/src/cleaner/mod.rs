@@ -17,8 +17,15 @@ use crate::cel::{Expect, Expression};
 use crate::duration;
 use crate::field_error::FieldError;
 
+mod judge;
+
+pub use judge::{DEFAULT_PERIOD, ERROR_RETRY, Judge, SEARCH_RESOLUTION, Verdict};
+
 /// The variable bound to the time of an evaluation.
 pub const TIME: &str = "time";
+
+/// The type of the CloudEvent sent for a cleaned group.
+pub const EVENT_TYPE: &str = "dev.retention.cleaner.deleted";
 
 /// Deletes its targets (and a Helm release) together once `ttl` has passed and every condition
 /// holds, then tells `cloudEventSink` and deletes itself.
@@ -110,6 +117,17 @@ pub struct CleanerStatus {
     pub conditions: Vec<Condition>,
 }
 
+impl CleanerSpec {
+    /// The names of the targets the conditions see.
+    pub fn evaluated_names(&self) -> Vec<&str> {
+        self.targets
+            .iter()
+            .filter(|target| target.include_when_evaluating)
+            .map(|target| target.name.as_str())
+            .collect()
+    }
+}
+
 /// CEL's reserved words, which no target may be named.
 const RESERVED: [&str; 21] = [
     "true",
@@ -193,12 +211,7 @@ pub fn errors(spec: &Value) -> Vec<FieldError> {
             rule,
         ));
     }
-    let mut declared: Vec<&str> = parsed
-        .targets
-        .iter()
-        .filter(|target| target.include_when_evaluating)
-        .map(|target| target.name.as_str())
-        .collect();
+    let mut declared = parsed.evaluated_names();
     declared.push(TIME);
     for (index, condition) in parsed.conditions.iter().enumerate() {
         if let Err(error) = Expression::compile_over(condition, Expect::Condition, &declared) {
