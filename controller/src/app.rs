@@ -14,6 +14,8 @@ use kube::runtime::events::{Recorder, Reporter};
 use tokio::sync::{mpsc, watch};
 
 use crate::args::{Args, Propagation};
+use crate::cleaners::Cleaners;
+use crate::cleaners::act::Cleaning;
 use crate::executor::{Executor, Parts, Settings};
 use crate::leader::Elector;
 use crate::metrics::Metrics;
@@ -81,16 +83,27 @@ impl Args {
                 instance: Some(identity.clone()),
             },
         );
+        let propagation = match args.propagation_policy {
+            Propagation::Background => PropagationPolicy::Background,
+            Propagation::Foreground => PropagationPolicy::Foreground,
+            Propagation::Orphan => PropagationPolicy::Orphan,
+        };
+        let cleaners = args.cleaners.then(|| {
+            let cleaning = Cleaning {
+                client: client.clone(),
+                recorder: recorder.clone(),
+                metrics: metrics.cleaners.clone(),
+                propagation: propagation.clone(),
+            };
+            let cleaners = Cleaners::new(cleaning, args.page_size);
+            tokio::spawn(cleaners.run(leadership.clone(), std::future::pending()))
+        });
         let executor = Executor::spawn(Parts {
             client: client.clone(),
             kinds: Arc::new(RwLock::new(watched.clone())),
             settings: Settings {
                 budget: NonZeroU32::new(args.qps),
-                propagation: match args.propagation_policy {
-                    Propagation::Background => PropagationPolicy::Background,
-                    Propagation::Foreground => PropagationPolicy::Foreground,
-                    Propagation::Orphan => PropagationPolicy::Orphan,
-                },
+                propagation,
                 concurrency: args.concurrency,
                 events: args.events,
             },
@@ -114,6 +127,9 @@ impl Args {
             ready,
         };
         control.run(kube_retention_cli::shutdown_signal()).await;
+        if let Some(cleaners) = cleaners {
+            cleaners.abort();
+        }
         if let Some(task) = lease_task {
             // The loop owned the leadership receiver; with it dropped the elector releases the
             // Lease, so a successor takes over within a retry period instead of after it expires.

@@ -78,6 +78,9 @@ pub struct Args {
     /// long; a leader that stops cleanly releases it at once).
     #[arg(long, default_value_t = 15)]
     pub lease_duration: u64,
+    /// Run Cleaners (retention.dev/v1alpha1): groups deleted together when their conditions hold.
+    #[arg(long, env = "KUBE_RETENTION_CLEANERS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub cleaners: bool,
     /// Kubeconfig (default: in-cluster, then $KUBECONFIG).
     #[arg(long, env = "KUBE_RETENTION_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,

@@ -6,10 +6,12 @@
 //! - [`executor`]: the API requests, within a client-side budget, deletions first.
 //! - [`run`]: watches, timer and leadership wired to the two; [`watches`] starts and stops them
 //!   per kind; [`discovery`] finds annotated kinds beyond the configured ones.
+//! - [`cleaners`]: Cleaners, groups deleted together when their conditions hold.
 //! - [`app`]: everything put together behind `Args::run`.
 
 pub mod app;
 pub mod args;
+pub mod cleaners;
 pub mod crds;
 pub mod discovery;
 pub mod executor;

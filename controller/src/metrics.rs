@@ -9,6 +9,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::cleaners::metrics::CleanerMetrics;
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct DeletionLabels {
     pub kind: String,
@@ -48,6 +50,7 @@ pub struct Metrics {
     pub labelled: Counter,
     pub lists: Family<KindLabels, Counter>,
     pub unpermitted_kinds: Family<UnpermittedLabels, Gauge>,
+    pub cleaners: CleanerMetrics,
 }
 
 impl Default for Metrics {
@@ -129,7 +132,9 @@ impl Default for Metrics {
             "1 for each served namespaced kind the controller may not list, watch, patch and delete (the verbs missing): annotated objects of it are not deleted",
             unpermitted_kinds.clone(),
         );
+        let cleaners = CleanerMetrics::register(&mut registry);
         Self {
+            cleaners,
             registry: Arc::new(registry),
             lists,
             unpermitted_kinds,

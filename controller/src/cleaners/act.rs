@@ -1,0 +1,227 @@
+//! Cleaning a group, in an order that never leaves it half-done for a reason known in advance:
+//! the Helm release is read first (a release with delete hooks refuses the whole clean), then
+//! the targets are deleted with uid preconditions, the release uninstalled, the CloudEvent
+//! handed to its own task, and the Cleaner deletes itself.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{ObjectReference, Secret};
+use kube::api::{
+    Api, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Preconditions,
+    PropagationPolicy,
+};
+use kube::discovery::Scope;
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::{Client, Resource as _};
+use kube_retention_common::cleaner::Cleaner;
+use serde_json::json;
+
+use super::book::{Clean, Doomed};
+use super::helm::{self, Resource};
+use super::metrics::CleanerMetrics;
+use super::sink;
+use super::status::Problem;
+
+/// What cleaning needs.
+pub struct Cleaning {
+    pub client: Client,
+    pub recorder: Recorder,
+    pub metrics: CleanerMetrics,
+    pub propagation: PropagationPolicy,
+}
+
+/// What a clean deleted.
+#[derive(Debug, Default)]
+pub struct Cleaned {
+    pub deleted: Vec<String>,
+    pub release: Option<String>,
+}
+
+/// Cleans `clean`'s group; a failure leaves the Cleaner to be evaluated again.
+pub async fn clean(cleaning: Arc<Cleaning>, clean: Clean) -> Result<Cleaned, Problem> {
+    let failed = |error: kube::Error| Problem::CleanFailed(error.to_string());
+    let namespace = clean.cleaner.namespace.clone();
+    let secrets: Api<Secret> = Api::namespaced(cleaning.client.clone(), &namespace);
+    let release = match &clean.release {
+        Some(name) => {
+            let selector = ListParams::default().labels(&helm::records_selector(name));
+            let records = secrets.list(&selector).await.map_err(failed)?.items;
+            let uninstall = match helm::latest(&records) {
+                Some(record) => {
+                    let decoded = helm::decode(record)
+                        .map_err(|error| Problem::HelmHooks(error.to_string()))?;
+                    Some(
+                        helm::plan(&decoded)
+                            .map_err(|error| Problem::HelmHooks(error.to_string()))?,
+                    )
+                }
+                None => None,
+            };
+            Some((name.clone(), records, uninstall))
+        }
+        None => None,
+    };
+    let mut cleaned = Cleaned::default();
+    for doomed in &clean.objects {
+        if delete(&cleaning, doomed).await.map_err(failed)? {
+            cleaning.metrics.deleted("object");
+            cleaned
+                .deleted
+                .push(format!("{}/{}", doomed.resource.kind, doomed.name));
+        }
+    }
+    if let Some((name, records, uninstall)) = release {
+        for resource in uninstall.map(|plan| plan.delete).unwrap_or_default() {
+            if delete_manifest_object(&cleaning, &namespace, &resource)
+                .await
+                .map_err(failed)?
+            {
+                cleaned
+                    .deleted
+                    .push(format!("{}/{}", resource.kind, resource.name));
+            }
+        }
+        for record in &records {
+            let record_name = record.metadata.name.clone().unwrap_or_default();
+            match secrets.delete(&record_name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(error) => return Err(failed(error)),
+            }
+        }
+        if !records.is_empty() {
+            cleaning.metrics.deleted("release");
+            cleaned.release = Some(name);
+        }
+    }
+    Ok(cleaned)
+}
+
+/// Deletes exactly `doomed`; false when it was already gone or replaced by a namesake.
+async fn delete(cleaning: &Cleaning, doomed: &Doomed) -> kube::Result<bool> {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(cleaning.client.clone(), &doomed.namespace, &doomed.resource);
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(doomed.uid.clone()),
+            resource_version: None,
+        }),
+        propagation_policy: Some(cleaning.propagation.clone()),
+        ..DeleteParams::default()
+    };
+    gone_or(api.delete(&doomed.name, &params).await.map(|_| true))
+}
+
+async fn delete_manifest_object(
+    cleaning: &Cleaning,
+    namespace: &str,
+    resource: &Resource,
+) -> kube::Result<bool> {
+    let (group, version) = match resource.api_version.split_once('/') {
+        Some((group, version)) => (group, version),
+        None => ("", resource.api_version.as_str()),
+    };
+    let kind = GroupVersionKind::gvk(group, version, &resource.kind);
+    let (api_resource, capabilities) =
+        kube::discovery::pinned_kind(&cleaning.client, &kind).await?;
+    let api: Api<DynamicObject> = match capabilities.scope {
+        Scope::Cluster => Api::all_with(cleaning.client.clone(), &api_resource),
+        Scope::Namespaced => {
+            let namespace = resource.namespace.as_deref().unwrap_or(namespace);
+            Api::namespaced_with(cleaning.client.clone(), namespace, &api_resource)
+        }
+    };
+    let params = DeleteParams {
+        propagation_policy: Some(PropagationPolicy::Background),
+        ..DeleteParams::default()
+    };
+    gone_or(api.delete(&resource.name, &params).await.map(|_| true))
+}
+
+/// Not found (already gone) and conflict (a namesake, not ours) are not failures.
+fn gone_or(result: kube::Result<bool>) -> kube::Result<bool> {
+    match result {
+        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(false),
+        other => other,
+    }
+}
+
+/// Sends the CloudEvent in its own task; a failure is counted and reported on the Cleaner.
+pub fn announce(cleaning: Arc<Cleaning>, clean: &Clean, cleaned: &Cleaned) {
+    let Some(sink) = clean.sink.clone() else {
+        return;
+    };
+    let key = &clean.cleaner;
+    let source = format!(
+        "/apis/retention.dev/v1alpha1/namespaces/{}/cleaners/{}",
+        key.namespace, key.name
+    );
+    let data = json!({
+        "cleaner": {"namespace": key.namespace, "name": key.name, "uid": clean.uid},
+        "deleted": cleaned.deleted,
+        "release": cleaned.release,
+    });
+    let reference = reference(clean);
+    tokio::spawn(async move {
+        let delivered = match sink::event(&uuid::Uuid::new_v4().to_string(), &source, data) {
+            Ok(event) => sink::deliver(&sink, event).await,
+            Err(error) => Err(error),
+        };
+        if let Err(error) = delivered {
+            tracing::warn!(%sink, %error, "CloudEvent not delivered");
+            cleaning.metrics.sink_failures.inc();
+            let note = format!("CloudEvent to {sink} not delivered: {error}");
+            record(
+                &cleaning,
+                &reference,
+                EventType::Warning,
+                "SinkFailed",
+                note,
+            )
+            .await;
+        }
+    });
+}
+
+/// Deletes the Cleaner itself, exactly this one.
+pub async fn retire(cleaning: &Cleaning, clean: &Clean) -> kube::Result<()> {
+    let api: Api<Cleaner> = Api::namespaced(cleaning.client.clone(), &clean.cleaner.namespace);
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(clean.uid.clone()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    gone_or(api.delete(&clean.cleaner.name, &params).await.map(|_| true)).map(|_| ())
+}
+
+pub fn reference(clean: &Clean) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(Cleaner::api_version(&()).into_owned()),
+        kind: Some(Cleaner::kind(&()).into_owned()),
+        namespace: Some(clean.cleaner.namespace.clone()),
+        name: Some(clean.cleaner.name.clone()),
+        uid: Some(clean.uid.clone()),
+        ..ObjectReference::default()
+    }
+}
+
+pub async fn record(
+    cleaning: &Cleaning,
+    reference: &ObjectReference,
+    type_: EventType,
+    reason: &str,
+    note: String,
+) {
+    let event = Event {
+        type_,
+        reason: reason.into(),
+        note: Some(note.chars().take(1000).collect()),
+        action: "Clean".into(),
+        secondary: None,
+    };
+    if let Err(error) = cleaning.recorder.publish(&event, reference).await {
+        tracing::warn!(%error, "could not record an Event");
+    }
+}

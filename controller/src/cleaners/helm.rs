@@ -1,0 +1,158 @@
+//! What `helm uninstall` does for a release without hooks, read from Helm's own storage: the
+//! release records are Secrets `sh.helm.release.v1.NAME.vN` labelled `owner=helm,name=NAME`,
+//! whose `release` key holds the release as base64 of gzipped JSON. Uninstalling deletes the
+//! objects of the latest record's manifest — except those annotated
+//! `helm.sh/resource-policy: keep` — and then every record, so `helm list` no longer shows it.
+//! A release with delete hooks is refused whole: running Helm's hooks is Helm's business.
+
+use std::io::Read;
+
+use base64::Engine;
+use k8s_openapi::api::core::v1::Secret;
+use serde::Deserialize;
+
+/// The label selector of a release's records.
+pub fn records_selector(release: &str) -> String {
+    format!("owner=helm,name={release}")
+}
+
+/// The annotation with which Helm leaves an object behind on uninstall.
+const RESOURCE_POLICY: &str = "helm.sh/resource-policy";
+const KEEP: &str = "keep";
+/// Hook events that run on uninstall.
+const DELETE_HOOKS: [&str; 2] = ["pre-delete", "post-delete"];
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum HelmError {
+    #[error("release record {record} cannot be read: {reason}")]
+    Unreadable { record: String, reason: String },
+    #[error(
+        "release {release} has delete hooks ({}); uninstall it with helm, which runs them",
+        .hooks.join(", ")
+    )]
+    Hooks { release: String, hooks: Vec<String> },
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Release {
+    pub name: String,
+    #[serde(default)]
+    pub version: i64,
+    #[serde(default)]
+    pub manifest: String,
+    #[serde(default)]
+    pub hooks: Vec<Hook>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Hook {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub events: Vec<String>,
+}
+
+/// An object of a release's manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resource {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+/// What uninstalling a release deletes and leaves.
+#[derive(Debug, Default, PartialEq)]
+pub struct Uninstall {
+    pub delete: Vec<Resource>,
+    pub keep: Vec<Resource>,
+}
+
+/// The release a record holds.
+pub fn decode(record: &Secret) -> Result<Release, HelmError> {
+    let name = record.metadata.name.clone().unwrap_or_default();
+    let unreadable = |reason: String| HelmError::Unreadable {
+        record: name.clone(),
+        reason,
+    };
+    let encoded = record
+        .data
+        .as_ref()
+        .and_then(|data| data.get("release"))
+        .ok_or_else(|| unreadable("no `release` key".to_owned()))?;
+    let compressed = base64::engine::general_purpose::STANDARD
+        .decode(&encoded.0)
+        .map_err(|error| unreadable(format!("not base64: {error}")))?;
+    let mut json = Vec::new();
+    if compressed.starts_with(&[0x1f, 0x8b]) {
+        flate2::read::GzDecoder::new(&compressed[..])
+            .read_to_end(&mut json)
+            .map_err(|error| unreadable(format!("not gzip: {error}")))?;
+    } else {
+        json = compressed;
+    }
+    serde_json::from_slice(&json).map_err(|error| unreadable(format!("not a release: {error}")))
+}
+
+/// The latest of a release's records (the highest `version` label).
+pub fn latest(records: &[Secret]) -> Option<&Secret> {
+    records.iter().max_by_key(|record| {
+        record
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|labels| labels.get("version"))
+            .and_then(|version| version.parse::<i64>().ok())
+            .unwrap_or(0)
+    })
+}
+
+/// What uninstalling `release` deletes, or why it is refused.
+pub fn plan(release: &Release) -> Result<Uninstall, HelmError> {
+    let hooks: Vec<String> = release
+        .hooks
+        .iter()
+        .filter(|hook| {
+            hook.events
+                .iter()
+                .any(|event| DELETE_HOOKS.contains(&event.as_str()))
+        })
+        .map(|hook| hook.name.clone())
+        .collect();
+    if !hooks.is_empty() {
+        return Err(HelmError::Hooks {
+            release: release.name.clone(),
+            hooks,
+        });
+    }
+    let mut uninstall = Uninstall::default();
+    for document in serde_norway::Deserializer::from_str(&release.manifest) {
+        let Ok(object) = serde_json::Value::deserialize(document) else {
+            continue;
+        };
+        let text = |pointer: &str| object.pointer(pointer).and_then(|value| value.as_str());
+        let (Some(api_version), Some(kind), Some(name)) =
+            (text("/apiVersion"), text("/kind"), text("/metadata/name"))
+        else {
+            continue;
+        };
+        let resource = Resource {
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+            namespace: text("/metadata/namespace").map(str::to_owned),
+            name: name.to_owned(),
+        };
+        let policy = object
+            .pointer("/metadata/annotations")
+            .and_then(|annotations| annotations.get(RESOURCE_POLICY))
+            .and_then(|value| value.as_str());
+        if policy.is_some_and(|policy| policy.trim().eq_ignore_ascii_case(KEEP)) {
+            uninstall.keep.push(resource);
+        } else {
+            uninstall.delete.push(resource);
+        }
+    }
+    // Helm deletes in reverse install order: dependents before what they depend on.
+    uninstall.delete.reverse();
+    Ok(uninstall)
+}

@@ -1,0 +1,20 @@
+//! Cleaners: groups of resources — objects named or selected by labels, a Helm release —
+//! deleted together once a Cleaner's TTL has passed and its CEL conditions hold, announced with
+//! a CloudEvent. RetentionPolicies judge objects one by one; a Cleaner judges a group at once.
+//!
+//! - [`book`]: Cleaners, their targets' objects and schedule; pure, clock-injected decisions.
+//! - [`targets`]: which objects a target selects; [`status`]: what a Cleaner reports.
+//! - [`act`]: the clean itself; [`helm`]: a release read from Helm's storage and uninstalled;
+//!   [`sink`]: the CloudEvent.
+//! - [`run`]: the watches, timer and leadership wired to the book.
+
+pub mod act;
+pub mod book;
+pub mod helm;
+pub mod metrics;
+pub mod run;
+pub mod sink;
+pub mod status;
+pub mod targets;
+
+pub use run::Cleaners;

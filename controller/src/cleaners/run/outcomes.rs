@@ -1,0 +1,157 @@
+//! What follows an evaluation: the status written (and a Warning Event when it newly says
+//! Ready=False), and for a group whose conditions hold, the clean in its own task; then the
+//! clean's outcome.
+
+use jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::EventType;
+use kube_retention_common::cleaner::{Cleaner, Verdict};
+use serde_json::json;
+
+use super::Cleaners;
+use crate::cleaners::act::{self, Cleaned};
+use crate::cleaners::book::{Clean, Key};
+use crate::cleaners::metrics::OutcomeLabels;
+use crate::cleaners::status::{self, Problem};
+
+impl Cleaners {
+    pub(super) async fn evaluate(&mut self, key: &Key, now: Timestamp) {
+        let Some(evaluation) = self.book.evaluate(key, now) else {
+            return;
+        };
+        let outcome = match &evaluation.verdict {
+            Ok(Verdict::TooEarly { .. }) => "too_early",
+            Ok(Verdict::Wait { .. }) => "waiting",
+            Ok(Verdict::Clean) => "clean",
+            Ok(Verdict::Failed { .. }) => "cel_error",
+            Err(_) => "problem",
+        };
+        let metrics = &self.cleaning.metrics;
+        metrics
+            .evaluations
+            .get_or_create(&OutcomeLabels { outcome })
+            .inc();
+        if outcome == "cel_error" {
+            metrics.cel_errors.inc();
+        }
+        tracing::debug!(cleaner = %key, outcome, "evaluated");
+        self.report(key, &evaluation.verdict, evaluation.resolved, now)
+            .await;
+        if let Some(clean) = evaluation.clean {
+            let (cleaning, finished) = (self.cleaning.clone(), self.finished.0.clone());
+            tokio::spawn(async move {
+                let outcome = act::clean(cleaning, clean.clone()).await;
+                finished.send((clean, outcome)).ok();
+            });
+        }
+    }
+
+    /// A clean ended: announced and the Cleaner gone, or Ready=False and evaluated again soon.
+    pub(super) async fn finish(&mut self, clean: Clean, outcome: Result<Cleaned, Problem>) {
+        let now = Timestamp::now();
+        let reference = act::reference(&clean);
+        match outcome {
+            Ok(cleaned) => {
+                let release = cleaned
+                    .release
+                    .as_ref()
+                    .map(|name| format!(" and Helm release {name}"));
+                let note = format!(
+                    "deleted {} object(s){}: {}",
+                    cleaned.deleted.len(),
+                    release.unwrap_or_default(),
+                    cleaned.deleted.join(", ")
+                );
+                tracing::info!(cleaner = %clean.cleaner, %note, "cleaned");
+                act::record(
+                    &self.cleaning,
+                    &reference,
+                    EventType::Normal,
+                    "Cleaned",
+                    note,
+                )
+                .await;
+                act::announce(self.cleaning.clone(), &clean, &cleaned);
+                let retired = act::retire(&self.cleaning, &clean).await;
+                self.book.clean_done(&clean.cleaner, retired.is_ok(), now);
+                if let Err(error) = retired {
+                    tracing::warn!(cleaner = %clean.cleaner, %error, "could not delete the Cleaner");
+                }
+            }
+            Err(problem) => {
+                tracing::warn!(cleaner = %clean.cleaner, %problem, "clean failed");
+                self.book.clean_done(&clean.cleaner, false, now);
+                let resolved = self
+                    .written
+                    .get(&clean.cleaner)
+                    .map(|status| status.resolved_targets.clone());
+                self.report(
+                    &clean.cleaner,
+                    &Err(problem),
+                    resolved.unwrap_or_default(),
+                    now,
+                )
+                .await;
+            }
+        }
+    }
+
+    /// Writes the status when it changed, with a Warning Event when it newly says Ready=False.
+    async fn report(
+        &mut self,
+        key: &Key,
+        verdict: &Result<Verdict, Problem>,
+        resolved: Vec<String>,
+        now: Timestamp,
+    ) {
+        let Some((uid, spec)) = self.book.identity(key) else {
+            return;
+        };
+        let previous = self.written.get(key);
+        let next = self.book.next_of(key);
+        let status = status::status(spec, verdict, resolved, next, previous, now);
+        if previous == Some(&status) {
+            return;
+        }
+        let api: Api<Cleaner> = Api::namespaced(self.client.clone(), &key.namespace);
+        let patch = Patch::Merge(json!({ "status": status }));
+        if let Err(error) = api
+            .patch_status(&key.name, &PatchParams::default(), &patch)
+            .await
+        {
+            tracing::warn!(cleaner = %key, %error, "could not write the Cleaner's status");
+            return;
+        }
+        let not_ready = status
+            .conditions
+            .iter()
+            .find(|condition| condition.type_ == "Ready" && condition.status == "False");
+        let was_same = previous
+            .and_then(|old| {
+                old.conditions
+                    .iter()
+                    .find(|condition| condition.type_ == "Ready")
+            })
+            .map(|old| (&old.status, &old.message))
+            == not_ready.map(|new| (&new.status, &new.message));
+        if let Some(condition) = not_ready.filter(|_| !was_same) {
+            let clean = Clean {
+                cleaner: key.clone(),
+                uid,
+                objects: Vec::new(),
+                release: None,
+                sink: None,
+            };
+            let note = condition.message.clone();
+            act::record(
+                &self.cleaning,
+                &act::reference(&clean),
+                EventType::Warning,
+                &condition.reason,
+                note,
+            )
+            .await;
+        }
+        self.written.insert(key.clone(), status);
+    }
+}

@@ -1,0 +1,110 @@
+//! A Cleaner's status from its last evaluation: the targets resolved, when it is evaluated next,
+//! and two conditions — `Ready` (False with the reason when it cannot be evaluated or cleaned)
+//! and `Waiting` (True while the TTL or a condition holds it back, naming which).
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube_retention_common::cleaner::{CleanerSpec, CleanerStatus, Verdict};
+
+/// Why a Cleaner cannot be evaluated or cleaned.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Problem {
+    #[error("the spec is invalid: {0}")]
+    InvalidSpec(String),
+    #[error("targets of {kind} cannot be read: {reason}")]
+    TargetKind { kind: String, reason: String },
+    #[error("the targets cannot be given to CEL: {0}")]
+    Values(String),
+    #[error("{0}")]
+    HelmHooks(String),
+    #[error("cleaning failed, retried: {0}")]
+    CleanFailed(String),
+}
+
+impl Problem {
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::InvalidSpec(_) => "InvalidSpec",
+            Self::TargetKind { .. } => "TargetKindUnavailable",
+            Self::Values(_) => "TargetsUnreadable",
+            Self::HelmHooks(_) => "HelmReleaseHasDeleteHooks",
+            Self::CleanFailed(_) => "CleanFailed",
+        }
+    }
+}
+
+/// The status to write after an evaluation whose outcome is `verdict`; a condition that keeps its
+/// status keeps its `lastTransitionTime` from `previous`.
+pub fn status(
+    spec: &CleanerSpec,
+    verdict: &Result<Verdict, Problem>,
+    resolved: Vec<String>,
+    next: Option<Timestamp>,
+    previous: Option<&CleanerStatus>,
+    now: Timestamp,
+) -> CleanerStatus {
+    let ready = match verdict {
+        Ok(Verdict::Failed { error, .. }) => ("False", "ConditionError", error.to_string()),
+        Err(problem) => ("False", problem.reason(), problem.to_string()),
+        Ok(_) => (
+            "True",
+            "Evaluated",
+            "the targets and conditions are evaluated".to_owned(),
+        ),
+    };
+    let waiting = match verdict {
+        Ok(Verdict::TooEarly { until }) => {
+            let ttl = spec.ttl.as_deref().unwrap_or("0s");
+            (
+                "True",
+                "TTLNotPassed",
+                format!("the ttl of {ttl} passes at {until}"),
+            )
+        }
+        Ok(Verdict::Wait {
+            until,
+            unmet,
+            found,
+        }) => {
+            let source = spec.conditions.get(*unmet).map_or("", String::as_str);
+            let next = if *found {
+                format!("the conditions turn true at {until}")
+            } else {
+                format!("evaluated again at {until} or when a target changes")
+            };
+            let message = format!("spec.conditions[{unmet}] is false: {source}; {next}");
+            ("True", "ConditionsFalse", message)
+        }
+        Ok(Verdict::Clean) => (
+            "False",
+            "Cleaning",
+            "every condition holds: the group is deleted".to_owned(),
+        ),
+        Ok(Verdict::Failed { .. }) | Err(_) => (
+            "False",
+            "NotEvaluated",
+            "see the Ready condition".to_owned(),
+        ),
+    };
+    let previous_conditions = previous.map_or(&[][..], |status| &status.conditions[..]);
+    let condition = |kind: &str, (state, reason, message): (&str, &str, String)| {
+        let since = previous_conditions
+            .iter()
+            .find(|old| old.type_ == kind && old.status == state)
+            .map_or(Time(now), |old| old.last_transition_time.clone());
+        Condition {
+            type_: kind.to_owned(),
+            status: state.to_owned(),
+            reason: reason.to_owned(),
+            message,
+            last_transition_time: since,
+            observed_generation: None,
+        }
+    };
+    CleanerStatus {
+        resolved_targets: resolved,
+        next_scheduled_evaluation: next
+            .map(|at| at.round(jiff::Unit::Second).unwrap_or(at).to_string()),
+        conditions: vec![condition("Ready", ready), condition("Waiting", waiting)],
+    }
+}

@@ -1,0 +1,242 @@
+//! The Cleaners' book without a cluster: when Cleaners are evaluated (once each after a restart,
+//! at once when a target changes, at their schedule otherwise) and what a clean deletes.
+
+use jiff::Timestamp;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube_retention_common::cleaner::{Cleaner, Verdict};
+use kube_retention_controller::cleaners::book::{Book, Key};
+use kube_retention_controller::cleaners::status::Problem;
+use serde_json::{Value, json};
+
+const NOW: &str = "2026-11-22T12:00:00Z";
+
+fn at(text: &str) -> Timestamp {
+    text.parse().expect("a timestamp")
+}
+
+fn revision() -> GroupVersionKind {
+    GroupVersionKind::gvk("e2e.retention.dev", "v1", "Revision")
+}
+
+fn config_map() -> GroupVersionKind {
+    GroupVersionKind::gvk("", "v1", "ConfigMap")
+}
+
+fn resource(kind: &GroupVersionKind, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(kind, plural)
+}
+
+fn cleaner(name: &str, conditions: &[&str]) -> Cleaner {
+    serde_json::from_value(json!({
+        "apiVersion": "retention.dev/v1alpha1", "kind": "Cleaner",
+        "metadata": {"name": name, "namespace": "previews", "uid": format!("uid-{name}"),
+                     "creationTimestamp": "2026-11-22T10:00:00Z"},
+        "spec": {
+            "ttl": "1h", "retry": {"period": "1h"},
+            "targets": [
+                {"name": "revisions", "includeWhenEvaluating": true, "delete": true,
+                 "reference": {"apiGroup": "e2e.retention.dev", "version": "v1", "kind": "Revision",
+                               "matchLabels": {"app": name}}},
+                {"name": "settings", "delete": true,
+                 "reference": {"version": "v1", "kind": "ConfigMap", "name": format!("{name}-settings")}}
+            ],
+            "conditions": conditions
+        }
+    }))
+    .expect("a Cleaner")
+}
+
+fn object(kind: &GroupVersionKind, name: &str, labels: Value, status: Value) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": kind.api_version(), "kind": kind.kind,
+        "metadata": {"name": name, "namespace": "previews", "uid": format!("uid-{name}"), "labels": labels},
+        "status": status
+    }))
+    .expect("an object")
+}
+
+fn key(name: &str) -> Key {
+    Key {
+        namespace: "previews".into(),
+        name: name.into(),
+    }
+}
+
+const NOT_ACTIVE: &str = "!revisions.items.exists(r, r.status.phase == \"Active\")";
+
+/// A book with Cleaners `names` listed and both target kinds listed with `revisions`.
+fn listed(names: &[&str], revisions: Vec<DynamicObject>) -> Book {
+    let mut book = Book::default();
+    book.relist_started();
+    for name in names {
+        book.applied(&cleaner(name, &[NOT_ACTIVE]));
+    }
+    book.relist_done();
+    book.resolved(&revision(), Ok(resource(&revision(), "revisions")));
+    book.resolved(&config_map(), Ok(resource(&config_map(), "configmaps")));
+    for kind in [revision(), config_map()] {
+        book.objects_mut(&kind).expect("served").relist_started();
+    }
+    for object in revisions {
+        book.object_applied(&revision(), object);
+    }
+    let settings = object(&config_map(), "p42-settings", json!({}), json!({}));
+    book.object_applied(&config_map(), settings);
+    book
+}
+
+#[test]
+fn after_a_restart_each_cleaner_is_evaluated_once_when_every_target_kind_is_listed() {
+    let active = object(
+        &revision(),
+        "r1",
+        json!({"app": "p42"}),
+        json!({"phase": "Active"}),
+    );
+    let mut book = listed(&["p42", "p43"], vec![active]);
+    assert_eq!(
+        book.take_due(at(NOW)),
+        Vec::<Key>::new(),
+        "the kinds are still listing"
+    );
+    book.objects_listed(&revision());
+    assert_eq!(
+        book.take_due(at(NOW)),
+        Vec::<Key>::new(),
+        "ConfigMaps are still listing"
+    );
+    book.objects_listed(&config_map());
+    assert_eq!(book.take_due(at(NOW)), vec![key("p42"), key("p43")]);
+    let waiting = book.evaluate(&key("p42"), at(NOW)).expect("tracked");
+    let until = at("2026-11-22T13:00:00Z");
+    let expected = Verdict::Wait {
+        until,
+        unmet: 0,
+        found: false,
+    };
+    assert_eq!(waiting.verdict, Ok(expected), "p42 has an active revision");
+    let clean = book.evaluate(&key("p43"), at(NOW)).expect("tracked");
+    assert_eq!(clean.verdict, Ok(Verdict::Clean), "p43 has none");
+    assert_eq!(
+        book.take_due(at(NOW)),
+        Vec::<Key>::new(),
+        "evaluated once each"
+    );
+    assert_eq!(book.next_deadline(), Some(at("2026-11-22T13:00:00Z")));
+}
+
+#[test]
+fn a_target_change_wakes_only_the_cleaners_that_select_it() {
+    let active = object(
+        &revision(),
+        "r1",
+        json!({"app": "p42"}),
+        json!({"phase": "Active"}),
+    );
+    let other = object(
+        &revision(),
+        "r2",
+        json!({"app": "p43"}),
+        json!({"phase": "Active"}),
+    );
+    let mut book = listed(&["p42", "p43"], vec![active, other]);
+    book.objects_listed(&revision());
+    book.objects_listed(&config_map());
+    for due in book.take_due(at(NOW)) {
+        book.evaluate(&due, at(NOW));
+    }
+    let retired = object(
+        &revision(),
+        "r1",
+        json!({"app": "p42"}),
+        json!({"phase": "Retired"}),
+    );
+    book.object_applied(&revision(), retired);
+    assert_eq!(book.take_due(at(NOW)), vec![key("p42")]);
+    let evaluation = book.evaluate(&key("p42"), at(NOW)).expect("tracked");
+    assert_eq!(evaluation.verdict, Ok(Verdict::Clean));
+    assert_eq!(
+        evaluation.resolved,
+        [
+            "p42-settings.configmaps/v1",
+            "r1.revisions.e2e.retention.dev/v1"
+        ]
+    );
+    let clean = evaluation.clean.expect("the group goes");
+    let doomed: Vec<(&str, &str)> = clean
+        .objects
+        .iter()
+        .map(|doomed| (doomed.name.as_str(), doomed.uid.as_str()))
+        .collect();
+    assert_eq!(
+        doomed,
+        [("r1", "uid-r1"), ("p42-settings", "uid-p42-settings")]
+    );
+    assert_eq!(clean.uid, "uid-p42");
+    // A relabelled revision wakes the Cleaner that selected it before.
+    let moved = object(&revision(), "r9", json!({"app": "p43"}), json!({}));
+    book.object_applied(&revision(), moved.clone());
+    assert_eq!(book.take_due(at(NOW)), vec![key("p43")]);
+    book.object_applied(
+        &revision(),
+        object(&revision(), "r9", json!({"app": "none"}), json!({})),
+    );
+    assert_eq!(book.take_due(at(NOW)), vec![key("p43")]);
+}
+
+#[test]
+fn a_cleaner_being_cleaned_is_not_evaluated_again_and_a_failed_clean_is_retried() {
+    let mut book = listed(&["p42"], Vec::new());
+    book.objects_listed(&revision());
+    book.objects_listed(&config_map());
+    assert_eq!(book.take_due(at(NOW)), vec![key("p42")]);
+    let evaluation = book.evaluate(&key("p42"), at(NOW)).expect("tracked");
+    assert!(evaluation.clean.is_some());
+    book.object_deleted(&config_map(), "previews", "p42-settings");
+    assert_eq!(book.take_due(at(NOW)), Vec::<Key>::new(), "cleaning");
+    book.clean_done(&key("p42"), false, at(NOW));
+    assert_eq!(book.next_deadline(), Some(at("2026-11-22T12:00:30Z")));
+    assert_eq!(book.take_due(at("2026-11-22T12:00:30Z")), vec![key("p42")]);
+}
+
+#[test]
+fn its_own_status_write_does_not_wake_a_cleaner_but_a_new_spec_does() {
+    let mut book = listed(&["p42"], Vec::new());
+    book.objects_listed(&revision());
+    book.objects_listed(&config_map());
+    book.take_due(at(NOW));
+    let mut with_status = cleaner("p42", &[NOT_ACTIVE]);
+    with_status.status = Some(Default::default());
+    book.applied(&with_status);
+    assert_eq!(book.take_due(at(NOW)), Vec::<Key>::new());
+    book.applied(&cleaner("p42", &["revisions.items.size() > 5"]));
+    assert_eq!(book.take_due(at(NOW)), vec![key("p42")]);
+}
+
+#[test]
+fn a_target_kind_that_cannot_be_watched_is_a_problem_retried_soon() {
+    let mut book = Book::default();
+    book.relist_started();
+    book.applied(&cleaner("p42", &[]));
+    book.relist_done();
+    book.resolved(&revision(), Err("not served by this cluster".into()));
+    book.resolved(&config_map(), Ok(resource(&config_map(), "configmaps")));
+    book.objects_listed(&config_map());
+    assert_eq!(book.take_due(at(NOW)), vec![key("p42")]);
+    let evaluation = book.evaluate(&key("p42"), at(NOW)).expect("tracked");
+    let Err(Problem::TargetKind { kind, reason }) = evaluation.verdict else {
+        panic!("expected a problem, got {:?}", evaluation.verdict);
+    };
+    assert_eq!(
+        (kind.as_str(), reason.as_str()),
+        (
+            "e2e.retention.dev/v1/Revision",
+            "not served by this cluster"
+        )
+    );
+    assert!(
+        evaluation.clean.is_none(),
+        "nothing is deleted while a target kind is unknown"
+    );
+    assert_eq!(book.next_deadline(), Some(at("2026-11-22T12:00:30Z")));
+}
