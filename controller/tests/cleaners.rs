@@ -197,6 +197,19 @@ fn a_cleaner_being_cleaned_is_not_evaluated_again_and_a_failed_clean_is_retried(
     book.clean_done(&key("p42"), false, at(NOW));
     assert_eq!(book.next_deadline(), Some(at("2026-11-22T12:00:30Z")));
     assert_eq!(book.take_due(at("2026-11-22T12:00:30Z")), vec![key("p42")]);
+    let again = book
+        .evaluate(&key("p42"), at("2026-11-22T12:00:30Z"))
+        .expect("tracked");
+    assert!(again.clean.is_some());
+    book.clean_done(&key("p42"), true, at("2026-11-22T12:00:31Z"));
+    // The deletions the clean caused must not clean the group a second time.
+    book.object_applied(
+        &config_map(),
+        object(&config_map(), "p42-settings", json!({}), json!({})),
+    );
+    book.object_deleted(&config_map(), "previews", "p42-settings");
+    assert_eq!(book.take_due(at("2026-11-22T14:00:00Z")), Vec::<Key>::new());
+    assert_eq!(book.next_deadline(), None);
 }
 
 #[test]

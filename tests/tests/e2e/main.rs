@@ -11,6 +11,7 @@ mod admission;
 mod audit;
 mod certs;
 mod chaos;
+mod cleaners;
 mod controller;
 mod foundation;
 mod intent;
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
     tests.extend(kinds::tests(&env));
     tests.extend(policies::tests(&env));
     tests.extend(writers::tests(&env));
+    tests.extend(cleaners::tests(&env));
     tests.extend(chaos::tests(&env));
     let mut conclusion = libtest_mimic::run(&arguments, tests);
     // Trials that stop kube-retention's processes run last, one at a time.
@@ -52,6 +54,7 @@ fn main() -> ExitCode {
     disruptive_tests.extend(certs::disruptive_tests(&env));
     disruptive_tests.extend(lifecycle::disruptive_tests(&env));
     disruptive_tests.extend(intent::disruptive_tests(&env));
+    disruptive_tests.extend(cleaners::disruptive_tests(&env));
     disruptive_tests.extend(chaos::disruptive_tests(&env));
     let disruptive = libtest_mimic::run(&serial, disruptive_tests);
     if let Err(error) = chaos::write_report("v1.35.4") {

@@ -92,14 +92,18 @@ impl Book {
         })
     }
 
-    /// A clean ended; a failed one is tried again soon.
+    /// A clean ended. A failed one is tried again soon; after a successful one the Cleaner is
+    /// never evaluated again — the deletions it caused must not clean the group a second time —
+    /// and its own deletion takes it out of the book.
     pub fn clean_done(&mut self, key: &Key, succeeded: bool, now: Timestamp) {
+        if succeeded {
+            self.woken.remove(key);
+            return;
+        }
         if let Some(tracked) = self.cleaners.get_mut(key) {
             tracked.acting = false;
         }
-        if !succeeded {
-            self.set_next(key, Some(retry_after_error(now)));
-        }
+        self.set_next(key, Some(retry_after_error(now)));
     }
 
     fn set_next(&mut self, key: &Key, next: Option<Timestamp>) {

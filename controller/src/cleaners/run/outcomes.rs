@@ -72,10 +72,14 @@ impl Cleaners {
                 )
                 .await;
                 act::announce(self.cleaning.clone(), &clean, &cleaned);
-                let retired = act::retire(&self.cleaning, &clean).await;
-                self.book.clean_done(&clean.cleaner, retired.is_ok(), now);
-                if let Err(error) = retired {
+                self.book.clean_done(&clean.cleaner, true, now);
+                if let Err(error) = act::retire(&self.cleaning, &clean).await {
                     tracing::warn!(cleaner = %clean.cleaner, %error, "could not delete the Cleaner");
+                    let note = format!(
+                        "the group is cleaned, but the Cleaner could not delete itself: {error}"
+                    );
+                    let warning = EventType::Warning;
+                    act::record(&self.cleaning, &reference, warning, "RetireFailed", note).await;
                 }
             }
             Err(problem) => {

@@ -1,0 +1,107 @@
+//! A restarted controller evaluates every Cleaner exactly once — after one LIST of Cleaners and
+//! one of each kind their targets name — and not again before their period: restarts cost
+//! neither a request per Cleaner nor a burst of evaluations.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use jiff::Timestamp;
+use kube::Api;
+use kube_retention_common::cleaner::Cleaner;
+use kube_retention_e2e::LocalCluster;
+use kube_retention_e2e::cluster::CONTROLLER_SERVICE_ACCOUNT;
+use kube_retention_e2e::components::{self, CONTROLLER};
+use kube_retention_e2e::process::tracked;
+use nix::sys::signal::{Signal, kill};
+use serde_json::json;
+
+use super::{create_cleaner, expect, revision, revisions};
+use crate::audit;
+use crate::controller::eventually;
+use crate::support::TestNamespace;
+
+const CLEANERS: usize = 5;
+
+pub async fn evaluated_once(ns: TestNamespace) -> Result<()> {
+    let revisions = revisions(&ns.env).await?;
+    for index in 0..CLEANERS {
+        let app = format!("app-{index}");
+        revision(&ns, &revisions, &format!("{app}-00001"), &app, "Active").await?;
+        create_cleaner(
+            &ns,
+            &app,
+            json!({
+                "ttl": "1s", "retry": {"period": "1h"},
+                "targets": [{"name": "revisions", "includeWhenEvaluating": true, "delete": true,
+                             "reference": {"apiGroup": "e2e.retention.dev", "version": "v1",
+                                           "kind": "Revision", "matchLabels": {"app": app}}}],
+                "conditions": ["!revisions.items.exists(r, r.status.phase == \"Active\")"]
+            }),
+        )
+        .await?;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let cluster = ns.env.cluster.clone();
+    let controller = tracked(&cluster.layout.state_dir, &[CONTROLLER]).remove(0);
+    let pid = controller.live_pid().context("the controller runs")?;
+    kill(pid, Signal::SIGKILL)?;
+    eventually(Duration::from_secs(5), "the controller gone", || async {
+        Ok(controller.live_pid().is_none())
+    })
+    .await?;
+    let all: Api<Cleaner> = Api::all(ns.env.client.clone());
+    let existing = all.list(&Default::default()).await?.items.len();
+    let restarted_at = Timestamp::now();
+    components::start_controller(&cluster, CONTROLLER, cluster.controller_port, &[])?;
+    components::wait_for_controller(&cluster, cluster.controller_port, Duration::from_secs(30))?;
+    let evaluations = || -> Result<u64> {
+        let metrics = components::http_get(cluster.controller_port, "/metrics")?;
+        Ok(metrics
+            .lines()
+            .filter(|line| line.starts_with("kube_retention_cleaner_evaluations_total{"))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum())
+    };
+    let expected = u64::try_from(existing)?;
+    eventually(
+        Duration::from_secs(15),
+        "every Cleaner evaluated",
+        || async { Ok(evaluations()? >= expected) },
+    )
+    .await?;
+    // Let anything extra show up before counting.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let evaluated = evaluations()?;
+    expect(evaluated == expected, || {
+        format!("{evaluated} evaluations after the restart for {existing} Cleaners")
+    })?;
+    let user = LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT);
+    let lists_since = |resource: &str| -> Result<usize> {
+        let lists = audit::requests(&ns, &user, "list", resource, None)?;
+        Ok(lists
+            .iter()
+            .filter(|event| {
+                event["requestReceivedTimestamp"]
+                    .as_str()
+                    .and_then(|at| at.parse::<Timestamp>().ok())
+                    .is_some_and(|at| at >= restarted_at)
+            })
+            .count())
+    };
+    let (cleaner_lists, revision_lists) = (lists_since("cleaners")?, lists_since("revisions")?);
+    println!(
+        "restart: {evaluated} evaluations for {existing} Cleaners, LISTs: cleaners {cleaner_lists}, revisions {revision_lists}"
+    );
+    expect(cleaner_lists == 1 && revision_lists == 1, || {
+        format!("LISTs after the restart: cleaners {cleaner_lists}, revisions {revision_lists}")
+    })?;
+    for index in 0..CLEANERS {
+        let name = format!("app-{index}");
+        let cleaners: Api<Cleaner> = Api::namespaced(ns.env.client.clone(), &ns.name);
+        expect(cleaners.get_opt(&name).await?.is_some(), || {
+            format!("{name} was cleaned")
+        })?;
+    }
+    Ok(())
+}

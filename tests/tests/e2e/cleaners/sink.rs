@@ -1,0 +1,93 @@
+//! An HTTP sink for CloudEvents run by the test: it records each request's headers and body and
+//! answers 202.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Result;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+
+/// A request the sink received: lower-cased headers and the body as JSON.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub headers: HashMap<String, String>,
+    pub body: Value,
+}
+
+pub struct Sink {
+    pub url: String,
+    received: Arc<Mutex<Vec<Received>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Sink {
+    pub async fn start() -> Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}/", listener.local_addr()?);
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let recorded = received.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let recorded = recorded.clone();
+                tokio::spawn(async move {
+                    if let Ok(request) = serve(stream).await {
+                        recorded
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .push(request);
+                    }
+                });
+            }
+        });
+        Ok(Self {
+            url,
+            received,
+            task,
+        })
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.received
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn serve(stream: tokio::net::TcpStream) -> Result<Received> {
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).await?;
+    let mut headers = HashMap::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line).await?;
+        let Some((name, value)) = line.trim_end().split_once(':') else {
+            break;
+        };
+        headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
+    }
+    let length: usize = headers
+        .get("content-length")
+        .and_then(|length| length.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).await?;
+    let mut stream = reader.into_inner();
+    stream
+        .write_all(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+        .await?;
+    stream.shutdown().await.ok();
+    Ok(Received {
+        headers,
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+    })
+}
