@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export KUBECONFIG=${1:-.local/kubeconfig}
 kubectl=tests/cluster/bin/kubectl
+helm=tests/cluster/bin/helm
 ns=retention-demo
 
 say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
@@ -125,6 +126,43 @@ say "nightly-1 went at once by the limit; the failed Job goes by its TTL; the po
 show get jobs -n "$ns"
 show get retentionpolicies -n "$ns"
 show get retentionpolicy jobs -n "$ns" -o jsonpath='{.status.conditions[0].message}, {.status.deletions} deletions{"\n"}'
+
+say "A Cleaner removes a preview environment as a group: its Helm release, settings and revisions"
+export HELM_CACHE_HOME="$PWD/.local/helm" HELM_CONFIG_HOME="$PWD/.local/helm" HELM_DATA_HOME="$PWD/.local/helm"
+printf '$ helm install preview-7 tests/charts/preview\n'
+"$helm" install preview-7 tests/charts/preview -n "$ns" >/dev/null
+"$kubectl" apply -n "$ns" -f deploy/optional/cleaner-helm.yaml >/dev/null # Helm's records are Secrets
+"$kubectl" create configmap preview-7-settings -n "$ns" >/dev/null
+for revision in 1 2; do
+	"$kubectl" create configmap "preview-7-rev-$revision" -n "$ns" --from-literal=phase=Active >/dev/null
+	"$kubectl" label configmap "preview-7-rev-$revision" -n "$ns" app=preview-7 >/dev/null
+done
+cat <<EOF | tee /dev/stderr | "$kubectl" apply -n "$ns" -f - >/dev/null
+apiVersion: retention.dev/v1alpha1
+kind: Cleaner
+metadata: {name: preview-7}
+spec:
+  ttl: 2s
+  retry: {period: 1h}
+  helm: {release: preview-7, delete: true}
+  targets:
+  - {name: revisions, includeWhenEvaluating: true, delete: true,
+     reference: {version: v1, kind: ConfigMap, matchLabels: {app: preview-7}}}
+  - {name: settings, delete: true, reference: {version: v1, kind: ConfigMap, name: preview-7-settings}}
+  conditions: ['!revisions.items.exists(r, r.data.phase == "Active")']
+EOF
+sleep 4
+say "Its TTL has passed, but a revision is still Active: the Cleaner waits and says why"
+show get cleaner preview-7 -n "$ns" -o jsonpath='{.status.conditions[?(@.type=="Waiting")].message}{"\n"}'
+say "Retiring the revisions wakes it at once (its period is an hour): the whole group goes"
+for revision in 1 2; do
+	"$kubectl" patch configmap "preview-7-rev-$revision" -n "$ns" --type=merge -p '{"data":{"phase":"Retired"}}' >/dev/null
+done
+sleep 2
+printf '$ helm list\n'
+"$helm" list -n "$ns"
+show get configmaps,services,cleaners -n "$ns"
+printf '(preview-7-kept stays: the chart marks it helm.sh/resource-policy: keep)\n'
 
 say "Cleaning up the demo namespace; the cluster keeps running (make down stops it)"
 "$kubectl" delete namespace "$ns" --wait=false

@@ -164,7 +164,7 @@ pub fn announce(cleaning: Arc<Cleaning>, clean: &Clean, cleaned: &Cleaned) {
     let reference = reference(clean);
     tokio::spawn(async move {
         let delivered = match sink::event(&uuid::Uuid::new_v4().to_string(), &source, data) {
-            Ok(event) => sink::deliver(&sink, event).await,
+            Ok(event) => sink::deliver(&sink, event, &sink::Delivery::default()).await,
             Err(error) => Err(error),
         };
         if let Err(error) = delivered {

@@ -16,10 +16,24 @@ use hyper_util::rt::TokioExecutor;
 use kube_retention_common::cleaner::EVENT_TYPE;
 use serde_json::Value;
 
-/// Attempts per event: 1 s, 2 s, 4 s … apart, about two minutes in all.
-const ATTEMPTS: u32 = 8;
-const FIRST_BACKOFF: Duration = Duration::from_secs(1);
-const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How an event is delivered: attempts `first_backoff` apart, doubling, each given `timeout`.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub attempts: u32,
+    pub first_backoff: Duration,
+    pub timeout: Duration,
+}
+
+impl Default for Delivery {
+    /// 8 attempts 1 s, 2 s, 4 s … apart: about two minutes in all.
+    fn default() -> Self {
+        Self {
+            attempts: 8,
+            first_backoff: Duration::from_secs(1),
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
 
 /// The event for the Cleaner `source` (`/apis/retention.dev/v1alpha1/namespaces/NS/cleaners/NAME`).
 pub fn event(id: &str, source: &str, data: Value) -> Result<Event, String> {
@@ -60,7 +74,7 @@ pub fn request(sink: &str, event: Event) -> Result<Request<Vec<u8>>, String> {
 }
 
 /// Delivers `event` to `sink`, retrying with backoff; the last error if every attempt failed.
-pub async fn deliver(sink: &str, event: Event) -> Result<(), String> {
+pub async fn deliver(sink: &str, event: Event, delivery: &Delivery) -> Result<(), String> {
     let connector = hyper_rustls::HttpsConnectorBuilder::new()
         .with_native_roots()
         .map_err(|error| format!("no TLS roots: {error}"))?
@@ -68,21 +82,24 @@ pub async fn deliver(sink: &str, event: Event) -> Result<(), String> {
         .enable_http1()
         .build();
     let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build(connector);
-    let mut backoff = FIRST_BACKOFF;
+    let mut backoff = delivery.first_backoff;
     let mut last = String::new();
-    for attempt in 1..=ATTEMPTS {
+    for attempt in 1..=delivery.attempts {
         let request = request(sink, event.clone())?.map(|body| Full::new(Bytes::from(body)));
-        match tokio::time::timeout(ATTEMPT_TIMEOUT, client.request(request)).await {
+        match tokio::time::timeout(delivery.timeout, client.request(request)).await {
             Ok(Ok(response)) if response.status().is_success() => return Ok(()),
             Ok(Ok(response)) => last = format!("the sink answered {}", response.status()),
             Ok(Err(error)) => last = format!("{error}"),
-            Err(_) => last = format!("no answer within {ATTEMPT_TIMEOUT:?}"),
+            Err(_) => last = format!("no answer within {:?}", delivery.timeout),
         }
         tracing::debug!(sink, attempt, error = %last, "CloudEvent not delivered");
-        if attempt < ATTEMPTS {
+        if attempt < delivery.attempts {
             tokio::time::sleep(backoff).await;
             backoff *= 2;
         }
     }
-    Err(format!("{ATTEMPTS} attempts failed, the last: {last}"))
+    Err(format!(
+        "{} attempts failed, the last: {last}",
+        delivery.attempts
+    ))
 }

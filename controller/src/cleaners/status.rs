@@ -67,6 +67,7 @@ pub fn status(
             found,
         }) => {
             let source = spec.conditions.get(*unmet).map_or("", String::as_str);
+            let until = to_second(*until);
             let next = if *found {
                 format!("the conditions turn true at {until}")
             } else {
@@ -103,8 +104,12 @@ pub fn status(
     };
     CleanerStatus {
         resolved_targets: resolved,
-        next_scheduled_evaluation: next
-            .map(|at| at.round(jiff::Unit::Second).unwrap_or(at).to_string()),
+        next_scheduled_evaluation: next.map(|at| to_second(at).to_string()),
         conditions: vec![condition("Ready", ready), condition("Waiting", waiting)],
     }
+}
+
+/// Times in the status to the second; the schedule itself keeps its precision.
+fn to_second(at: Timestamp) -> Timestamp {
+    at.round(jiff::Unit::Second).unwrap_or(at)
 }
