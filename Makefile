@@ -15,7 +15,7 @@ help:
 	@echo "make test    formatting, clippy, unit and end-to-end tests (chaos suite's short form included)"
 	@echo "make chaos   the chaos suite and fuzzing at full size; writes docs/reliability.md"
 	@echo "make up      start the local cluster ($(STATE)/kubeconfig); make down stops it"
-	@echo "make crds    regenerate deploy/crds from the Rust types in common/src/api.rs"
+	@echo "make crds    regenerate deploy/crds and the chart's crds/ from the Rust types in common/"
 
 # rustfmt and clippy come with rustup's default profile; add them where a minimal profile left them out.
 toolchain:
@@ -45,7 +45,8 @@ test: fmt-check clippy unit e2e
 
 # The retention.dev CRDs from the Rust types; `make unit` fails while the checked-in file is stale.
 crds: toolchain
-	$(CARGO) run --quiet --package kube-retention-controller --bin kube-retention-crdgen > deploy/crds/retention.dev.yaml
+	$(CARGO) run --quiet --package kube-retention-controller --bin kube-retention-crdgen \
+		| tee deploy/crds/retention.dev.yaml > charts/kube-retention/crds/retention.dev.yaml
 
 fmt-check: toolchain
 	$(CARGO) fmt --all -- --check

@@ -1,4 +1,4 @@
-//! Prints the `retention.dev` CRDs (`make crds` writes them to deploy/crds/retention.dev.yaml).
+//! Prints the `retention.dev` CRDs (`make crds` writes them to deploy/crds and charts/kube-retention/crds).
 
 use std::process::ExitCode;
 

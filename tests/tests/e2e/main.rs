@@ -11,6 +11,7 @@ mod admission;
 mod audit;
 mod certs;
 mod chaos;
+mod chart;
 mod cleaners;
 mod controller;
 mod foundation;
@@ -43,6 +44,7 @@ fn main() -> ExitCode {
     tests.extend(policies::tests(&env));
     tests.extend(writers::tests(&env));
     tests.extend(cleaners::tests(&env));
+    tests.extend(chart::tests(&env));
     tests.extend(chaos::tests(&env));
     let mut conclusion = libtest_mimic::run(&arguments, tests);
     // Trials that stop kube-retention's processes run last, one at a time.

@@ -1,0 +1,196 @@
+//! The Helm chart (charts/kube-retention), checked with the real helm built from Go modules: it
+//! lints, it renders exactly the objects of deploy/ for default values (but the Namespace, which
+//! Helm's --create-namespace owns, and Helm's own labels), and the API server accepts what it
+//! renders in a server-side dry run.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result, ensure};
+use libtest_mimic::Trial;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::cleaners::helm;
+use crate::support::{Env, TestNamespace};
+
+pub fn tests(env: &Env) -> Vec<Trial> {
+    vec![
+        env.trial("the_helm_chart_passes_helm_lint", lint),
+        env.trial(
+            "the_helm_chart_renders_the_objects_of_deploy_for_default_values",
+            same_as_deploy,
+        ),
+        env.trial(
+            "the_helm_chart_is_accepted_by_the_api_server_in_a_server_side_dry_run",
+            server_dry_run,
+        ),
+    ]
+}
+
+const CHART: &str = "charts/kube-retention";
+const KUBE_VERSION: &str = "1.35.0";
+/// The labels Helm adds to each object; deploy/ has none of them.
+const HELM_LABELS: [&str; 4] = [
+    "helm.sh/chart",
+    "app.kubernetes.io/managed-by",
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/version",
+];
+
+fn render(ns: &TestNamespace, extra: &[&str]) -> Result<String> {
+    let chart = ns.env.cluster.layout.repo_root.join(CHART);
+    kube_retention_e2e::run(
+        helm(&ns.env)
+            .args([
+                "template",
+                "kube-retention",
+                "--namespace",
+                "kube-retention",
+            ])
+            .args(["--kube-version", KUBE_VERSION, "--include-crds"])
+            .args(extra)
+            .arg(chart),
+    )
+}
+
+async fn lint(ns: TestNamespace) -> Result<()> {
+    let chart = ns.env.cluster.layout.repo_root.join(CHART);
+    for values in [
+        &["--strict"][..],
+        &["--strict", "--set", "certificates.mode=cert-manager"],
+    ] {
+        let said = kube_retention_e2e::run(
+            helm(&ns.env)
+                .args(["lint", "--kube-version", KUBE_VERSION])
+                .args(values)
+                .arg(&chart),
+        )?;
+        ensure!(said.contains("0 chart(s) failed"), "helm lint: {said}");
+    }
+    let refused = kube_retention_e2e::output_with_input(
+        helm(&ns.env)
+            .args(["template", "x", "--kube-version", KUBE_VERSION])
+            .args(["--set", "certificates.mode=vault"])
+            .arg(&chart),
+        "",
+    )?;
+    let said = String::from_utf8_lossy(&refused.stderr);
+    ensure!(
+        !refused.status.success()
+            && said.contains("certificates.mode \"vault\": use self-managed or cert-manager"),
+        "an unknown certificates mode must be refused clearly: {said}"
+    );
+    Ok(())
+}
+
+/// Objects by kind, namespace and name, without Helm's labels.
+fn objects(yaml: &str) -> Result<BTreeMap<String, Value>> {
+    let mut objects = BTreeMap::new();
+    for document in serde_norway::Deserializer::from_str(yaml) {
+        let mut object = whole_numbers(Value::deserialize(document)?);
+        if object.is_null() {
+            continue;
+        }
+        let metadata = object
+            .get_mut("metadata")
+            .context("an object without metadata")?;
+        if let Some(labels) = metadata.get_mut("labels").and_then(Value::as_object_mut) {
+            labels.retain(|key, _| !HELM_LABELS.contains(&key.as_str()));
+            if labels.is_empty() {
+                metadata
+                    .as_object_mut()
+                    .map(|metadata| metadata.remove("labels"));
+            }
+        }
+        let text = |pointer: &str| {
+            object
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let key = format!(
+            "{} {}/{}",
+            text("/kind"),
+            text("/metadata/namespace"),
+            text("/metadata/name")
+        );
+        objects.insert(key, object);
+    }
+    Ok(objects)
+}
+
+/// `0.0` and `0` alike: YAML writers differ on how they spell a whole number.
+fn whole_numbers(value: Value) -> Value {
+    match value {
+        Value::Number(number) => match number.as_f64() {
+            Some(float) if float.fract() == 0.0 && float.abs() < 9e15 => Value::from(float as i64),
+            _ => Value::Number(number),
+        },
+        Value::Array(items) => Value::Array(items.into_iter().map(whole_numbers).collect()),
+        Value::Object(fields) => Value::Object(
+            fields
+                .into_iter()
+                .map(|(key, value)| (key, whole_numbers(value)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+async fn same_as_deploy(ns: TestNamespace) -> Result<()> {
+    let deploy = ns.env.cluster.layout.repo_root.join("deploy");
+    let kustomized = kube_retention_e2e::run(ns.env.kubectl().arg("kustomize").arg(deploy))?;
+    let mut expected = objects(&kustomized)?;
+    ensure!(
+        expected.remove("Namespace /kube-retention").is_some(),
+        "deploy/ creates the namespace"
+    );
+    let rendered = objects(&render(&ns, &[])?)?;
+    let missing: Vec<&String> = expected
+        .keys()
+        .filter(|key| !rendered.contains_key(*key))
+        .collect();
+    let extra: Vec<&String> = rendered
+        .keys()
+        .filter(|key| !expected.contains_key(*key))
+        .collect();
+    ensure!(
+        missing.is_empty() && extra.is_empty(),
+        "only in deploy/: {missing:?}; only in the chart: {extra:?}"
+    );
+    for (key, object) in &expected {
+        let chart = &rendered[key];
+        ensure!(
+            object == chart,
+            "{key} differs:\ndeploy/: {}\nchart:   {}",
+            serde_json::to_string(object)?,
+            serde_json::to_string(chart)?
+        );
+    }
+    println!(
+        "the chart renders the {} objects of deploy/",
+        expected.len()
+    );
+    Ok(())
+}
+
+async fn server_dry_run(ns: TestNamespace) -> Result<()> {
+    let extra_rules = r#"controller.extraRules=[{"apiGroups":["example.com"],"resources":["widgets"],"verbs":["list","watch","delete"]}]"#;
+    let rendered = render(&ns, &["--set-json", extra_rules])?;
+    let applied = kube_retention_e2e::run_with_input(
+        ns.env
+            .kubectl()
+            .args(["apply", "--dry-run=server", "-f", "-"]),
+        &rendered,
+    )?;
+    let lines = applied.lines().count();
+    ensure!(
+        applied
+            .lines()
+            .all(|line| line.ends_with("(server dry run)"))
+            && lines > 20,
+        "kubectl apply --dry-run=server: {applied}"
+    );
+    Ok(())
+}
