@@ -27,7 +27,7 @@ cluster-binaries: toolchain
 	@tests/cluster/build.sh
 
 build: toolchain
-	$(CARGO) build --workspace --bins
+	$(CARGO) build --workspace --bins --examples
 
 up: cluster-binaries build
 	@$(LOCAL_CLUSTER) up

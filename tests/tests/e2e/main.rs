@@ -18,6 +18,7 @@ mod foundation;
 mod intent;
 mod kinds;
 mod lifecycle;
+mod plugin;
 mod policies;
 mod support;
 mod writers;
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
     tests.extend(writers::tests(&env));
     tests.extend(cleaners::tests(&env));
     tests.extend(chart::tests(&env));
+    tests.extend(plugin::tests(&env));
     tests.extend(chaos::tests(&env));
     let mut conclusion = libtest_mimic::run(&arguments, tests);
     // Trials that stop kube-retention's processes run last, one at a time.

@@ -1,0 +1,95 @@
+//! The commands and flags, shaped like kubectl's own (`-n`, `-A`, `-l`, `-o`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubectl-retention",
+    version,
+    about = "kube-retention from kubectl: prune finished objects now"
+)]
+pub struct Args {
+    /// Kubeconfig (default: $KUBECONFIG, then ~/.kube/config).
+    #[arg(long, global = true)]
+    pub kubeconfig: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Prune finished objects of KIND now, for people who want a CronJob instead of a
+    /// controller: keep the newest --max-count, and/or drop those finished more than --max-age
+    /// ago. Running objects and objects annotated retention.dev/keep are never pruned.
+    Prune(PruneArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PruneArgs {
+    /// The kind: `jobs`, `job`, `buildruns.shipwright.io`, `BuildRun.shipwright.io`...
+    pub kind: String,
+    #[command(flatten)]
+    pub scope: Scope,
+    /// A label selector, e.g. `app=nightly`.
+    #[arg(short = 'l', long)]
+    pub selector: Option<String>,
+    /// Keep the newest N finished objects per namespace.
+    #[arg(long)]
+    pub max_count: Option<usize>,
+    /// Prune objects finished longer ago than this (e.g. 72h, 30m).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub max_age: Option<Duration>,
+    /// Print the plan; delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+}
+
+/// Which namespaces: `-n NS` (default: the context's), or `-A` for all.
+#[derive(Debug, clap::Args)]
+pub struct Scope {
+    #[arg(short = 'n', long, conflicts_with = "all_namespaces")]
+    pub namespace: Option<String>,
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Yaml,
+}
+
+impl Args {
+    pub fn run(self) -> ExitCode {
+        let runtime = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(error) => {
+                eprintln!("error: {error}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let outcome = runtime.block_on(async {
+            let client = kube_retention_cli::client(self.kubeconfig.as_deref()).await?;
+            match self.command {
+                Command::Prune(args) => crate::prune::run(client, args).await,
+            }
+        });
+        match outcome {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
