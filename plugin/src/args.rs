@@ -22,6 +22,11 @@ pub struct Args {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Which rule decides when KIND NAME is deleted and where it comes from (annotation, the
+    /// object's fields, its Build, a RetentionPolicy by name), the deadline, or why it never is.
+    Explain(ExplainArgs),
+    /// The next deletions, soonest first.
+    Upcoming(UpcomingArgs),
     /// Prune finished objects of KIND now, for people who want a CronJob instead of a
     /// controller: keep the newest --max-count, and/or drop those finished more than --max-age
     /// ago. Running objects and objects annotated retention.dev/keep are never pruned.
@@ -46,6 +51,33 @@ pub struct PruneArgs {
     /// Print the plan; delete nothing.
     #[arg(long)]
     pub dry_run: bool,
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExplainArgs {
+    pub kind: String,
+    pub name: String,
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// The user the controller deletes as, whose permission is checked.
+    #[arg(
+        long,
+        default_value = "system:serviceaccount:kube-retention:kube-retention-controller"
+    )]
+    pub controller: String,
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct UpcomingArgs {
+    #[command(flatten)]
+    pub scope: Scope,
+    /// Only deletions due within this long (e.g. 1h).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub within: Option<Duration>,
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
     pub output: Format,
 }
@@ -81,6 +113,8 @@ impl Args {
         let outcome = runtime.block_on(async {
             let client = kube_retention_cli::client(self.kubeconfig.as_deref()).await?;
             match self.command {
+                Command::Explain(args) => crate::explain::run(client, args).await,
+                Command::Upcoming(args) => crate::upcoming::run(client, args).await,
                 Command::Prune(args) => crate::prune::run(client, args).await,
             }
         });

@@ -6,9 +6,12 @@ use std::process::ExitCode;
 use clap::Parser;
 
 mod args;
+mod explain;
 mod kinds;
+mod model;
 mod output;
 mod prune;
+mod upcoming;
 
 fn main() -> ExitCode {
     args::Args::parse().run()

@@ -1,6 +1,7 @@
 //! `kubectl retention` found by the real kubectl on PATH, and the embeddable prune library's
-//! example operator, against the real cluster: a dry run names exactly what the prune then
-//! deletes (the newest N kept, running and kept Jobs untouched), and the example's hook vetoes.
+//! example operator, against the real cluster: [`explain`] and `upcoming` agree with the
+//! controller; a prune's dry run names exactly what the prune then deletes (the newest N kept,
+//! running and kept Jobs untouched), and the example's hook vetoes.
 
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -16,8 +17,14 @@ use serde_json::{Value, json};
 use crate::controller::finish_job;
 use crate::support::{Env, TestNamespace};
 
+mod explain;
+
 pub fn tests(env: &Env) -> Vec<Trial> {
     vec![
+        env.trial(
+            "kubectl_retention_explain_and_upcoming_give_the_controllers_deadlines_and_sources",
+            explain::explain_and_upcoming,
+        ),
         env.trial(
             "kubectl_retention_prune_dry_run_names_exactly_what_prune_then_deletes",
             prune,
@@ -31,7 +38,7 @@ pub fn tests(env: &Env) -> Vec<Trial> {
 
 /// kubectl with the workspace's binaries (kubectl-retention) first on PATH; the kubeconfig in
 /// the environment, as kubectl passes no flags before a plugin's name on to it.
-fn kubectl(ns: &TestNamespace) -> Command {
+pub fn kubectl(ns: &TestNamespace) -> Command {
     let layout = &ns.env.cluster.layout;
     let plugins = layout.cargo_binary("kubectl-retention");
     let mut path =

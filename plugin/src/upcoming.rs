@@ -1,0 +1,142 @@
+//! `kubectl retention upcoming`: the next deletions, soonest first — of the kinds kube-retention
+//! knows by name and those the policies name, in a namespace or all of them.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use anyhow::Result;
+use jiff::{SignedDuration, Timestamp};
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
+use kube_retention_common::kinds::{Registry, Resource, Role};
+
+use crate::args::UpcomingArgs;
+use crate::explain::row;
+use crate::model::{self, Explanation, Policies};
+use crate::output;
+
+pub async fn run(client: Client, args: UpcomingArgs) -> Result<()> {
+    let policies = Policies::load(&client).await?;
+    let now = Timestamp::now();
+    let horizon = args
+        .within
+        .map(|within| now + SignedDuration::try_from(within).unwrap_or(SignedDuration::MAX));
+    let mut upcoming: Vec<Explanation> = Vec::new();
+    for resource in kinds(&client).await? {
+        let api_resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(&resource.group, &resource.version, &resource.kind),
+            &resource.plural,
+        );
+        let api: Api<DynamicObject> = match (&args.scope.namespace, args.scope.all_namespaces) {
+            (_, true) => Api::all_with(client.clone(), &api_resource),
+            (Some(namespace), false) => {
+                Api::namespaced_with(client.clone(), namespace, &api_resource)
+            }
+            (None, false) => {
+                Api::namespaced_with(client.clone(), client.default_namespace(), &api_resource)
+            }
+        };
+        let Ok(listed) = api.list(&ListParams::default()).await else {
+            continue; // not served, or not readable by this user
+        };
+        for mut object in listed.items {
+            object.types.get_or_insert_with(|| kube::api::TypeMeta {
+                api_version: api_resource.api_version.clone(),
+                kind: api_resource.kind.clone(),
+            });
+            let explanation = model::explain(&resource, &object, &policies, now);
+            if explanation
+                .deadline
+                .is_some_and(|at| horizon.is_none_or(|horizon| at <= horizon))
+            {
+                upcoming.push(explanation);
+            }
+        }
+    }
+    upcoming.sort_by(|a, b| {
+        a.deadline
+            .cmp(&b.deadline)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let rows: Vec<Vec<String>> = upcoming.iter().map(row).collect();
+    if rows.is_empty() && args.output == crate::args::Format::Table {
+        println!(
+            "no deletions due{}",
+            args.within
+                .map(|within: Duration| format!(" within {}", humantime::format_duration(within)))
+                .unwrap_or_default()
+        );
+        return Ok(());
+    }
+    output::print(
+        args.output,
+        &[
+            "NAMESPACE",
+            "KIND",
+            "NAME",
+            "STATE",
+            "DEADLINE",
+            "SOURCE",
+            "NOTE",
+        ],
+        &rows,
+        &upcoming,
+    )
+}
+
+/// The built-in runs and annotated kinds' usual suspects, and every kind a policy names.
+async fn kinds(client: &Client) -> Result<Vec<Resource>> {
+    let mut kinds: Vec<Resource> = Registry::builtin()
+        .iter()
+        .filter(|(_, entry)| !matches!(entry.role, Role::Parent))
+        .map(|(_, entry)| entry.resource.clone())
+        .collect();
+    let mut named = BTreeSet::new();
+    for policy in Api::<RetentionPolicy>::all(client.clone())
+        .list(&ListParams::default())
+        .await?
+        .items
+    {
+        named.extend(
+            policy
+                .spec
+                .rules
+                .resources
+                .iter()
+                .map(|reference| (reference.api_version.clone(), reference.kind.clone())),
+        );
+    }
+    for policy in Api::<ClusterRetentionPolicy>::all(client.clone())
+        .list(&ListParams::default())
+        .await?
+        .items
+    {
+        named.extend(
+            policy
+                .spec
+                .rules
+                .resources
+                .iter()
+                .map(|reference| (reference.api_version.clone(), reference.kind.clone())),
+        );
+    }
+    for (api_version, kind) in named {
+        if kinds.iter().any(|known| known.is(&api_version, &kind)) {
+            continue;
+        }
+        let (group, version) = api_version
+            .split_once('/')
+            .unwrap_or(("", api_version.as_str()));
+        let gvk = GroupVersionKind::gvk(group, version, &kind);
+        if let Ok((resource, _)) = kube::discovery::pinned_kind(client, &gvk).await {
+            kinds.push(Resource::new(
+                &resource.group,
+                &resource.version,
+                &resource.kind,
+                &resource.plural,
+            ));
+        }
+    }
+    Ok(kinds)
+}

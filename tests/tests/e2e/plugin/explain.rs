@@ -1,0 +1,149 @@
+//! `kubectl retention explain` and `upcoming` give the controller's decision: the deadline the
+//! controller stamped for a BuildRun and its source, a Job's deadline under a RetentionPolicy
+//! named as such, a kept Job that never goes; `upcoming` lists the deadlines soonest first.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use jiff::{SignedDuration, Timestamp};
+use kube::api::PostParams;
+use kube_retention_common::api::RetentionPolicy;
+use serde_json::{Value, json};
+
+use super::{job, kubectl};
+use crate::controller::{create_buildrun, eventually, finish_buildrun, now_second};
+use crate::support::{TestNamespace, shipwright};
+
+fn explain(ns: &TestNamespace, kind: &str, name: &str) -> Result<Value> {
+    let said = kube_retention_e2e::run(kubectl(ns).args([
+        "retention",
+        "explain",
+        kind,
+        name,
+        "-n",
+        &ns.name,
+        "-o",
+        "json",
+    ]))?;
+    Ok(serde_json::from_str(&said)?)
+}
+
+pub async fn explain_and_upcoming(ns: TestNamespace) -> Result<()> {
+    let policy: RetentionPolicy = serde_json::from_value(json!({
+        "apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
+        "metadata": {"name": "nightly-jobs"},
+        "spec": {"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
+                 "selector": {"matchLabels": {"app": "nightly"}}, "ttlAfterSucceeded": "2h"}}))?;
+    kube::Api::<RetentionPolicy>::namespaced(ns.env.client.clone(), &ns.name)
+        .create(&PostParams::default(), &policy)
+        .await?;
+    let finished = now_second() - SignedDuration::from_mins(5);
+    create_buildrun(&ns, "run-1", "hello", json!({"ttlAfterSucceeded": "1h"})).await?;
+    finish_buildrun(&ns, "run-1", true, finished).await?;
+    job(
+        &ns,
+        "nightly-1",
+        json!({"app": "nightly"}),
+        json!({}),
+        Some(5),
+    )
+    .await?;
+    job(
+        &ns,
+        "kept-1",
+        json!({}),
+        json!({"retention.dev/keep": "true", "retention.dev/ttl": "1m"}),
+        Some(5),
+    )
+    .await?;
+
+    // The controller stamps the BuildRun once it sees it finished.
+    let runs = ns.dynamic(&shipwright("BuildRun"));
+    let stamp = || async {
+        let run = runs.get("run-1").await?;
+        let annotations = run.metadata.annotations.unwrap_or_default();
+        Ok::<_, anyhow::Error>(annotations.get("retention.dev/expires-at").cloned())
+    };
+    eventually(
+        Duration::from_secs(10),
+        "the BuildRun is stamped",
+        || async { Ok(stamp().await?.is_some()) },
+    )
+    .await?;
+    let stamped: Timestamp = stamp().await?.context("stamped")?.parse()?;
+    let run = explain(&ns, "buildruns", "run-1")?;
+    ensure!(
+        run["deadline"] == stamped.to_string(),
+        "explain {run} against expires-at {stamped}"
+    );
+    ensure!(
+        run["source"] == "the object's own retention fields" && run["state"] == "succeeded",
+        "{run}"
+    );
+
+    let nightly = explain(&ns, "job", "nightly-1")?;
+    let expected = finished + SignedDuration::from_hours(2);
+    ensure!(
+        nightly["deadline"] == expected.to_string(),
+        "the Job's deadline: {nightly}, expected {expected}"
+    );
+    ensure!(
+        nightly["source"] == format!("RetentionPolicy {}/nightly-jobs", ns.name),
+        "{nightly}"
+    );
+
+    let kept = explain(&ns, "jobs.batch", "kept-1")?;
+    ensure!(kept["deadline"].is_null(), "{kept}");
+    ensure!(
+        kept["note"] == "never deleted: annotated retention.dev/keep: \"true\"",
+        "{kept}"
+    );
+    let table = kube_retention_e2e::run(kubectl(&ns).args([
+        "retention",
+        "explain",
+        "job",
+        "kept-1",
+        "-n",
+        &ns.name,
+    ]))?;
+    ensure!(
+        table.starts_with("NAMESPACE") && table.contains("never deleted"),
+        "{table}"
+    );
+
+    let upcoming = kube_retention_e2e::run(kubectl(&ns).args([
+        "retention",
+        "upcoming",
+        "-n",
+        &ns.name,
+        "-o",
+        "json",
+    ]))?;
+    let upcoming: Value = serde_json::from_str(&upcoming)?;
+    let order: Vec<&str> = upcoming
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry["name"].as_str())
+        .collect();
+    ensure!(
+        order == ["run-1", "nightly-1"],
+        "upcoming, soonest first: {upcoming}"
+    );
+    let within = kube_retention_e2e::run(kubectl(&ns).args([
+        "retention",
+        "upcoming",
+        "-n",
+        &ns.name,
+        "--within",
+        "90m",
+        "-o",
+        "json",
+    ]))?;
+    let within: Value = serde_json::from_str(&within)?;
+    ensure!(
+        within.as_array().map(Vec::len) == Some(1) && within[0]["name"] == "run-1",
+        "within 90m: {within}"
+    );
+    Ok(())
+}
