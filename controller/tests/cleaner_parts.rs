@@ -52,7 +52,7 @@ fn uninstalling_deletes_the_manifest_in_reverse_except_what_helm_keeps() {
     let latest = helm::latest(&records).expect("a record");
     let release = helm::decode(latest).expect("readable");
     assert_eq!((release.name.as_str(), release.version), ("preview-42", 2));
-    let uninstall = helm::plan(&release).expect("no hooks");
+    let uninstall = helm::plan(&release, "previews").expect("no hooks");
     assert_eq!(
         uninstall.delete,
         [
@@ -74,7 +74,7 @@ fn uninstalling_deletes_the_manifest_in_reverse_except_what_helm_keeps() {
 fn a_release_with_delete_hooks_is_refused_whole() {
     let hooks = json!([{"name": "backup", "events": ["pre-delete"]}, {"name": "migrate", "events": ["pre-install"]}]);
     let release = helm::decode(&record(1, hooks)).expect("readable");
-    let refused = helm::plan(&release).expect_err("refused");
+    let refused = helm::plan(&release, "previews").expect_err("refused");
     assert_eq!(
         refused,
         HelmError::Hooks {
@@ -86,6 +86,18 @@ fn a_release_with_delete_hooks_is_refused_whole() {
         refused.to_string().contains("uninstall it with helm"),
         "{refused}"
     );
+}
+
+#[test]
+fn a_release_reaching_outside_the_cleaners_namespace_is_refused_whole() {
+    let release = helm::decode(&record(1, json!([]))).expect("readable");
+    let refused = helm::plan(&release, "team-b").expect_err("refused");
+    assert_eq!(
+        refused.to_string(),
+        "release preview-42 holds objects outside namespace team-b (Service/previews/preview-42); \
+         a Cleaner deletes only in its own namespace: uninstall it with helm"
+    );
+    assert_eq!(refused.reason(), "HelmReleaseOutsideNamespace");
 }
 
 #[test]
@@ -168,9 +180,10 @@ fn the_status_names_what_holds_the_cleaner_back_and_keeps_transition_times() {
         wait.message
     );
     let later: Timestamp = "2026-11-22T12:30:00Z".parse().expect("a time");
-    let failed = Err(Problem::HelmHooks(
-        "release preview-42 has delete hooks (backup)".into(),
-    ));
+    let failed = Err(Problem::Helm(HelmError::Hooks {
+        release: "preview-42".into(),
+        hooks: vec!["backup".into()],
+    }));
     let after = status::status(&spec, &failed, Vec::new(), None, Some(&before), later);
     let ready = condition(&after, "Ready");
     assert_eq!(

@@ -1,5 +1,6 @@
 //! Cleaning a group, in an order that never leaves it half-done for a reason known in advance:
-//! the Helm release is read first (a release with delete hooks refuses the whole clean), then
+//! the Helm release is read first (a release with delete hooks, or with objects outside the
+//! Cleaner's namespace, refuses the whole clean), then
 //! the targets are deleted with uid preconditions, the release uninstalled, the CloudEvent
 //! handed to its own task, and the Cleaner deletes itself.
 
@@ -7,7 +8,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use kube::api::{
-    Api, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Preconditions,
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Preconditions,
     PropagationPolicy,
 };
 use kube::discovery::Scope;
@@ -48,14 +49,11 @@ pub async fn clean(cleaning: Arc<Cleaning>, clean: Clean) -> Result<Cleaned, Pro
             let records = secrets.list(&selector).await.map_err(failed)?.items;
             let uninstall = match helm::latest(&records) {
                 Some(record) => {
-                    let decoded = helm::decode(record)
-                        .map_err(|error| Problem::HelmHooks(error.to_string()))?;
-                    Some(
-                        helm::plan(&decoded)
-                            .map_err(|error| Problem::HelmHooks(error.to_string()))?,
-                    )
+                    let decoded = helm::decode(record)?;
+                    let plan = helm::plan(&decoded, &namespace)?;
+                    resolve(&cleaning, &decoded, &namespace, plan.delete).await?
                 }
-                None => None,
+                None => Vec::new(),
             };
             Some((name.clone(), records, uninstall))
         }
@@ -71,8 +69,8 @@ pub async fn clean(cleaning: Arc<Cleaning>, clean: Clean) -> Result<Cleaned, Pro
         }
     }
     if let Some((name, records, uninstall)) = release {
-        for resource in uninstall.map(|plan| plan.delete).unwrap_or_default() {
-            if delete_manifest_object(&cleaning, &namespace, &resource)
+        for (api, resource) in uninstall {
+            if delete_manifest_object(&cleaning, &namespace, &api, &resource)
                 .await
                 .map_err(failed)?
             {
@@ -112,25 +110,45 @@ async fn delete(cleaning: &Cleaning, doomed: &Doomed) -> kube::Result<bool> {
     gone_or(api.delete(&doomed.name, &params).await.map(|_| true))
 }
 
+/// The API of each object a release's uninstall deletes, found before anything is deleted; a
+/// cluster-scoped one refuses the release whole.
+async fn resolve(
+    cleaning: &Cleaning,
+    release: &helm::Release,
+    namespace: &str,
+    objects: Vec<Resource>,
+) -> Result<Vec<(ApiResource, Resource)>, Problem> {
+    let mut resolved = Vec::new();
+    let mut cluster_scoped = Vec::new();
+    for resource in objects {
+        let (group, version) = match resource.api_version.split_once('/') {
+            Some((group, version)) => (group, version),
+            None => ("", resource.api_version.as_str()),
+        };
+        let kind = GroupVersionKind::gvk(group, version, &resource.kind);
+        let (api, capabilities) = kube::discovery::pinned_kind(&cleaning.client, &kind)
+            .await
+            .map_err(|error| Problem::CleanFailed(format!("{}: {error}", resource.described())))?;
+        match capabilities.scope {
+            Scope::Cluster => cluster_scoped.push(resource.described()),
+            Scope::Namespaced => resolved.push((api, resource)),
+        }
+    }
+    if !cluster_scoped.is_empty() {
+        return Err(helm::outside_namespace(release, namespace, cluster_scoped).into());
+    }
+    Ok(resolved)
+}
+
+/// Deletes an object of a release's manifest, always in the Cleaner's namespace ([`helm::plan`]
+/// refused any other).
 async fn delete_manifest_object(
     cleaning: &Cleaning,
     namespace: &str,
+    api: &ApiResource,
     resource: &Resource,
 ) -> kube::Result<bool> {
-    let (group, version) = match resource.api_version.split_once('/') {
-        Some((group, version)) => (group, version),
-        None => ("", resource.api_version.as_str()),
-    };
-    let kind = GroupVersionKind::gvk(group, version, &resource.kind);
-    let (api_resource, capabilities) =
-        kube::discovery::pinned_kind(&cleaning.client, &kind).await?;
-    let api: Api<DynamicObject> = match capabilities.scope {
-        Scope::Cluster => Api::all_with(cleaning.client.clone(), &api_resource),
-        Scope::Namespaced => {
-            let namespace = resource.namespace.as_deref().unwrap_or(namespace);
-            Api::namespaced_with(cleaning.client.clone(), namespace, &api_resource)
-        }
-    };
+    let api: Api<DynamicObject> = Api::namespaced_with(cleaning.client.clone(), namespace, api);
     let params = DeleteParams {
         propagation_policy: Some(PropagationPolicy::Background),
         ..DeleteParams::default()

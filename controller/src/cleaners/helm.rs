@@ -3,7 +3,11 @@
 //! whose `release` key holds the release as base64 of gzipped JSON. Uninstalling deletes the
 //! objects of the latest record's manifest — except those annotated
 //! `helm.sh/resource-policy: keep` — and then every record, so `helm list` no longer shows it.
-//! A release with delete hooks is refused whole: running Helm's hooks is Helm's business.
+//! A release with delete hooks is refused whole: running Helm's hooks is Helm's business. So is a
+//! release with objects outside the Cleaner's namespace (or cluster-scoped, which the cleaner
+//! finds out from discovery before it deletes anything): the Cleaner's writer was checked for
+//! Secrets in that namespace only, and the release records are theirs to forge, so the controller's
+//! power never reaches beyond it on their say.
 
 use std::io::Read;
 
@@ -31,6 +35,26 @@ pub enum HelmError {
         .hooks.join(", ")
     )]
     Hooks { release: String, hooks: Vec<String> },
+    #[error(
+        "release {release} holds objects outside namespace {namespace} ({}); a Cleaner deletes only in its own namespace: uninstall it with helm",
+        .objects.join(", ")
+    )]
+    Outside {
+        release: String,
+        namespace: String,
+        objects: Vec<String>,
+    },
+}
+
+impl HelmError {
+    /// The Cleaner's `Ready` reason.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Unreadable { .. } => "HelmReleaseUnreadable",
+            Self::Hooks { .. } => "HelmReleaseHasDeleteHooks",
+            Self::Outside { .. } => "HelmReleaseOutsideNamespace",
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -107,8 +131,18 @@ pub fn latest(records: &[Secret]) -> Option<&Secret> {
     })
 }
 
-/// What uninstalling `release` deletes, or why it is refused.
-pub fn plan(release: &Release) -> Result<Uninstall, HelmError> {
+impl Resource {
+    /// `Kind/name`, or `Kind/namespace/name` when it names a namespace.
+    pub fn described(&self) -> String {
+        match &self.namespace {
+            Some(namespace) => format!("{}/{namespace}/{}", self.kind, self.name),
+            None => format!("{}/{}", self.kind, self.name),
+        }
+    }
+}
+
+/// What uninstalling `release`, stored in `namespace`, deletes, or why it is refused.
+pub fn plan(release: &Release, namespace: &str) -> Result<Uninstall, HelmError> {
     let hooks: Vec<String> = release
         .hooks
         .iter()
@@ -152,7 +186,30 @@ pub fn plan(release: &Release) -> Result<Uninstall, HelmError> {
             uninstall.delete.push(resource);
         }
     }
+    let outside: Vec<String> = uninstall
+        .delete
+        .iter()
+        .filter(|resource| {
+            resource
+                .namespace
+                .as_deref()
+                .is_some_and(|ns| ns != namespace)
+        })
+        .map(Resource::described)
+        .collect();
+    if !outside.is_empty() {
+        return Err(outside_namespace(release, namespace, outside));
+    }
     // Helm deletes in reverse install order: dependents before what they depend on.
     uninstall.delete.reverse();
     Ok(uninstall)
+}
+
+/// The refusal of a release whose `objects` lie outside `namespace`.
+pub fn outside_namespace(release: &Release, namespace: &str, objects: Vec<String>) -> HelmError {
+    HelmError::Outside {
+        release: release.name.clone(),
+        namespace: namespace.to_owned(),
+        objects,
+    }
 }

@@ -6,6 +6,8 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube_retention_common::cleaner::{CleanerSpec, CleanerStatus, Verdict};
 
+use super::helm::HelmError;
+
 /// Why a Cleaner cannot be evaluated or cleaned.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Problem {
@@ -15,8 +17,8 @@ pub enum Problem {
     TargetKind { kind: String, reason: String },
     #[error("the targets cannot be given to CEL: {0}")]
     Values(String),
-    #[error("{0}")]
-    HelmHooks(String),
+    #[error(transparent)]
+    Helm(#[from] HelmError),
     #[error("cleaning failed, retried: {0}")]
     CleanFailed(String),
 }
@@ -27,7 +29,7 @@ impl Problem {
             Self::InvalidSpec(_) => "InvalidSpec",
             Self::TargetKind { .. } => "TargetKindUnavailable",
             Self::Values(_) => "TargetsUnreadable",
-            Self::HelmHooks(_) => "HelmReleaseHasDeleteHooks",
+            Self::Helm(error) => error.reason(),
             Self::CleanFailed(_) => "CleanFailed",
         }
     }
