@@ -46,6 +46,7 @@ pub struct Metrics {
     pub leader: Gauge,
     pub events_dropped: Counter,
     pub in_backoff: Gauge,
+    pub overdue: Gauge,
     pub stragglers: Gauge,
     pub labelled: Counter,
     pub lists: Family<KindLabels, Counter>,
@@ -108,6 +109,12 @@ impl Default for Metrics {
             "Objects whose last write (DELETE, stamp, label) failed, waiting 1 s doubling to 5 min before the next",
             in_backoff.clone(),
         );
+        let overdue = Gauge::default();
+        registry.register(
+            "overdue_objects",
+            "Finished objects past their deadline and not deleted yet (waiting for the request budget, in flight or backing off)",
+            overdue.clone(),
+        );
         let stragglers = Gauge::default();
         registry.register(
             "unlabelled_objects",
@@ -139,6 +146,7 @@ impl Default for Metrics {
             lists,
             unpermitted_kinds,
             in_backoff,
+            overdue,
             stragglers,
             labelled,
             deletions,

@@ -134,6 +134,9 @@ impl Loop {
                 .set(count(tracked));
         }
         self.metrics.in_backoff.set(count(self.state.in_backoff()));
+        self.metrics
+            .overdue
+            .set(count(self.state.overdue(Timestamp::now())));
         self.metrics.stragglers.set(count(self.state.stragglers()));
     }
 

@@ -15,6 +15,7 @@ use kube_retention_common::kinds::{KindId, Registry, Role};
 
 mod action;
 mod compact;
+mod counts;
 mod failures;
 mod limits;
 mod policies;
@@ -127,20 +128,6 @@ impl State {
 
     pub fn kinds(&self) -> &Registry {
         &self.kinds
-    }
-
-    /// How many runs of `kind` are tracked.
-    pub fn tracked(&self, kind: KindId) -> usize {
-        self.runs.keys().filter(|key| key.kind == kind).count()
-    }
-
-    /// How many runs of each kind are tracked, in one pass (every kind in the table).
-    pub fn tracked_by_kind(&self) -> HashMap<KindId, usize> {
-        let mut counts: HashMap<KindId, usize> = self.kinds.iter().map(|(id, _)| (id, 0)).collect();
-        for key in self.runs.keys() {
-            *counts.entry(key.kind).or_default() += 1;
-        }
-        counts
     }
 
     /// When [`State::due`] next has something to do (never, for a follower).

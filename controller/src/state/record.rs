@@ -126,6 +126,12 @@ impl Record {
             .min()
     }
 
+    /// Past its deadline and not gone yet: waiting for the request budget, a DELETE in flight, or
+    /// a backoff. A dry-run policy's and a kept object's never count: they are not to go.
+    pub(super) fn overdue(&self, now: Timestamp) -> bool {
+        !self.keep && !self.deleting && !self.dry_run && self.deadline().is_some_and(|at| at <= now)
+    }
+
     pub(super) fn deletable(&self, now: Timestamp) -> bool {
         !self.pending
             && !self.keep

@@ -1,0 +1,62 @@
+//! The backlog the `KubeRetentionBacklogGrowing` alert watches (`kube_retention_overdue_objects`):
+//! finished runs past their deadline that are still here, and only those.
+
+#![allow(clippy::unwrap_used)] // test code
+
+use kube_retention_controller::state::Failure;
+use serde_json::json;
+
+mod support;
+
+use support::*;
+
+const FINISHED: Option<(&str, &str)> = Some(("True", "2026-01-01T00:00:00Z"));
+
+#[test]
+fn overdue_counts_finished_runs_past_their_deadline_until_they_are_gone() {
+    let mut state = leader();
+    let created = "2026-01-01T00:00:00Z";
+    let now = at("2026-01-01T00:00:01Z");
+    state.applied(
+        kind(BUILDRUN),
+        &buildrun("done", "u1", "1", created, FINISHED, json!({})),
+        now,
+    );
+    state.applied(
+        kind(BUILDRUN),
+        &buildrun("running", "u2", "1", created, None, json!({})),
+        now,
+    );
+    let kept = json!({"metadata": {"annotations": {"retention.dev/keep": "true"}}});
+    state.applied(
+        kind(BUILDRUN),
+        &buildrun("kept", "u3", "1", created, FINISHED, kept),
+        now,
+    );
+    assert_eq!(state.overdue(now), 0, "the 3 s TTL has not passed");
+
+    let late = at("2026-01-01T00:00:10Z");
+    assert_eq!(
+        state.overdue(late),
+        1,
+        "only the finished, unkept run is overdue"
+    );
+    let deletes = deletes(&state.due(late));
+    assert_eq!(deletes.len(), 1, "{deletes:?}");
+    assert_eq!(
+        state.overdue(late),
+        1,
+        "a DELETE in flight is still backlog"
+    );
+
+    let key = kube_retention_controller::state::Key {
+        kind: kind(BUILDRUN),
+        namespace: "ns".into(),
+        name: "done".into(),
+    };
+    state.delete_failed(&key, Failure::Unavailable("etcd timeout".into()), late);
+    assert_eq!(state.overdue(late), 1, "a backing-off DELETE is backlog");
+
+    state.removed(kind(BUILDRUN), "ns", "done");
+    assert_eq!(state.overdue(late), 0, "gone");
+}
