@@ -1,5 +1,6 @@
 # One image for kube-retention's binaries: the webhook, its certificate sidecar and the
-# controller. Build: docker build -t ghcr.io/kube-retention/kube-retention:latest .
+# controller. Build: docker build -t ghcr.io/kube-retention/kube-retention:latest . (without
+# Docker: `make image` writes the same binaries, static, as an OCI archive)
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY . .

@@ -1,0 +1,114 @@
+//! Reading an image archive back, checking what a registry or runtime would: every blob matches
+//! its digest and size, the config's diff_id matches the uncompressed layer.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+
+use anyhow::{Context, Result, ensure};
+use serde_json::Value;
+
+use crate::{CONFIG, INDEX, LAYER, MANIFEST, sha256};
+
+/// An image read from its archive, every digest checked.
+pub struct Inspected {
+    pub index: Value,
+    pub manifest: Value,
+    pub config: Value,
+    /// The layer's files: path → (mode, owner uid, bytes).
+    pub files: BTreeMap<String, (u32, u64, Vec<u8>)>,
+}
+
+pub fn inspect(archive: &Path) -> Result<Inspected> {
+    let mut entries = BTreeMap::new();
+    let mut reader = tar::Archive::new(
+        std::fs::File::open(archive).with_context(|| format!("opening {}", archive.display()))?,
+    );
+    for entry in reader.entries()? {
+        let mut entry = entry?;
+        let path = entry.path()?.to_string_lossy().into_owned();
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes)?;
+        entries.insert(path, bytes);
+    }
+    let layout: Value =
+        serde_json::from_slice(entries.get("oci-layout").context("no oci-layout")?)?;
+    ensure!(
+        layout["imageLayoutVersion"] == "1.0.0",
+        "oci-layout: {layout}"
+    );
+    let index: Value = serde_json::from_slice(entries.get("index.json").context("no index.json")?)?;
+    ensure!(
+        index["mediaType"] == INDEX && index["schemaVersion"] == 2,
+        "index: {index}"
+    );
+    let blob = |descriptor: &Value, media_type: &str| -> Result<Vec<u8>> {
+        ensure!(
+            descriptor["mediaType"] == media_type,
+            "{descriptor} is not a {media_type}"
+        );
+        let digest = descriptor["digest"].as_str().context("no digest")?;
+        let path = format!("blobs/sha256/{}", digest.trim_start_matches("sha256:"));
+        let bytes = entries
+            .get(&path)
+            .with_context(|| format!("no blob {path}"))?
+            .clone();
+        ensure!(sha256(&bytes) == digest, "{path} does not match its digest");
+        ensure!(
+            descriptor["size"] == bytes.len(),
+            "{path}: size {} in {descriptor}",
+            bytes.len()
+        );
+        Ok(bytes)
+    };
+    let manifest: Value = serde_json::from_slice(&blob(&index["manifests"][0], MANIFEST)?)?;
+    let config: Value = serde_json::from_slice(&blob(&manifest["config"], CONFIG)?)?;
+    let compressed = blob(&manifest["layers"][0], LAYER)?;
+    let mut layer = Vec::new();
+    flate2::read::GzDecoder::new(&compressed[..]).read_to_end(&mut layer)?;
+    ensure!(
+        config["rootfs"]["diff_ids"][0] == sha256(&layer),
+        "the diff_id does not match the layer"
+    );
+    let mut files = BTreeMap::new();
+    for entry in tar::Archive::new(&layer[..]).entries()? {
+        let mut entry = entry?;
+        let path = entry.path()?.to_string_lossy().into_owned();
+        let (mode, uid) = (entry.header().mode()?, entry.header().uid()?);
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes)?;
+        files.insert(path, (mode, uid, bytes));
+    }
+    Ok(Inspected {
+        index,
+        manifest,
+        config,
+        files,
+    })
+}
+
+/// Whether an ELF executable asks for a dynamic loader (a PT_INTERP program header).
+pub fn is_dynamic(elf: &[u8]) -> Result<bool> {
+    ensure!(
+        elf.starts_with(b"\x7fELF") && elf.get(4) == Some(&2),
+        "not a 64-bit ELF file"
+    );
+    let read = |at: usize, width: usize| -> Result<u64> {
+        let bytes = elf.get(at..at + width).context("a truncated ELF header")?;
+        Ok(bytes
+            .iter()
+            .rev()
+            .fold(0, |value, byte| (value << 8) | u64::from(*byte)))
+    };
+    let (offset, size, count) = (
+        usize::try_from(read(0x20, 8)?)?,
+        usize::try_from(read(0x36, 2)?)?,
+        usize::try_from(read(0x38, 2)?)?,
+    );
+    for index in 0..count {
+        if read(offset + index * size, 4)? == 3 {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}

@@ -1,0 +1,134 @@
+//! kube-retention's OCI image, built without a container engine: one layer holding the static
+//! (musl) binaries at the root of the file system, a config that runs as 65532:65532, and the
+//! manifest and index of an OCI image layout, written as one tar archive (`oci-archive:` for
+//! skopeo and podman, `crane push` for registries). Byte for byte reproducible: every time stamp
+//! is the epoch and every file owned by root.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use ring::digest::{SHA256, digest};
+use serde_json::{Value, json};
+
+pub const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+pub const INDEX: &str = "application/vnd.oci.image.index.v1+json";
+pub const CONFIG: &str = "application/vnd.oci.image.config.v1+json";
+pub const LAYER: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
+/// The user the containers run as (deploy/ sets the same in each pod's securityContext).
+pub const USER: &str = "65532:65532";
+const EPOCH: &str = "1970-01-01T00:00:00Z";
+
+/// What goes into the image.
+pub struct Image {
+    /// Each binary, put at `/` + its file name.
+    pub binaries: Vec<PathBuf>,
+    /// The tag in the index (`org.opencontainers.image.ref.name`).
+    pub tag: String,
+    pub version: String,
+}
+
+/// `sha256:` and the hex digest of `bytes`.
+pub fn sha256(bytes: &[u8]) -> String {
+    let hash = digest(&SHA256, bytes);
+    let hex: String = hash
+        .as_ref()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("sha256:{hex}")
+}
+
+fn descriptor(media_type: &str, bytes: &[u8]) -> Value {
+    json!({"mediaType": media_type, "digest": sha256(bytes), "size": bytes.len()})
+}
+
+/// Writes the image as an OCI layout in a tar archive at `out`; returns the manifest's digest.
+pub fn build(image: &Image, out: &Path) -> Result<String> {
+    let layer = layer(&image.binaries)?;
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gzip.write_all(&layer)?;
+    let compressed = gzip.finish()?;
+    let config = serde_json::to_vec(&json!({
+        "created": EPOCH,
+        "architecture": "amd64",
+        "os": "linux",
+        "config": {
+            "User": USER,
+            "Env": ["PATH=/"],
+            "Labels": {
+                "org.opencontainers.image.title": "kube-retention",
+                "org.opencontainers.image.version": image.version,
+                "org.opencontainers.image.source": "https://github.com/kube-retention/kube-retention",
+                "org.opencontainers.image.licenses": "Apache-2.0"
+            }
+        },
+        "rootfs": {"type": "layers", "diff_ids": [sha256(&layer)]},
+        "history": [{"created": EPOCH, "created_by": "make image: the static binaries of kube-retention"}]
+    }))?;
+    let manifest = serde_json::to_vec(&json!({
+        "schemaVersion": 2,
+        "mediaType": MANIFEST,
+        "config": descriptor(CONFIG, &config),
+        "layers": [descriptor(LAYER, &compressed)]
+    }))?;
+    let mut manifest_descriptor = descriptor(MANIFEST, &manifest);
+    manifest_descriptor["annotations"] = json!({"org.opencontainers.image.ref.name": image.tag});
+    manifest_descriptor["platform"] = json!({"architecture": "amd64", "os": "linux"});
+    let index = serde_json::to_vec(&json!({
+        "schemaVersion": 2,
+        "mediaType": INDEX,
+        "manifests": [manifest_descriptor]
+    }))?;
+    let mut archive = tar::Builder::new(
+        std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?,
+    );
+    let mut add = |path: &str, bytes: &[u8], mode: u32| -> Result<()> {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(u64::try_from(bytes.len())?);
+        header.set_mode(mode);
+        header.set_mtime(0);
+        header.set_cksum();
+        archive.append_data(&mut header, path, bytes)?;
+        Ok(())
+    };
+    add("oci-layout", br#"{"imageLayoutVersion":"1.0.0"}"#, 0o644)?;
+    add("index.json", &index, 0o644)?;
+    for blob in [&manifest, &config, &compressed] {
+        let hex = sha256(blob).trim_start_matches("sha256:").to_owned();
+        add(&format!("blobs/sha256/{hex}"), blob, 0o644)?;
+    }
+    archive.finish()?;
+    Ok(sha256(&manifest))
+}
+
+/// The uncompressed layer: each binary at `/` + its file name, 0755, owned by root.
+fn layer(binaries: &[PathBuf]) -> Result<Vec<u8>> {
+    let mut layer = tar::Builder::new(Vec::new());
+    let mut sorted = binaries.to_vec();
+    sorted.sort();
+    for binary in &sorted {
+        let name = binary
+            .file_name()
+            .context("a binary without a file name")?
+            .to_string_lossy()
+            .into_owned();
+        let mut bytes = Vec::new();
+        std::fs::File::open(binary)
+            .with_context(|| format!("reading {}", binary.display()))?
+            .read_to_end(&mut bytes)?;
+        let mut header = tar::Header::new_gnu();
+        header.set_size(u64::try_from(bytes.len())?);
+        header.set_mode(0o755);
+        header.set_mtime(0);
+        header.set_uid(0);
+        header.set_gid(0);
+        header.set_cksum();
+        layer.append_data(&mut header, &name, &bytes[..])?;
+    }
+    Ok(layer.into_inner()?)
+}
+
+mod inspect;
+
+pub use inspect::{Inspected, inspect, is_dynamic};

@@ -1,0 +1,45 @@
+//! `oci-image`: writes kube-retention's OCI image (an OCI layout in a tar archive) from static
+//! binaries. `make image` builds the binaries for musl and calls it.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use kube_retention_image::{Image, build};
+
+#[derive(Parser)]
+#[command(
+    name = "oci-image",
+    version,
+    about = "Builds kube-retention's OCI image without a container engine"
+)]
+struct Args {
+    /// Where to write the archive.
+    #[arg(long)]
+    out: PathBuf,
+    /// The tag in the image index.
+    #[arg(long, default_value = env!("CARGO_PKG_VERSION"))]
+    tag: String,
+    /// The static binaries to put at the root of the image.
+    #[arg(required = true)]
+    binaries: Vec<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let image = Image {
+        binaries: args.binaries,
+        tag: args.tag,
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+    };
+    match build(&image, &args.out) {
+        Ok(digest) => {
+            println!("wrote {} ({digest})", args.out.display());
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
