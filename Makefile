@@ -10,7 +10,7 @@ MUSL := x86_64-unknown-linux-musl
 IMAGE ?= target/image/kube-retention.oci.tar
 LOCAL_CLUSTER = $(CARGO) run --quiet --package kube-retention-e2e --bin local-cluster -- --state $(STATE)
 
-.PHONY: help toolchain cluster-binaries build up down status demo test fmt-check clippy unit e2e chaos crds image image-test bench-webhook bench-controller
+.PHONY: help toolchain cluster-binaries build up down status demo test fmt-check clippy unit e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-controller
 
 help:
 	@echo "make demo    start the local cluster and walk through what kube-retention does"
@@ -19,6 +19,7 @@ help:
 	@echo "make up      start the local cluster ($(STATE)/kubeconfig); make down stops it"
 	@echo "make image   an OCI image of the static binaries, no container engine needed ($(IMAGE))"
 	@echo "make crds    regenerate deploy/crds and the chart's crds/ from the Rust types in common/"
+	@echo "make monitoring  write deploy/monitoring's PrometheusRule and the chart's copies from the rule file"
 
 # rustfmt and clippy come with rustup's default profile; add them where a minimal profile left them out.
 toolchain:
@@ -44,12 +45,21 @@ status:
 demo: up
 	@scripts/demo.sh $(STATE)/kubeconfig
 
-test: fmt-check clippy unit e2e image-test
+test: fmt-check clippy unit monitoring-check e2e image-test
 
 # The retention.dev CRDs from the Rust types; `make unit` fails while the checked-in file is stale.
 crds: toolchain
 	$(CARGO) run --quiet --package kube-retention-controller --bin kube-retention-crdgen \
 		| tee deploy/crds/retention.dev.yaml > charts/kube-retention/crds/retention.dev.yaml
+
+# deploy/monitoring/kube-retention.rules.yaml is the source; `make unit` fails while these are stale.
+monitoring:
+	@scripts/monitoring.sh
+
+# The alerts, checked and unit-tested by the real promtool (built with the cluster binaries).
+monitoring-check: cluster-binaries
+	tests/cluster/bin/promtool check rules deploy/monitoring/kube-retention.rules.yaml
+	cd deploy/monitoring && ../../tests/cluster/bin/promtool test rules kube-retention.rules.test.yaml
 
 fmt-check: toolchain
 	$(CARGO) fmt --all -- --check

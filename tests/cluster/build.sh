@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds etcd, kube-apiserver, kube-controller-manager and kubectl from the Go modules pinned in
-# go.mod, and helm from helm/go.mod, into tests/cluster/bin (git-ignored), with the real release
+# go.mod, helm from helm/go.mod and promtool from promtool/go.mod, into tests/cluster/bin (git-ignored), with the real release
 # versions stamped in.
 # Go's build cache makes a rebuild with nothing changed take seconds.
 set -euo pipefail
@@ -28,4 +28,11 @@ helm_version=$(cd helm && go list -m -f '{{.Version}}' helm.sh/helm/v3)
 (cd helm && CGO_ENABLED=0 go build -trimpath -o ../bin/ \
 	-ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=${helm_version}" \
 	helm.sh/helm/v3/cmd/helm)
-echo "built ${k8s_version} and helm ${helm_version} into tests/cluster/bin: $(ls bin | tr '\n' ' ')"
+# promtool, for `make monitoring-check`: Prometheus's module versions v0.X.Y are its releases 3.X.Y.
+prometheus_version=$(cd promtool && go list -m -f '{{.Version}}' github.com/prometheus/prometheus)
+prometheus_release=${prometheus_version#v0.}
+prometheus_release="3.${prometheus_release:1}"
+(cd promtool && CGO_ENABLED=0 go build -trimpath -o ../bin/ \
+	-ldflags "-s -w -X github.com/prometheus/common/version.Version=${prometheus_release}" \
+	github.com/prometheus/prometheus/cmd/promtool)
+echo "built ${k8s_version}, helm ${helm_version} and promtool ${prometheus_release} into tests/cluster/bin: $(ls bin | tr '\n' ' ')"

@@ -1,7 +1,8 @@
 //! The Helm chart (charts/kube-retention), checked with the real helm built from Go modules: it
 //! lints, it renders exactly the objects of deploy/ for default values (but the Namespace, which
 //! Helm's --create-namespace owns, and Helm's own labels), and the API server accepts what it
-//! renders in a server-side dry run.
+//! renders in a server-side dry run, monitoring objects included (against the Prometheus
+//! operator's real CRDs).
 
 use std::collections::BTreeMap;
 
@@ -29,6 +30,8 @@ pub fn tests(env: &Env) -> Vec<Trial> {
 
 const CHART: &str = "charts/kube-retention";
 const KUBE_VERSION: &str = "1.35.0";
+/// Every monitoring object the chart can render.
+const MONITORING: &str = "monitoring.prometheusRule.enabled=true,monitoring.podMonitor.enabled=true,monitoring.dashboard.enabled=true";
 /// The labels Helm adds to each object; deploy/ has none of them.
 const HELM_LABELS: [&str; 4] = [
     "helm.sh/chart",
@@ -58,6 +61,7 @@ async fn lint(ns: TestNamespace) -> Result<()> {
     for values in [
         &["--strict"][..],
         &["--strict", "--set", "certificates.mode=cert-manager"],
+        &["--strict", "--set", MONITORING],
     ] {
         let said = kube_retention_e2e::run(
             helm(&ns.env)
@@ -176,8 +180,9 @@ async fn same_as_deploy(ns: TestNamespace) -> Result<()> {
 }
 
 async fn server_dry_run(ns: TestNamespace) -> Result<()> {
+    install_prometheus_operator_crds(&ns)?;
     let extra_rules = r#"controller.extraRules=[{"apiGroups":["example.com"],"resources":["widgets"],"verbs":["list","watch","delete"]}]"#;
-    let rendered = render(&ns, &["--set-json", extra_rules])?;
+    let rendered = render(&ns, &["--set-json", extra_rules, "--set", MONITORING])?;
     let applied = kube_retention_e2e::run_with_input(
         ns.env
             .kubectl()
@@ -192,5 +197,58 @@ async fn server_dry_run(ns: TestNamespace) -> Result<()> {
             && lines > 20,
         "kubectl apply --dry-run=server: {applied}"
     );
+    for monitored in [
+        "prometheusrule.monitoring.coreos.com/kube-retention",
+        "podmonitor.monitoring.coreos.com/kube-retention",
+        "configmap/kube-retention-dashboard",
+    ] {
+        ensure!(
+            applied.contains(monitored),
+            "{monitored} was not applied: {applied}"
+        );
+    }
+    let monitoring = ns.env.cluster.layout.repo_root.join("deploy/monitoring");
+    let applied = kube_retention_e2e::run(
+        ns.env
+            .kubectl()
+            .args(["apply", "--dry-run=server", "-k"])
+            .arg(monitoring),
+    )?;
+    ensure!(
+        applied.contains(
+            "prometheusrule.monitoring.coreos.com/kube-retention created (server dry run)"
+        ) && applied.contains("configmap/kube-retention-dashboard created (server dry run)"),
+        "kubectl apply --dry-run=server -k deploy/monitoring: {applied}"
+    );
+    Ok(())
+}
+
+/// The Prometheus operator's real PrometheusRule and PodMonitor CRDs (vendored in tests/crds), so
+/// the API server checks the chart's monitoring objects against their schemas.
+fn install_prometheus_operator_crds(ns: &TestNamespace) -> Result<()> {
+    let crds = ns
+        .env
+        .cluster
+        .layout
+        .repo_root
+        .join("tests/crds/prometheus-operator");
+    kube_retention_e2e::run(
+        ns.env
+            .kubectl()
+            .args([
+                "apply",
+                "--server-side",
+                "--field-manager=kube-retention-e2e",
+                "-f",
+            ])
+            .arg(crds),
+    )?;
+    kube_retention_e2e::run(ns.env.kubectl().args([
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd/prometheusrules.monitoring.coreos.com",
+        "crd/podmonitors.monitoring.coreos.com",
+    ]))?;
     Ok(())
 }
