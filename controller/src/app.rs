@@ -106,6 +106,7 @@ impl Args {
                 propagation,
                 concurrency: args.concurrency,
                 events: args.events,
+                event_window: args.event_window,
             },
             metrics: metrics.clone(),
             recorder,

@@ -29,9 +29,13 @@ pub struct Args {
     /// How deleted objects' dependents go: Background, Foreground or Orphan.
     #[arg(long, env = "KUBE_RETENTION_PROPAGATION_POLICY", value_enum, default_value_t = Propagation::Background)]
     pub propagation_policy: Propagation,
-    /// Record an Event for each deletion (on the parent where there is one).
+    /// Record Events for deletions (on the parent where there is one).
     #[arg(long, env = "KUBE_RETENTION_EVENTS", default_value_t = true, action = clap::ArgAction::Set)]
     pub events: bool,
+    /// Deletions of one parent's runs (or of one kind in a namespace) within this window share
+    /// one Event ("Deleted 37 BuildRuns of Build hello"); 0s records one Event per deletion.
+    #[arg(long, env = "KUBE_RETENTION_EVENT_WINDOW", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub event_window: std::time::Duration,
     /// Watch a further kind: GROUP/VERSION/KIND[/PLURAL][:LABEL=SUCCEEDED,FAILED]. Repeatable.
     #[arg(long = "kind", env = "KUBE_RETENTION_KINDS", value_delimiter = ' ')]
     pub kinds: Vec<String>,

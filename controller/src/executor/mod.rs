@@ -10,8 +10,11 @@ use std::collections::VecDeque;
 use std::num::NonZeroU32;
 use std::sync::{Arc, RwLock};
 
+use std::time::Duration;
+
+use digest::{Digest, Digested, Notice};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 use kube::Client;
 use kube::api::PropagationPolicy;
 use kube::runtime::events::{EventType, Recorder};
@@ -22,6 +25,7 @@ use crate::metrics::Metrics;
 use crate::state::{Action, EventTarget, Failure, Key, PolicyKey};
 use kube_retention_common::kinds::{Entry, Registry};
 
+pub mod digest;
 mod requests;
 
 /// What the state must hear back about.
@@ -76,6 +80,8 @@ pub struct Settings {
     pub propagation: PropagationPolicy,
     pub concurrency: usize,
     pub events: bool,
+    /// Deletion Events of one group within this window become one ([`digest`]).
+    pub event_window: std::time::Duration,
 }
 
 /// The executor's fixed collaborators.
@@ -97,7 +103,7 @@ pub struct Executor {
 
 struct Shared {
     parts: Parts,
-    tx: mpsc::UnboundedSender<Work>,
+    notices: mpsc::UnboundedSender<Notice>,
 }
 
 impl Executor {
@@ -108,10 +114,10 @@ impl Executor {
             .budget
             .map(|budget| Arc::new(RateLimiter::direct(Quota::per_second(budget))));
         let kinds = parts.kinds.clone();
-        let shared = Arc::new(Shared {
-            parts,
-            tx: tx.clone(),
-        });
+        let (notices, notices_rx) = mpsc::unbounded_channel();
+        let window = SignedDuration::try_from(parts.settings.event_window).unwrap_or_default();
+        tokio::spawn(digest_events(Digest::new(window), notices_rx, tx.clone()));
+        let shared = Arc::new(Shared { parts, notices });
         tokio::spawn(dispatch(shared, rx, limiter));
         Self { tx, kinds }
     }
@@ -129,6 +135,49 @@ impl Executor {
 
     pub fn submit(&self, action: Action) {
         self.tx.send(Work::Action(action)).ok();
+    }
+}
+
+/// Groups deletion notices into Events and queues each when its window closes.
+async fn digest_events(
+    mut digest: Digest,
+    mut notices: mpsc::UnboundedReceiver<Notice>,
+    tx: mpsc::UnboundedSender<Work>,
+) {
+    let queue = |digested: Digested| {
+        let event = EventWork {
+            target: digested.target,
+            namespace: digested.namespace,
+            type_: EventType::Normal,
+            reason: digested.reason,
+            action: "Delete",
+            note: digested.note,
+        };
+        tx.send(Work::Event(event)).ok();
+    };
+    loop {
+        let closes = digest.next_due().map(|at| {
+            let wait = Timestamp::now().duration_until(at);
+            tokio::time::Instant::now() + Duration::try_from(wait).unwrap_or_default()
+        });
+        tokio::select! {
+            notice = notices.recv() => match notice {
+                Some(notice) => {
+                    if let Some(digested) = digest.add(notice, Timestamp::now()) {
+                        queue(digested);
+                    }
+                }
+                None => return,
+            },
+            () = async {
+                match closes {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                digest.due(Timestamp::now()).into_iter().for_each(queue);
+            }
+        }
     }
 }
 

@@ -4,14 +4,15 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Api;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
-use kube::runtime::events::{Event, EventType};
+use kube::runtime::events::Event;
 use kube_retention_common::StampChange;
 use kube_retention_common::annotations::{EXPIRES_AT, MANAGED_LABEL, STAMPED};
 use kube_retention_common::expiry::format_timestamp;
 use kube_retention_common::kinds::Resource;
 use serde_json::{Value, json};
 
-use super::{EventWork, Feedback, Shared, Work};
+use super::digest::Notice;
+use super::{EventWork, Feedback, Shared};
 use crate::kinds::api_resource;
 use crate::metrics::{DeletionLabels, ErrorLabels, KindLabels};
 use crate::state::{Action, Failure, Key, Reason};
@@ -140,20 +141,26 @@ pub(super) async fn delete(shared: &Shared, action: Action) {
         shared.parts.feedback.send(feedback).ok();
     }
     if shared.parts.settings.events {
-        let (event_reason, why) = match reason {
-            Reason::Ttl => ("RetentionExpired", "its retention time passed"),
-            Reason::Limit => ("RetentionLimit", "it exceeded its history limit"),
-        };
-        let event = EventWork {
+        let notice = Notice {
             target: event_target,
             namespace: key.namespace.to_string(),
-            type_: EventType::Normal,
-            reason: event_reason,
-            action: "Delete",
-            note: format!("Deleted {kind} {}: {why}{by}", key.name),
+            kind: kind_name(shared, &key),
+            name: key.name.to_string(),
+            reason,
+            by,
         };
-        shared.tx.send(Work::Event(event)).ok();
+        shared.notices.send(notice).ok();
     }
+}
+
+/// The kind's own name (`BuildRun`), for Event notes.
+fn kind_name(shared: &Shared, key: &Key) -> String {
+    let kinds = shared
+        .parts
+        .kinds
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    kinds[key.kind].resource.kind.clone()
 }
 
 pub(super) async fn stamp(shared: &Shared, key: Key, change: StampChange, resource_version: &str) {

@@ -345,35 +345,55 @@ async fn pods(ns: TestNamespace) -> Result<()> {
     Ok(())
 }
 
+/// Deletions of one Build's runs within the controller's Event window (5 s) share one Event on
+/// the Build.
 async fn events(ns: TestNamespace) -> Result<()> {
-    create_buildrun(
-        &ns,
-        "noted",
-        "parent-build",
-        json!({"ttlAfterSucceeded": "1s"}),
-    )
-    .await?;
-    finish_buildrun(&ns, "noted", true, now_second()).await?;
+    let finished = now_second();
+    for name in ["noted-1", "noted-2", "noted-3"] {
+        create_buildrun(
+            &ns,
+            name,
+            "parent-build",
+            json!({"ttlAfterSucceeded": "1s"}),
+        )
+        .await?;
+    }
+    for name in ["noted-1", "noted-2", "noted-3"] {
+        finish_buildrun(&ns, name, true, finished).await?;
+    }
     let events: Api<k8s_openapi::api::events::v1::Event> =
         Api::namespaced(ns.env.client.clone(), &ns.name);
-    eventually(Duration::from_secs(10), "an Event on the Build", || async {
-        Ok(events
+    let on_the_build = || async {
+        let notes: Vec<String> = events
             .list(&Default::default())
             .await?
             .items
-            .iter()
-            .any(|event| {
+            .into_iter()
+            .filter(|event| {
                 event.regarding.as_ref().is_some_and(|regarding| {
                     regarding.kind.as_deref() == Some("Build")
                         && regarding.name.as_deref() == Some("parent-build")
-                }) && event
-                    .note
-                    .as_deref()
-                    .is_some_and(|note| note.contains("noted"))
-                    && event.reason.as_deref() == Some("RetentionExpired")
-            }))
+                }) && event.reason.as_deref() == Some("RetentionExpired")
+            })
+            .filter_map(|event| event.note)
+            .collect();
+        Ok::<_, anyhow::Error>(notes)
+    };
+    // The TTL, the window, and the Event's own request.
+    eventually(Duration::from_secs(20), "an Event on the Build", || async {
+        Ok(!on_the_build().await?.is_empty())
     })
-    .await
+    .await?;
+    let notes = on_the_build().await?;
+    ensure!(
+        notes
+            == [
+                "Deleted 3 BuildRuns of Build parent-build: their retention time passed: \
+                 noted-1, noted-2, noted-3"
+            ],
+        "one Event for the three runs: {notes:?}"
+    );
+    Ok(())
 }
 
 /// The controller started with the webhook's ServiceAccount, which may not delete anything.
