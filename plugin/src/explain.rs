@@ -58,25 +58,23 @@ pub async fn run(client: Client, args: ExplainArgs) -> Result<()> {
         }
     }
     let rows = vec![row(&explanation)];
-    output::print(
-        args.output,
-        &[
-            "NAMESPACE",
-            "KIND",
-            "NAME",
-            "STATE",
-            "DEADLINE",
-            "SOURCE",
-            "NOTE",
-        ],
-        &rows,
-        &explanation,
-    )?;
+    output::print(args.output, &COLUMNS, &rows, &explanation)?;
     if args.output == Format::Table && !explanation.overruled.is_empty() {
         println!("earlier than: {}", explanation.overruled.join(", "));
     }
     Ok(())
 }
+
+/// The table's columns, one value each in [`row`].
+pub const COLUMNS: [&str; 7] = [
+    "NAMESPACE",
+    "KIND",
+    "NAME",
+    "STATE",
+    "DEADLINE",
+    "SOURCE",
+    "NOTE",
+];
 
 pub fn row(explanation: &Explanation) -> Vec<String> {
     vec![

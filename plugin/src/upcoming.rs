@@ -12,7 +12,7 @@ use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
 use kube_retention_common::kinds::{Registry, Resource, Role};
 
 use crate::args::UpcomingArgs;
-use crate::explain::row;
+use crate::explain::{COLUMNS, row};
 use crate::model::{self, Explanation, Policies};
 use crate::output;
 
@@ -69,20 +69,7 @@ pub async fn run(client: Client, args: UpcomingArgs) -> Result<()> {
         );
         return Ok(());
     }
-    output::print(
-        args.output,
-        &[
-            "NAMESPACE",
-            "KIND",
-            "NAME",
-            "STATE",
-            "DEADLINE",
-            "SOURCE",
-            "NOTE",
-        ],
-        &rows,
-        &upcoming,
-    )
+    output::print(args.output, &COLUMNS, &rows, &upcoming)
 }
 
 /// The built-in runs and annotated kinds' usual suspects, and every kind a policy names.
@@ -93,29 +80,21 @@ async fn kinds(client: &Client) -> Result<Vec<Resource>> {
         .map(|(_, entry)| entry.resource.clone())
         .collect();
     let mut named = BTreeSet::new();
-    for policy in Api::<RetentionPolicy>::all(client.clone())
+    let namespaced = Api::<RetentionPolicy>::all(client.clone())
         .list(&ListParams::default())
         .await?
         .items
-    {
-        named.extend(
-            policy
-                .spec
-                .rules
-                .resources
-                .iter()
-                .map(|reference| (reference.api_version.clone(), reference.kind.clone())),
-        );
-    }
-    for policy in Api::<ClusterRetentionPolicy>::all(client.clone())
+        .into_iter()
+        .map(|policy| policy.spec.rules);
+    let cluster_wide = Api::<ClusterRetentionPolicy>::all(client.clone())
         .list(&ListParams::default())
         .await?
         .items
-    {
+        .into_iter()
+        .map(|policy| policy.spec.rules);
+    for rules in namespaced.chain(cluster_wide) {
         named.extend(
-            policy
-                .spec
-                .rules
+            rules
                 .resources
                 .iter()
                 .map(|reference| (reference.api_version.clone(), reference.kind.clone())),
