@@ -99,12 +99,14 @@ chaos: cluster-binaries build
 	PROPTEST_CASES=1000000 $(CARGO) test --release --package kube-retention-webhook --test properties
 	KUBE_RETENTION_CHAOS=long $(CARGO) test --package kube-retention-e2e --features e2e --test e2e -- chaos_
 
-# Benchmarks write their results into docs/benchmarks.md.
+# Benchmarks write their results into docs/benchmarks.md. bench-controller takes about ten
+# minutes; `make bench-controller BENCH_ARGS=--full` is the long form (about an hour).
 bench-webhook: cluster-binaries
+	bench/webhook-peer/build.sh
 	$(CARGO) build --release --package kube-retention-webhook --package kube-retention-controller --package kube-retention-bench
-	KUBE_RETENTION_PROFILE=release target/release/webhook-bench
+	KUBE_RETENTION_PROFILE=release target/release/webhook-bench $(BENCH_ARGS)
 
 bench-controller: cluster-binaries
 	$(CARGO) build --release --package kube-retention-webhook --package kube-retention-controller --package kube-retention-bench
 	KUBE_RETENTION_PROFILE=release KUBE_RETENTION_AUDIT_POLICY=$(CURDIR)/bench/audit-policy.yaml \
-		target/release/controller-bench
+		target/release/controller-bench $(BENCH_ARGS)

@@ -20,21 +20,46 @@ const PEER: &str = "ttl-after-finished-peer";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Deleter {
     KubeRetention,
+    /// kube-retention recording one Event per deletion (`--event-window=0s`), as before
+    /// Events were aggregated.
+    KubeRetentionEventEach,
+    /// kube-controller-manager's TTL controller with its default 5 workers.
     Peer,
+    /// The same with [`TUNED_WORKERS`] workers (`--concurrent-ttl-after-finished-syncs`).
+    PeerTuned,
 }
 
+/// The tuned peer's workers.
+pub const TUNED_WORKERS: u32 = 50;
+
 impl Deleter {
-    pub fn label(self) -> &'static str {
+    pub fn label(self) -> String {
         match self {
-            Self::KubeRetention => "kube-retention",
-            Self::Peer => "kube-controller-manager ttl-after-finished",
+            Self::KubeRetention => "kube-retention".into(),
+            Self::KubeRetentionEventEach => "kube-retention, an Event per deletion".into(),
+            Self::Peer => "kube-controller-manager ttl-after-finished".into(),
+            Self::PeerTuned => {
+                format!("kube-controller-manager ttl-after-finished, {TUNED_WORKERS} workers")
+            }
+        }
+    }
+
+    /// A short name for the namespaces of its runs.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Self::KubeRetention => "kr",
+            Self::KubeRetentionEventEach => "kr-each",
+            Self::Peer => "peer",
+            Self::PeerTuned => "peer-tuned",
         }
     }
 
     pub fn user(self) -> String {
         match self {
-            Self::KubeRetention => LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT),
-            Self::Peer => PEER_USER.to_owned(),
+            Self::KubeRetention | Self::KubeRetentionEventEach => {
+                LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT)
+            }
+            Self::Peer | Self::PeerTuned => PEER_USER.to_owned(),
         }
     }
 }
@@ -85,18 +110,19 @@ pub fn start(
     metrics_port: u16,
 ) -> Result<Running> {
     let tracked = match deleter {
-        Deleter::KubeRetention => {
-            let qps = format!("--qps={}", budget.unwrap_or(0));
-            let tracked = components::start_controller(
-                cluster,
-                CONTROLLER,
-                metrics_port,
-                &[qps, "--leader-election=false".into()],
-            )?;
+        Deleter::KubeRetention | Deleter::KubeRetentionEventEach => {
+            let mut flags = vec![
+                format!("--qps={}", budget.unwrap_or(0)),
+                "--leader-election=false".into(),
+            ];
+            if deleter == Deleter::KubeRetentionEventEach {
+                flags.push("--event-window=0s".into());
+            }
+            let tracked = components::start_controller(cluster, CONTROLLER, metrics_port, &flags)?;
             components::wait_for_controller(cluster, metrics_port, Duration::from_secs(120))?;
             tracked
         }
-        Deleter::Peer => {
+        Deleter::Peer | Deleter::PeerTuned => {
             // client-go's limiter: qps with an equal burst, like governor's per-second quota.
             let qps = budget.unwrap_or(1_000_000);
             process::spawn(
@@ -111,7 +137,12 @@ pub fn start(
                     .arg(format!("--kube-api-qps={qps}"))
                     .arg(format!("--kube-api-burst={qps}"))
                     .arg("--leader-elect=false")
-                    .arg("--secure-port=0"),
+                    .arg("--secure-port=0")
+                    .args(
+                        (deleter == Deleter::PeerTuned).then(|| {
+                            format!("--concurrent-ttl-after-finished-syncs={TUNED_WORKERS}")
+                        }),
+                    ),
             )
             .context("starting the peer kube-controller-manager")?
         }

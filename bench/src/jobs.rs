@@ -28,8 +28,18 @@ pub async fn create(
     count: usize,
     ttl_seconds: u32,
 ) -> Result<()> {
+    create_range(client, namespace, 0..count, ttl_seconds).await
+}
+
+/// Creates the Jobs numbered `indexes` (see [`create`]).
+pub async fn create_range(
+    client: &Client,
+    namespace: &str,
+    indexes: std::ops::Range<usize>,
+    ttl_seconds: u32,
+) -> Result<()> {
     let jobs: Api<Job> = Api::namespaced(client.clone(), namespace);
-    stream::iter(0..count)
+    stream::iter(indexes)
         .map(|index| {
             let jobs = jobs.clone();
             async move {

@@ -4,11 +4,15 @@
 //! docs/benchmarks.md.
 
 pub mod deleters;
+pub mod deletion;
+pub mod differential;
 pub mod discovery;
 pub mod jobs;
 pub mod load;
+pub mod memory;
 pub mod policies;
 pub mod report;
+pub mod side_by_side;
 pub mod webhook;
 pub mod writers;
 
@@ -37,4 +41,11 @@ pub async fn namespace(client: &kube::Client, name: &str) -> anyhow::Result<()> 
         .create(&kube::api::PostParams::default(), &namespace)
         .await?;
     Ok(())
+}
+
+/// A free port on 127.0.0.1 for a deleter's metrics.
+pub fn metrics_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }

@@ -42,9 +42,9 @@ impl Outcome {
     }
 }
 
-type Sender = SendRequest<Full<Bytes>>;
+pub type Sender = SendRequest<Full<Bytes>>;
 
-async fn connect(target: &Target) -> Result<Sender> {
+pub async fn connect(target: &Target) -> Result<Sender> {
     let tcp = tokio::net::TcpStream::connect(target.address).await?;
     tcp.set_nodelay(true)?;
     let tls = target

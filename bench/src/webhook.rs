@@ -101,16 +101,35 @@ pub async fn wait_until_serving(target: &Arc<Target>) -> Result<()> {
 
 /// An AdmissionReview of `object` by `user` in [`NAMESPACE`].
 pub fn review(operation: &str, group: &str, kind: &str, object: Value, user: &str) -> Bytes {
-    let version = if group.is_empty() { "v1" } else { "v1beta1" };
+    review_with_old(operation, group, kind, object, None, user)
+}
+
+/// An AdmissionReview of `object` (replacing `old`, for an UPDATE) by `user` in [`NAMESPACE`].
+pub fn review_with_old(
+    operation: &str,
+    group: &str,
+    kind: &str,
+    object: Value,
+    old: Option<&Value>,
+    user: &str,
+) -> Bytes {
+    let version = match group {
+        "" | "batch" => "v1",
+        _ => "v1beta1",
+    };
+    let mut request = json!({
+        "uid": "3c9d2f8e-0000-4000-8000-000000000000",
+        "kind": {"group": group, "version": version, "kind": kind},
+        "resource": {"group": group, "version": version, "resource": format!("{}s", kind.to_lowercase())},
+        "name": object["metadata"]["name"], "namespace": NAMESPACE, "operation": operation,
+        "userInfo": {"username": user, "groups": ["system:authenticated"]},
+        "object": object, "dryRun": false});
+    if let Some(old) = old {
+        request["oldObject"] = old.clone();
+    }
     Bytes::from(
-        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-            "uid": "3c9d2f8e-0000-4000-8000-000000000000",
-            "kind": {"group": group, "version": version, "kind": kind},
-            "resource": {"group": group, "version": version, "resource": format!("{}s", kind.to_lowercase())},
-            "name": object["metadata"]["name"], "namespace": NAMESPACE, "operation": operation,
-            "userInfo": {"username": user, "groups": ["system:authenticated"]},
-            "object": object, "dryRun": false}})
-        .to_string(),
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+            .to_string(),
     )
 }
 

@@ -1,19 +1,20 @@
-//! `make bench-webhook`: AdmissionReview load over TLS against the release webhook, from this
-//! separate process, at fixed rates and then closed-loop to saturation. Reports p50/p99/p99.9
-//! latency, throughput and the webhook's peak RSS into docs/benchmarks.md, then what the writer
-//! check costs ([`kube_retention_bench::writers`]). The webhook asks a private local cluster.
+//! `make bench-webhook`: AdmissionReview load over TLS against the release webhook and the Go
+//! peer (`bench/webhook-peer`), one after the other in the same run, from this separate process,
+//! at fixed rates and then closed-loop to saturation ([`side_by_side`]); then the same generated
+//! AdmissionReviews to both, their answers compared ([`differential`]); then what the writer
+//! check costs ([`kube_retention_bench::writers`]). Both webhooks ask a private local cluster.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Parser;
 use hyper::body::Bytes;
-use kube_retention_bench::load::{self, Outcome, Target};
+use kube_retention_bench::differential;
+use kube_retention_bench::report;
+use kube_retention_bench::side_by_side::{self, Contender, Load};
 use kube_retention_bench::webhook::{self, Webhook, release_binary, review};
 use kube_retention_bench::writers::{self, WRITER};
-use kube_retention_bench::{report, rss_kib};
 use kube_retention_e2e::cluster::WEBHOOK_SERVICE_ACCOUNT;
 use kube_retention_e2e::process::tracked;
 use kube_retention_e2e::{Layout, LocalCluster};
@@ -33,9 +34,25 @@ struct Args {
     /// Connections for the fixed-rate steps and for saturation.
     #[arg(long, default_value_t = 32)]
     connections: usize,
+    /// Generated AdmissionReviews sent to both webhooks and compared.
+    #[arg(long, default_value_t = 200_000)]
+    differential_cases: u64,
+    /// The Go peer (`bench/webhook-peer/build.sh` builds it).
+    #[arg(long, default_value = "bench/webhook-peer/bin/webhook-peer")]
+    peer: PathBuf,
     /// Where to write the results.
     #[arg(long, default_value = "docs/benchmarks.md")]
     report: PathBuf,
+    /// Run only the side-by-side load, the differential check, or the writer check's cost.
+    #[arg(long, value_enum)]
+    only: Option<Part>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Part {
+    SideBySide,
+    Differential,
+    Writers,
 }
 
 /// A mix of what the webhook sees: a denied Build, an annotated ConfigMap to stamp, an
@@ -85,6 +102,13 @@ async fn main() -> Result<()> {
 }
 
 async fn bench(args: &Args, cluster: &LocalCluster, binary: &std::path::Path) -> Result<()> {
+    kube_retention_e2e::run(
+        cluster
+            .kubectl()
+            .args(["create", "namespace", webhook::NAMESPACE]),
+    )?;
+    // While the cluster's own webhook still admits them: the Builds BuildRuns name.
+    differential::seed_parents(cluster)?;
     // Only the webhook under test runs: the cluster's own kube-retention processes would share
     // the two cores.
     for process in tracked(
@@ -93,19 +117,46 @@ async fn bench(args: &Args, cluster: &LocalCluster, binary: &std::path::Path) ->
     ) {
         process.stop(Duration::from_secs(10))?;
     }
-    kube_retention_e2e::run(
-        cluster
-            .kubectl()
-            .args(["create", "namespace", webhook::NAMESPACE]),
-    )?;
     writers::grant_writer(cluster)?;
     let tls = tempfile::tempdir()?;
     let ca = webhook::certificates(tls.path())?;
     let kubeconfig = cluster.service_account_kubeconfig(WEBHOOK_SERVICE_ACCOUNT);
-    {
-        let webhook = Webhook::start(binary, tls.path(), &kubeconfig, &[])?;
-        let target = webhook::target(&ca, webhook.port, requests())?;
-        mix(args, target, webhook.pid()).await?;
+    let admin = cluster.layout.kubeconfig();
+    let contenders = [
+        Contender {
+            name: "kube-retention",
+            binary,
+            kubeconfig: &kubeconfig,
+            extra: &["--check-writers=false"],
+        },
+        Contender {
+            name: "Go peer",
+            binary: &args.peer,
+            kubeconfig: &admin,
+            extra: &[],
+        },
+    ];
+    let load = Load {
+        tls: tls.path(),
+        ca: &ca,
+        requests: requests(),
+        rates: &args.rates,
+        seconds: args.seconds,
+        connections: args.connections,
+    };
+    let runs = |part: Part| args.only.is_none_or(|only| only == part);
+    if runs(Part::SideBySide) {
+        let mut measured = Vec::new();
+        for contender in &contenders {
+            measured.push(side_by_side::measure(contender, &load).await?);
+        }
+        report::write_section(&args.report, "webhook", &webhook_section(args, &measured))?;
+    }
+    if runs(Part::Differential) {
+        differential(args, &contenders, &load).await?;
+    }
+    if !runs(Part::Writers) {
+        return Ok(());
     }
     let setup = writers::Setup {
         cluster,
@@ -136,88 +187,95 @@ async fn bench(args: &Args, cluster: &LocalCluster, binary: &std::path::Path) ->
     Ok(())
 }
 
-/// The mix at fixed rates and to saturation, with the webhook's memory: the `webhook` section.
-async fn mix(args: &Args, target: Arc<Target>, pid: u32) -> Result<()> {
-    webhook::wait_until_serving(&target).await?;
-    let idle = rss_kib(pid).context("webhook RSS")?;
-    println!("warming up");
-    load::fixed_rate(
-        target.clone(),
-        500,
-        Duration::from_secs(2),
-        args.connections,
-    )
-    .await;
-    let mut rows = Vec::new();
-    for &rate in &args.rates {
-        let outcome = load::fixed_rate(
-            target.clone(),
-            rate,
-            Duration::from_secs(args.seconds),
-            args.connections,
-        )
-        .await;
-        let row = row(&format!("{rate} req/s"), &outcome, pid);
-        println!("{row}");
-        rows.push(row);
-    }
-    let outcome = load::saturate(
-        target.clone(),
-        Duration::from_secs(args.seconds),
-        args.connections,
-    )
-    .await;
-    let row = row(
-        &format!("saturation ({} connections)", args.connections),
-        &outcome,
-        pid,
-    );
-    println!("{row}");
-    rows.push(row);
-    let (peak, _) = rss_kib(pid).context("webhook RSS")?;
-
+fn webhook_section(args: &Args, measured: &[side_by_side::Measured]) -> String {
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(0);
-    let body = format!(
-        "## Webhook: AdmissionReview load over TLS\n\n\
-         Measured with `make bench-webhook` (`bench/src/bin/webhook-bench.rs`): the release webhook\n\
-         as its own process; this load generator as another, on the same {cpus}-core machine, over\n\
-         {connections} keep-alive HTTP/1.1 TLS connections. The mix, round-robin: a Build denied\n\
-         for two errors, a ConfigMap stamped with `expires-at` (patch), an annotated Job validated,\n\
-         a finished Job re-stamped on UPDATE, all by a writer allowed to delete them (the writer\n\
-         check on, asking the run's local API server, answers cached 5 s; its cost is measured\n\
-         below). Latency counts from when each request was due\n\
-         (open loop), so queueing is included. {seconds} s per step.\n\n\
-         | load | completed | errors | throughput (req/s) | p50 (ms) | p99 (ms) | p99.9 (ms) | max (ms) | webhook RSS (MiB) |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n{}\n\n\
-         Webhook RSS idle after start: {:.1} MiB; peak over the whole run (VmHWM): {:.1} MiB.\n\
-         Goals: p99 ≤ 1 ms at 1,000 req/s, ≤ 20 MiB RSS.\n",
-        rows.join("\n"),
-        idle.1 as f64 / 1024.0,
-        peak as f64 / 1024.0,
+    let ratios = match measured {
+        [ours, peer] => side_by_side::ratios(ours, peer),
+        _ => String::new(),
+    };
+    format!(
+        "## Webhook: kube-retention and a Go peer under the same AdmissionReview load over TLS\n\n\
+         Measured with `make bench-webhook` (`bench/src/bin/webhook-bench.rs`, `bench/src/side_by_side.rs`):\n\
+         each webhook as its own process, one after the other in the same run, this load generator as\n\
+         another, on the same {cpus}-core machine, over {connections} keep-alive HTTP/1.1 TLS connections.\n\
+         kube-retention: the release build, `--check-writers=false` (the peer has no writer check; its\n\
+         cost is measured below). The Go peer: {peer}. The mix, round-robin: a Build denied for two\n\
+         errors, a ConfigMap stamped with `expires-at` (patch), an annotated Job validated, a finished\n\
+         Job re-stamped on UPDATE. Latency counts from when each request was due (open loop), so\n\
+         queueing is included. {seconds} s per step; RSS is VmHWM over the server's whole run.\n\n\
+         {}\n\n{ratios}\n",
+        side_by_side::table(measured),
         connections = args.connections,
         seconds = args.seconds,
-    );
-    report::write_section(&args.report, "webhook", &body)?;
-    println!(
-        "peak RSS {:.1} MiB; written to {}",
-        peak as f64 / 1024.0,
-        args.report.display()
-    );
-    Ok(())
+        peer = peer_build(&args.peer),
+    )
 }
 
-fn row(load: &str, outcome: &Outcome, pid: u32) -> String {
-    let rss = rss_kib(pid).map_or(0.0, |(_, current)| current as f64 / 1024.0);
+/// The peer's exact build, from the binary itself (`go version -m`): Go, controller-runtime and
+/// the build flags.
+fn peer_build(peer: &std::path::Path) -> String {
+    let Ok(output) = std::process::Command::new("go")
+        .args(["version", "-m"])
+        .arg(peer)
+        .output()
+    else {
+        return "(go version -m failed)".to_owned();
+    };
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut parts = Vec::new();
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields.as_slice() {
+            [_, go] if go.starts_with("go1") => parts.push(go.to_string()),
+            ["dep", "sigs.k8s.io/controller-runtime", version, ..] => {
+                parts.push(format!("controller-runtime {version}"))
+            }
+            ["build", setting]
+                if setting.starts_with("CGO_ENABLED") || setting.starts_with("-") =>
+            {
+                parts.push(format!("`{setting}`"))
+            }
+            ["build", flag, rest @ ..] if flag.starts_with("-ldflags") => {
+                parts.push(format!("`{flag} {}`", rest.join(" ")))
+            }
+            _ => {}
+        }
+    }
     format!(
-        "| {load} | {} | {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.3} | {rss:.1} |",
-        outcome.completed,
-        outcome.errors,
-        outcome.throughput(),
-        outcome.millis(50.0),
-        outcome.millis(99.0),
-        outcome.millis(99.9),
-        outcome.latency.max() as f64 / 1000.0,
+        "`bench/webhook-peer` built by its build.sh ({})",
+        parts.join(", ")
     )
+}
+
+/// The same generated AdmissionReviews to both webhooks, freshly started: the
+/// `webhook-differential` section.
+async fn differential(args: &Args, contenders: &[Contender<'_>], load: &Load<'_>) -> Result<()> {
+    let [ours, peer] = contenders else {
+        anyhow::bail!("two contenders");
+    };
+    let ours_server = Webhook::start(ours.binary, load.tls, ours.kubeconfig, ours.extra)?;
+    let peer_server = Webhook::start(peer.binary, load.tls, peer.kubeconfig, peer.extra)?;
+    let ours_target = webhook::target(load.ca, ours_server.port, requests())?;
+    let peer_target = webhook::target(load.ca, peer_server.port, requests())?;
+    webhook::wait_until_serving(&ours_target).await?;
+    webhook::wait_until_serving(&peer_target).await?;
+    println!("differential: {} cases", args.differential_cases);
+    let findings = differential::run(ours_target, peer_target, args.differential_cases, 8).await?;
+    let body = format!(
+        "### Differential check: the same AdmissionReviews to both\n\n\
+         Measured with `make bench-webhook` (`bench/src/differential/`): Shipwright Builds and\n\
+         BuildRuns (naming Builds with TTLs, without, with `atBuildDeletion`, and a missing one),\n\
+         annotated ConfigMaps and Jobs (running, complete, failed), CREATE and UPDATE, through\n\
+         `/validate` and `/mutate`, every field drawn from values valid, invalid or on the edge\n\
+         between the two duration grammars. Compared: allowed, status code, the fields a denial\n\
+         names, the object after the patch. Case N is a pure function of N\n\
+         (`differential::case(N)`), so each can be replayed.\n\n{}",
+        findings.markdown()
+    );
+    report::write_section(&args.report, "webhook-differential", &body)?;
+    let disagreeing: u64 = findings.counts.values().sum();
+    println!("differential: {disagreeing} disagreements");
+    Ok(())
 }

@@ -1,0 +1,196 @@
+//! The `webhook` section of `make bench-webhook`: kube-retention's webhook and the Go peer
+//! (`bench/webhook-peer`, controller-runtime's admission package and TLS server) under the same
+//! open-loop load over TLS, one after the other in the same run, and the ratios against the
+//! issue's goals. Absolute figures on a shared two-core machine move between runs; the ratios of
+//! two servers measured minutes apart on the same machine are what count.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use hyper::body::Bytes;
+
+use crate::load::{self, Outcome};
+use crate::rss_kib;
+use crate::webhook::{self, Webhook};
+
+/// One server under test.
+pub struct Contender<'a> {
+    pub name: &'static str,
+    pub binary: &'a Path,
+    pub kubeconfig: &'a Path,
+    pub extra: &'a [&'a str],
+}
+
+/// What the load steps are.
+pub struct Load<'a> {
+    pub tls: &'a Path,
+    pub ca: &'a kube_retention_certs::CertificateAuthority,
+    pub requests: Vec<(&'static str, Bytes)>,
+    pub rates: &'a [u64],
+    pub seconds: u64,
+    pub connections: usize,
+}
+
+/// A contender's figures: each fixed rate, then saturation, and its memory.
+pub struct Measured {
+    pub name: &'static str,
+    pub steps: Vec<(String, Outcome)>,
+    pub idle_mib: f64,
+    pub peak_mib: f64,
+}
+
+impl Measured {
+    fn step(&self, label: &str) -> Option<&Outcome> {
+        self.steps
+            .iter()
+            .find(|(name, _)| name == label)
+            .map(|(_, outcome)| outcome)
+    }
+
+    fn saturation(&self) -> Option<&Outcome> {
+        self.steps.last().map(|(_, outcome)| outcome)
+    }
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+/// Starts `contender`, warms it up, and runs every step against it.
+pub async fn measure(contender: &Contender<'_>, load: &Load<'_>) -> Result<Measured> {
+    let server = Webhook::start(
+        contender.binary,
+        load.tls,
+        contender.kubeconfig,
+        contender.extra,
+    )?;
+    let target = webhook::target(load.ca, server.port, load.requests.clone())?;
+    webhook::wait_until_serving(&target)
+        .await
+        .with_context(|| format!("{} did not start serving", contender.name))?;
+    let pid = server.pid();
+    let (_, idle) = rss_kib(pid).context("RSS")?;
+    println!("{}: warming up", contender.name);
+    load::fixed_rate(
+        target.clone(),
+        500,
+        Duration::from_secs(2),
+        load.connections,
+    )
+    .await;
+    let mut steps = Vec::new();
+    for &rate in load.rates {
+        let outcome = fixed(&target, rate, load).await;
+        println!(
+            "{}: {rate} req/s: p99 {:.3} ms",
+            contender.name,
+            outcome.millis(99.0)
+        );
+        steps.push((format!("{rate} req/s"), outcome));
+    }
+    let outcome = load::saturate(
+        target.clone(),
+        Duration::from_secs(load.seconds),
+        load.connections,
+    )
+    .await;
+    println!(
+        "{}: saturation {:.0} req/s",
+        contender.name,
+        outcome.throughput()
+    );
+    steps.push((
+        format!("saturation ({} connections)", load.connections),
+        outcome,
+    ));
+    let (peak, _) = rss_kib(pid).context("RSS")?;
+    Ok(Measured {
+        name: contender.name,
+        steps,
+        idle_mib: mib(idle),
+        peak_mib: mib(peak),
+    })
+}
+
+async fn fixed(target: &Arc<load::Target>, rate: u64, load: &Load<'_>) -> Outcome {
+    load::fixed_rate(
+        target.clone(),
+        rate,
+        Duration::from_secs(load.seconds),
+        load.connections,
+    )
+    .await
+}
+
+/// The side-by-side table: each step with both servers in adjacent rows.
+pub fn table(measured: &[Measured]) -> String {
+    let mut rows = vec![
+        "| load | server | completed | errors | throughput (req/s) | p50 (ms) | p99 (ms) | p99.9 (ms) | max (ms) |".to_owned(),
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |".to_owned(),
+    ];
+    let Some(first) = measured.first() else {
+        return String::new();
+    };
+    for (label, _) in &first.steps {
+        for server in measured {
+            let Some(outcome) = server.step(label) else {
+                continue;
+            };
+            rows.push(format!(
+                "| {label} | {} | {} | {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.3} |",
+                server.name,
+                outcome.completed,
+                outcome.errors,
+                outcome.throughput(),
+                outcome.millis(50.0),
+                outcome.millis(99.0),
+                outcome.millis(99.9),
+                outcome.latency.max() as f64 / 1000.0,
+            ));
+        }
+    }
+    rows.join("\n")
+}
+
+/// The goals as ratios of `ours` against `peer`, each with whether it is met.
+pub fn ratios(ours: &Measured, peer: &Measured) -> String {
+    let mut lines = vec![
+        "| goal | kube-retention | Go peer | ratio | met |".to_owned(),
+        "| --- | --- | --- | --- | --- |".to_owned(),
+    ];
+    let met = |ok: bool| if ok { "yes" } else { "**no**" };
+    if let (Some(a), Some(b)) = (ours.saturation(), peer.saturation()) {
+        let ratio = a.throughput() / b.throughput();
+        lines.push(format!(
+            "| saturation ≥ 2× the peer | {:.0} req/s | {:.0} req/s | {ratio:.2}× | {} |",
+            a.throughput(),
+            b.throughput(),
+            met(ratio >= 2.0)
+        ));
+    }
+    if let (Some(a), Some(b)) = (ours.step("1000 req/s"), peer.step("1000 req/s")) {
+        let ratio = a.millis(99.0) / b.millis(99.0);
+        lines.push(format!(
+            "| p99 at 1,000 req/s ≤ ½ the peer's | {:.3} ms | {:.3} ms | {ratio:.2}× | {} |",
+            a.millis(99.0),
+            b.millis(99.0),
+            met(ratio <= 0.5)
+        ));
+    }
+    let ratio = ours.peak_mib / peer.peak_mib;
+    lines.push(format!(
+        "| peak RSS ≤ ⅓ of the peer's | {:.1} MiB | {:.1} MiB | {ratio:.2}× | {} |",
+        ours.peak_mib,
+        peer.peak_mib,
+        met(ratio <= 1.0 / 3.0)
+    ));
+    lines.push(format!(
+        "| RSS idle after start (no goal) | {:.1} MiB | {:.1} MiB | {:.2}× | |",
+        ours.idle_mib,
+        peer.idle_mib,
+        ours.idle_mib / peer.idle_mib
+    ));
+    lines.join("\n")
+}
