@@ -126,6 +126,7 @@ pub async fn measure(
     };
     let (lists, patches) = requests(cluster, offset, &Deleter::KubeRetention.user(), namespace)?;
     drop(running);
+    crate::remove_namespace(cluster, namespace)?;
     Ok(Figures {
         objects: count,
         labelled_after,

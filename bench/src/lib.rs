@@ -49,3 +49,18 @@ pub fn metrics_port() -> anyhow::Result<u16> {
         .local_addr()?
         .port())
 }
+
+/// Deletes the namespace `name` and waits until it is gone, so a part's objects do not weigh on
+/// the parts after it.
+pub fn remove_namespace(
+    cluster: &kube_retention_e2e::LocalCluster,
+    name: &str,
+) -> anyhow::Result<()> {
+    kube_retention_e2e::run(cluster.kubectl().args([
+        "delete",
+        "namespace",
+        name,
+        "--timeout=900s",
+    ]))?;
+    Ok(())
+}

@@ -52,6 +52,7 @@ pub async fn measure(
             });
         }
     }
+    crate::remove_namespace(cluster, NAMESPACE)?;
     Ok(readings)
 }
 
