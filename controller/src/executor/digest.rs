@@ -1,9 +1,9 @@
 //! Deletion Events, aggregated: the deletions of one parent's runs (a Build's BuildRuns, a
 //! CronJob's Jobs), or of one kind in a namespace for objects without a parent, within a short
 //! window become one Event — "Deleted 37 BuildRuns of Build hello: their retention time passed:
-//! hello-1, …" — so a burst of 10,000 deletions costs tens of Event requests, not thousands. A group that
-//! holds a single deletion reads as before. Pure and clock-injected: the executor feeds it and
-//! sends what falls due.
+//! hello-1, …" — so a burst of 10,000 deletions costs tens of Event requests, not thousands. A
+//! group that holds a single deletion reads as before. Pure and clock-injected: the executor
+//! feeds it and sends what falls due.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -133,22 +133,28 @@ impl Digest {
     }
 }
 
-fn event_reason(reason: Reason) -> &'static str {
+/// How a deletion for `reason` is told: the Event's reason, and why of one object and of several.
+fn wording(reason: Reason) -> (&'static str, &'static str, &'static str) {
     match reason {
-        Reason::Ttl => "RetentionExpired",
-        Reason::Limit => "RetentionLimit",
+        Reason::Ttl => (
+            "RetentionExpired",
+            "its retention time passed",
+            "their retention time passed",
+        ),
+        Reason::Limit => (
+            "RetentionLimit",
+            "it exceeded its history limit",
+            "they exceeded their history limit",
+        ),
     }
 }
 
 fn single(notice: &Notice) -> Digested {
-    let why = match notice.reason {
-        Reason::Ttl => "its retention time passed",
-        Reason::Limit => "it exceeded its history limit",
-    };
+    let (reason, why, _) = wording(notice.reason);
     Digested {
         target: notice.target.clone(),
         namespace: notice.namespace.clone(),
-        reason: event_reason(notice.reason),
+        reason,
         note: format!(
             "Deleted {} {}: {why}{}",
             notice.kind, notice.name, notice.by
@@ -161,10 +167,7 @@ fn aggregated(group: &Group) -> Digested {
     if group.count == 1 {
         return single(notice);
     }
-    let why = match notice.reason {
-        Reason::Ttl => "their retention time passed",
-        Reason::Limit => "they exceeded their history limit",
-    };
+    let (reason, _, why) = wording(notice.reason);
     let whose = if notice.own() {
         format!("in namespace {}", notice.namespace)
     } else {
@@ -180,7 +183,7 @@ fn aggregated(group: &Group) -> Digested {
     Digested {
         target: notice.target.clone(),
         namespace: notice.namespace.clone(),
-        reason: event_reason(notice.reason),
+        reason,
         note: format!(
             "Deleted {} {}s {whose}: {why}{}: {listed}",
             group.count, notice.kind, notice.by

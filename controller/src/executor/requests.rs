@@ -96,7 +96,8 @@ pub(super) async fn delete(shared: &Shared, action: Action) {
     else {
         return;
     };
-    let kind = kind_of(shared, &key);
+    let resource = resource(shared, &key);
+    let kind = resource.to_string();
     let params = DeleteParams {
         preconditions: Some(Preconditions {
             uid: Some(uid.to_string()),
@@ -144,23 +145,13 @@ pub(super) async fn delete(shared: &Shared, action: Action) {
         let notice = Notice {
             target: event_target,
             namespace: key.namespace.to_string(),
-            kind: kind_name(shared, &key),
+            kind: resource.kind,
             name: key.name.to_string(),
             reason,
             by,
         };
         shared.notices.send(notice).ok();
     }
-}
-
-/// The kind's own name (`BuildRun`), for Event notes.
-fn kind_name(shared: &Shared, key: &Key) -> String {
-    let kinds = shared
-        .parts
-        .kinds
-        .read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    kinds[key.kind].resource.kind.clone()
 }
 
 pub(super) async fn stamp(shared: &Shared, key: Key, change: StampChange, resource_version: &str) {
