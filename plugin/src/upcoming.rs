@@ -8,6 +8,7 @@ use anyhow::Result;
 use jiff::{SignedDuration, Timestamp};
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::core::GroupVersion;
 use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
 use kube_retention_common::kinds::{Registry, Resource, Role};
 
@@ -104,10 +105,10 @@ async fn kinds(client: &Client) -> Result<Vec<Resource>> {
         if kinds.iter().any(|known| known.is(&api_version, &kind)) {
             continue;
         }
-        let (group, version) = api_version
-            .split_once('/')
-            .unwrap_or(("", api_version.as_str()));
-        let gvk = GroupVersionKind::gvk(group, version, &kind);
+        let Ok(version) = api_version.parse::<GroupVersion>() else {
+            continue;
+        };
+        let gvk = version.with_kind(&kind);
         if let Ok((resource, _)) = kube::discovery::pinned_kind(client, &gvk).await {
             kinds.push(Resource::new(
                 &resource.group,

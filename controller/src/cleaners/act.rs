@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Preconditions,
-    PropagationPolicy,
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy,
 };
+use kube::core::GroupVersion;
 use kube::discovery::Scope;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Client, Resource as _};
@@ -121,14 +121,16 @@ async fn resolve(
     let mut resolved = Vec::new();
     let mut cluster_scoped = Vec::new();
     for resource in objects {
-        let (group, version) = match resource.api_version.split_once('/') {
-            Some((group, version)) => (group, version),
-            None => ("", resource.api_version.as_str()),
-        };
-        let kind = GroupVersionKind::gvk(group, version, &resource.kind);
+        let unresolved =
+            |error: String| Problem::CleanFailed(format!("{}: {error}", resource.described()));
+        let kind = resource
+            .api_version
+            .parse::<GroupVersion>()
+            .map_err(|error| unresolved(error.to_string()))?
+            .with_kind(&resource.kind);
         let (api, capabilities) = kube::discovery::pinned_kind(&cleaning.client, &kind)
             .await
-            .map_err(|error| Problem::CleanFailed(format!("{}: {error}", resource.described())))?;
+            .map_err(|error| unresolved(error.to_string()))?;
         match capabilities.scope {
             Scope::Cluster => cluster_scoped.push(resource.described()),
             Scope::Namespaced => resolved.push((api, resource)),
