@@ -12,7 +12,7 @@ use kube_retention_e2e::LocalCluster;
 use serde_json::Value;
 
 use crate::deleters::{self, Deleter};
-use crate::{jobs, metrics_port, namespace, report, rss_kib};
+use crate::{jobs, metrics_port, mib, namespace, report, rss_kib};
 
 pub enum Shape {
     /// All finish in the same second.
@@ -219,7 +219,7 @@ pub fn row_text(row: &Row) -> String {
         per("get jobs"),
         per("patch jobs"),
         per("create events"),
-        row.peak_rss_kib as f64 / 1024.0,
+        mib(row.peak_rss_kib),
     )
 }
 

@@ -31,6 +31,11 @@ pub fn rss_kib(pid: u32) -> Option<(u64, u64)> {
     Some((field("VmHWM:")?, field("VmRSS:")?))
 }
 
+/// KiB (as /proc reports memory) in MiB.
+pub fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
 /// Creates the namespace `name`.
 pub async fn namespace(client: &kube::Client, name: &str) -> anyhow::Result<()> {
     use k8s_openapi::api::core::v1::Namespace;

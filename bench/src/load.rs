@@ -44,7 +44,7 @@ impl Outcome {
 
 pub type Sender = SendRequest<Full<Bytes>>;
 
-pub async fn connect(target: &Target) -> Result<Sender> {
+async fn connect(target: &Target) -> Result<Sender> {
     let tcp = tokio::net::TcpStream::connect(target.address).await?;
     tcp.set_nodelay(true)?;
     let tls = target
@@ -56,36 +56,55 @@ pub async fn connect(target: &Target) -> Result<Sender> {
     Ok(sender)
 }
 
-/// One request on `sender` (reconnecting first if it is gone); true when answered 200.
-async fn send(target: &Target, sender: &mut Option<Sender>, index: usize) -> bool {
+/// What a POST came to, once the connection held.
+pub enum Reply {
+    /// 200, with the whole body.
+    Body(Bytes),
+    /// Any other status.
+    Status(hyper::StatusCode),
+}
+
+/// POSTs `body` to `path` on `sender`, connecting first if it is gone. An error means the
+/// connection failed, and `sender` is dropped for the next try to reconnect.
+pub async fn post(
+    target: &Target,
+    sender: &mut Option<Sender>,
+    path: &str,
+    body: &Bytes,
+) -> Result<Reply> {
     if sender.as_ref().is_none_or(|sender| sender.is_closed()) {
-        *sender = connect(target).await.ok();
+        *sender = Some(connect(target).await?);
     }
     let Some(connection) = sender.as_mut() else {
-        return false;
+        anyhow::bail!("no connection");
     };
-    let (path, body) = &target.requests[index % target.requests.len()];
-    let Ok(request) = hyper::Request::post(*path)
+    let request = hyper::Request::post(path)
         .header("host", "127.0.0.1")
         .header("content-type", "application/json")
-        .body(Full::new(body.clone()))
-    else {
-        return false;
+        .body(Full::new(body.clone()))?;
+    let sent = match connection.ready().await {
+        Ok(()) => connection.send_request(request).await,
+        Err(error) => Err(error),
     };
-    if connection.ready().await.is_err() {
-        *sender = None;
-        return false;
-    }
-    match connection.send_request(request).await {
-        Ok(response) => {
-            let ok = response.status() == 200;
-            ok && response.into_body().collect().await.is_ok()
-        }
-        Err(_) => {
+    let response = match sent {
+        Ok(response) => response,
+        Err(error) => {
             *sender = None;
-            false
+            return Err(error.into());
         }
+    };
+    if response.status() != 200 {
+        return Ok(Reply::Status(response.status()));
     }
+    Ok(Reply::Body(
+        response.into_body().collect().await?.to_bytes(),
+    ))
+}
+
+/// One request of the target's round-robin on `sender`; true when answered 200.
+async fn send(target: &Target, sender: &mut Option<Sender>, index: usize) -> bool {
+    let (path, body) = &target.requests[index % target.requests.len()];
+    matches!(post(target, sender, path, body).await, Ok(Reply::Body(_)))
 }
 
 fn histogram() -> Histogram<u64> {

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use kube_retention_e2e::LocalCluster;
 
 use crate::deleters::{self, Deleter};
-use crate::{jobs, metrics_port, namespace, rss_kib};
+use crate::{jobs, metrics_port, mib, namespace, rss_kib};
 
 const NAMESPACE: &str = "bench-memory";
 
@@ -54,10 +54,6 @@ pub async fn measure(
     }
     crate::remove_namespace(cluster, NAMESPACE)?;
     Ok(readings)
-}
-
-fn mib(kib: u64) -> f64 {
-    kib as f64 / 1024.0
 }
 
 /// The `controller-memory` section.

@@ -11,9 +11,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use hyper::body::Bytes;
 
-use crate::load::{self, Outcome};
-use crate::rss_kib;
+use crate::load::{self, Outcome, Target};
 use crate::webhook::{self, Webhook};
+use crate::{mib, rss_kib};
 
 /// One server under test.
 pub struct Contender<'a> {
@@ -54,12 +54,8 @@ impl Measured {
     }
 }
 
-fn mib(kib: u64) -> f64 {
-    kib as f64 / 1024.0
-}
-
-/// Starts `contender`, warms it up, and runs every step against it.
-pub async fn measure(contender: &Contender<'_>, load: &Load<'_>) -> Result<Measured> {
+/// Starts `contender` and waits until it answers the load's requests.
+pub async fn serve(contender: &Contender<'_>, load: &Load<'_>) -> Result<(Webhook, Arc<Target>)> {
     let server = Webhook::start(
         contender.binary,
         load.tls,
@@ -70,6 +66,12 @@ pub async fn measure(contender: &Contender<'_>, load: &Load<'_>) -> Result<Measu
     webhook::wait_until_serving(&target)
         .await
         .with_context(|| format!("{} did not start serving", contender.name))?;
+    Ok((server, target))
+}
+
+/// Starts `contender`, warms it up, and runs every step against it.
+pub async fn measure(contender: &Contender<'_>, load: &Load<'_>) -> Result<Measured> {
+    let (server, target) = serve(contender, load).await?;
     let pid = server.pid();
     let (_, idle) = rss_kib(pid).context("RSS")?;
     println!("{}: warming up", contender.name);

@@ -12,7 +12,7 @@ use anyhow::Result;
 use clap::Parser;
 use kube_retention_bench::deleters::{self, Deleter};
 use kube_retention_bench::deletion::{self, Scenario, Shape};
-use kube_retention_bench::{discovery, memory, metrics_port, policies, report};
+use kube_retention_bench::{discovery, memory, metrics_port, mib, policies, report};
 use kube_retention_e2e::components::CONTROLLER;
 use kube_retention_e2e::process::tracked;
 use kube_retention_e2e::{Layout, LocalCluster};
@@ -135,8 +135,8 @@ fn policies_text(figures: &policies::Figures) -> String {
         figures.objects,
         figures.kinds,
         figures.governing_after.as_secs_f64(),
-        figures.rss_kib as f64 / 1024.0,
-        figures.peak_rss_kib as f64 / 1024.0,
+        mib(figures.rss_kib),
+        mib(figures.peak_rss_kib),
         figures.change_after.as_secs_f64(),
         requests.join(", "),
     )

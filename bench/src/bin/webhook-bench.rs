@@ -13,7 +13,7 @@ use hyper::body::Bytes;
 use kube_retention_bench::differential;
 use kube_retention_bench::report;
 use kube_retention_bench::side_by_side::{self, Contender, Load};
-use kube_retention_bench::webhook::{self, Webhook, release_binary, review};
+use kube_retention_bench::webhook::{self, release_binary, review};
 use kube_retention_bench::writers::{self, WRITER};
 use kube_retention_e2e::cluster::WEBHOOK_SERVICE_ACCOUNT;
 use kube_retention_e2e::process::tracked;
@@ -255,12 +255,8 @@ async fn differential(args: &Args, contenders: &[Contender<'_>], load: &Load<'_>
     let [ours, peer] = contenders else {
         anyhow::bail!("two contenders");
     };
-    let ours_server = Webhook::start(ours.binary, load.tls, ours.kubeconfig, ours.extra)?;
-    let peer_server = Webhook::start(peer.binary, load.tls, peer.kubeconfig, peer.extra)?;
-    let ours_target = webhook::target(load.ca, ours_server.port, requests())?;
-    let peer_target = webhook::target(load.ca, peer_server.port, requests())?;
-    webhook::wait_until_serving(&ours_target).await?;
-    webhook::wait_until_serving(&peer_target).await?;
+    let (_ours_server, ours_target) = side_by_side::serve(ours, load).await?;
+    let (_peer_server, peer_target) = side_by_side::serve(peer, load).await?;
     println!("differential: {} cases", args.differential_cases);
     let findings = differential::run(ours_target, peer_target, args.differential_cases, 8).await?;
     let body = format!(

@@ -12,14 +12,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result, bail};
 use base64::Engine;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 pub use cases::{Case, PARENTS, case};
 
-use crate::load::{Sender, Target, connect};
+use crate::load::{Reply, Sender, Target, post};
 
 /// What an answer says, in the terms the two webhooks must agree on.
 #[derive(Debug, Clone, PartialEq)]
@@ -187,27 +185,10 @@ pub async fn run(
 /// POSTs `case` to `target` and reads the AdmissionReview it answers with.
 async fn exchange(target: &Target, sender: &mut Option<Sender>, case: &Case) -> Result<Value> {
     for _ in 0..3 {
-        if sender.as_ref().is_none_or(|sender| sender.is_closed()) {
-            *sender = Some(connect(target).await?);
-        }
-        let Some(connection) = sender.as_mut() else {
-            continue;
-        };
-        let request = hyper::Request::post(case.path)
-            .header("host", "127.0.0.1")
-            .header("content-type", "application/json")
-            .body(Full::new(case.body.clone()))?;
-        if connection.ready().await.is_err() {
-            *sender = None;
-            continue;
-        }
-        match connection.send_request(request).await {
-            Ok(response) if response.status() == 200 => {
-                let body: Bytes = response.into_body().collect().await?.to_bytes();
-                return Ok(serde_json::from_slice(&body)?);
-            }
-            Ok(response) => bail!("{} answered {}", case.path, response.status()),
-            Err(_) => *sender = None,
+        match post(target, sender, case.path, &case.body).await {
+            Ok(Reply::Body(body)) => return Ok(serde_json::from_slice(&body)?),
+            Ok(Reply::Status(status)) => bail!("{} answered {status}", case.path),
+            Err(_) => continue,
         }
     }
     bail!("{} did not answer after 3 connections", target.address)
