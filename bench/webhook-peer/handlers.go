@@ -22,16 +22,9 @@ var _ admission.Handler = Validator{}
 
 // Handle answers one validating AdmissionReview.
 func (Validator) Handle(_ context.Context, req admission.Request) admission.Response {
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		return admission.Allowed("")
-	}
-	k := kindFor(req.Kind.Group, req.Kind.Kind)
-	if k == nil {
-		return admission.Allowed("")
-	}
-	obj, err := decodeObject(req.Object.Raw, req.Kind)
-	if err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
+	k, obj, early := subject(req)
+	if early != nil {
+		return *early
 	}
 	if obj == nil {
 		return admission.Denied("the request carries no object to validate")
@@ -44,6 +37,27 @@ func (Validator) Handle(_ context.Context, req admission.Request) admission.Resp
 		return denyInvalid(req, errs)
 	}
 	return admission.Allowed("")
+}
+
+// subject is what both hooks judge: the kind and object of a CREATE or UPDATE, or the answer
+// to give at once (other operations and kinds pass; an undecodable object is a bad request). The
+// object is nil when the request carries none.
+func subject(req admission.Request) (*kind, object, *admission.Response) {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		allowed := admission.Allowed("")
+		return nil, nil, &allowed
+	}
+	k := kindFor(req.Kind.Group, req.Kind.Kind)
+	if k == nil {
+		allowed := admission.Allowed("")
+		return nil, nil, &allowed
+	}
+	obj, err := decodeObject(req.Object.Raw, req.Kind)
+	if err != nil {
+		errored := admission.Errored(http.StatusBadRequest, err)
+		return nil, nil, &errored
+	}
+	return k, obj, nil
 }
 
 // denyInvalid is a denial that reads well in kubectl apply and lists each field as a cause,
@@ -81,22 +95,11 @@ var _ admission.Handler = &Mutator{}
 
 // Handle answers one mutating AdmissionReview.
 func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	var creating bool
-	switch req.Operation {
-	case admissionv1.Create:
-		creating = true
-	case admissionv1.Update:
-	default:
-		return admission.Allowed("")
+	k, obj, early := subject(req)
+	if early != nil {
+		return *early
 	}
-	k := kindFor(req.Kind.Group, req.Kind.Kind)
-	if k == nil {
-		return admission.Allowed("")
-	}
-	obj, err := decodeObject(req.Object.Raw, req.Kind)
-	if err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
-	}
+	creating := req.Operation == admissionv1.Create
 	// Invalid settings are the validating webhook's to deny; mutating them would only confuse.
 	if obj == nil || len(newErrors(k, obj, nil)) > 0 {
 		return admission.Allowed("")
