@@ -67,7 +67,9 @@ struct Limits {
 #[derive(Default)]
 pub struct State {
     kinds: Registry,
-    runs: HashMap<Key, Record>,
+    /// Boxed, so the table's slots stay small: a table grows by doubling and holds both its
+    /// old and new slots while it does, which at 100,000 records was the listing's peak.
+    runs: HashMap<Key, Box<Record>>,
     limits: HashMap<GroupKey, Limits>,
     parent_uids: HashMap<GroupKey, CompactString>,
     groups: HashMap<GroupKey, HashSet<CompactString>>,

@@ -116,7 +116,7 @@ impl State {
             });
         let old_group = previous.and_then(|previous| previous.group);
         let new_group = record.group.clone();
-        self.runs.insert(key.clone(), record);
+        self.runs.insert(key.clone(), Box::new(record));
         if self.leader
             && let Some(record) = self.runs.get_mut(&key)
             && let Some(stamp) = record.stamp_action(&key, now)
