@@ -64,9 +64,11 @@ impl Deleter {
     }
 }
 
-/// A running deleter; stopped on drop.
+/// A running deleter; stopped on drop, and the control plane's kube-controller-manager started
+/// again if the deleter replaced it.
 pub struct Running {
     pub tracked: Tracked,
+    replaced_controller_manager: Option<LocalCluster>,
 }
 
 impl Running {
@@ -80,6 +82,11 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         self.tracked.stop(Duration::from_secs(10)).ok();
+        if let Some(cluster) = &self.replaced_controller_manager
+            && let Err(error) = cluster.start_controller_manager()
+        {
+            eprintln!("starting the control plane's kube-controller-manager again: {error:#}");
+        }
     }
 }
 
@@ -102,13 +109,33 @@ pub fn write_peer_kubeconfig(cluster: &LocalCluster) -> Result<()> {
     )
 }
 
+/// What a deleter is started for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Work {
+    /// Tracking only: the peer runs its TTL controller alone.
+    Tracking,
+    /// Deleting: the peer's kube-controller-manager also runs the garbage collector, under the
+    /// same client budget, in place of the control plane's. The TTL controller deletes with
+    /// foreground propagation, so a Job is gone only once the garbage collector has removed its
+    /// `foregroundDeletion` finalizer, as in a real cluster's one kube-controller-manager.
+    Deleting,
+}
+
 /// Starts `deleter` with `budget` requests per second (`None`: unlimited).
 pub fn start(
     cluster: &LocalCluster,
     deleter: Deleter,
     budget: Option<u32>,
     metrics_port: u16,
+    work: Work,
 ) -> Result<Running> {
+    let peer = matches!(deleter, Deleter::Peer | Deleter::PeerTuned);
+    let replaced_controller_manager = (peer && work == Work::Deleting).then(|| cluster.clone());
+    let mut controllers = vec!["ttl-after-finished-controller"];
+    if replaced_controller_manager.is_some() {
+        controllers.push("garbage-collector-controller");
+        cluster.stop_controller_manager()?;
+    }
     let tracked = match deleter {
         Deleter::KubeRetention | Deleter::KubeRetentionEventEach => {
             let mut flags = vec![
@@ -133,7 +160,7 @@ pub fn start(
                         "--kubeconfig={}",
                         cluster.layout.state("peer.kubeconfig").display()
                     ))
-                    .arg("--controllers=ttl-after-finished-controller")
+                    .arg(format!("--controllers={}", controllers.join(",")))
                     .arg(format!("--kube-api-qps={qps}"))
                     .arg(format!("--kube-api-burst={qps}"))
                     .arg("--leader-elect=false")
@@ -147,5 +174,8 @@ pub fn start(
             .context("starting the peer kube-controller-manager")?
         }
     };
-    Ok(Running { tracked })
+    Ok(Running {
+        tracked,
+        replaced_controller_manager,
+    })
 }

@@ -12,6 +12,7 @@ pub mod load;
 pub mod memory;
 pub mod policies;
 pub mod report;
+pub mod restart;
 pub mod side_by_side;
 pub mod webhook;
 pub mod writers;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use kube_retention_e2e::LocalCluster;
 
-use crate::deleters::{self, Deleter};
+use crate::deleters::{self, Deleter, Work};
 use crate::{jobs, metrics_port, mib, namespace, rss_kib};
 
 const NAMESPACE: &str = "bench-memory";
@@ -34,7 +34,7 @@ pub async fn measure(
         jobs::create_range(client, NAMESPACE, created..size.max(created), 86_400).await?;
         created = created.max(size);
         for deleter in [Deleter::KubeRetention, Deleter::Peer] {
-            let running = deleters::start(cluster, deleter, None, metrics_port()?)?;
+            let running = deleters::start(cluster, deleter, None, metrics_port()?, Work::Tracking)?;
             // Listed (the controller's /readyz waited for that) and settled.
             tokio::time::sleep(Duration::from_secs(20)).await;
             let (peak, current) = running.pid().and_then(rss_kib).context("deleter RSS")?;

@@ -200,9 +200,8 @@ impl LocalCluster {
         )?;
         cluster.wait_until_ready(Duration::from_secs(90))?;
 
-        let kcm_kubeconfig = layout.state("kube-controller-manager.kubeconfig");
         kubeconfig::write(
-            &kcm_kubeconfig,
+            &layout.state("kube-controller-manager.kubeconfig"),
             &cluster.server(),
             &pki.ca_pem,
             Credentials::ClientCertificate {
@@ -210,22 +209,39 @@ impl LocalCluster {
                 key_pem: &pki.controller_manager.key_pem,
             },
         )?;
+        cluster.start_controller_manager()?;
+        Ok(cluster)
+    }
+
+    /// Starts the control plane's kube-controller-manager (running [`CONTROLLERS`]).
+    pub fn start_controller_manager(&self) -> Result<()> {
+        let kubeconfig = self.layout.state("kube-controller-manager.kubeconfig");
         process::spawn(
-            &layout.state_dir,
-            "kube-controller-manager",
-            Command::new(layout.binary("kube-controller-manager"))
-                .arg(format!("--kubeconfig={}", kcm_kubeconfig.display()))
+            &self.layout.state_dir,
+            CONTROL_PLANE[2],
+            Command::new(self.layout.binary(CONTROL_PLANE[2]))
+                .arg(format!("--kubeconfig={}", kubeconfig.display()))
                 .arg(format!("--controllers={CONTROLLERS}"))
                 .arg(format!(
                     "--service-account-private-key-file={}",
-                    cluster.pki_file("sa.key")
+                    self.pki_file("sa.key")
                 ))
-                .arg(format!("--root-ca-file={}", cluster.pki_file("ca.crt")))
+                .arg(format!("--root-ca-file={}", self.pki_file("ca.crt")))
                 .arg("--use-service-account-credentials=false")
                 .arg("--leader-elect=false")
                 .arg("--secure-port=0"),
         )?;
-        Ok(cluster)
+        Ok(())
+    }
+
+    /// Stops the control plane's kube-controller-manager, its garbage collector among its
+    /// controllers, until [`Self::start_controller_manager`]: for a benchmark whose peer runs
+    /// its own, as one kube-controller-manager does in a real cluster.
+    pub fn stop_controller_manager(&self) -> Result<()> {
+        for tracked in process::tracked(&self.layout.state_dir, &CONTROL_PLANE[2..]) {
+            tracked.stop(Duration::from_secs(10))?;
+        }
+        Ok(())
     }
 
     pub(crate) fn wait_until_ready(&self, timeout: Duration) -> Result<()> {

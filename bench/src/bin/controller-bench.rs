@@ -2,7 +2,8 @@
 //! ttl-after-finished controller, side by side in one run on a private local cluster, at the same
 //! client request budget. Deletion delay p50/p99/max, deletions per second, API requests per
 //! deletion (from the audit log), peak RSS ([`deletion`]); the cost of finding objects the webhook
-//! never saw; policies at scale; then memory with many tracked Jobs ([`memory`]). Results go into
+//! never saw; policies at scale; memory with many tracked Jobs ([`memory`]); a cold restart with
+//! many tracked and some overdue ([`restart`]). Results go into
 //! docs/benchmarks.md. The default takes about ten minutes; `--full` is the long form.
 
 use std::path::PathBuf;
@@ -12,14 +13,14 @@ use anyhow::Result;
 use clap::Parser;
 use kube_retention_bench::deleters::{self, Deleter};
 use kube_retention_bench::deletion::{self, Scenario, Shape};
-use kube_retention_bench::{discovery, memory, metrics_port, mib, policies, report};
+use kube_retention_bench::{discovery, memory, metrics_port, policies, report, restart};
 use kube_retention_e2e::components::CONTROLLER;
 use kube_retention_e2e::process::tracked;
 use kube_retention_e2e::{Layout, LocalCluster};
 
 #[derive(Parser)]
 struct Args {
-    /// Jobs finishing together under the request budget [default: 500; 1,000 with --full].
+    /// Jobs finishing together under the request budget [default: 300; 1,000 with --full].
     #[arg(long)]
     budgeted_burst: Option<usize>,
     /// Jobs finishing together without a budget [default: 1,000; 10,000 with --full].
@@ -29,7 +30,7 @@ struct Args {
     #[arg(long, default_value_t = 20)]
     budget: u32,
     /// Seconds of steady expiries.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 20)]
     steady_seconds: usize,
     /// Expiries per second in the steady scenario.
     #[arg(long, default_value_t = 20)]
@@ -47,6 +48,15 @@ struct Args {
     /// --full].
     #[arg(long)]
     unlabelled: Option<usize>,
+    /// Jobs tracked when kube-retention restarts cold [default: 20,000; 100,000 with --full].
+    #[arg(long)]
+    restart_tracked: Option<usize>,
+    /// Of those, the Jobs overdue at its start [default: 2,000; 10,000 with --full].
+    #[arg(long)]
+    restart_overdue: Option<usize>,
+    /// Its request budget, requests per second.
+    #[arg(long, default_value_t = 200)]
+    restart_budget: u32,
     /// Objects under one ClusterRetentionPolicy, for its memory and the cost of changing it
     /// [default: 20,000; 100,000 with --full].
     #[arg(long)]
@@ -54,8 +64,8 @@ struct Args {
     /// The kinds those objects are spread over.
     #[arg(long, default_value_t = 10)]
     policy_kinds: usize,
-    /// Run only the deletion scenarios, the memory figure, the cost of finding unlabelled Jobs,
-    /// or policies at scale.
+    /// Run only the deletion scenarios, the memory figure, the restart at scale, the cost of
+    /// finding unlabelled Jobs, or policies at scale.
     #[arg(long, value_enum)]
     only: Option<Part>,
     /// The long form (about an hour): the sizes docs/benchmarks.md reports at full scale. The
@@ -74,16 +84,12 @@ impl Args {
     }
 
     fn budgeted_burst(&self) -> usize {
-        self.size(self.budgeted_burst, 500, 1_000)
+        self.size(self.budgeted_burst, 300, 1_000)
     }
 
-    /// Long enough to finish every Job of the unlimited burst before the first expires.
-    fn unlimited_ttl(&self) -> u32 {
-        if self.unlimited_burst() > 2_000 {
-            60
-        } else {
-            30
-        }
+    /// Long enough to finish every Job of a burst before the first expires.
+    fn burst_ttl(jobs: usize) -> u32 {
+        if jobs > 2_000 { 60 } else { 10 }
     }
 
     fn unlabelled(&self) -> usize {
@@ -103,77 +109,28 @@ impl Args {
     }
 }
 
+/// Prints how long a part took when it ends.
+struct Timer(&'static str, std::time::Instant);
+
+impl Timer {
+    fn new(part: &'static str) -> Self {
+        Self(part, std::time::Instant::now())
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        println!("{} took {:.0} s", self.0, self.1.elapsed().as_secs_f64());
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Part {
     Deletion,
     Memory,
+    Restart,
     Discovery,
     Policies,
-}
-
-fn policies_text(figures: &policies::Figures) -> String {
-    let requests: Vec<String> = figures
-        .change_requests
-        .iter()
-        .map(|(request, count)| format!("{count} {request}"))
-        .collect();
-    format!(
-        "### Policies at scale, and what changing one costs\n\n\
-         Measured with `make bench-controller` (`bench/src/policies.rs`): {} custom objects, no\n\
-         annotations, unfinished, spread over {} kinds defined for the run, under one\n\
-         ClusterRetentionPolicy naming every kind. kube-retention's release controller starts fresh\n\
-         (it watches every object of a policy's kinds); the time runs until the policy's status counts\n\
-         every object (statuses are written every 5 s). RSS is read 10 s later; the peak includes the\n\
-         listing. Then the policy's TTL changes: every kind is listed afresh and each object judged\n\
-         again, until the status shows the new generation governing all of them. Goal: ≤ 64 MiB\n\
-         including the listing peak.\n\n\
-         | objects | kinds | governing all after start | RSS (MiB) | peak RSS (MiB) | change: governing all again after | change: controller requests |\n\
-         | --- | --- | --- | --- | --- | --- | --- |\n\
-         | {} | {} | {:.1} s | {:.1} | {:.1} | {:.1} s | {} |\n",
-        figures.objects,
-        figures.kinds,
-        figures.objects,
-        figures.kinds,
-        figures.governing_after.as_secs_f64(),
-        mib(figures.rss_kib),
-        mib(figures.peak_rss_kib),
-        figures.change_after.as_secs_f64(),
-        requests.join(", "),
-    )
-}
-
-fn discovery_text(figures: &discovery::Figures) -> String {
-    let per = |bytes: usize| bytes as f64 / figures.objects as f64;
-    let at_100k = |bytes: usize| per(bytes) * 100_000.0 / 1024.0 / 1024.0;
-    format!(
-        "### Finding objects the webhook never saw\n\n\
-         Measured with `make bench-controller` (`bench/src/discovery.rs`): {n} Jobs with a\n\
-         `retention.dev/ttl-after-finished` annotation are created while the webhook is stopped, so\n\
-         none is labelled `retention.dev/managed`; then kube-retention's release controller starts\n\
-         fresh (50 req/s budget). Besides its labelled watch it runs a metadata-only watch of Jobs and\n\
-         Pods with no selector, remembers only annotated, unlabelled objects, and labels each once,\n\
-         within the request budget (so many stragglers are labelled at the budget's pace).\n\n\
-         | Jobs | all labelled after start | LIST requests for Jobs (pages) | PATCHes | metadata LIST | whole-object LIST |\n\
-         | --- | --- | --- | --- | --- | --- |\n\
-         | {n} | {labelled:.1} s | {lists} | {patches} | {meta:.1} MiB ({meta_per:.0} B/object, {meta_s:.1} s) | {full:.1} MiB ({full_per:.0} B/object) |\n\n\
-         API cost at 100,000 objects of a kind, from these per-object figures: at start one paged\n\
-         metadata LIST of about {meta_100k:.0} MiB (200 pages of 500) beside the labelled LIST — a\n\
-         whole-object LIST of every object would be {full_100k:.0} MiB; then one metadata-only watch\n\
-         (one event per change of any object of the kind, metadata only); one PATCH per unlabelled\n\
-         object with retention settings, once; nothing per unannotated object. The controller's\n\
-         memory holds only the unlabelled ones until labelled.\n",
-        n = figures.objects,
-        labelled = figures.labelled_after.as_secs_f64(),
-        lists = figures.lists,
-        patches = figures.patches,
-        meta = figures.metadata_list_bytes as f64 / 1024.0 / 1024.0,
-        meta_per = per(figures.metadata_list_bytes),
-        meta_s = figures.metadata_list_seconds,
-        full = figures.full_list_bytes as f64 / 1024.0 / 1024.0,
-        full_per = per(figures.full_list_bytes),
-        meta_100k = at_100k(figures.metadata_list_bytes),
-        full_100k = at_100k(figures.full_list_bytes),
-    )
 }
 
 #[tokio::main]
@@ -209,7 +166,7 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
             shape: Shape::Steady {
                 rate: args.steady_rate,
                 seconds: args.steady_seconds,
-                ttl: 30,
+                ttl: 10,
             },
             deleters: vec![Deleter::KubeRetention, Deleter::Peer],
         },
@@ -217,7 +174,9 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
             name: "burst, budgeted".into(),
             jobs: args.budgeted_burst(),
             budget: Some(args.budget),
-            shape: Shape::Burst { ttl: 30 },
+            shape: Shape::Burst {
+                ttl: Args::burst_ttl(args.budgeted_burst()),
+            },
             deleters: vec![Deleter::KubeRetention, Deleter::Peer],
         },
         Scenario {
@@ -225,7 +184,7 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
             jobs: args.unlimited_burst(),
             budget: None,
             shape: Shape::Burst {
-                ttl: args.unlimited_ttl(),
+                ttl: Args::burst_ttl(args.unlimited_burst()),
             },
             deleters: vec![
                 Deleter::KubeRetention,
@@ -237,6 +196,7 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
     ];
     let runs = |part: Part| args.only.is_none_or(|only| only == part);
     if runs(Part::Deletion) {
+        let _timer = Timer::new("deletion");
         let target = deletion::Report {
             file: &root.join(&args.report),
             root,
@@ -247,6 +207,7 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
     // Each part removes its namespace, so the memory figures count their own Jobs alone; the
     // policy objects, which are cluster-wide, come last.
     if runs(Part::Memory) {
+        let _timer = Timer::new("memory");
         let readings = memory::measure(cluster, &client, &args.tracked()).await?;
         report::write_section(
             &root.join(&args.report),
@@ -254,16 +215,32 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
             &memory::section(&readings),
         )?;
     }
+    if runs(Part::Restart) {
+        let _timer = Timer::new("restart");
+        let size = restart::Size {
+            tracked: args.size(args.restart_tracked, 20_000, 100_000),
+            due: args.size(args.restart_overdue, 2_000, 10_000),
+            budget: args.restart_budget,
+        };
+        let figures = restart::measure(cluster, &client, size).await?;
+        report::write_section(
+            &root.join(&args.report),
+            "controller-restart",
+            &restart::section(&figures),
+        )?;
+    }
     if runs(Part::Discovery) {
+        let _timer = Timer::new("discovery");
         let figures =
             discovery::measure(cluster, &client, args.unlabelled(), metrics_port()?).await?;
         report::write_section(
             &root.join(&args.report),
             "controller-discovery",
-            &discovery_text(&figures),
+            &discovery::section(&figures),
         )?;
     }
     if runs(Part::Policies) {
+        let _timer = Timer::new("policies");
         let figures = policies::measure(
             cluster,
             &client,
@@ -275,7 +252,7 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
         report::write_section(
             &root.join(&args.report),
             "controller-policies",
-            &policies_text(&figures),
+            &policies::section(&figures),
         )?;
     }
     Ok(())

@@ -1,8 +1,8 @@
 //! The deletion scenarios of `make bench-controller`: Jobs finishing steadily or all at once,
 //! each scenario run once per deleter, fresh — kube-retention's controller, and
-//! kube-controller-manager's ttl-after-finished controller with its default workers and, where
-//! the workers are the bottleneck, tuned — timed from each Job's expiry to the watch event, with
-//! requests counted from the audit log.
+//! kube-controller-manager's ttl-after-finished controller and garbage collector (which finishes
+//! its foreground deletions) with their default workers and, in the unlimited burst, with more —
+//! timed from each Job's expiry to the watch event, with requests counted from the audit log.
 
 use std::time::Duration;
 
@@ -11,8 +11,10 @@ use jiff::{SignedDuration, Timestamp};
 use kube_retention_e2e::LocalCluster;
 use serde_json::Value;
 
-use crate::deleters::{self, Deleter};
-use crate::{jobs, metrics_port, mib, namespace, report, rss_kib};
+use crate::deleters::{self, Deleter, Work};
+use crate::{jobs, metrics_port, namespace, report, rss_kib};
+
+mod table;
 
 pub enum Shape {
     /// All finish in the same second.
@@ -43,14 +45,6 @@ pub struct Row {
     rate: f64,
     requests: std::collections::BTreeMap<String, usize>,
     peak_rss_kib: u64,
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * (sorted.len() as f64)).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 fn now_second() -> Timestamp {
@@ -112,8 +106,20 @@ async fn run_scenario(
 ) -> Result<Row> {
     let ns = format!("bench-{index}-{}", deleter.slug());
     namespace(client, &ns).await?;
-    let running = deleters::start(cluster, deleter, scenario.budget, metrics_port()?)?;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    let running = deleters::start(
+        cluster,
+        deleter,
+        scenario.budget,
+        metrics_port()?,
+        Work::Deleting,
+    )?;
+    // kube-retention's start waited until it had listed; the peer gets time for its informers
+    // and its garbage collector's graph to sync.
+    let settle = match deleter {
+        Deleter::KubeRetention | Deleter::KubeRetentionEventEach => 3,
+        Deleter::Peer | Deleter::PeerTuned => 10,
+    };
+    tokio::time::sleep(Duration::from_secs(settle)).await;
     let ttl = match scenario.shape {
         Shape::Burst { ttl } | Shape::Steady { ttl, .. } => ttl,
     };
@@ -197,32 +203,6 @@ async fn run_scenario(
     })
 }
 
-fn budget_text(budget: Option<u32>) -> String {
-    budget.map_or("unlimited".to_owned(), |budget| format!("{budget} req/s"))
-}
-
-pub fn row_text(row: &Row) -> String {
-    let per = |key: &str| row.requests.get(key).copied().unwrap_or(0) as f64 / row.jobs as f64;
-    let total: usize = row.requests.values().sum();
-    format!(
-        "| {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.1} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} |",
-        row.scenario,
-        row.deleter.label(),
-        row.jobs,
-        budget_text(row.budget),
-        percentile(&row.delays, 50.0),
-        percentile(&row.delays, 99.0),
-        row.delays.last().copied().unwrap_or(f64::NAN),
-        row.rate,
-        total as f64 / row.jobs as f64,
-        per("delete jobs"),
-        per("get jobs"),
-        per("patch jobs"),
-        per("create events"),
-        mib(row.peak_rss_kib),
-    )
-}
-
 /// Where the section goes and what it states as its goal.
 pub struct Report<'a> {
     pub file: &'a std::path::Path,
@@ -245,69 +225,22 @@ pub async fn run(
                 scenario.name,
                 deleter.label(),
                 scenario.jobs,
-                budget_text(scenario.budget)
+                table::budget_text(scenario.budget)
             );
             let row = run_scenario(cluster, client, index, scenario, deleter).await?;
-            println!("{}", row_text(&row));
+            println!("{}", table::row_text(&row));
             rows.push(row);
         }
     }
-    let mut ratios = Vec::new();
-    for scenario in scenarios {
-        let of = |row: &&Row| row.scenario == scenario.name;
-        let ours = rows
-            .iter()
-            .filter(of)
-            .find(|row| row.deleter == Deleter::KubeRetention);
-        let best_peer = rows
-            .iter()
-            .filter(of)
-            .filter(|row| matches!(row.deleter, Deleter::Peer | Deleter::PeerTuned))
-            .max_by(|a, b| a.rate.total_cmp(&b.rate));
-        if let (Some(ours), Some(peer)) = (ours, best_peer) {
-            ratios.push(format!(
-                "{}: {:.2}× (against {})",
-                scenario.name,
-                ours.rate / peer.rate,
-                peer.deleter.label()
-            ));
-        }
-    }
-    let body = format!(
-        "## Controller: kube-retention against kube-controller-manager's TTL controller\n\n\
-         Measured with `make bench-controller` (`bench/src/bin/controller-bench.rs`) on a private local\n\
-         cluster (Kubernetes {version}, this machine's {cpus} cores shared by everything). Each row starts\n\
-         its deleter fresh: kube-retention's release controller (`--qps` = the budget, 0 when unlimited)\n\
-         or `kube-controller-manager --controllers=ttl-after-finished-controller` with `--kube-api-qps`\n\
-         and `--kube-api-burst` = the budget, with its default 5 workers and, in the unlimited burst\n\
-         where its workers are the bottleneck, also with `--concurrent-ttl-after-finished-syncs=50`.\n\
-         In that burst kube-retention also runs with `--event-window=0s` (one Event per deletion, as\n\
-         before Events were aggregated per parent, or per kind in a namespace, over 5 s).\n\
-         In that burst kube-retention also runs with `--event-window=0s` (one Event per deletion, as\n\
-         before Events were aggregated per parent, or per kind in a namespace, over 5 s). Every Job carries both `retention.dev/ttl-after-finished`\n\
-         and `ttlSecondsAfterFinished`; the benchmark finishes Jobs through the status subresource and\n\
-         times each deletion from its expiry to the watch event. Requests are counted per client from\n\
-         the API server's audit log (`bench/audit-policy.yaml`); kube-retention's include its\n\
-         `expires-at` stamps (PATCH) and Events, which it sends only with budget the deletions leave;\n\
-         each run waits for its deleter's Events to stop (3 s without one) before counting.\n\n\
-         | scenario | deleter | Jobs | budget | delay p50 (s) | p99 (s) | max (s) | deletions/s | requests/deletion | DELETE | GET | PATCH | Event | peak RSS (MiB) |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n{}\n\n\
-         Deletions per second, kube-retention ÷ the better peer: {}.\n\n\
-         Goals: delay p99 ≤ 1 s at {} expiries/s, one request per deletion, ≥ 1.9× the peer's deletions\n\
-         per second at equal budget.\n",
-        rows.iter().map(row_text).collect::<Vec<_>>().join("\n"),
-        ratios.join(", "),
-        target.steady_rate,
-        version = std::fs::read_to_string(target.root.join("tests/cluster/go.mod"))?
-            .lines()
-            .find_map(|line| line.trim().strip_prefix("k8s.io/kubernetes "))
-            .unwrap_or("?")
-            .trim(),
-        cpus = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(0),
-    );
-    report::write_section(target.file, "controller", &body)?;
+    let names: Vec<&str> = scenarios
+        .iter()
+        .map(|scenario| scenario.name.as_str())
+        .collect();
+    report::write_section(
+        target.file,
+        "controller",
+        &table::section(&rows, &names, target)?,
+    )?;
     println!("written to {}", target.file.display());
     Ok(())
 }

@@ -1,0 +1,106 @@
+//! The `controller` section of docs/benchmarks.md: a row per deletion run, the ratios against the
+//! better peer, and how both deleters were run.
+
+use super::{Report, Row};
+use crate::deleters::Deleter;
+use crate::mib;
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * (sorted.len() as f64)).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+pub fn budget_text(budget: Option<u32>) -> String {
+    budget.map_or("unlimited".to_owned(), |budget| format!("{budget} req/s"))
+}
+
+pub fn row_text(row: &Row) -> String {
+    let per = |key: &str| row.requests.get(key).copied().unwrap_or(0) as f64 / row.jobs as f64;
+    let total: usize = row.requests.values().sum();
+    format!(
+        "| {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.1} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} |",
+        row.scenario,
+        row.deleter.label(),
+        row.jobs,
+        budget_text(row.budget),
+        percentile(&row.delays, 50.0),
+        percentile(&row.delays, 99.0),
+        row.delays.last().copied().unwrap_or(f64::NAN),
+        row.rate,
+        total as f64 / row.jobs as f64,
+        per("delete jobs"),
+        per("get jobs"),
+        per("patch jobs"),
+        per("create events"),
+        mib(row.peak_rss_kib),
+    )
+}
+
+/// Deletions per second of kube-retention ÷ the better peer's, per scenario.
+fn ratios(rows: &[Row], scenarios: &[&str]) -> Vec<String> {
+    let mut ratios = Vec::new();
+    for &scenario in scenarios {
+        let of = |row: &&Row| row.scenario == scenario;
+        let ours = rows
+            .iter()
+            .filter(of)
+            .find(|row| row.deleter == Deleter::KubeRetention);
+        let best_peer = rows
+            .iter()
+            .filter(of)
+            .filter(|row| matches!(row.deleter, Deleter::Peer | Deleter::PeerTuned))
+            .max_by(|a, b| a.rate.total_cmp(&b.rate));
+        if let (Some(ours), Some(peer)) = (ours, best_peer) {
+            ratios.push(format!(
+                "{scenario}: {:.2}× (against {})",
+                ours.rate / peer.rate,
+                peer.deleter.label()
+            ));
+        }
+    }
+    ratios
+}
+
+/// The section's text.
+pub fn section(rows: &[Row], scenarios: &[&str], target: &Report<'_>) -> anyhow::Result<String> {
+    let version = std::fs::read_to_string(target.root.join("tests/cluster/go.mod"))?
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("k8s.io/kubernetes "))
+        .unwrap_or("?")
+        .trim()
+        .to_owned();
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    Ok(format!(
+        "## Controller: kube-retention against kube-controller-manager's TTL controller\n\n\
+         Measured with `make bench-controller` (`bench/src/bin/controller-bench.rs`) on a private local\n\
+         cluster (Kubernetes {version}, this machine's {cpus} cores shared by everything). Each row starts\n\
+         its deleter fresh: kube-retention's release controller (`--qps` = the budget, 0 when unlimited),\n\
+         or a kube-controller-manager running `ttl-after-finished-controller` and\n\
+         `garbage-collector-controller` with `--kube-api-qps` and `--kube-api-burst` = the budget, in\n\
+         place of the control plane's own. The TTL controller deletes with foreground propagation, so\n\
+         a Job is gone only once the garbage collector has removed its `foregroundDeletion` finalizer:\n\
+         in a real cluster both share one kube-controller-manager's client budget, and here too; the\n\
+         peer's requests include the garbage collector's. The peer runs with its default 5 workers\n\
+         and, in the unlimited burst, also with `--concurrent-ttl-after-finished-syncs={tuned}`. In that\n\
+         burst kube-retention also runs with `--event-window=0s` (one Event per deletion, as before\n\
+         Events were aggregated per parent, or per kind in a namespace, over 5 s). Every Job carries\n\
+         both `retention.dev/ttl-after-finished` and `ttlSecondsAfterFinished`; the benchmark finishes\n\
+         Jobs through the status subresource and times each deletion from its expiry to the watch\n\
+         event. Requests are counted per client from the API server's audit log\n\
+         (`bench/audit-policy.yaml`); kube-retention's include its `expires-at` stamps (PATCH) and\n\
+         Events, which it sends only with budget the deletions leave; each run waits for its\n\
+         deleter's Events to stop (3 s without one) before counting.\n\n\
+         | scenario | deleter | Jobs | budget | delay p50 (s) | p99 (s) | max (s) | deletions/s | requests/deletion | DELETE | GET | PATCH | Event | peak RSS (MiB) |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n{rows}\n\n\
+         Deletions per second, kube-retention ÷ the better peer: {ratios}.\n\n\
+         Goals: delay p99 ≤ 1 s at {rate} expiries/s, one request per deletion, ≥ 1.9× the peer's deletions\n\
+         per second at equal budget.\n",
+        tuned = crate::deleters::TUNED_WORKERS,
+        rows = rows.iter().map(row_text).collect::<Vec<_>>().join("\n"),
+        ratios = ratios(rows, scenarios).join(", "),
+        rate = target.steady_rate,
+    ))
+}
