@@ -17,8 +17,8 @@ pub mod side_by_side;
 pub mod webhook;
 pub mod writers;
 
-/// Peak and current resident set size of a process, in KiB, from /proc.
-pub fn rss_kib(pid: u32) -> Option<(u64, u64)> {
+/// Fields of a process's /proc status, in KiB, in the order of `names` (e.g. `"VmHWM:"`).
+fn status_kib<const N: usize>(pid: u32, names: [&str; N]) -> Option<[u64; N]> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let field = |name: &str| {
         status
@@ -29,7 +29,24 @@ pub fn rss_kib(pid: u32) -> Option<(u64, u64)> {
             .parse()
             .ok()
     };
-    Some((field("VmHWM:")?, field("VmRSS:")?))
+    let mut values = [0; N];
+    for (value, name) in values.iter_mut().zip(names) {
+        *value = field(name)?;
+    }
+    Some(values)
+}
+
+/// Peak and current resident set size of a process, in KiB, from /proc.
+pub fn rss_kib(pid: u32) -> Option<(u64, u64)> {
+    let [peak, current] = status_kib(pid, ["VmHWM:", "VmRSS:"])?;
+    Some((peak, current))
+}
+
+/// A process's current resident memory in KiB, split into anonymous pages (heap, stacks) and
+/// pages of mapped files (mostly its own executable's).
+pub fn rss_split_kib(pid: u32) -> Option<(u64, u64)> {
+    let [anonymous, file] = status_kib(pid, ["RssAnon:", "RssFile:"])?;
+    Some((anonymous, file))
 }
 
 /// KiB (as /proc reports memory) in MiB.

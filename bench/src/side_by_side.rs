@@ -13,7 +13,7 @@ use hyper::body::Bytes;
 
 use crate::load::{self, Outcome, Target};
 use crate::webhook::{self, Webhook};
-use crate::{mib, rss_kib};
+use crate::{mib, rss_kib, rss_split_kib};
 
 /// One server under test.
 pub struct Contender<'a> {
@@ -39,6 +39,9 @@ pub struct Measured {
     pub steps: Vec<(String, Outcome)>,
     pub idle_mib: f64,
     pub peak_mib: f64,
+    /// After the run: anonymous memory, and pages of mapped files.
+    pub anonymous_mib: f64,
+    pub file_mib: f64,
 }
 
 impl Measured {
@@ -108,11 +111,14 @@ pub async fn measure(contender: &Contender<'_>, load: &Load<'_>) -> Result<Measu
         outcome,
     ));
     let (peak, _) = rss_kib(pid).context("RSS")?;
+    let (anonymous, file) = rss_split_kib(pid).context("RSS")?;
     Ok(Measured {
         name: contender.name,
         steps,
         idle_mib: mib(idle),
         peak_mib: mib(peak),
+        anonymous_mib: mib(anonymous),
+        file_mib: mib(file),
     })
 }
 
@@ -194,5 +200,22 @@ pub fn ratios(ours: &Measured, peer: &Measured) -> String {
         peer.idle_mib,
         ours.idle_mib / peer.idle_mib
     ));
+    for (what, a, b) in [
+        (
+            "of it after the run: anonymous (heap, stacks; no goal)",
+            ours.anonymous_mib,
+            peer.anonymous_mib,
+        ),
+        (
+            "of it after the run: mapped files, mostly the executable (no goal)",
+            ours.file_mib,
+            peer.file_mib,
+        ),
+    ] {
+        lines.push(format!(
+            "| RSS {what} | {a:.1} MiB | {b:.1} MiB | {:.2}× | |",
+            a / b
+        ));
+    }
     lines.join("\n")
 }
