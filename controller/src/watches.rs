@@ -2,9 +2,7 @@
 //! watch for each kind (label-selected where the kind's entry says so), and for kinds watched
 //! through the managed label with stragglers to find, a metadata-only watch of every object.
 //! Lists take turns (`--list-concurrency`): the memory a list holds is a page per kind listing,
-//! and 100 kinds listed at once would hold 100 pages. The metadata-only lists wait until every
-//! kind's objects were listed once (or a minute at most): at a cold start with 100,000 objects
-//! tracked, listing every object's metadata first held up the first overdue deletion by 13 s.
+//! and 100 kinds listed at once would hold 100 pages.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,7 +16,7 @@ use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
 use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
 use kube_retention_common::kinds::{Entry, KindId, Watch};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::kinds::api_resource;
 use crate::watch_backoff::WatchBackoff;
@@ -43,13 +41,7 @@ pub struct Watches {
     lists: Arc<Semaphore>,
     streams: SelectAll<BoxStream<'static, Observed>>,
     running: HashMap<KindId, (Watch, Vec<AbortHandle>)>,
-    /// Set once every kind's objects were listed: metadata-only watches wait for it.
-    objects_listed: watch::Sender<bool>,
 }
-
-/// How long metadata-only watches wait for the objects' lists at most (a kind whose list keeps
-/// failing must not keep stragglers from being found).
-const METADATA_WAITS_AT_MOST: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Watches {
     pub fn new(client: Client, page_size: u32, list_concurrency: u32) -> Self {
@@ -62,13 +54,7 @@ impl Watches {
             lists: Arc::new(Semaphore::new(permits)),
             streams: stream::select_all(Vec::new()),
             running: HashMap::new(),
-            objects_listed: watch::Sender::new(false),
         }
-    }
-
-    /// Every kind's objects were listed once: metadata-only watches may list now.
-    pub fn objects_listed(&self) {
-        self.objects_listed.send_replace(true);
     }
 
     pub fn mode(&self, kind: KindId) -> Option<&Watch> {
@@ -115,7 +101,6 @@ impl Watches {
                 Api::all_with(self.client.clone(), &resource);
             let unlabelled =
                 watcher::watcher(metadata, config.clone()).backoff(WatchBackoff::default());
-            let unlabelled = after_objects_listed(unlabelled, self.objects_listed.subscribe());
             let unlabelled = taking_turns(unlabelled, self.lists.clone())
                 .map(move |event| Observed::Metadata(kind, event));
             handles.push(self.push(unlabelled.boxed()));
@@ -188,21 +173,6 @@ impl Watches {
 
 type Events<K> = BoxStream<'static, Result<Event<K>, watcher::Error>>;
 
-/// `events`, polled only once `listed` is set or [`METADATA_WAITS_AT_MOST`] has passed.
-fn after_objects_listed<S: futures::Stream + Send + 'static>(
-    events: S,
-    mut listed: watch::Receiver<bool>,
-) -> impl futures::Stream<Item = S::Item> + Send {
-    stream::once(async move {
-        let objects_listed = listed.wait_for(|listed| *listed);
-        tokio::time::timeout(METADATA_WAITS_AT_MOST, objects_listed)
-            .await
-            .ok();
-        events
-    })
-    .flatten()
-}
-
 /// `events` that list only while holding one of `lists`' permits: from the list's start (the
 /// watcher asks for the first page when polled after [`Event::Init`]) to its end, or to an error
 /// (the retry queues again, so a kind that keeps failing cannot starve the others).
@@ -231,25 +201,6 @@ mod tests {
     use futures::FutureExt;
 
     use super::*;
-
-    #[tokio::test(start_paused = true)]
-    async fn metadata_lists_wait_for_the_objects_lists() {
-        let gate = watch::Sender::new(false);
-        let mut events = after_objects_listed(stream::iter([1, 2]), gate.subscribe()).boxed();
-        assert_eq!(
-            events.next().now_or_never(),
-            None,
-            "listed before the objects"
-        );
-        gate.send_replace(true);
-        assert_eq!(events.next().await, Some(1));
-
-        let unopened = watch::Sender::new(false);
-        let mut events = after_objects_listed(stream::iter([3]), unopened.subscribe()).boxed();
-        assert_eq!(events.next().now_or_never(), None);
-        tokio::time::advance(METADATA_WAITS_AT_MOST).await;
-        assert_eq!(events.next().await, Some(3), "a minute at most");
-    }
 
     fn listing(events: Vec<Event<u8>>, lists: &Arc<Semaphore>) -> Events<u8> {
         let events = stream::iter(events.into_iter().map(Ok)).chain(stream::pending());

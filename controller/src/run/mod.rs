@@ -78,7 +78,6 @@ impl Loop {
                     Observed::Object(kind, event) => {
                         if matches!(event, Ok(Event::InitDone)) && listed.insert(kind) && listed.len() == self.served.len() {
                             self.ready.store(true, Ordering::Relaxed);
-                            self.watches.objects_listed();
                         }
                         self.on_event(kind, event)
                     }
