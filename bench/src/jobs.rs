@@ -113,3 +113,21 @@ pub fn watch_deletions(
 pub fn deleted(deletions: &Deletions) -> usize {
     deletions.lock().map(|seen| seen.len()).unwrap_or(0)
 }
+
+/// Waits until `count` deletions were seen, failing after `limit`.
+pub async fn wait_deleted(
+    deletions: &Deletions,
+    count: usize,
+    limit: std::time::Duration,
+) -> Result<()> {
+    let started = std::time::Instant::now();
+    while deleted(deletions) < count {
+        anyhow::ensure!(
+            started.elapsed() <= limit,
+            "{} of {count} Jobs deleted after {limit:?}",
+            deleted(deletions)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    Ok(())
+}

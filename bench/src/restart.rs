@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use jiff::{SignedDuration, Timestamp};
 use kube_retention_e2e::LocalCluster;
 
@@ -72,17 +72,7 @@ pub async fn measure(cluster: &LocalCluster, client: &kube::Client, size: Size) 
     )?;
     let listed = since(start, Timestamp::now());
     let limit = Duration::from_secs(120) + Duration::from_secs_f64(2.0 * size.at_budget_pace());
-    let waiting = std::time::Instant::now();
-    while jobs::deleted(&deletions) < size.due {
-        if waiting.elapsed() > limit {
-            bail!(
-                "{} of {} overdue Jobs deleted after {limit:?}",
-                jobs::deleted(&deletions),
-                size.due
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    jobs::wait_deleted(&deletions, size.due, limit).await?;
     watch.abort();
     let peak_rss_kib = running.pid().and_then(rss_kib).map_or(0, |(peak, _)| peak);
     drop(running);

@@ -155,17 +155,7 @@ async fn run_scenario(
         }
     }
     let limit = Duration::from_secs(120 + scenario.jobs as u64 / 2);
-    let started = std::time::Instant::now();
-    while jobs::deleted(&deletions) < scenario.jobs {
-        if started.elapsed() > limit {
-            bail!(
-                "{} of {} Jobs deleted after {limit:?}",
-                jobs::deleted(&deletions),
-                scenario.jobs
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    jobs::wait_deleted(&deletions, scenario.jobs, limit).await?;
     watch.abort();
     settle_events(cluster, offset, &deleter.user(), &ns).await?;
     let peak_rss_kib = running.pid().and_then(rss_kib).map_or(0, |(peak, _)| peak);
