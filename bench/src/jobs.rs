@@ -6,11 +6,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use futures::{StreamExt, TryStreamExt, stream};
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{PartialObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
 use serde_json::json;
@@ -88,26 +88,43 @@ pub async fn finish(
 /// When each Job's deletion was seen, by name.
 pub type Deletions = Arc<Mutex<HashMap<String, Timestamp>>>;
 
-/// Watches the namespace's Jobs in the background and records each deletion's time.
-pub fn watch_deletions(
+/// Watches the namespace's Jobs' metadata in the background and records each deletion's time;
+/// returns once the watch has listed them, so a deletion after the return is timed when the API
+/// server reports it, not when a list of many Jobs ends.
+pub async fn watch_deletions(
     client: &Client,
     namespace: &str,
-) -> (Deletions, tokio::task::JoinHandle<()>) {
+) -> Result<(Deletions, tokio::task::JoinHandle<()>)> {
     let deletions: Deletions = Arc::default();
-    let jobs: Api<Job> = Api::namespaced(client.clone(), namespace);
+    let jobs: Api<PartialObjectMeta<Job>> = Api::namespaced(client.clone(), namespace);
     let seen = deletions.clone();
+    let (listed_tx, listed) = tokio::sync::oneshot::channel();
     let task = tokio::spawn(async move {
+        let mut listed_tx = Some(listed_tx);
         let mut events = watcher::watcher(jobs, watcher::Config::default()).boxed();
         while let Some(event) = events.next().await {
-            if let Ok(Event::Delete(job)) = event
-                && let Some(name) = job.metadata.name
-                && let Ok(mut seen) = seen.lock()
-            {
-                seen.insert(name, Timestamp::now());
+            match event {
+                Ok(Event::InitDone) => {
+                    if let Some(listed) = listed_tx.take() {
+                        listed.send(()).ok();
+                    }
+                }
+                Ok(Event::Delete(job)) => {
+                    if let Some(name) = job.metadata.name
+                        && let Ok(mut seen) = seen.lock()
+                    {
+                        seen.insert(name, Timestamp::now());
+                    }
+                }
+                _ => {}
             }
         }
     });
-    (deletions, task)
+    tokio::time::timeout(std::time::Duration::from_secs(300), listed)
+        .await
+        .context("the benchmark's watch of the Jobs did not list them within 5 minutes")?
+        .context("the benchmark's watch of the Jobs ended")?;
+    Ok((deletions, task))
 }
 
 pub fn deleted(deletions: &Deletions) -> usize {

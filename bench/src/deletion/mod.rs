@@ -124,7 +124,7 @@ async fn run_scenario(
         Shape::Burst { ttl } | Shape::Steady { ttl, .. } => ttl,
     };
     jobs::create(client, &ns, scenario.jobs, ttl).await?;
-    let (deletions, watch) = jobs::watch_deletions(client, &ns);
+    let (deletions, watch) = jobs::watch_deletions(client, &ns).await?;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let offset = std::fs::metadata(cluster.layout.state("logs/audit.log"))
         .map_or(0, |meta| meta.len() as usize);
