@@ -152,7 +152,7 @@ pub fn section(figures: &Figures) -> String {
         "### Finding objects the webhook never saw\n\n\
          Measured with `make bench-controller` (`bench/src/discovery.rs`): {n} Jobs with a\n\
          `retention.dev/ttl-after-finished` annotation are created while the webhook is stopped, so\n\
-         none is labelled `retention.dev/managed`; then kube-retention's release controller starts\n\
+         none is labelled `retention.dev/managed`; then kube-retention's controller ({build}) starts\n\
          fresh (50 req/s budget). Besides its labelled watch it runs a metadata-only watch of Jobs and\n\
          Pods with no selector, remembers only annotated, unlabelled objects, and labels each once,\n\
          within the request budget (so many stragglers are labelled at the budget's pace).\n\n\
@@ -165,6 +165,7 @@ pub fn section(figures: &Figures) -> String {
          (one event per change of any object of the kind, metadata only); one PATCH per unlabelled\n\
          object with retention settings, once; nothing per unannotated object. The controller's\n\
          memory holds only the unlabelled ones until labelled.\n",
+        build = crate::measured_build(),
         n = figures.objects,
         labelled = figures.labelled_after.as_secs_f64(),
         lists = figures.lists,

@@ -87,3 +87,14 @@ pub fn remove_namespace(
     ]))?;
     Ok(())
 }
+
+/// Which build of kube-retention's webhook and controller a section measured: the cargo output
+/// folder `KUBE_RETENTION_PROFILE` names (`make bench-…` sets the image's static musl build).
+pub fn measured_build() -> String {
+    let profile = std::env::var("KUBE_RETENTION_PROFILE").unwrap_or_else(|_| "debug".into());
+    if profile.contains("musl") {
+        format!("the image's static build (`target/{profile}`, mimalloc)")
+    } else {
+        format!("the `target/{profile}` build (not the image's)")
+    }
+}

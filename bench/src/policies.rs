@@ -232,7 +232,7 @@ pub fn section(figures: &Figures) -> String {
         "### Policies at scale, and what changing one costs\n\n\
          Measured with `make bench-controller` (`bench/src/policies.rs`): {} custom objects, no\n\
          annotations, unfinished, spread over {} kinds defined for the run, under one\n\
-         ClusterRetentionPolicy naming every kind. kube-retention's release controller starts fresh\n\
+         ClusterRetentionPolicy naming every kind. kube-retention's controller ({build}) starts fresh\n\
          (it watches every object of a policy's kinds); the time runs until the policy's status counts\n\
          every object (statuses are written every 5 s). RSS is read 10 s later; the peak includes the\n\
          listing. Then the policy's TTL changes: every kind is listed afresh and each object judged\n\
@@ -250,5 +250,6 @@ pub fn section(figures: &Figures) -> String {
         crate::mib(figures.peak_rss_kib),
         figures.change_after.as_secs_f64(),
         requests.join(", "),
+        build = crate::measured_build(),
     )
 }

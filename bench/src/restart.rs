@@ -102,7 +102,7 @@ pub fn section(figures: &Figures) -> String {
         "### Restart at scale\n\n\
          Measured with `make bench-controller` (`bench/src/restart.rs`): {tracked} Jobs exist, every\n\
          {stride}th of them ({due}) finished {overdue} s ago with a {ttl} s TTL while no controller ran;\n\
-         then kube-retention's release controller starts cold with a budget of {budget} req/s. Times\n\
+         then kube-retention's controller ({build}) starts cold with a budget of {budget} req/s. Times\n\
          count from its start (process spawn) to each Job's deletion as the benchmark's own watch sees\n\
          it (a metadata watch that has listed every Job before the start, so it reports each\n\
          deletion as it happens); \"listed\" is when its /readyz first answered 200 (every kind listed). It deletes while\n\
@@ -111,6 +111,7 @@ pub fn section(figures: &Figures) -> String {
          | Jobs tracked | overdue | budget | first deletion (s) | listed (s) | last deletion (s) | at the budget's pace (s) | peak RSS (MiB) |\n\
          | --- | --- | --- | --- | --- | --- | --- | --- |\n\
          | {tracked} | {due} | {budget} req/s | {first:.2} | {listed:.2} | {last:.1} | {pace:.1} | {rss:.1} |\n",
+        build = crate::measured_build(),
         tracked = size.tracked,
         stride = size.stride(),
         due = size.due,

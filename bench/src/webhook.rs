@@ -141,14 +141,13 @@ pub fn annotated_config_map(user: &str) -> Bytes {
     review("CREATE", "", "ConfigMap", config_map, user)
 }
 
-/// The release binary of `name` in the workspace's target folder.
-pub fn release_binary(root: &Path, name: &str) -> Result<PathBuf> {
-    let binary = root.join("target/release").join(name);
+/// `binary`, if it was built.
+pub fn existing(binary: &Path) -> Result<PathBuf> {
     if !binary.is_file() {
         bail!(
-            "{} is missing: run `cargo build --release -p {name}`",
+            "{} is missing: `make bench-webhook` builds it",
             binary.display()
         );
     }
-    Ok(binary)
+    Ok(binary.to_path_buf())
 }

@@ -13,9 +13,10 @@ use hyper::body::Bytes;
 use kube_retention_bench::differential;
 use kube_retention_bench::report;
 use kube_retention_bench::side_by_side::{self, Contender, Load};
-use kube_retention_bench::webhook::{self, release_binary, review};
+use kube_retention_bench::webhook::{self, existing, review};
 use kube_retention_bench::writers::{self, WRITER};
 use kube_retention_e2e::cluster::WEBHOOK_SERVICE_ACCOUNT;
+use kube_retention_e2e::components::WEBHOOK;
 use kube_retention_e2e::process::tracked;
 use kube_retention_e2e::{Layout, LocalCluster};
 use serde_json::json;
@@ -37,6 +38,10 @@ struct Args {
     /// Generated AdmissionReviews sent to both webhooks and compared.
     #[arg(long, default_value_t = 200_000)]
     differential_cases: u64,
+    /// kube-retention's webhook to measure [default: the local cluster's, from the build
+    /// `KUBE_RETENTION_PROFILE` names; `make bench-webhook` sets the image's static one].
+    #[arg(long)]
+    webhook: Option<PathBuf>,
     /// The Go peer (`bench/webhook-peer/build.sh` builds it).
     #[arg(long, default_value = "bench/webhook-peer/bin/webhook-peer")]
     peer: PathBuf,
@@ -89,13 +94,18 @@ fn requests() -> Vec<(&'static str, Bytes)> {
 async fn main() -> Result<()> {
     let args = Args::parse();
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let binary = release_binary(&root, "kube-retention-webhook")?;
     let state = tempfile::Builder::new()
         .prefix("kube-retention-bench-")
         .tempdir()?;
+    let layout = Layout::new(state.path())?;
+    let binary = existing(
+        &args
+            .webhook
+            .clone()
+            .unwrap_or_else(|| layout.cargo_binary(WEBHOOK)),
+    )?;
     println!("starting a private cluster in {}", state.path().display());
-    let (cluster, _) = LocalCluster::up(Layout::new(state.path())?)?;
+    let (cluster, _) = LocalCluster::up(layout)?;
     let outcome = bench(&args, &cluster, &binary).await;
     LocalCluster::down(&cluster.layout)?;
     outcome
@@ -200,7 +210,7 @@ fn webhook_section(args: &Args, measured: &[side_by_side::Measured]) -> String {
          Measured with `make bench-webhook` (`bench/src/bin/webhook-bench.rs`, `bench/src/side_by_side.rs`):\n\
          each webhook as its own process, one after the other in the same run, this load generator as\n\
          another, on the same {cpus}-core machine, over {connections} keep-alive HTTP/1.1 TLS connections.\n\
-         kube-retention: the release build, `--check-writers=false` (the peer has no writer check; its\n\
+         kube-retention: {ours}, `--check-writers=false` (the peer has no writer check; its\n\
          cost is measured below). The Go peer: {peer}. The mix, round-robin: a Build denied for two\n\
          errors, a ConfigMap stamped with `expires-at` (patch), an annotated Job validated, a finished\n\
          Job re-stamped on UPDATE. Latency counts from when each request was due (open loop), so\n\
@@ -210,6 +220,7 @@ fn webhook_section(args: &Args, measured: &[side_by_side::Measured]) -> String {
         connections = args.connections,
         seconds = args.seconds,
         peer = peer_build(&args.peer),
+        ours = kube_retention_bench::measured_build(),
     )
 }
 

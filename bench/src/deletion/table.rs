@@ -77,7 +77,7 @@ pub fn section(rows: &[Row], scenarios: &[&str], target: &Report<'_>) -> anyhow:
         "## Controller: kube-retention against kube-controller-manager's TTL controller\n\n\
          Measured with `make bench-controller` (`bench/src/bin/controller-bench.rs`) on a private local\n\
          cluster (Kubernetes {version}, this machine's {cpus} cores shared by everything). Each row starts\n\
-         its deleter fresh: kube-retention's release controller (`--qps` = the budget, 0 when unlimited),\n\
+         its deleter fresh: kube-retention's controller ({build}; `--qps` = the budget, 0 when unlimited),\n\
          or a kube-controller-manager running `ttl-after-finished-controller` and\n\
          `garbage-collector-controller` with `--kube-api-qps` and `--kube-api-burst` = the budget, in\n\
          place of the control plane's own. The TTL controller deletes with foreground propagation, so\n\
@@ -98,6 +98,7 @@ pub fn section(rows: &[Row], scenarios: &[&str], target: &Report<'_>) -> anyhow:
          Deletions per second, kube-retention ÷ the better peer: {ratios}.\n\n\
          Goals: delay p99 ≤ 1 s at {rate} expiries/s, one request per deletion, ≥ 1.9× the peer's deletions\n\
          per second at equal budget.\n",
+        build = crate::measured_build(),
         tuned = crate::deleters::TUNED_WORKERS,
         rows = rows.iter().map(row_text).collect::<Vec<_>>().join("\n"),
         ratios = ratios(rows, scenarios).join(", "),
