@@ -93,7 +93,7 @@ pub fn remove_namespace(
 pub fn measured_build() -> String {
     let profile = std::env::var("KUBE_RETENTION_PROFILE").unwrap_or_else(|_| "debug".into());
     if profile.contains("musl") {
-        format!("the image's static build (`target/{profile}`, mimalloc)")
+        format!("the image's static build, `target/{profile}`")
     } else {
         format!("the `target/{profile}` build (not the image's)")
     }

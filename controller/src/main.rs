@@ -5,10 +5,6 @@ use std::process::ExitCode;
 use clap::Parser;
 use kube_retention_controller::args::Args;
 
-/// As in the webhook: mimalloc rather than musl's allocator in the image's static binary.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
