@@ -88,10 +88,10 @@ pub fn remove_namespace(
     Ok(())
 }
 
-/// Which build of kube-retention's webhook and controller a section measured: the cargo output
-/// folder `KUBE_RETENTION_PROFILE` names (`make bench-…` sets the image's static musl build).
+/// Which build of kube-retention's webhook and controller a section measured: the one the local
+/// cluster runs ([`kube_retention_e2e::Layout::cargo_profile`]; `make bench-…` sets the image's static musl build).
 pub fn measured_build() -> String {
-    let profile = std::env::var("KUBE_RETENTION_PROFILE").unwrap_or_else(|_| "debug".into());
+    let profile = kube_retention_e2e::Layout::cargo_profile();
     if profile.contains("musl") {
         format!("the image's static build, `target/{profile}`")
     } else {

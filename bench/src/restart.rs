@@ -102,11 +102,12 @@ pub fn section(figures: &Figures) -> String {
         "### Restart at scale\n\n\
          Measured with `make bench-controller` (`bench/src/restart.rs`): {tracked} Jobs exist, every\n\
          {stride}th of them ({due}) finished {overdue} s ago with a {ttl} s TTL while no controller ran;\n\
-         then kube-retention's controller ({build}) starts cold with a budget of {budget} req/s. Times\n\
-         count from its start (process spawn) to each Job's deletion as the benchmark's own watch sees\n\
-         it (a metadata watch that has listed every Job before the start, so it reports each\n\
-         deletion as it happens); \"listed\" is when its /readyz first answered 200 (every kind listed). It deletes while\n\
-         the list is still under way: a page's overdue Jobs are due as soon as they are seen. Goals:\n\
+         then kube-retention's controller ({build}) starts cold with a budget of {budget} req/s.\n\
+         Times count from its start (process spawn) to each Job's deletion as the benchmark's own\n\
+         watch sees it (a metadata watch that has listed every Job before the start, so it reports\n\
+         each deletion as it happens); \"listed\" is when its /readyz first answered 200 (every kind\n\
+         listed). It deletes while the list is still under way: a page's overdue Jobs are due as\n\
+         soon as they are seen. Goals:\n\
          the first deletion within 3 s of the start, the last at the budget's pace.\n\n\
          | Jobs tracked | overdue | budget | first deletion (s) | listed (s) | last deletion (s) | at the budget's pace (s) | peak RSS (MiB) |\n\
          | --- | --- | --- | --- | --- | --- | --- | --- |\n\

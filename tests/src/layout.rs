@@ -45,14 +45,19 @@ impl Layout {
         self.bin_dir.join(name)
     }
 
-    /// A binary of this workspace built by `cargo build` (debug profile unless
-    /// `KUBE_RETENTION_PROFILE` names another, e.g. `release` for benchmarks).
+    /// A binary of this workspace built by `cargo build`, in [`Self::cargo_profile`]'s folder.
     pub fn cargo_binary(&self, name: &str) -> PathBuf {
         let target = std::env::var_os("CARGO_TARGET_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| self.repo_root.join("target"));
-        let profile = std::env::var("KUBE_RETENTION_PROFILE").unwrap_or_else(|_| "debug".into());
-        target.join(profile).join(name)
+        target.join(Self::cargo_profile()).join(name)
+    }
+
+    /// The folder under the target folder that the workspace's binaries are run from: `debug`
+    /// unless `KUBE_RETENTION_PROFILE` names another (the benchmarks use the image's static
+    /// build, `x86_64-unknown-linux-musl/release`).
+    pub fn cargo_profile() -> String {
+        std::env::var("KUBE_RETENTION_PROFILE").unwrap_or_else(|_| "debug".into())
     }
 
     /// A file or folder inside the cluster's state folder.

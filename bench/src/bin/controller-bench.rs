@@ -138,7 +138,7 @@ async fn main() -> Result<()> {
     let args = Args::parse();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    // `make bench-controller` sets KUBE_RETENTION_PROFILE=release and the audit policy.
+    // `make bench-controller` sets KUBE_RETENTION_PROFILE (the image's static build) and the audit policy.
     let state = tempfile::Builder::new()
         .prefix("kube-retention-bench-")
         .tempdir()?;
