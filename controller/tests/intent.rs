@@ -147,7 +147,10 @@ fn failing_deletes_back_off_from_one_second_to_five_minutes_and_warn_once_per_st
         } else {
             assert_eq!(actions, []);
         }
-        assert_eq!(state.in_backoff(), usize::from(!attempts.is_empty()));
+        assert_eq!(
+            state.gauges(now).in_backoff,
+            usize::from(!attempts.is_empty())
+        );
         now = state.next_deadline().unwrap();
     }
     assert_eq!(
@@ -164,7 +167,7 @@ fn failing_deletes_back_off_from_one_second_to_five_minutes_and_warn_once_per_st
     // A change to the object resets the backoff: the new version is tried at once.
     let actions = state.applied(kind(JOB), &job("2", ttl, Some("2026-01-01T00:00:00Z")), now);
     assert_eq!(actions, []);
-    assert_eq!(state.in_backoff(), 0);
+    assert_eq!(state.gauges(now).in_backoff, 0);
     assert_eq!(deletes(&state.due(now)), [("j".to_owned(), Reason::Ttl)]);
 }
 

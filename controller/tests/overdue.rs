@@ -60,3 +60,36 @@ fn overdue_counts_finished_runs_past_their_deadline_until_they_are_gone() {
     state.removed(kind(BUILDRUN), "ns", "done");
     assert_eq!(state.overdue(late), 0, "gone");
 }
+
+#[test]
+fn one_reading_of_the_gauges_counts_tracked_by_kind_backoff_and_backlog() {
+    let mut state = leader();
+    let created = "2026-01-01T00:00:00Z";
+    let now = at("2026-01-01T00:00:01Z");
+    for (name, uid) in [("a", "u1"), ("b", "u2")] {
+        state.applied(
+            kind(BUILDRUN),
+            &buildrun(name, uid, "1", created, FINISHED, json!({})),
+            now,
+        );
+    }
+    let gauges = state.gauges(now);
+    assert_eq!(gauges.tracked[&kind(BUILDRUN)], 2);
+    assert_eq!(gauges.tracked[&kind(JOB)], 0, "every kind has a reading");
+    assert_eq!((gauges.in_backoff, gauges.overdue), (0, 0));
+
+    let late = at("2026-01-01T00:00:10Z");
+    assert_eq!(deletes(&state.due(late)).len(), 2);
+    let key = kube_retention_controller::state::Key {
+        kind: kind(BUILDRUN),
+        namespace: "ns".into(),
+        name: "a".into(),
+    };
+    state.delete_failed(&key, Failure::Unavailable("etcd timeout".into()), late);
+    let gauges = state.gauges(late);
+    assert_eq!(
+        (gauges.in_backoff, gauges.overdue),
+        (1, 2),
+        "the failed DELETE backs off; it and the one in flight are both backlog"
+    );
+}

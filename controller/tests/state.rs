@@ -318,8 +318,9 @@ fn a_relist_forgets_what_is_gone() {
         []
     );
     assert_eq!(state.tracked(kind(BUILDRUN)), 1);
-    assert_eq!(state.tracked_by_kind()[&kind(BUILDRUN)], 1);
-    assert_eq!(state.tracked_by_kind()[&kind(JOB)], 0);
+    let tracked = state.gauges(at("2026-01-01T00:00:09Z")).tracked;
+    assert_eq!(tracked[&kind(BUILDRUN)], 1);
+    assert_eq!(tracked[&kind(JOB)], 0);
     assert_eq!(
         deletes(&state.due(at("2026-01-01T00:10:00Z"))),
         [("stays".to_owned(), Reason::Ttl)]

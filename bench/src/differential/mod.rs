@@ -1,6 +1,6 @@
-//! The differential check of `make bench-webhook`: the same generated AdmissionReviews
-//! ([`cases`]) to kube-retention's webhook and to the Go peer, their answers compared — allowed
-//! or not, the status code, the fields a denial names, and the object each patch produces.
+//! The differential check of `make bench-webhook`: the same generated AdmissionReviews (module
+//! `cases`) to kube-retention's webhook and to the Go peer, their answers compared — allowed or
+//! not, the status code, the fields a denial names, and the object each patch produces.
 //! A correctness cross-check as much as a benchmark: every disagreement is reported.
 
 mod cases;

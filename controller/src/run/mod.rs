@@ -124,7 +124,8 @@ impl Loop {
 
     fn update_gauges(&self) {
         let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
-        for (kind, tracked) in self.state.tracked_by_kind() {
+        let gauges = self.state.gauges(Timestamp::now());
+        for (kind, tracked) in gauges.tracked {
             let label = KindLabels {
                 kind: self.state.kinds()[kind].resource.to_string(),
             };
@@ -133,10 +134,8 @@ impl Loop {
                 .get_or_create(&label)
                 .set(count(tracked));
         }
-        self.metrics.in_backoff.set(count(self.state.in_backoff()));
-        self.metrics
-            .overdue
-            .set(count(self.state.overdue(Timestamp::now())));
+        self.metrics.in_backoff.set(count(gauges.in_backoff));
+        self.metrics.overdue.set(count(gauges.overdue));
         self.metrics.stragglers.set(count(self.state.stragglers()));
     }
 

@@ -59,19 +59,6 @@ impl State {
         self.back_off(key, Warning::StampFailing, failure, now)
     }
 
-    /// Tracked objects currently backing off.
-    pub fn in_backoff(&self) -> usize {
-        self.runs
-            .values()
-            .filter(|record| record.failures > 0)
-            .count()
-            + self
-                .stragglers
-                .values()
-                .filter(|straggler| straggler.failures > 0)
-                .count()
-    }
-
     fn back_off(
         &mut self,
         key: &Key,

@@ -26,6 +26,7 @@ mod stragglers;
 
 pub use action::{Action, EventTarget, Governance, Reason, Warning};
 use compact::CompactTime;
+pub use counts::Gauges;
 pub use failures::{FIRST_RETRY, Failure, MAX_RETRY, retry_delay};
 pub use policies::{LoadedPolicy, PolicyKey, Summary, WOULD_DELETE_SHOWN};
 use record::{Record, Stamps, Uid};
