@@ -14,7 +14,7 @@ MUSL_BUILD = rustup target list --installed | grep -qx $(MUSL) || rustup target 
 	CC_x86_64_unknown_linux_musl=cc $(CARGO) build --release --target $(MUSL)
 LOCAL_CLUSTER = $(CARGO) run --quiet --package kube-retention-e2e --bin local-cluster -- --state $(STATE)
 
-.PHONY: help toolchain cluster-binaries build up down status demo test fmt-check clippy unit e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-controller
+.PHONY: help toolchain cluster-binaries build up down status demo test fmt-check clippy doc-check unit e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-controller
 
 help:
 	@echo "make demo    start the local cluster and walk through what kube-retention does"
@@ -49,7 +49,7 @@ status:
 demo: up
 	@scripts/demo.sh $(STATE)/kubeconfig
 
-test: fmt-check clippy unit monitoring-check e2e image-test
+test: fmt-check clippy doc-check unit monitoring-check e2e image-test
 
 # The retention.dev CRDs from the Rust types; `make unit` fails while the checked-in file is stale.
 crds: toolchain
@@ -70,6 +70,10 @@ fmt-check: toolchain
 
 clippy: toolchain
 	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
+
+# The API docs, broken intra-doc links included, build without a warning.
+doc-check: toolchain
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --quiet
 
 unit: toolchain
 	$(CARGO) test --workspace

@@ -1,7 +1,7 @@
 //! The `retention.dev/v1alpha1` API: `ClusterRetentionPolicy` (cluster-scoped, with a
 //! `namespaceSelector`) and `RetentionPolicy` (applies to its own namespace). These types are
 //! the source of the CRDs in deploy/crds (`make crds`); the schema only fixes the shape, the
-//! rules (durations, limits, CEL) are [`crate::retention_policy`]'s, so admission and the
+//! rules (durations, limits, CEL) are [`crate::policies`]'s, so admission and the
 //! controller report every error together and in the same words.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};

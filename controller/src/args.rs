@@ -36,7 +36,7 @@ pub struct Args {
     /// one Event ("Deleted 37 BuildRuns of Build hello"); 0s records one Event per deletion.
     #[arg(long, env = "KUBE_RETENTION_EVENT_WINDOW", default_value = "5s", value_parser = humantime::parse_duration)]
     pub event_window: std::time::Duration,
-    /// Watch a further kind: GROUP/VERSION/KIND[/PLURAL][:LABEL=SUCCEEDED,FAILED]. Repeatable.
+    /// Watch a further kind: `GROUP/VERSION/KIND[/PLURAL][:LABEL=SUCCEEDED,FAILED]`. Repeatable.
     #[arg(long = "kind", env = "KUBE_RETENTION_KINDS", value_delimiter = ' ')]
     pub kinds: Vec<String>,
     /// Leave a built-in kind alone (neither watched nor deleted), by `Kind.group` name: `Pod`,

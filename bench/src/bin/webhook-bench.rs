@@ -1,7 +1,7 @@
 //! `make bench-webhook`: AdmissionReview load over TLS against the release webhook and the Go
 //! peer (`bench/webhook-peer`), one after the other in the same run, from this separate process,
 //! at fixed rates and then closed-loop to saturation ([`side_by_side`]); then the same generated
-//! AdmissionReviews to both, their answers compared ([`differential`]); then what the writer
+//! AdmissionReviews to both, their answers compared ([`mod@differential`]); then what the writer
 //! check costs ([`kube_retention_bench::writers`]). Both webhooks ask a private local cluster.
 
 use std::path::PathBuf;
