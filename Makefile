@@ -10,8 +10,9 @@ MUSL := x86_64-unknown-linux-musl
 IMAGE ?= target/image/kube-retention.oci.tar
 # The image's static binaries. ring's C is compiled with the system cc: no musl cross compiler is
 # needed for static linking.
-MUSL_BUILD = rustup target list --installed | grep -qx $(MUSL) || rustup target add $(MUSL); \
-	CC_x86_64_unknown_linux_musl=cc $(CARGO) build --release --target $(MUSL)
+MUSL_CARGO = rustup target list --installed | grep -qx $(MUSL) || rustup target add $(MUSL); \
+	CC_x86_64_unknown_linux_musl=cc $(CARGO)
+MUSL_BUILD = $(MUSL_CARGO) build --release --target $(MUSL)
 LOCAL_CLUSTER = $(CARGO) run --quiet --package kube-retention-e2e --bin local-cluster -- --state $(STATE)
 
 .PHONY: help toolchain cluster-binaries build up down status demo test fmt-check clippy doc-check unit e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-controller
@@ -75,8 +76,10 @@ clippy: toolchain
 doc-check: toolchain
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --quiet
 
+# kube-retention-memcpy's tests also run where its memcpy is linked in: the static musl target.
 unit: toolchain
 	$(CARGO) test --workspace
+	$(MUSL_CARGO) test --target $(MUSL) --package kube-retention-memcpy
 
 # An OCI image (an OCI layout in one tar archive) of the static musl binaries, built without a
 # container engine: `skopeo copy oci-archive:$(IMAGE) docker://...` or `crane push $(IMAGE) ...`.

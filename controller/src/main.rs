@@ -4,6 +4,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use kube_retention_controller::args::Args;
+// The static build's memcpy in place of musl's (see the crate).
+use kube_retention_memcpy as _;
 
 #[tokio::main]
 async fn main() -> ExitCode {

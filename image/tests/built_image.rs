@@ -1,12 +1,16 @@
 //! The image `make image` built (its path in KUBE_RETENTION_IMAGE): the manifest and config as a
-//! runtime reads them, and each binary of the layer static and running (`--version`) with an
-//! empty environment. `make image-test` runs it; plain `cargo test` skips it, naming why.
+//! runtime reads them, and each binary of the layer static, the servers copying with our memcpy,
+//! and running (`--version`) with an empty environment. `make image-test` runs it; plain
+//! `cargo test` skips it, naming why.
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
 use anyhow::{Context, ensure};
 use kube_retention_image::{USER, inspect, is_dynamic};
+
+/// The servers, which copy with kube-retention-memcpy's memcpy rather than musl's.
+const WITH_OUR_MEMCPY: [&str; 2] = ["kube-retention-controller", "kube-retention-webhook"];
 
 const BINARIES: [&str; 4] = [
     "kube-retention-certs",
@@ -42,6 +46,11 @@ fn the_built_image_holds_static_binaries_that_run() -> anyhow::Result<()> {
         ensure!(
             !is_dynamic(bytes)?,
             "{name} needs a dynamic loader: build it for musl"
+        );
+        ensure!(
+            kube_retention_memcpy::linked_in(bytes)? == WITH_OUR_MEMCPY.contains(&name.as_str()),
+            "{name}: memcpy is not {} as expected",
+            kube_retention_memcpy::SYMBOL
         );
         let path = folder.path().join(name);
         std::fs::write(&path, bytes)?;

@@ -17,6 +17,9 @@ use kube_retention_webhook::{Context, Error, router, server};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+// The static build's memcpy in place of musl's (see the crate).
+use kube_retention_memcpy as _;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
