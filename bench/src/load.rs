@@ -36,6 +36,14 @@ impl Outcome {
         self.completed as f64 / self.elapsed.as_secs_f64()
     }
 
+    /// Pools `other`, a later slice of the same step, into this outcome.
+    pub fn pool(&mut self, other: Outcome) {
+        self.completed += other.completed;
+        self.errors += other.errors;
+        self.latency.add(&other.latency).ok();
+        self.elapsed += other.elapsed;
+    }
+
     /// A latency percentile in milliseconds.
     pub fn millis(&self, percentile: f64) -> f64 {
         self.latency.value_at_quantile(percentile / 100.0) as f64 / 1000.0
@@ -122,11 +130,17 @@ pub async fn fixed_rate(
     let total = rate * duration.as_secs();
     let (due_tx, due_rx) = mpsc::unbounded_channel::<(usize, Instant)>();
     let due_rx = Arc::new(Mutex::new(due_rx));
-    let mut workers = Vec::new();
+    // Connected and handshaken before the schedule starts: as the API server keeps its
+    // connections to a webhook, the steps measure answers, not TLS handshakes.
+    let mut senders = Vec::new();
     for _ in 0..connections {
+        senders.push(connect(&target).await.ok());
+    }
+    let mut workers = Vec::new();
+    for mut sender in senders {
         let (target, due_rx) = (target.clone(), due_rx.clone());
         workers.push(tokio::spawn(async move {
-            let (mut latency, mut errors, mut sender) = (histogram(), 0u64, None);
+            let (mut latency, mut errors) = (histogram(), 0u64);
             loop {
                 let next = due_rx.lock().await.recv().await;
                 let Some((index, due)) = next else { break };

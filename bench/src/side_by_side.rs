@@ -72,64 +72,77 @@ pub async fn serve(contender: &Contender<'_>, load: &Load<'_>) -> Result<(Webhoo
     Ok((server, target))
 }
 
-/// Starts `contender`, warms it up, and runs every step against it.
-pub async fn measure(contender: &Contender<'_>, load: &Load<'_>) -> Result<Measured> {
-    let (server, target) = serve(contender, load).await?;
-    let pid = server.pid();
-    let (_, idle) = rss_kib(pid).context("RSS")?;
-    println!("{}: warming up", contender.name);
-    load::fixed_rate(
-        target.clone(),
-        500,
-        Duration::from_secs(2),
-        load.connections,
-    )
-    .await;
-    let mut steps = Vec::new();
-    for &rate in load.rates {
-        let outcome = fixed(&target, rate, load).await;
-        println!(
-            "{}: {rate} req/s: p99 {:.3} ms",
-            contender.name,
-            outcome.millis(99.0)
-        );
-        steps.push((format!("{rate} req/s"), outcome));
-    }
-    let outcome = load::saturate(
-        target.clone(),
-        Duration::from_secs(load.seconds),
-        load.connections,
-    )
-    .await;
-    println!(
-        "{}: saturation {:.0} req/s",
-        contender.name,
-        outcome.throughput()
-    );
-    steps.push((
-        format!("saturation ({} connections)", load.connections),
-        outcome,
-    ));
-    let (peak, _) = rss_kib(pid).context("RSS")?;
-    let (anonymous, file) = rss_split_kib(pid).context("RSS")?;
-    Ok(Measured {
-        name: contender.name,
-        steps,
-        idle_mib: mib(idle),
-        peak_mib: mib(peak),
-        anonymous_mib: mib(anonymous),
-        file_mib: mib(file),
-    })
-}
+/// The fixed-rate steps alternate between the contenders in slices of this many seconds, so
+/// that whatever else the shared machine does in a step falls on both alike; each contender's
+/// slices of a step are pooled into one histogram.
+pub const SLICE_SECONDS: u64 = 2;
 
-async fn fixed(target: &Arc<load::Target>, rate: u64, load: &Load<'_>) -> Outcome {
-    load::fixed_rate(
-        target.clone(),
-        rate,
-        Duration::from_secs(load.seconds),
-        load.connections,
-    )
-    .await
+/// Starts every contender, warms each up, runs the fixed-rate steps in alternating slices, then
+/// saturates each in turn.
+pub async fn measure(contenders: &[Contender<'_>], load: &Load<'_>) -> Result<Vec<Measured>> {
+    let mut running = Vec::new();
+    for contender in contenders {
+        let (server, target) = serve(contender, load).await?;
+        let (_, idle) = rss_kib(server.pid()).context("RSS")?;
+        running.push((contender.name, server, target, idle));
+    }
+    for (name, _, target, _) in &running {
+        println!("{name}: warming up");
+        load::fixed_rate(
+            target.clone(),
+            500,
+            Duration::from_secs(2),
+            load.connections,
+        )
+        .await;
+    }
+    let slices = (load.seconds / SLICE_SECONDS).max(1);
+    let slice = Duration::from_secs(load.seconds / slices);
+    let mut steps: Vec<Vec<(String, Outcome)>> = running.iter().map(|_| Vec::new()).collect();
+    for &rate in load.rates {
+        let mut pooled: Vec<Option<Outcome>> = running.iter().map(|_| None).collect();
+        for _ in 0..slices {
+            for ((_, _, target, _), pool) in running.iter().zip(&mut pooled) {
+                let outcome = load::fixed_rate(target.clone(), rate, slice, load.connections).await;
+                match pool {
+                    Some(pool) => pool.pool(outcome),
+                    None => *pool = Some(outcome),
+                }
+            }
+        }
+        for ((name, ..), (outcome, steps)) in running.iter().zip(pooled.into_iter().zip(&mut steps))
+        {
+            let Some(outcome) = outcome else { continue };
+            println!("{name}: {rate} req/s: p99 {:.3} ms", outcome.millis(99.0));
+            steps.push((format!("{rate} req/s"), outcome));
+        }
+    }
+    let mut measured = Vec::new();
+    for ((name, server, target, idle), mut steps) in running.into_iter().zip(steps) {
+        let outcome = load::saturate(
+            target.clone(),
+            Duration::from_secs(load.seconds),
+            load.connections,
+        )
+        .await;
+        println!("{name}: saturation {:.0} req/s", outcome.throughput());
+        steps.push((
+            format!("saturation ({} connections)", load.connections),
+            outcome,
+        ));
+        let pid = server.pid();
+        let (peak, _) = rss_kib(pid).context("RSS")?;
+        let (anonymous, file) = rss_split_kib(pid).context("RSS")?;
+        measured.push(Measured {
+            name,
+            steps,
+            idle_mib: mib(idle),
+            peak_mib: mib(peak),
+            anonymous_mib: mib(anonymous),
+            file_mib: mib(file),
+        });
+    }
+    Ok(measured)
 }
 
 /// The side-by-side table: each step with both servers in adjacent rows.

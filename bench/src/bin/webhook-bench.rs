@@ -156,10 +156,7 @@ async fn bench(args: &Args, cluster: &LocalCluster, binary: &std::path::Path) ->
     };
     let runs = |part: Part| args.only.is_none_or(|only| only == part);
     if runs(Part::SideBySide) {
-        let mut measured = Vec::new();
-        for contender in &contenders {
-            measured.push(side_by_side::measure(contender, &load).await?);
-        }
+        let measured = side_by_side::measure(&contenders, &load).await?;
         report::write_section(&args.report, "webhook", &webhook_section(args, &measured))?;
     }
     if runs(Part::Differential) {
@@ -208,17 +205,20 @@ fn webhook_section(args: &Args, measured: &[side_by_side::Measured]) -> String {
     format!(
         "## Webhook: kube-retention and a Go peer under the same AdmissionReview load over TLS\n\n\
          Measured with `make bench-webhook` (`bench/src/bin/webhook-bench.rs`, `bench/src/side_by_side.rs`):\n\
-         each webhook as its own process, one after the other in the same run, this load generator as\n\
-         another, on the same {cpus}-core machine, over {connections} keep-alive HTTP/1.1 TLS connections.\n\
+         each webhook as its own process, both running in the same run, this load generator as\n\
+         another, on the same {cpus}-core machine, over {connections} keep-alive HTTP/1.1 TLS connections,\n\
+         connected before each step. The fixed-rate steps alternate between the two webhooks in\n\
+         {slice} s slices, pooled per webhook; saturation loads each in turn.\n\
          kube-retention: {ours}, `--check-writers=false` (the peer has no writer check; its\n\
          cost is measured below). The Go peer: {peer}. The mix, round-robin: a Build denied for two\n\
          errors, a ConfigMap stamped with `expires-at` (patch), an annotated Job validated, a finished\n\
          Job re-stamped on UPDATE. Latency counts from when each request was due (open loop), so\n\
-         queueing is included. {seconds} s per step; RSS is VmHWM over the server's whole run.\n\n\
+         queueing is included. {seconds} s per step and webhook; RSS is VmHWM over the server's whole run.\n\n\
          {}\n\n{ratios}\n",
         side_by_side::table(measured),
         connections = args.connections,
         seconds = args.seconds,
+        slice = side_by_side::SLICE_SECONDS,
         peer = peer_build(&args.peer),
         ours = kube_retention_bench::measured_build(),
     )
