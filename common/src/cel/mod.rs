@@ -7,8 +7,7 @@ use std::fmt;
 
 use jiff::Timestamp;
 use kube_cel::KubeCelExt;
-use kube_cel::cel::common::ast::{Expr, LiteralValue};
-use kube_cel::cel::{Context, ExecutionError, Program, Value as CelValue};
+use kube_cel::cel::{Context, Program, Value as CelValue};
 use serde_json::Value;
 
 /// The only variable an expression may use.
@@ -72,7 +71,10 @@ pub struct EvalError {
     reason: String,
 }
 
+mod checks;
 mod variables;
+
+use checks::{has_function, is_operator, wrong_result};
 
 thread_local! {
     static ROOT: Context<'static> = Context::default().with_all();
@@ -254,54 +256,4 @@ fn quoted(names: &[String]) -> String {
 
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Operators (`_==_`, `!_`) and the macros the parser expands are not library functions.
-fn is_operator(name: &str) -> bool {
-    name.starts_with('_')
-        || name.ends_with('_')
-        || matches!(
-            name,
-            "has"
-                | "all"
-                | "exists"
-                | "exists_one"
-                | "map"
-                | "filter"
-                | "@in"
-                | "@not_strictly_false"
-        )
-}
-
-/// Whether the evaluator has `name`: calling it with no arguments fails on the arguments, not on
-/// an undeclared reference, when it does.
-fn has_function(name: &str) -> bool {
-    let Ok(probe) = Program::compile(&format!("{name}()")) else {
-        return true;
-    };
-    ROOT.with(|root| {
-        !matches!(probe.execute(root), Err(ExecutionError::UndeclaredReference(ref missing)) if missing.as_str() == name)
-    })
-}
-
-/// A result of the wrong type written outright (a literal, arithmetic, a comparison).
-fn wrong_result(expr: &Expr, expect: Expect) -> Option<&'static str> {
-    let condition = match expr {
-        Expr::Literal(LiteralValue::Boolean(_)) => true,
-        Expr::Literal(_) | Expr::List(_) | Expr::Map(_) => false,
-        Expr::Call(call) => match call.func_name.as_str() {
-            "_==_" | "_!=_" | "_<_" | "_<=_" | "_>_" | "_>=_" | "_&&_" | "_||_" | "!_" | "@in" => {
-                true
-            }
-            "_+_" | "_-_" | "_*_" | "_/_" | "_%_" | "-_" | "timestamp" | "duration" | "string"
-            | "int" | "double" | "size" => false,
-            _ => return None,
-        },
-        _ => return None,
-    };
-    match (expect, condition) {
-        (Expect::Condition, false) => Some("gives a value, not true or false"),
-        (Expect::Time, true) => Some("gives true or false, not a time"),
-        _ => None,
-    }
 }

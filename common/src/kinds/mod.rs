@@ -7,7 +7,6 @@
 //! Entries are found by group and kind (any version: the fields kube-retention reads are the
 //! same across the versions it supports) and referred to by a [`KindId`] the table hands out.
 
-use std::fmt;
 use std::sync::LazyLock;
 
 use serde_json::Value;
@@ -17,73 +16,19 @@ use crate::progress::FinishRule;
 mod builtin;
 mod extra;
 mod fields;
+mod resource;
 
 pub use builtin::{BUILD_CONFIG_ANNOTATION, BUILD_NAME_LABEL};
 pub use extra::ExtraKindError;
 pub use fields::{Fields, LimitFields, RunFields, TtlFields, TtlUnit};
+pub use resource::{Resource, group_of, qualified};
 
 /// A kind's place in a [`Registry`]; stable for the registry's life (entries are never removed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct KindId(u16);
 
-/// Where a kind is served: `group` is empty for the core group.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Resource {
-    pub group: String,
-    pub version: String,
-    pub kind: String,
-    pub plural: String,
-}
-
-impl Resource {
-    pub fn new(group: &str, version: &str, kind: &str, plural: &str) -> Self {
-        Self {
-            group: group.into(),
-            version: version.into(),
-            kind: kind.into(),
-            plural: plural.into(),
-        }
-    }
-
-    /// `group/version`, or `version` for the core group.
-    pub fn api_version(&self) -> String {
-        if self.group.is_empty() {
-            self.version.clone()
-        } else {
-            format!("{}/{}", self.group, self.version)
-        }
-    }
-
-    /// Whether `api_version` and `kind` name this resource (in any version).
-    pub fn is(&self, api_version: &str, kind: &str) -> bool {
-        kind == self.kind && group_of(api_version) == self.group
-    }
-}
-
-impl fmt::Display for Resource {
-    /// `Job.batch`, `Pod` — the unambiguous short form `kubectl` uses.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&qualified(&self.kind, &self.group))
-    }
-}
-
-/// A kind or resource name with its group, as `kubectl` writes it: `Job.batch`, `jobs.batch`,
-/// and the bare name for the core group (`Pod`, `pods`).
-pub fn qualified(name: &str, group: &str) -> String {
-    if group.is_empty() {
-        name.to_owned()
-    } else {
-        format!("{name}.{group}")
-    }
-}
-
 /// What the controller needs on a kind to delete objects of it (and stamp or label them).
 pub const CONTROLLER_VERBS: [&str; 4] = ["list", "watch", "patch", "delete"];
-
-/// The group of an `apiVersion` (`batch/v1` → `batch`, `v1` → ``).
-pub fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map_or("", |(group, _)| group)
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Role {

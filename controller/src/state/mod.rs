@@ -16,6 +16,7 @@ use kube_retention_common::kinds::{KindId, Registry, Role};
 mod action;
 mod compact;
 mod counts;
+mod due;
 mod failures;
 mod limits;
 mod policies;
@@ -239,70 +240,5 @@ impl State {
                 self.leave_group(kind, &namespace, &parent, name);
             }
         }
-    }
-
-    /// Deletions that are due at `now`, overdue first, and stamps whose backoff ended.
-    pub fn due(&mut self, now: Timestamp) -> Vec<Action> {
-        let mut actions = Vec::new();
-        if !self.leader {
-            return actions;
-        }
-        let mut groups = Vec::new();
-        while let Some((at, _)) = self.queue.first()
-            && at.get() <= now
-        {
-            let Some((at, key)) = self.queue.pop_first() else {
-                break;
-            };
-            let Some(record) = self.runs.get_mut(&key) else {
-                continue;
-            };
-            if record.queued != Some(at) {
-                continue;
-            }
-            record.queued = None;
-            if let Some(deadline) = record.deadline()
-                && record.deletable(now)
-            {
-                if record.dry_run {
-                    self.would_have_deleted(&key, deadline, Reason::Ttl);
-                    continue;
-                }
-                record.pending = true;
-                let event_target = Self::event_target(&self.kinds, &self.parent_uids, &key, record);
-                actions.push(Action::Delete {
-                    key: key.clone(),
-                    uid: record.uid.text(),
-                    resource_version: record.resource_version.clone(),
-                    reason: Reason::Ttl,
-                    eligible_at: deadline,
-                    event_target,
-                    policy: record.policy.clone().map(|policy| Governance {
-                        policy,
-                        overruled: self.contested.get(&key).cloned().unwrap_or_default(),
-                    }),
-                });
-            } else if let Some(stamp) = record.stamp_action(&key, now) {
-                actions.push(stamp);
-            } else if let Some(parent) = record.group.clone() {
-                // A limit deletion that failed: its backoff ended.
-                groups.push(GroupKey {
-                    kind: key.kind,
-                    namespace: key.namespace.clone(),
-                    parent,
-                });
-            }
-            // Whatever comes later (a deadline behind a stamp retry) waits in the queue again.
-            if !record.pending
-                && let Some(later) = record.wake_at(Some(now))
-            {
-                record.queued = Some(later);
-                self.queue.insert((later, key));
-            }
-        }
-        for group in groups {
-            actions.extend(self.enforce_limits(&group, now));
-        }
-        actions
     }
 }
