@@ -6,14 +6,15 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams, ResourceExt};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, ResourceExt};
 use libtest_mimic::Trial;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::support::{Env, TestNamespace, object, shipwright};
+use crate::workloads::{create_buildrun, eventually, finish_buildrun, now_second, sleep_until};
+
+mod jobs_and_pods;
 
 pub fn tests(env: &Env) -> Vec<Trial> {
     vec![
@@ -31,78 +32,17 @@ pub fn tests(env: &Env) -> Vec<Trial> {
             recreated,
         ),
         env.trial("keep_added_before_expiry_is_never_deleted", keep),
-        env.trial("jobs_use_the_ttl_of_their_outcome", jobs),
-        env.trial("finished_pod_with_ttl_after_finished_is_deleted", pods),
+        env.trial("jobs_use_the_ttl_of_their_outcome", jobs_and_pods::jobs),
+        env.trial(
+            "finished_pod_with_ttl_after_finished_is_deleted",
+            jobs_and_pods::pods,
+        ),
         env.trial("deletions_are_recorded_as_events_on_the_parent", events),
         env.trial(
             "missing_rbac_stops_the_controller_with_what_to_grant",
             missing_rbac,
         ),
     ]
-}
-
-/// Now, in the whole seconds Kubernetes stores times in.
-pub fn now_second() -> Timestamp {
-    Timestamp::from_second(Timestamp::now().as_second()).unwrap_or_else(|_| Timestamp::now())
-}
-
-pub async fn create_buildrun(
-    ns: &TestNamespace,
-    name: &str,
-    build: &str,
-    retention: Value,
-) -> Result<DynamicObject> {
-    let run = object(
-        &shipwright("BuildRun"),
-        json!({"metadata": {"name": name, "labels": {"build.shipwright.io/name": build}},
-               "spec": {"build": {"name": build}, "retention": retention}}),
-    )?;
-    Ok(ns
-        .dynamic(&shipwright("BuildRun"))
-        .create(&PostParams::default(), &run)
-        .await?)
-}
-
-pub async fn finish_buildrun(
-    ns: &TestNamespace,
-    name: &str,
-    succeeded: bool,
-    at: Timestamp,
-) -> Result<()> {
-    let status = json!({"status": {"completionTime": at.to_string(), "conditions": [{
-        "type": "Succeeded", "status": if succeeded { "True" } else { "False" },
-        "reason": if succeeded { "Succeeded" } else { "Failed" }, "message": "set by the test",
-        "lastTransitionTime": at.to_string()}]}});
-    ns.dynamic(&shipwright("BuildRun"))
-        .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
-        .await?;
-    Ok(())
-}
-
-/// Polls until `check` says true, or fails after `timeout`.
-pub async fn eventually<F, Fut>(timeout: Duration, what: &str, mut check: F) -> Result<()>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<bool>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if check().await? {
-            return Ok(());
-        }
-        ensure!(
-            tokio::time::Instant::now() < deadline,
-            "not within {timeout:?}: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-pub async fn sleep_until(at: Timestamp) {
-    let wait = at.duration_since(Timestamp::now());
-    if let Ok(wait) = Duration::try_from(wait) {
-        tokio::time::sleep(wait).await;
-    }
 }
 
 /// A finished BuildRun gets expires-at = finish + TTL, exists just before it and is gone
@@ -241,106 +181,6 @@ async fn keep(ns: TestNamespace) -> Result<()> {
     ensure!(
         runs.get_opt("precious").await?.is_some(),
         "a kept BuildRun was deleted"
-    );
-    Ok(())
-}
-
-async fn create_job(ns: &TestNamespace, name: &str, annotations: Value) -> Result<()> {
-    create_job_in(&ns.env.client, &ns.name, name, annotations).await?;
-    Ok(())
-}
-
-/// Creates a Job that never runs (no job controller here): tests set its status.
-pub async fn create_job_in(
-    client: &kube::Client,
-    namespace: &str,
-    name: &str,
-    annotations: Value,
-) -> Result<Job> {
-    let job: Job = serde_json::from_value(json!({
-        "metadata": {"name": name, "annotations": annotations},
-        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}))?;
-    Ok(Api::<Job>::namespaced(client.clone(), namespace)
-        .create(&PostParams::default(), &job)
-        .await?)
-}
-
-/// Marks a Job finished through its status subresource, with the conditions the job controller
-/// sets (SuccessCriteriaMet or FailureTarget first).
-pub async fn finish_job(
-    client: &kube::Client,
-    namespace: &str,
-    name: &str,
-    succeeded: bool,
-    at: Timestamp,
-) -> Result<()> {
-    let at = at.to_string();
-    let status = if succeeded {
-        json!({"status": {"startTime": at, "completionTime": at, "succeeded": 1, "conditions": [
-            {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": at},
-            {"type": "Complete", "status": "True", "lastTransitionTime": at}]}})
-    } else {
-        json!({"status": {"startTime": at, "failed": 1, "conditions": [
-            {"type": "FailureTarget", "status": "True", "lastTransitionTime": at},
-            {"type": "Failed", "status": "True", "lastTransitionTime": at}]}})
-    };
-    Api::<Job>::namespaced(client.clone(), namespace)
-        .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
-        .await?;
-    Ok(())
-}
-
-async fn jobs(ns: TestNamespace) -> Result<()> {
-    let annotations =
-        json!({"retention.dev/ttl-after-failed": "2s", "retention.dev/ttl-after-succeeded": "1h"});
-    create_job(&ns, "fails", annotations.clone()).await?;
-    create_job(&ns, "succeeds", annotations).await?;
-    let finished = now_second();
-    finish_job(&ns.env.client, &ns.name, "fails", false, finished).await?;
-    finish_job(&ns.env.client, &ns.name, "succeeds", true, finished).await?;
-    let jobs: Api<Job> = Api::namespaced(ns.env.client.clone(), &ns.name);
-    eventually(Duration::from_secs(6), "the failed Job deleted", || async {
-        Ok(jobs.get_opt("fails").await?.is_none())
-    })
-    .await?;
-    sleep_until(finished + SignedDuration::from_secs(3)).await;
-    let kept = jobs
-        .get_opt("succeeds")
-        .await?
-        .context("the succeeded Job (1h) was deleted")?;
-    let stamped = kept.annotations().get("retention.dev/expires-at").cloned();
-    ensure!(
-        stamped == Some((finished + SignedDuration::from_hours(1)).to_string()),
-        "{stamped:?}"
-    );
-    Ok(())
-}
-
-async fn pods(ns: TestNamespace) -> Result<()> {
-    let pods: Api<Pod> = Api::namespaced(ns.env.client.clone(), &ns.name);
-    let pod: Pod = serde_json::from_value(json!({
-        "metadata": {"name": "done", "annotations": {"retention.dev/ttl-after-finished": "1s"}},
-        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}))?;
-    pods.create(&PostParams::default(), &pod).await?;
-    let unfinished: Pod = serde_json::from_value(json!({
-        "metadata": {"name": "still-running", "annotations": {"retention.dev/ttl-after-finished": "1s"}},
-        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}))?;
-    pods.create(&PostParams::default(), &unfinished).await?;
-    let at = now_second().to_string();
-    let status = json!({"status": {"phase": "Succeeded", "containerStatuses": [{"name": "c", "image": "busybox",
-        "imageID": "", "ready": false, "restartCount": 0,
-        "state": {"terminated": {"exitCode": 0, "startedAt": at, "finishedAt": at}}}]}});
-    pods.patch_status("done", &PatchParams::default(), &Patch::Merge(&status))
-        .await?;
-    eventually(
-        Duration::from_secs(5),
-        "the finished Pod deleted",
-        || async { Ok(pods.get_opt("done").await?.is_none()) },
-    )
-    .await?;
-    ensure!(
-        pods.get_opt("still-running").await?.is_some(),
-        "an unfinished Pod was deleted"
     );
     Ok(())
 }

@@ -15,11 +15,11 @@ use kube_retention_e2e::process::tracked;
 use libtest_mimic::Trial;
 use serde_json::{Value, json};
 
-use crate::controller::{
+use crate::support::{Env, TestNamespace, shipwright};
+use crate::workloads::{
     create_buildrun, create_job_in, eventually, finish_buildrun, finish_job, now_second,
     sleep_until,
 };
-use crate::support::{Env, TestNamespace, shipwright};
 
 const EXPIRES_AT: &str = "retention.dev/expires-at";
 /// The namespace the webhook configurations exclude.

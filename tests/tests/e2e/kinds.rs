@@ -14,8 +14,8 @@ use kube_retention_e2e::components;
 use libtest_mimic::Trial;
 use serde_json::json;
 
-use crate::controller::{eventually, now_second, sleep_until};
 use crate::support::{Env, TestNamespace, object};
+use crate::workloads::{eventually, now_second, sleep_until};
 
 mod openshift;
 

@@ -19,8 +19,8 @@ use nix::sys::signal::{Signal, kill};
 use serde_json::json;
 
 use crate::audit;
-use crate::controller::{create_buildrun, eventually, finish_buildrun, finish_job, now_second};
 use crate::support::{Env, TestNamespace, shipwright};
+use crate::workloads::{create_buildrun, eventually, finish_buildrun, finish_job, now_second};
 
 pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
     vec![

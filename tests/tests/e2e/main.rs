@@ -21,6 +21,7 @@ mod lifecycle;
 mod plugin;
 mod policies;
 mod support;
+mod workloads;
 mod writers;
 
 use std::process::ExitCode;

@@ -14,8 +14,8 @@ use kube::api::PostParams;
 use libtest_mimic::Trial;
 use serde_json::{Value, json};
 
-use crate::controller::finish_job;
 use crate::support::{Env, TestNamespace};
+use crate::workloads::finish_job;
 
 mod explain;
 

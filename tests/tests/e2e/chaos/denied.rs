@@ -21,8 +21,8 @@ use serde_json::json;
 
 use super::{Form, Ledger, Row, report};
 use crate::audit;
-use crate::controller::{create_job_in, eventually, finish_job, now_second, sleep_until};
 use crate::support::{Env, TestNamespace};
+use crate::workloads::{create_job_in, eventually, finish_job, now_second, sleep_until};
 
 pub fn tests(env: &Env) -> Vec<Trial> {
     vec![env.trial(

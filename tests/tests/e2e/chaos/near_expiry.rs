@@ -15,11 +15,11 @@ use libtest_mimic::Trial;
 use serde_json::{Value, json};
 
 use super::{Form, Ledger, Row, report};
-use crate::controller::{
+use crate::support::{Env, TestNamespace, shipwright};
+use crate::workloads::{
     create_buildrun, create_job_in, eventually, finish_buildrun, finish_job, now_second,
     sleep_until,
 };
-use crate::support::{Env, TestNamespace, shipwright};
 
 pub fn tests(env: &Env) -> Vec<Trial> {
     vec![

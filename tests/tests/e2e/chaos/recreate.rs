@@ -12,8 +12,8 @@ use libtest_mimic::Trial;
 use serde_json::json;
 
 use super::{Form, Ledger, Row, report};
-use crate::controller::{create_buildrun, eventually, finish_buildrun, now_second, sleep_until};
 use crate::support::{Env, TestNamespace, shipwright};
+use crate::workloads::{create_buildrun, eventually, finish_buildrun, now_second, sleep_until};
 
 pub fn tests(env: &Env) -> Vec<Trial> {
     vec![env.trial(

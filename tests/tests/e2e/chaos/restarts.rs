@@ -23,8 +23,8 @@ use serde_json::json;
 use super::recreate::jitter;
 use super::{Form, Ledger, Row, report};
 use crate::audit;
-use crate::controller::{create_job_in, eventually, finish_job, now_second};
 use crate::support::{Env, TestNamespace};
+use crate::workloads::{create_job_in, eventually, finish_job, now_second};
 
 pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
     vec![

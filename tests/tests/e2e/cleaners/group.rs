@@ -15,8 +15,8 @@ use super::{
     condition, config_map, config_maps, create_cleaner, exists, expect, grant_helm, helm, revision,
     revisions, services, set_phase,
 };
-use crate::controller::eventually;
 use crate::support::TestNamespace;
+use crate::workloads::eventually;
 
 const RELEASE: &str = "preview-42";
 

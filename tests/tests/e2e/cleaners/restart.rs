@@ -17,8 +17,8 @@ use serde_json::json;
 
 use super::{create_cleaner, expect, revision, revisions};
 use crate::audit;
-use crate::controller::eventually;
 use crate::support::TestNamespace;
+use crate::workloads::eventually;
 
 const CLEANERS: usize = 5;
 

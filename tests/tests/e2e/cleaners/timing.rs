@@ -11,8 +11,8 @@ use kube_retention_common::cleaner::Cleaner;
 use serde_json::json;
 
 use super::{POLL, condition, config_map, config_maps, create_cleaner, exists, expect};
-use crate::controller::{eventually, sleep_until};
 use crate::support::TestNamespace;
+use crate::workloads::{eventually, sleep_until};
 
 pub async fn monotonic(ns: TestNamespace) -> Result<()> {
     config_map(&ns, "until-friday").await?;

@@ -8,8 +8,8 @@ use jiff::{SignedDuration, Timestamp};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-use crate::controller::{eventually, now_second, sleep_until};
 use crate::support::{TestNamespace, object, openshift};
+use crate::workloads::{eventually, now_second, sleep_until};
 
 const CONFIG_ANNOTATION: &str = "openshift.io/build-config.name";
 

@@ -11,8 +11,8 @@ use kube_retention_common::api::RetentionPolicy;
 use serde_json::{Value, json};
 
 use super::{job, kubectl};
-use crate::controller::{create_buildrun, eventually, finish_buildrun, now_second};
 use crate::support::{TestNamespace, shipwright};
+use crate::workloads::{create_buildrun, eventually, finish_buildrun, now_second};
 
 fn explain(ns: &TestNamespace, kind: &str, name: &str) -> Result<Value> {
     let said = kube_retention_e2e::run(kubectl(ns).args([

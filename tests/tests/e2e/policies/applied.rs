@@ -13,9 +13,9 @@ use kube::api::{
 };
 use serde_json::{Value, json};
 
-use crate::controller::{create_job_in, eventually, finish_job, now_second};
 use crate::kinds::{GROUP, define_kind, grant};
 use crate::support::{TestNamespace, object};
+use crate::workloads::{create_job_in, eventually, finish_job, now_second};
 
 fn policies(cluster: bool) -> ApiResource {
     let (kind, plural) = if cluster {

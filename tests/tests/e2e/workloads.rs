@@ -1,0 +1,118 @@
+//! Workloads as the e2e tests make them, and waiting on the clock: BuildRuns and Jobs created and
+//! finished through their status subresource, as Shipwright's or the job controller would, and
+//! polling until a condition holds.
+
+use std::time::Duration;
+
+use anyhow::{Result, ensure};
+use jiff::Timestamp;
+use k8s_openapi::api::batch::v1::Job;
+use kube::Api;
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+use crate::support::{TestNamespace, object, shipwright};
+
+/// Now, in the whole seconds Kubernetes stores times in.
+pub fn now_second() -> Timestamp {
+    Timestamp::from_second(Timestamp::now().as_second()).unwrap_or_else(|_| Timestamp::now())
+}
+
+pub async fn create_buildrun(
+    ns: &TestNamespace,
+    name: &str,
+    build: &str,
+    retention: Value,
+) -> Result<DynamicObject> {
+    let run = object(
+        &shipwright("BuildRun"),
+        json!({"metadata": {"name": name, "labels": {"build.shipwright.io/name": build}},
+               "spec": {"build": {"name": build}, "retention": retention}}),
+    )?;
+    Ok(ns
+        .dynamic(&shipwright("BuildRun"))
+        .create(&PostParams::default(), &run)
+        .await?)
+}
+
+pub async fn finish_buildrun(
+    ns: &TestNamespace,
+    name: &str,
+    succeeded: bool,
+    at: Timestamp,
+) -> Result<()> {
+    let status = json!({"status": {"completionTime": at.to_string(), "conditions": [{
+        "type": "Succeeded", "status": if succeeded { "True" } else { "False" },
+        "reason": if succeeded { "Succeeded" } else { "Failed" }, "message": "set by the test",
+        "lastTransitionTime": at.to_string()}]}});
+    ns.dynamic(&shipwright("BuildRun"))
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(())
+}
+
+/// Polls until `check` says true, or fails after `timeout`.
+pub async fn eventually<F, Fut>(timeout: Duration, what: &str, mut check: F) -> Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<bool>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if check().await? {
+            return Ok(());
+        }
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "not within {timeout:?}: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+pub async fn sleep_until(at: Timestamp) {
+    let wait = at.duration_since(Timestamp::now());
+    if let Ok(wait) = Duration::try_from(wait) {
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// Creates a Job that never runs (no job controller here): tests set its status.
+pub async fn create_job_in(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    annotations: Value,
+) -> Result<Job> {
+    let job: Job = serde_json::from_value(json!({
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}))?;
+    Ok(Api::<Job>::namespaced(client.clone(), namespace)
+        .create(&PostParams::default(), &job)
+        .await?)
+}
+
+/// Marks a Job finished through its status subresource, with the conditions the job controller
+/// sets (SuccessCriteriaMet or FailureTarget first).
+pub async fn finish_job(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    succeeded: bool,
+    at: Timestamp,
+) -> Result<()> {
+    let at = at.to_string();
+    let status = if succeeded {
+        json!({"status": {"startTime": at, "completionTime": at, "succeeded": 1, "conditions": [
+            {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": at},
+            {"type": "Complete", "status": "True", "lastTransitionTime": at}]}})
+    } else {
+        json!({"status": {"startTime": at, "failed": 1, "conditions": [
+            {"type": "FailureTarget", "status": "True", "lastTransitionTime": at},
+            {"type": "Failed", "status": "True", "lastTransitionTime": at}]}})
+    };
+    Api::<Job>::namespaced(client.clone(), namespace)
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(())
+}
