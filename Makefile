@@ -15,7 +15,7 @@ MUSL_CARGO = rustup target list --installed | grep -qx $(MUSL) || rustup target 
 MUSL_BUILD = $(MUSL_CARGO) build --release --target $(MUSL)
 LOCAL_CLUSTER = $(CARGO) run --quiet --package kube-retention-e2e --bin local-cluster -- --state $(STATE)
 
-.PHONY: help toolchain cluster-binaries build up down status demo test fmt-check clippy doc-check unit e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-controller
+.PHONY: help toolchain cluster-binaries build up down status demo test fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-controller
 
 help:
 	@echo "make demo    start the local cluster and walk through what kube-retention does"
@@ -50,7 +50,7 @@ status:
 demo: up
 	@scripts/demo.sh $(STATE)/kubeconfig
 
-test: fmt-check clippy doc-check unit monitoring-check e2e image-test
+test: fmt-check clippy doc-check unit peer-test monitoring-check e2e image-test
 
 # The retention.dev CRDs from the Rust types; `make unit` fails while the checked-in file is stale.
 crds: toolchain
@@ -80,6 +80,10 @@ doc-check: toolchain
 unit: toolchain
 	$(CARGO) test --workspace
 	$(MUSL_CARGO) test --target $(MUSL) --package kube-retention-memcpy
+
+# The Go webhook peer the benchmarks measure against: vetted, and its own tests pass.
+peer-test: toolchain
+	cd bench/webhook-peer && go vet ./... && go test ./...
 
 # An OCI image (an OCI layout in one tar archive) of the static musl binaries, built without a
 # container engine: `skopeo copy oci-archive:$(IMAGE) docker://...` or `crane push $(IMAGE) ...`.
