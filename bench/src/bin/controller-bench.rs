@@ -48,10 +48,10 @@ struct Args {
     /// --full].
     #[arg(long)]
     unlabelled: Option<usize>,
-    /// Jobs tracked when kube-retention restarts cold [default: 20,000; 100,000 with --full].
+    /// Jobs tracked when kube-retention restarts cold [default: 10,000; 100,000 with --full].
     #[arg(long)]
     restart_tracked: Option<usize>,
-    /// Of those, the Jobs overdue at its start [default: 2,000; 10,000 with --full].
+    /// Of those, the Jobs overdue at its start [default: 1,000; 10,000 with --full].
     #[arg(long)]
     restart_overdue: Option<usize>,
     /// Its request budget, requests per second.
@@ -218,8 +218,8 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
     if runs(Part::Restart) {
         let _timer = Timer::new("restart");
         let size = restart::Size {
-            tracked: args.size(args.restart_tracked, 20_000, 100_000),
-            due: args.size(args.restart_overdue, 2_000, 10_000),
+            tracked: args.size(args.restart_tracked, 10_000, 100_000),
+            due: args.size(args.restart_overdue, 1_000, 10_000),
             budget: args.restart_budget,
         };
         let figures = restart::measure(cluster, &client, size).await?;
