@@ -98,3 +98,18 @@ pub fn measured_build() -> String {
         format!("the `target/{profile}` build (not the image's)")
     }
 }
+
+/// Runs `work` until it ends or the benchmark is interrupted (Ctrl-C or SIGTERM), so the caller
+/// always reaches its `LocalCluster::down`: the cluster's processes run in their own process
+/// groups, and nothing else would stop them.
+pub async fn until_interrupted(
+    work: impl std::future::Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate())?;
+    tokio::select! {
+        outcome = work => outcome,
+        _ = tokio::signal::ctrl_c() => anyhow::bail!("interrupted (Ctrl-C); the cluster is taken down"),
+        _ = terminate.recv() => anyhow::bail!("terminated (SIGTERM); the cluster is taken down"),
+    }
+}

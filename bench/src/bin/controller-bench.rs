@@ -145,7 +145,7 @@ async fn main() -> Result<()> {
     let layout = Layout::new(state.path())?;
     println!("starting a private cluster in {}", state.path().display());
     let (cluster, _) = LocalCluster::up(layout)?;
-    let outcome = bench(&args, &cluster, &root).await;
+    let outcome = kube_retention_bench::until_interrupted(bench(&args, &cluster, &root)).await;
     LocalCluster::down(&cluster.layout)?;
     outcome
 }

@@ -106,7 +106,7 @@ async fn main() -> Result<()> {
     )?;
     println!("starting a private cluster in {}", state.path().display());
     let (cluster, _) = LocalCluster::up(layout)?;
-    let outcome = bench(&args, &cluster, &binary).await;
+    let outcome = kube_retention_bench::until_interrupted(bench(&args, &cluster, &binary)).await;
     LocalCluster::down(&cluster.layout)?;
     outcome
 }
