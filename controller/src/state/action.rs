@@ -99,6 +99,35 @@ pub enum Action {
 }
 
 impl State {
+    /// The preconditioned DELETE of `key`, which is pending from now on; in a dry run none, the
+    /// deletion reported on its policy instead. `eligible_at` is when it became deletable.
+    pub(super) fn delete(
+        &mut self,
+        key: Key,
+        reason: Reason,
+        eligible_at: Timestamp,
+    ) -> Option<Action> {
+        let record = self.runs.get_mut(&key)?;
+        if record.dry_run {
+            self.would_have_deleted(&key, eligible_at, reason);
+            return None;
+        }
+        record.pending = true;
+        let event_target = Self::event_target(&self.kinds, &self.parent_uids, &key, record);
+        Some(Action::Delete {
+            uid: record.uid.text(),
+            resource_version: record.resource_version.clone(),
+            reason,
+            eligible_at,
+            event_target,
+            policy: record.policy.clone().map(|policy| Governance {
+                policy,
+                overruled: self.contested.get(&key).cloned().unwrap_or_default(),
+            }),
+            key,
+        })
+    }
+
     /// Where a deletion's Event is recorded: the parent, else the owner, else the object itself.
     pub(super) fn event_target(
         kinds: &Registry,

@@ -27,25 +27,11 @@ impl State {
             if let Some(deadline) = record.deadline()
                 && record.deletable(now)
             {
-                if record.dry_run {
-                    self.would_have_deleted(&key, deadline, Reason::Ttl);
-                    continue;
-                }
-                record.pending = true;
-                let event_target = Self::event_target(&self.kinds, &self.parent_uids, &key, record);
-                actions.push(Action::Delete {
-                    key: key.clone(),
-                    uid: record.uid.text(),
-                    resource_version: record.resource_version.clone(),
-                    reason: Reason::Ttl,
-                    eligible_at: deadline,
-                    event_target,
-                    policy: record.policy.clone().map(|policy| Governance {
-                        policy,
-                        overruled: self.contested.get(&key).cloned().unwrap_or_default(),
-                    }),
-                });
-            } else if let Some(stamp) = record.stamp_action(&key, now) {
+                // Pending from here on, dry run or not, so it waits in the queue no more.
+                actions.extend(self.delete(key, Reason::Ttl, deadline));
+                continue;
+            }
+            if let Some(stamp) = record.stamp_action(&key, now) {
                 actions.push(stamp);
             } else if let Some(parent) = record.group.clone() {
                 // A limit deletion that failed: its backoff ended.

@@ -86,30 +86,13 @@ impl State {
             .collect();
         let mut actions = Vec::new();
         for key in removed {
-            let Some(record) = self.runs.get_mut(&key) else {
-                continue;
-            };
-            if record.pending || !record.ready(now) {
-                continue;
+            let ready = self
+                .runs
+                .get(&key)
+                .is_some_and(|record| !record.pending && record.ready(now));
+            if ready {
+                actions.extend(self.delete(key, Reason::Limit, now));
             }
-            if record.dry_run {
-                self.would_have_deleted(&key, now, Reason::Limit);
-                continue;
-            }
-            record.pending = true;
-            let event_target = Self::event_target(&self.kinds, &self.parent_uids, &key, record);
-            actions.push(Action::Delete {
-                uid: record.uid.text(),
-                resource_version: record.resource_version.clone(),
-                reason: Reason::Limit,
-                eligible_at: now,
-                event_target,
-                policy: record.policy.clone().map(|policy| Governance {
-                    policy,
-                    overruled: self.contested.get(&key).cloned().unwrap_or_default(),
-                }),
-                key,
-            });
         }
         actions
     }
