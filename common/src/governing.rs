@@ -10,13 +10,18 @@
 //! "Finished": a policy's `finished.succeeded` / `failed` true decide the outcome, else the
 //! kind's built-in rule; a kind with no built-in notion of finishing is running until the
 //! policy's rule says otherwise. `finished.at` gives the time, else the built-in time.
+//!
+//! A policy's expressions are evaluated once per object into [`Answers`]: by the caller ahead
+//! of judging where evaluation must not hold up its thread (the controller), else here.
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::annotations::AnnotationPolicy;
+use crate::cel::{Converted, EvalError, Expression};
 use crate::expiry::Expiry;
 use crate::kinds::Entry;
 use crate::policies::Rules;
@@ -29,6 +34,92 @@ pub struct Candidate<'a> {
     /// A RetentionPolicy in the object's namespace (else a ClusterRetentionPolicy).
     pub namespaced: bool,
     pub rules: &'a Rules,
+    /// Its expressions' answers for the object, where evaluated ahead.
+    pub answers: Option<&'a Answers>,
+}
+
+/// What a policy's expressions say of one object. `None` where the policy has no such
+/// expression, or (for `finished`) where its `match` did not hold.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Answers {
+    pub matches: Option<Result<bool, EvalError>>,
+    pub succeeded: Option<Result<bool, EvalError>>,
+    pub failed: Option<Result<bool, EvalError>>,
+    pub at: Option<Result<Timestamp, EvalError>>,
+}
+
+impl Answers {
+    /// Evaluates `rules`' expressions on `object`, converting it to CEL once.
+    pub fn compute(rules: &Rules, object: &Value) -> Self {
+        if !rules.has_expressions() {
+            return Self::default();
+        }
+        match Converted::new(object) {
+            Ok(converted) => Self::compute_converted(rules, &converted),
+            // Not representable in CEL: every expression fails on it, saying why.
+            Err(_) => {
+                let condition = |expression: &Option<Expression>| {
+                    expression
+                        .as_ref()
+                        .map(|expression| expression.condition(object))
+                };
+                Self {
+                    matches: condition(&rules.matches),
+                    succeeded: condition(&rules.finished.succeeded),
+                    failed: condition(&rules.finished.failed),
+                    at: rules.finished.at.as_ref().map(|at| at.time(object)),
+                }
+            }
+        }
+    }
+
+    /// Evaluates `rules`' expressions on an object converted already.
+    pub fn compute_converted(rules: &Rules, object: &Converted) -> Self {
+        let matches = rules
+            .matches
+            .as_ref()
+            .map(|matcher| matcher.condition_of(object));
+        if matches.as_ref().is_some_and(|matched| matched != &Ok(true)) {
+            return Self {
+                matches,
+                ..Self::default()
+            };
+        }
+        let condition = |expression: &Option<Expression>| {
+            expression
+                .as_ref()
+                .map(|expression| expression.condition_of(object))
+        };
+        let finished = &rules.finished;
+        Self {
+            matches,
+            succeeded: condition(&finished.succeeded),
+            failed: condition(&finished.failed),
+            at: finished.at.as_ref().map(|at| at.time_of(object)),
+        }
+    }
+
+    /// The expressions that went past their cost or time limit: field path and error.
+    pub fn exceeded(&self) -> Vec<(&'static str, &EvalError)> {
+        let conditions = [
+            ("spec.match", &self.matches),
+            ("spec.finished.succeeded", &self.succeeded),
+            ("spec.finished.failed", &self.failed),
+        ];
+        let mut exceeded: Vec<(&'static str, &EvalError)> = conditions
+            .into_iter()
+            .filter_map(|(path, answer)| match answer {
+                Some(Err(error)) if error.exceeded().is_some() => Some((path, error)),
+                _ => None,
+            })
+            .collect();
+        if let Some(Err(error)) = &self.at
+            && error.exceeded().is_some()
+        {
+            exceeded.push(("spec.finished.at", error));
+        }
+        exceeded
+    }
 }
 
 /// An object as far as governing it goes.
@@ -57,8 +148,15 @@ pub struct Judgement {
 /// Judges `subject` under `candidates` (namespaced and cluster policies in name order).
 pub fn judge(subject: &Subject<'_>, candidates: &[Candidate<'_>], now: Timestamp) -> Judgement {
     let (own, _) = Policy::read_as(subject.entry, subject.object);
+    let computed: Vec<OnceCell<Answers>> = candidates.iter().map(|_| OnceCell::new()).collect();
+    let answers = |index: usize| -> &Answers {
+        let candidate = &candidates[index];
+        candidate.answers.unwrap_or_else(|| {
+            computed[index].get_or_init(|| Answers::compute(candidate.rules, subject.object))
+        })
+    };
     let applicable: Vec<usize> = (0..candidates.len())
-        .filter(|&index| applies(&candidates[index], subject))
+        .filter(|&index| applies(&candidates[index], subject, || answers(index)))
         .collect();
     let namespaced: Vec<usize> = applicable
         .iter()
@@ -71,7 +169,7 @@ pub fn judge(subject: &Subject<'_>, candidates: &[Candidate<'_>], now: Timestamp
         namespaced
     };
     let progress = match scope.first() {
-        Some(&index) => progress_under(candidates[index].rules, subject),
+        Some(&index) => progress_under(subject, answers(index)),
         None => subject.entry.finish.progress(subject.object),
     };
     let annotations = &own.annotations;
@@ -121,7 +219,11 @@ pub fn judge(subject: &Subject<'_>, candidates: &[Candidate<'_>], now: Timestamp
     }
 }
 
-fn applies(candidate: &Candidate<'_>, subject: &Subject<'_>) -> bool {
+fn applies<'a>(
+    candidate: &Candidate<'_>,
+    subject: &Subject<'_>,
+    answers: impl FnOnce() -> &'a Answers,
+) -> bool {
     let rules = candidate.rules;
     let text = |key: &str| {
         subject
@@ -133,10 +235,7 @@ fn applies(candidate: &Candidate<'_>, subject: &Subject<'_>) -> bool {
     rules.governs(text("apiVersion"), text("kind"))
         && (candidate.namespaced || rules.namespace_selector.matches(subject.namespace_labels))
         && rules.selector.matches(subject.labels)
-        && rules
-            .matches
-            .as_ref()
-            .is_none_or(|matcher| matcher.condition(subject.object) == Ok(true))
+        && (rules.matches.is_none() || answers().matches == Some(Ok(true)))
 }
 
 /// The TTLs of a policy as the settings [`Expiry::compute`] reads.
@@ -151,27 +250,22 @@ fn as_policy(rules: &Rules) -> Policy {
     }
 }
 
-fn progress_under(rules: &Rules, subject: &Subject<'_>) -> Progress {
-    let object = subject.object;
-    let builtin = subject.entry.finish.progress(object);
-    let finished = &rules.finished;
-    let holds = |expression: &Option<crate::cel::Expression>| {
-        expression
-            .as_ref()
-            .is_some_and(|expression| expression.condition(object) == Ok(true))
-    };
-    let outcome = if holds(&finished.succeeded) {
+fn progress_under(subject: &Subject<'_>, answers: &Answers) -> Progress {
+    let builtin = subject.entry.finish.progress(subject.object);
+    let holds = |answer: &Option<Result<bool, EvalError>>| answer == &Some(Ok(true));
+    let outcome = if holds(&answers.succeeded) {
         Some(Outcome::Succeeded)
-    } else if holds(&finished.failed) {
+    } else if holds(&answers.failed) {
         Some(Outcome::Failed)
     } else {
         None
     };
+    let rules_finish = answers.succeeded.is_some() || answers.failed.is_some();
     let at = |fallback: Option<Timestamp>| {
-        finished
+        answers
             .at
             .as_ref()
-            .and_then(|at| at.time(object).ok())
+            .and_then(|at| at.as_ref().ok().copied())
             .or(fallback)
     };
     match (outcome, builtin) {
@@ -183,9 +277,7 @@ fn progress_under(rules: &Rules, subject: &Subject<'_>) -> Progress {
             at: at(done.at),
             ..done
         }),
-        (None, Progress::NotARun) if finished.succeeded.is_some() || finished.failed.is_some() => {
-            Progress::Running
-        }
+        (None, Progress::NotARun) if rules_finish => Progress::Running,
         (None, other) => other,
     }
 }

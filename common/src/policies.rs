@@ -118,6 +118,15 @@ impl Rules {
         (rules, errors)
     }
 
+    /// Whether it has CEL expressions (`match`, `finished`) to evaluate on each object.
+    pub fn has_expressions(&self) -> bool {
+        let finished = &self.finished;
+        self.matches.is_some()
+            || finished.succeeded.is_some()
+            || finished.failed.is_some()
+            || finished.at.is_some()
+    }
+
     /// Whether it governs objects of `api_version`/`kind` (any version of the group).
     pub fn governs(&self, api_version: &str, kind: &str) -> bool {
         self.kinds.iter().any(|resource| {

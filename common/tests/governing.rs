@@ -60,6 +60,7 @@ fn annotations_win_over_policies_and_keep_over_everything() {
     let cluster = [Candidate {
         namespaced: false,
         rules: &policy,
+        answers: None,
     }];
     let own = judged(
         &failed_job(json!({"retention.dev/ttl-after-failed": "1h"})),
@@ -85,14 +86,17 @@ fn a_namespaced_policy_wins_over_cluster_ones_and_the_earlier_deadline_within_a_
         Candidate {
             namespaced: true,
             rules: &long,
+            answers: None,
         },
         Candidate {
             namespaced: false,
             rules: &short,
+            answers: None,
         },
         Candidate {
             namespaced: true,
             rules: &middle,
+            answers: None,
         },
     ];
     let judgement = judged(&failed_job(json!({})), &candidates);
@@ -127,6 +131,7 @@ fn policies_apply_only_to_their_kinds_selected_labels_and_matches() {
             &[Candidate {
                 namespaced: false,
                 rules: policy,
+                answers: None,
             }],
         );
         assert_eq!((judgement.policy, judgement.expiry), (None, Expiry::Never));
@@ -148,6 +153,7 @@ fn cel_finish_rules_decide_for_kinds_without_a_built_in_one() {
     let candidates = [Candidate {
         namespaced: false,
         rules: &policy,
+        answers: None,
     }];
     let done = judged(&widget("Done"), &candidates);
     assert_eq!(

@@ -115,6 +115,7 @@ pub fn explain(
         candidates.push(Candidate {
             namespaced: true,
             rules,
+            answers: None,
         });
     }
     for (name, rules) in &policies.cluster {
@@ -122,6 +123,7 @@ pub fn explain(
         candidates.push(Candidate {
             namespaced: false,
             rules,
+            answers: None,
         });
     }
     let labels: BTreeMap<String, String> = object.labels().clone();

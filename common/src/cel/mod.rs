@@ -1,12 +1,15 @@
 //! CEL expressions over `object`, as policies write them (`match`, `finished.*`): compiled once
 //! with everything that can be known without an object checked — syntax, variables other than
 //! `object`, functions the evaluator lacks, a result of the wrong type written outright — and
-//! evaluated with Kubernetes' CEL library (kube-cel) on top of the standard one.
+//! evaluated with Kubernetes' CEL library (kube-cel) on top of the standard one. Every
+//! expression has a cost ([`cost`]): one estimated above [`COST_LIMIT`] does not compile, and
+//! an evaluation that spends more than its [`Budget`] ([`meter`]) fails, never answering true.
 
 use std::fmt;
 
 use jiff::Timestamp;
 use kube_cel::KubeCelExt;
+use kube_cel::cel::common::ast::IdedExpr;
 use kube_cel::cel::{Context, Program, Value as CelValue};
 use serde_json::Value;
 
@@ -24,7 +27,9 @@ pub enum Expect {
 
 pub struct Expression {
     source: String,
-    program: Program,
+    /// The program with the cost meter's charges written in: what is evaluated.
+    metered: IdedExpr,
+    estimate: u64,
     expect: Expect,
 }
 
@@ -40,44 +45,26 @@ impl PartialEq for Expression {
     }
 }
 
-/// Why an expression does not compile; displayed as the rule of a [`crate::FieldError`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CompileError {
-    #[error("is empty: {}", example(*.0))]
-    Empty(Expect),
-    #[error("is not valid CEL: {0}")]
-    Syntax(String),
-    #[error("uses {}: the only variable is `{VARIABLE}`, the object judged", quoted(.0))]
-    Variables(Vec<String>),
-    #[error("uses {}, which is not a variable here: the variables are {}", quoted(.used), quoted(.declared))]
-    Undeclared {
-        used: Vec<String>,
-        declared: Vec<String>,
-    },
-    #[error("calls {}, which CEL does not have", quoted(.0))]
-    Functions(Vec<String>),
-    #[error("{problem}: {}", example(*.expect))]
-    WrongResult {
-        problem: &'static str,
-        expect: Expect,
-    },
-}
-
-/// Why an expression could not be evaluated on an object (a field it reads is absent, ...).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{source_text}: {reason}")]
-pub struct EvalError {
-    source_text: String,
-    reason: String,
-}
-
+mod bindings;
 mod checks;
+pub mod cost;
+mod errors;
+pub mod meter;
 mod variables;
 
+use bindings::timestamp_value;
+pub use bindings::{Converted, Variables};
 use checks::{has_function, is_operator, wrong_result};
+pub use cost::{ASSUMED_BYTES, ASSUMED_ITEMS, COST_LIMIT};
+pub use errors::{CompileError, EvalError};
+pub use meter::{Budget, Exceeded, TIME_LIMIT, thousands};
 
 thread_local! {
-    static ROOT: Context<'static> = Context::default().with_all();
+    static ROOT: Context<'static> = {
+        let mut root = Context::default().with_all();
+        root.add_function(cost::CHARGE, meter::charge);
+        root
+    };
 }
 
 impl Expression {
@@ -124,9 +111,17 @@ impl Expression {
         if let Some(problem) = wrong_result(&program.expression().expr, expect) {
             return Err(CompileError::WrongResult { problem, expect });
         }
+        let metered = cost::meter(program.expression());
+        if metered.estimate > COST_LIMIT {
+            return Err(CompileError::TooCostly {
+                estimate: metered.estimate,
+                limit: COST_LIMIT,
+            });
+        }
         Ok(Self {
             source: source.to_owned(),
-            program,
+            metered: metered.expr,
+            estimate: metered.estimate,
             expect,
         })
     }
@@ -135,16 +130,52 @@ impl Expression {
         &self.source
     }
 
+    /// The most an evaluation can cost on an object within the assumed sizes ([`cost`]).
+    pub fn estimated_cost(&self) -> u64 {
+        self.estimate
+    }
+
+    /// Evaluates a condition on `object` within `budget`, and answers what it cost; for the
+    /// cost model's tests and benchmarks.
+    pub fn condition_costing(
+        &self,
+        object: &Value,
+        budget: Budget,
+    ) -> (Result<bool, EvalError>, u64) {
+        let value = match self.convert(object) {
+            Ok(value) => value.0,
+            Err(error) => return (Err(error), 0),
+        };
+        let (result, spent) = self.run(budget, |context| {
+            context.add_variable_from_value(VARIABLE, value);
+        });
+        let result = result.and_then(|value| match value {
+            CelValue::Bool(value) => Ok(value),
+            other => Err(self.error(format!("gave {other:?}, not true or false"))),
+        });
+        (result, spent)
+    }
+
     /// Evaluates a condition on `object`.
     pub fn condition(&self, object: &Value) -> Result<bool, EvalError> {
+        self.condition_of(&self.convert(object)?)
+    }
+
+    /// Evaluates a time on `object`.
+    pub fn time(&self, object: &Value) -> Result<Timestamp, EvalError> {
+        self.time_of(&self.convert(object)?)
+    }
+
+    /// Evaluates a condition on an object converted already.
+    pub fn condition_of(&self, object: &Converted) -> Result<bool, EvalError> {
         match self.evaluate(object)? {
             CelValue::Bool(value) => Ok(value),
             other => Err(self.error(format!("gave {other:?}, not true or false"))),
         }
     }
 
-    /// Evaluates a time on `object`.
-    pub fn time(&self, object: &Value) -> Result<Timestamp, EvalError> {
+    /// Evaluates a time on an object converted already.
+    pub fn time_of(&self, object: &Converted) -> Result<Timestamp, EvalError> {
         match self.evaluate(object)? {
             CelValue::Timestamp(at) => Timestamp::from_second(at.timestamp())
                 .and_then(|second| {
@@ -170,88 +201,62 @@ impl Expression {
             .map(|(name, at)| timestamp_value(at).map(|value| (name, value)))
             .transpose();
         let time = time.map_err(|reason| self.error(reason))?;
-        let result = ROOT.with(|root| {
-            let mut context = root.new_inner_scope();
+        let (result, _) = self.run(Budget::default(), |context| {
             for (name, value) in &variables.values {
                 context.add_variable_from_value(name.clone(), value.clone());
             }
             if let Some((name, at)) = time {
                 context.add_variable_from_value(name, at);
             }
-            self.program.execute(&context)
         });
-        match result.map_err(|error| self.error(error.to_string()))? {
+        match result? {
             CelValue::Bool(value) => Ok(value),
             other => Err(self.error(format!("gave {other:?}, not true or false"))),
         }
     }
 
-    fn evaluate(&self, object: &Value) -> Result<CelValue, EvalError> {
-        let value =
-            kube_cel::cel::to_value(object).map_err(|error| self.error(error.to_string()))?;
-        ROOT.with(|root| {
-            let mut context = root.new_inner_scope();
-            context.add_variable_from_value(VARIABLE, value);
-            self.program
-                .execute(&context)
-                .map_err(|error| self.error(error.to_string()))
-        })
+    fn convert(&self, object: &Value) -> Result<Converted, EvalError> {
+        Converted::new(object).map_err(|reason| self.error(reason))
+    }
+
+    fn evaluate(&self, object: &Converted) -> Result<CelValue, EvalError> {
+        let (result, _) = self.run(Budget::default(), |context| {
+            context.add_variable_from_value(VARIABLE, object.0.clone());
+        });
+        result
+    }
+
+    /// Runs the metered program over the variables `bind` adds, within `budget`.
+    fn run(
+        &self,
+        budget: Budget,
+        bind: impl FnOnce(&mut Context<'_>),
+    ) -> (Result<CelValue, EvalError>, u64) {
+        let (result, spent, exceeded) = meter::metered(budget, || {
+            ROOT.with(|root| {
+                let mut context = root.new_inner_scope();
+                bind(&mut context);
+                CelValue::resolve(&self.metered, &context)
+            })
+        });
+        let result = match exceeded {
+            Some(exceeded) => Err(EvalError {
+                source_text: self.source.clone(),
+                reason: exceeded.to_string(),
+                exceeded: Some(exceeded),
+            }),
+            None => result.map_err(|error| self.error(error.to_string())),
+        };
+        (result, spent)
     }
 
     fn error(&self, reason: String) -> EvalError {
         EvalError {
             source_text: self.source.clone(),
             reason,
+            exceeded: None,
         }
     }
-}
-
-/// Named JSON values converted to CEL once, so that one set of objects can be judged at many
-/// times (a search for the moment conditions turn true) without converting them again.
-#[derive(Clone, Default)]
-pub struct Variables {
-    values: Vec<(String, CelValue)>,
-}
-
-impl fmt::Debug for Variables {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = self.values.iter().map(|(name, _)| name.as_str()).collect();
-        write!(f, "Variables({names:?})")
-    }
-}
-
-impl Variables {
-    /// `values` by name.
-    pub fn new<'a>(values: impl IntoIterator<Item = (&'a str, &'a Value)>) -> Result<Self, String> {
-        let values = values
-            .into_iter()
-            .map(|(name, value)| {
-                let converted = kube_cel::cel::to_value(value)
-                    .map_err(|error| format!("`{name}` is not representable in CEL: {error}"))?;
-                Ok((name.to_owned(), converted))
-            })
-            .collect::<Result<_, String>>()?;
-        Ok(Self { values })
-    }
-}
-
-fn timestamp_value(at: Timestamp) -> Result<CelValue, String> {
-    let utc =
-        chrono::DateTime::from_timestamp(at.as_second(), at.subsec_nanosecond().unsigned_abs())
-            .ok_or_else(|| format!("{at} is out of CEL's range"))?;
-    Ok(CelValue::Timestamp(utc.fixed_offset()))
-}
-
-fn example(expect: Expect) -> &'static str {
-    match expect {
-        Expect::Condition => "write a condition on `object`, e.g. object.status.phase == \"Done\"",
-        Expect::Time => "write a time from `object`, e.g. timestamp(object.status.finishedAt)",
-    }
-}
-
-fn quoted(names: &[String]) -> String {
-    let names: Vec<String> = names.iter().map(|name| format!("`{name}`")).collect();
-    names.join(", ")
 }
 
 fn one_line(text: &str) -> String {

@@ -123,6 +123,7 @@ impl State {
                 candidates.push(Candidate {
                     namespaced: key.namespace.is_some(),
                     rules: &loaded.rules,
+                    answers: None,
                 });
             }
         }

@@ -1,0 +1,67 @@
+//! Why an expression does not compile, or could not be evaluated on an object: displayed as
+//! the rule of a [`crate::FieldError`], or in a policy's or Cleaner's status.
+
+use super::cost::ASSUMED_ITEMS;
+use super::meter::{Exceeded, thousands};
+use super::{Expect, VARIABLE};
+
+/// Why an expression does not compile; displayed as the rule of a [`crate::FieldError`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompileError {
+    #[error("is empty: {}", example(*.0))]
+    Empty(Expect),
+    #[error("is not valid CEL: {0}")]
+    Syntax(String),
+    #[error("uses {}: the only variable is `{VARIABLE}`, the object judged", quoted(.0))]
+    Variables(Vec<String>),
+    #[error("uses {}, which is not a variable here: the variables are {}", quoted(.used), quoted(.declared))]
+    Undeclared {
+        used: Vec<String>,
+        declared: Vec<String>,
+    },
+    #[error("calls {}, which CEL does not have", quoted(.0))]
+    Functions(Vec<String>),
+    #[error("{problem}: {}", example(*.expect))]
+    WrongResult {
+        problem: &'static str,
+        expect: Expect,
+    },
+    #[error(
+        "has an estimated cost of {}, above the limit of {}: a loop runs its body once per \
+         item, so loops inside loops multiply and `map` or `filter` copies its list at each item \
+         (a list read from the object is assumed to hold \
+         up to {} items)",
+        thousands(*.estimate),
+        thousands(*.limit),
+        thousands(ASSUMED_ITEMS)
+    )]
+    TooCostly { estimate: u64, limit: u64 },
+}
+
+/// Why an expression could not be evaluated on an object (a field it reads is absent, ...).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{source_text}: {reason}")]
+pub struct EvalError {
+    pub(super) source_text: String,
+    pub(super) reason: String,
+    pub(super) exceeded: Option<Exceeded>,
+}
+
+impl EvalError {
+    /// The limit the evaluation went past, when that is why it failed.
+    pub fn exceeded(&self) -> Option<Exceeded> {
+        self.exceeded
+    }
+}
+
+pub(super) fn example(expect: Expect) -> &'static str {
+    match expect {
+        Expect::Condition => "write a condition on `object`, e.g. object.status.phase == \"Done\"",
+        Expect::Time => "write a time from `object`, e.g. timestamp(object.status.finishedAt)",
+    }
+}
+
+fn quoted(names: &[String]) -> String {
+    let names: Vec<String> = names.iter().map(|name| format!("`{name}`")).collect();
+    names.join(", ")
+}
