@@ -232,10 +232,30 @@ fn applies<'a>(
             .and_then(Value::as_str)
             .unwrap_or_default()
     };
-    rules.governs(text("apiVersion"), text("kind"))
-        && (candidate.namespaced || rules.namespace_selector.matches(subject.namespace_labels))
-        && rules.selector.matches(subject.labels)
+    let object = Selected {
+        api_version: text("apiVersion"),
+        kind: text("kind"),
+        labels: subject.labels,
+        namespace_labels: subject.namespace_labels,
+    };
+    selects(rules, candidate.namespaced, &object)
         && (rules.matches.is_none() || answers().matches == Some(Ok(true)))
+}
+
+/// What a policy's selection reads of an object: its kind, its labels and its namespace's.
+pub struct Selected<'a> {
+    pub api_version: &'a str,
+    pub kind: &'a str,
+    pub labels: &'a BTreeMap<String, String>,
+    pub namespace_labels: &'a BTreeMap<String, String>,
+}
+
+/// Whether a policy (`namespaced`: a RetentionPolicy of the object's namespace) selects an
+/// object: all it asks but its `match`, which only evaluating it can tell.
+pub fn selects(rules: &Rules, namespaced: bool, object: &Selected<'_>) -> bool {
+    rules.governs(object.api_version, object.kind)
+        && (namespaced || rules.namespace_selector.matches(object.namespace_labels))
+        && rules.selector.matches(object.labels)
 }
 
 /// The TTLs of a policy as the settings [`Expiry::compute`] reads.

@@ -115,7 +115,9 @@ impl Args {
         tracing::info!(%identity, qps = args.qps, leader_election = args.leader_election, "starting");
         let mut watches = Watches::new(client.clone(), args.page_size, args.list_concurrency);
         watches.start_policies();
+        let evaluations = crate::run::Evaluations::start()?;
         let control = Loop {
+            evaluations,
             state: State::new(watched),
             served,
             watches,

@@ -4,6 +4,7 @@
 //! - [`kinds`]: what is watched and how runs name their parents.
 //! - [`state`]: compact records, limits and the deadline queue; pure decisions.
 //! - [`executor`]: the API requests, within a client-side budget, deletions first.
+//! - [`evaluator`]: retention policies' CEL, on a thread of its own, fair between namespaces.
 //! - [`run`]: watches, timer and leadership wired to the two; [`watches`] starts and stops them
 //!   per kind; [`discovery`] finds annotated kinds beyond the configured ones.
 //! - [`cleaners`]: Cleaners, groups deleted together when their conditions hold.
@@ -14,7 +15,9 @@ pub mod args;
 pub mod cleaners;
 pub mod crds;
 pub mod discovery;
+pub mod evaluator;
 pub mod executor;
+pub mod fair;
 pub mod kinds;
 pub mod leader;
 pub mod metrics;

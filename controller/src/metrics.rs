@@ -51,6 +51,9 @@ pub struct Metrics {
     pub labelled: Counter,
     pub lists: Family<KindLabels, Counter>,
     pub unpermitted_kinds: Family<UnpermittedLabels, Gauge>,
+    pub evaluations_queued: Gauge,
+    pub evaluation_seconds: Histogram,
+    pub cel_limit_exceeded: Counter,
     pub cleaners: CleanerMetrics,
 }
 
@@ -139,9 +142,30 @@ impl Default for Metrics {
             "1 for each served namespaced kind the controller may not list, watch, patch and delete (the verbs missing): annotated objects of it are not deleted",
             unpermitted_kinds.clone(),
         );
+        let evaluations_queued = Gauge::default();
+        registry.register(
+            "policy_evaluations_queued",
+            "Objects waiting for their retention policies' CEL expressions to be evaluated",
+            evaluations_queued.clone(),
+        );
+        let evaluation_seconds = Histogram::new(exponential_buckets(0.0001, 4.0, 9));
+        registry.register(
+            "policy_evaluation_seconds",
+            "Time to evaluate the CEL expressions of an object's retention policies",
+            evaluation_seconds.clone(),
+        );
+        let cel_limit_exceeded = Counter::default();
+        registry.register(
+            "cel_limit_exceeded",
+            "Evaluations of a retention policy's CEL expression stopped at its cost or time limit (the object is treated as not matching)",
+            cel_limit_exceeded.clone(),
+        );
         let cleaners = CleanerMetrics::register(&mut registry);
         Self {
             cleaners,
+            evaluations_queued,
+            evaluation_seconds,
+            cel_limit_exceeded,
             registry: Arc::new(registry),
             lists,
             unpermitted_kinds,

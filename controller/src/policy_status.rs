@@ -95,6 +95,17 @@ fn readiness(inputs: &Inputs<'_>) -> (&'static str, &'static str, String) {
     if !loaded.errors.is_empty() {
         return ("False", "InvalidSpec", summary(&loaded.errors));
     }
+    if let Some((count, key, how)) = &inputs.summary.exceeded {
+        let more = match count {
+            1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        };
+        let message = format!(
+            "on {}/{}{more}, {how}; such objects are treated as not matching",
+            key.namespace, key.name
+        );
+        return ("False", "CostLimitExceeded", message);
+    }
     let Some(scan) = inputs.scan else {
         return (
             "Unknown",

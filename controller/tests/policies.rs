@@ -17,7 +17,7 @@ fn policy(spec: Value) -> LoadedPolicy {
     let (rules, errors) = Rules::read(&spec, None);
     assert_eq!(errors, []);
     LoadedPolicy {
-        rules,
+        rules: std::sync::Arc::new(rules),
         errors,
         generation: Some(1),
     }

@@ -37,6 +37,8 @@ pub struct Loop {
     pub ready: Arc<AtomicBool>,
     /// Kinds found by scans, retention policies and what was last written to their status.
     pub extra: Extra,
+    /// Policies' expressions, evaluated off the loop.
+    pub evaluations: Evaluations,
 }
 
 /// Kinds watched because a scan found them, and kinds reported for lacking permissions.
@@ -52,9 +54,11 @@ fn instant_at(at: Timestamp) -> Instant {
     Instant::now() + Duration::try_from(wait).unwrap_or(Duration::ZERO)
 }
 
+mod evaluations;
 mod policies;
 mod scan;
 
+pub use evaluations::Evaluations;
 pub use policies::Extra;
 
 impl Loop {
@@ -86,6 +90,7 @@ impl Loop {
                     Observed::ClusterPolicy(event) => self.on_cluster_policy(event),
                     Observed::Namespace(event) => self.on_namespace(event),
                 },
+                Some(evaluated) = self.evaluations.results.recv() => self.on_evaluated(evaluated),
                 Some(scan) = self.scans.recv() => {
                     self.on_scan(scan);
                     Vec::new()
@@ -169,7 +174,7 @@ impl Loop {
                 Vec::new()
             }
             Ok(Event::InitApply(object) | Event::Apply(object)) => {
-                self.state.applied(kind, &object, now)
+                self.on_applied(kind, object, now)
             }
             Ok(Event::InitDone) => {
                 let resource = &self.state.kinds()[kind].resource;
@@ -184,6 +189,11 @@ impl Loop {
             }
             Ok(Event::Delete(object)) => {
                 if let Some((namespace, name)) = namespaced_name(&object.metadata) {
+                    self.evaluations.forget(&crate::state::Key {
+                        kind,
+                        namespace: namespace.into(),
+                        name: name.into(),
+                    });
                     self.state.removed(kind, namespace, name);
                 }
                 Vec::new()

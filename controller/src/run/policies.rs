@@ -116,7 +116,7 @@ impl Loop {
                     tracing::warn!(policy = %key, errors = errors.len(), "policy is invalid; ignored until fixed");
                 }
                 let loaded = LoadedPolicy {
-                    rules,
+                    rules: std::sync::Arc::new(rules),
                     errors,
                     generation,
                 };

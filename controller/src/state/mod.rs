@@ -17,6 +17,7 @@ mod action;
 mod compact;
 mod counts;
 mod due;
+mod evaluation;
 mod failures;
 mod limits;
 mod policies;
@@ -28,6 +29,7 @@ mod stragglers;
 pub use action::{Action, EventTarget, Governance, Reason, Warning};
 use compact::CompactTime;
 pub use counts::Gauges;
+pub use evaluation::{PolicyAnswers, Unevaluated};
 pub use failures::{FIRST_RETRY, Failure, MAX_RETRY, retry_delay};
 pub use policies::{LoadedPolicy, PolicyKey, Summary, WOULD_DELETE_SHOWN};
 use record::{Record, Stamps, Uid};
@@ -58,6 +60,8 @@ struct Seen<'a> {
     name: &'a str,
     object: &'a DynamicObject,
     value: &'a Value,
+    /// Its policies' expressions, evaluated ahead (off the loop); `None` where none has any.
+    answers: Option<&'a PolicyAnswers>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -86,6 +90,8 @@ pub struct State {
     policies: BTreeMap<Arc<PolicyKey>, LoadedPolicy>,
     namespace_labels: HashMap<Arc<str>, BTreeMap<String, String>>,
     would_delete: HashMap<Arc<PolicyKey>, BTreeMap<Key, (Timestamp, Reason)>>,
+    /// Per policy, the objects on which its expressions went past a limit, and how.
+    exceeded: HashMap<Arc<PolicyKey>, BTreeMap<Key, String>>,
     deletions: HashMap<PolicyKey, u64>,
     /// Objects two or more policies of a scope applied to: those that lost.
     contested: HashMap<Key, Vec<Arc<PolicyKey>>>,
@@ -165,8 +171,37 @@ impl State {
         interned
     }
 
-    /// An object of `kind` was added or changed.
+    /// An object of `kind` was added or changed. Its policies' expressions are evaluated here:
+    /// the loop calls this only where none has any ([`State::unevaluated`]).
     pub fn applied(&mut self, kind: KindId, object: &DynamicObject, now: Timestamp) -> Vec<Action> {
+        match self.model_value(kind, object) {
+            Some(value) => self.judged(kind, object, &value, None, now),
+            None => Vec::new(),
+        }
+    }
+
+    /// The object as the model reads it: JSON with its apiVersion and kind.
+    pub fn model_value(&self, kind: KindId, object: &DynamicObject) -> Option<Value> {
+        let mut value = serde_json::to_value(object).ok()?;
+        // List items of built-in kinds carry no apiVersion/kind; the model needs them.
+        if let Some(map) = value.as_object_mut() {
+            let resource = &self.kinds[kind].resource;
+            map.insert("apiVersion".into(), Value::String(resource.api_version()));
+            map.insert("kind".into(), Value::String(resource.kind.clone()));
+        }
+        Some(value)
+    }
+
+    /// An object of `kind` was added or changed, as the model reads it (`value`), with its
+    /// policies' `answers` where they were evaluated ahead.
+    pub fn judged(
+        &mut self,
+        kind: KindId,
+        object: &DynamicObject,
+        value: &Value,
+        answers: Option<&PolicyAnswers>,
+        now: Timestamp,
+    ) -> Vec<Action> {
         let (Some(name), Some(namespace)) = (
             object.metadata.name.as_deref(),
             object.metadata.namespace.as_deref(),
@@ -179,21 +214,21 @@ impl State {
         {
             seen.insert((namespace.clone(), name.into()));
         }
-        let Ok(mut value) = serde_json::to_value(object) else {
-            return Vec::new();
-        };
-        // List items of built-in kinds carry no apiVersion/kind; the model needs them.
-        if let Some(map) = value.as_object_mut() {
-            let resource = &self.kinds[kind].resource;
-            map.insert("apiVersion".into(), Value::String(resource.api_version()));
-            map.insert("kind".into(), Value::String(resource.kind.clone()));
+        if answers.is_some() || !self.exceeded.is_empty() {
+            let key = Key {
+                kind,
+                namespace: namespace.clone(),
+                name: name.into(),
+            };
+            self.note_exceeded(&key, answers);
         }
         let seen = Seen {
             kind,
             namespace,
             name,
             object,
-            value: &value,
+            value,
+            answers,
         };
         match self.kinds[kind].role {
             Role::Parent => self.parent_applied(&seen, now),
@@ -227,6 +262,9 @@ impl State {
             name: name.into(),
         };
         self.contested.remove(&key);
+        for exceeded in self.exceeded.values_mut() {
+            exceeded.remove(&key);
+        }
         if let Some(record) = self.runs.remove(&key) {
             if let Some(at) = record.queued {
                 self.queue.remove(&(at, key.clone()));

@@ -8,6 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 use kube_retention_common::FieldError;
 use kube_retention_common::api::ResourceRef;
 use kube_retention_common::governing::{Candidate, Judgement, Subject, judge};
+
+use super::evaluation::PolicyAnswers;
 use kube_retention_common::policies::Rules;
 
 use super::*;
@@ -30,7 +32,8 @@ impl std::fmt::Display for PolicyKey {
 
 #[derive(Debug)]
 pub struct LoadedPolicy {
-    pub rules: Rules,
+    /// Shared with the evaluator, which runs its expressions off the loop.
+    pub rules: Arc<Rules>,
     pub errors: Vec<FieldError>,
     pub generation: Option<i64>,
 }
@@ -42,6 +45,9 @@ pub struct Summary {
     pub next_deletion: Option<Timestamp>,
     /// In dry run: what would have gone, when and why, oldest first.
     pub would_delete: Vec<(Key, Timestamp, Reason)>,
+    /// Objects on which its expressions went past their cost or time limit: how many, and
+    /// the first by name with what went wrong.
+    pub exceeded: Option<(usize, Key, String)>,
 }
 
 /// How many would-be deletions a dry-run policy reports.
@@ -77,10 +83,11 @@ impl State {
             self.reschedule(&run);
         }
         self.would_delete.remove(&key);
+        self.exceeded.remove(&key);
         let prefix = policy_group_prefix(&key);
         self.limits
             .retain(|group, _| !group.parent.starts_with(&prefix));
-        loaded.rules.kinds
+        loaded.rules.kinds.clone()
     }
 
     /// A namespace's labels; answers whether they changed (cluster policies may select it
@@ -113,19 +120,31 @@ impl State {
 
     /// The valid policies that may apply in `namespace`: its RetentionPolicies, then the
     /// ClusterRetentionPolicies, each in name order.
-    pub(super) fn candidates(&self, namespace: &str) -> (Vec<Arc<PolicyKey>>, Vec<Candidate<'_>>) {
+    pub(super) fn valid_in<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> impl Iterator<Item = (&'a Arc<PolicyKey>, &'a LoadedPolicy)> {
+        self.policies.iter().filter(move |(key, loaded)| {
+            key.namespace.as_deref().is_none_or(|own| own == namespace) && loaded.errors.is_empty()
+        })
+    }
+
+    /// The valid policies that may apply in `namespace`, as the model judges with them, with
+    /// their expressions' `answers` where evaluated ahead.
+    pub(super) fn candidates<'a>(
+        &'a self,
+        namespace: &'a str,
+        answers: Option<&'a PolicyAnswers>,
+    ) -> (Vec<Arc<PolicyKey>>, Vec<Candidate<'a>>) {
         let mut keys = Vec::new();
         let mut candidates = Vec::new();
-        for (key, loaded) in &self.policies {
-            let here = key.namespace.as_deref().is_none_or(|own| own == namespace);
-            if here && loaded.errors.is_empty() {
-                keys.push(key.clone());
-                candidates.push(Candidate {
-                    namespaced: key.namespace.is_some(),
-                    rules: &loaded.rules,
-                    answers: None,
-                });
-            }
+        for (key, loaded) in self.valid_in(namespace) {
+            keys.push(key.clone());
+            candidates.push(Candidate {
+                namespaced: key.namespace.is_some(),
+                rules: &loaded.rules,
+                answers: answers.and_then(|answers| answers.get(key)),
+            });
         }
         (keys, candidates)
     }
@@ -180,6 +199,12 @@ impl State {
             entries.truncate(WOULD_DELETE_SHOWN);
             summary.would_delete = entries;
         }
+        for (policy, objects) in &self.exceeded {
+            if let Some((key, how)) = objects.first_key_value() {
+                let summary = summaries.entry((**policy).clone()).or_default();
+                summary.exceeded = Some((objects.len(), key.clone(), how.clone()));
+            }
+        }
         summaries
     }
 }
@@ -207,7 +232,7 @@ impl State {
     ) -> Governed {
         let empty = BTreeMap::new();
         let labels = seen.object.metadata.labels.as_ref().unwrap_or(&empty);
-        let (keys, candidates) = self.candidates(&seen.namespace);
+        let (keys, candidates) = self.candidates(&seen.namespace, seen.answers);
         let subject = Subject {
             entry: &self.kinds[seen.kind],
             object: seen.value,

@@ -17,6 +17,7 @@ impl State {
             name,
             object,
             value,
+            ..
         } = *seen;
         let key = Key {
             kind,

@@ -1,0 +1,122 @@
+//! Retention policies' CEL (`match`, `finished`), evaluated on a thread of its own, never on
+//! the loop that schedules deletions. An expression may take up to its cost limit (tens of
+//! milliseconds) on every object of a namespace; on the loop, one tenant's policy would hold
+//! up every other tenant's deadlines. Here it holds up at most its own namespace's
+//! evaluations: objects wait in one queue per namespace, served round robin, as API Priority
+//! and Fairness serves the API server's flows; and an object changed again before its turn is
+//! evaluated once, in its latest version. The loop judges an object when its answers come
+//! back ([`crate::run`]), and those answers are dropped if a newer version arrived meanwhile.
+//!
+//! A thread rather than tokio's blocking pool: evaluation is CPU work that never awaits, and one
+//! thread bounds what policies can take of the machine to one core, whatever they ask.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::mpsc as channel;
+use std::time::{Duration, Instant};
+
+use kube::api::DynamicObject;
+use kube_retention_common::cel::Converted;
+use kube_retention_common::governing::Answers;
+use kube_retention_common::kinds::KindId;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::fair::FairQueue;
+use crate::state::{Key, PolicyAnswers, Unevaluated};
+
+/// An object whose policies' expressions are to be evaluated.
+pub struct Job {
+    /// Orders the versions of one object: only the latest is evaluated and applied.
+    pub seq: u64,
+    pub kind: KindId,
+    pub key: Key,
+    pub object: DynamicObject,
+    /// The object as the model reads it.
+    pub value: Value,
+    pub policies: Unevaluated,
+}
+
+/// A job done: what each policy's expressions said, and how long they took.
+pub struct Evaluated {
+    pub job: Job,
+    pub answers: PolicyAnswers,
+    pub took: Duration,
+}
+
+pub struct Evaluator {
+    jobs: channel::Sender<Job>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Evaluator {
+    /// Starts the thread; answers come back on `results`.
+    pub fn spawn(results: mpsc::UnboundedSender<Evaluated>) -> std::io::Result<Self> {
+        let (jobs, queued) = channel::channel();
+        let thread = std::thread::Builder::new()
+            .name("cel-evaluator".into())
+            .spawn(move || serve(&queued, &results))?;
+        Ok(Self { jobs, thread })
+    }
+
+    /// Queues `job`; false once the thread has ended.
+    pub fn submit(&self, job: Job) -> bool {
+        self.jobs.send(job).is_ok()
+    }
+
+    /// Whether the thread ended (it ends only when the loop drops its end of the channel).
+    pub fn ended(&self) -> bool {
+        self.thread.is_finished()
+    }
+}
+
+/// The thread's body: serves `queued` until it closes; public so that tests can drive it.
+pub fn serve(queued: &channel::Receiver<Job>, results: &mpsc::UnboundedSender<Evaluated>) {
+    let mut queue: FairQueue<Arc<str>, Job> = FairQueue::default();
+    let mut latest: HashMap<Key, u64> = HashMap::new();
+    let enqueue =
+        |queue: &mut FairQueue<Arc<str>, Job>, latest: &mut HashMap<Key, u64>, job: Job| {
+            latest.insert(job.key.clone(), job.seq);
+            queue.push(job.key.namespace.clone(), job);
+        };
+    loop {
+        if queue.is_empty() {
+            match queued.recv() {
+                Ok(job) => enqueue(&mut queue, &mut latest, job),
+                Err(_) => return,
+            }
+        }
+        while let Ok(job) = queued.try_recv() {
+            enqueue(&mut queue, &mut latest, job);
+        }
+        let Some(job) = queue.pop_valid(|job| latest.get(&job.key) == Some(&job.seq)) else {
+            continue;
+        };
+        latest.remove(&job.key);
+        let started = Instant::now();
+        let answers = evaluate(&job);
+        let evaluated = Evaluated {
+            job,
+            answers,
+            took: started.elapsed(),
+        };
+        if results.send(evaluated).is_err() {
+            return;
+        }
+    }
+}
+
+/// Each policy's answers, the object converted to CEL once for all of them.
+pub fn evaluate(job: &Job) -> PolicyAnswers {
+    let converted = Converted::new(&job.value);
+    job.policies
+        .iter()
+        .map(|(key, rules)| {
+            let answers = match &converted {
+                Ok(converted) => Answers::compute_converted(rules, converted),
+                Err(_) => Answers::compute(rules, &job.value),
+            };
+            (key.clone(), answers)
+        })
+        .collect()
+}

@@ -1,0 +1,136 @@
+//! Objects whose policies have expressions, in the loop: each version goes to the
+//! [`Evaluator`] and is judged when its answers come back — unless a newer version (or its
+//! deletion) came first, which drops them, or a policy changed meanwhile, which evaluates it
+//! again. Objects no policy with expressions selects are judged at once, as before.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use kube::api::DynamicObject;
+use kube_retention_common::kinds::KindId;
+use tokio::sync::mpsc;
+
+use super::Loop;
+use crate::evaluator::{Evaluated, Evaluator, Job};
+use crate::metrics::Metrics;
+use crate::state::{Action, Key};
+
+/// The evaluations under way, by object: the latest version's sequence number.
+pub struct Evaluations {
+    evaluator: Evaluator,
+    pub(super) results: mpsc::UnboundedReceiver<Evaluated>,
+    pending: HashMap<Key, u64>,
+    next: u64,
+}
+
+impl Evaluations {
+    /// Starts the evaluator's thread.
+    pub fn start() -> std::io::Result<Self> {
+        let (sender, results) = mpsc::unbounded_channel();
+        Ok(Self {
+            evaluator: Evaluator::spawn(sender)?,
+            results,
+            pending: HashMap::new(),
+            next: 0,
+        })
+    }
+
+    fn submit(&mut self, mut job: Job, metrics: &Metrics) {
+        self.next += 1;
+        job.seq = self.next;
+        self.pending.insert(job.key.clone(), job.seq);
+        metrics.evaluations_queued.set(gauge(self.pending.len()));
+        if !self.evaluator.submit(job) {
+            tracing::error!(
+                "the CEL evaluator's thread has ended; policies with expressions no longer apply"
+            );
+        }
+    }
+
+    /// `key` changed or went otherwise: whatever is under way for it no longer counts.
+    pub(super) fn forget(&mut self, key: &Key) {
+        self.pending.remove(key);
+    }
+
+    /// Whether the evaluator's thread ended (it should not, while the loop runs).
+    pub fn ended(&self) -> bool {
+        self.evaluator.ended()
+    }
+}
+
+fn gauge(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// The key of an object of `kind`, where it has a namespace and a name.
+fn key_of(kind: KindId, object: &DynamicObject) -> Option<Key> {
+    Some(Key {
+        kind,
+        namespace: Arc::from(object.metadata.namespace.as_deref()?),
+        name: object.metadata.name.as_deref()?.into(),
+    })
+}
+
+impl Loop {
+    /// An object was added or changed: judged at once, or once its expressions are evaluated.
+    pub(super) fn on_applied(
+        &mut self,
+        kind: KindId,
+        object: DynamicObject,
+        now: Timestamp,
+    ) -> Vec<Action> {
+        let Some(key) = key_of(kind, &object) else {
+            return Vec::new();
+        };
+        let policies = self.state.unevaluated(kind, &object);
+        if policies.is_empty() {
+            self.evaluations.forget(&key);
+            return self.state.applied(kind, &object, now);
+        }
+        self.state.listed(kind, &key.namespace, &key.name);
+        let Some(value) = self.state.model_value(kind, &object) else {
+            return Vec::new();
+        };
+        let job = Job {
+            seq: 0,
+            kind,
+            key,
+            object,
+            value,
+            policies,
+        };
+        self.evaluations.submit(job, &self.metrics);
+        Vec::new()
+    }
+
+    /// An object's answers came back: judged with them if they are still its latest and its
+    /// policies unchanged.
+    pub(super) fn on_evaluated(&mut self, evaluated: Evaluated) -> Vec<Action> {
+        let Evaluated { job, answers, took } = evaluated;
+        self.metrics.evaluation_seconds.observe(took.as_secs_f64());
+        if self.evaluations.pending.get(&job.key) != Some(&job.seq) {
+            return Vec::new();
+        }
+        self.evaluations.pending.remove(&job.key);
+        let queued = gauge(self.evaluations.pending.len());
+        self.metrics.evaluations_queued.set(queued);
+        if !self.watches.is_running(job.kind) {
+            return Vec::new();
+        }
+        for exceeded in answers.values().flat_map(|answers| answers.exceeded()) {
+            tracing::warn!(namespace = %job.key.namespace, name = %job.key.name, field = exceeded.0, error = %exceeded.1, "a policy's expression went past its limit; the object is treated as not matching");
+            self.metrics.cel_limit_exceeded.inc();
+        }
+        let now = Timestamp::now();
+        let current = self.state.unevaluated(job.kind, &job.object);
+        if current.is_empty() {
+            return self.state.applied(job.kind, &job.object, now);
+        }
+        if !self.state.answers_current(&current, &job.policies) {
+            return self.on_applied(job.kind, job.object, now);
+        }
+        self.state
+            .judged(job.kind, &job.object, &job.value, Some(&answers), now)
+    }
+}

@@ -1,0 +1,272 @@
+//! Policies' expressions evaluated off the loop: which objects wait for an evaluation, how the
+//! state judges with the answers, a limit gone past (never true, and said in the status), and
+//! the evaluator's fair turns between namespaces.
+
+#![allow(clippy::unwrap_used)] // fixtures unwrap
+
+mod support;
+
+use std::sync::Arc;
+
+use kube::api::DynamicObject;
+use kube_retention_common::api::PolicyRules;
+use kube_retention_common::governing::Answers;
+use kube_retention_common::policies::Rules;
+use kube_retention_controller::evaluator::{Job, evaluate, serve};
+use kube_retention_controller::policy_status::{self, Inputs};
+use kube_retention_controller::state::{Key, LoadedPolicy, PolicyAnswers, PolicyKey, State};
+use serde_json::{Value, json};
+use support::{JOB, at, kind, leader, object};
+
+fn policy(namespace: &str, spec: Value) -> (PolicyKey, LoadedPolicy) {
+    let spec: PolicyRules = serde_json::from_value(spec).unwrap();
+    let (rules, errors) = Rules::read(&spec, None);
+    assert_eq!(errors, []);
+    let key = PolicyKey {
+        namespace: Some(namespace.into()),
+        name: "jobs".into(),
+    };
+    let loaded = LoadedPolicy {
+        rules: Arc::new(rules),
+        errors,
+        generation: Some(1),
+    };
+    (key, loaded)
+}
+
+/// Five loops of ten items deep: the costliest kind of expression admission lets through.
+fn costly_match() -> String {
+    let mut source = String::from("v0 >= 0");
+    for level in (0..5).rev() {
+        source = format!("[0,1,2,3,4,5,6,7,8,9].all(v{level}, {source})");
+    }
+    source
+}
+
+fn job(namespace: &str, name: &str) -> DynamicObject {
+    object(json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}"),
+                     "resourceVersion": "1", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "status": {"completionTime": "2026-01-01T00:00:01Z", "conditions": [
+            {"type": "Complete", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"}]},
+    }))
+}
+
+fn jobs_spec(matches: &str) -> Value {
+    json!({"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
+           "ttlAfterSucceeded": "2s", "match": matches})
+}
+
+fn job_of(state: &State, seq: u64, object: DynamicObject) -> Job {
+    let namespace = object.metadata.namespace.clone().unwrap();
+    let key = Key {
+        kind: kind(JOB),
+        namespace: namespace.as_str().into(),
+        name: object.metadata.name.as_deref().unwrap().into(),
+    };
+    Job {
+        seq,
+        kind: kind(JOB),
+        key,
+        value: state.model_value(kind(JOB), &object).unwrap(),
+        policies: state.unevaluated(kind(JOB), &object),
+        object,
+    }
+}
+
+#[test]
+fn only_objects_a_policy_with_expressions_selects_wait_for_an_evaluation() {
+    let mut state = leader();
+    let (key, loaded) = policy("a", jobs_spec("object.metadata.name.startsWith(\"ci-\")"));
+    state.policy_applied(key.clone(), loaded);
+    let waiting = state.unevaluated(kind(JOB), &job("a", "ci-1"));
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(*waiting[0].0, key);
+    assert!(state.unevaluated(kind(JOB), &job("b", "ci-1")).is_empty());
+    let (plain, loaded) = policy(
+        "c",
+        json!({"resources": [{"apiVersion": "batch/v1", "kind": "Job"}], "ttl": "1h"}),
+    );
+    state.policy_applied(plain, loaded);
+    assert!(state.unevaluated(kind(JOB), &job("c", "ci-1")).is_empty());
+}
+
+#[test]
+fn the_state_judges_with_the_answers_evaluated_ahead() {
+    let mut state = leader();
+    let (key, loaded) = policy("a", jobs_spec("object.metadata.name.startsWith(\"ci-\")"));
+    state.policy_applied(key.clone(), loaded);
+    let object = job("a", "ci-1");
+    let value = state.model_value(kind(JOB), &object).unwrap();
+    // The answers decide, not a second evaluation: they say it does not match.
+    let answers: PolicyAnswers = [(
+        Arc::new(key.clone()),
+        Answers {
+            matches: Some(Ok(false)),
+            ..Answers::default()
+        },
+    )]
+    .into();
+    state.judged(
+        kind(JOB),
+        &object,
+        &value,
+        Some(&answers),
+        at("2026-01-01T00:00:01Z"),
+    );
+    assert_eq!(state.next_deadline(), None);
+    let answers: PolicyAnswers = [(
+        Arc::new(key.clone()),
+        Answers {
+            matches: Some(Ok(true)),
+            ..Answers::default()
+        },
+    )]
+    .into();
+    state.judged(
+        kind(JOB),
+        &object,
+        &value,
+        Some(&answers),
+        at("2026-01-01T00:00:01Z"),
+    );
+    assert_eq!(state.next_deadline(), Some(at("2026-01-01T00:00:03Z")));
+}
+
+#[test]
+fn an_expression_past_its_limit_never_matches_and_the_policy_says_why() {
+    let mut state = leader();
+    let (key, loaded) = policy("a", jobs_spec(&costly_match()));
+    state.policy_applied(key.clone(), loaded);
+    // An object whose items are beyond the assumed sizes cannot make it cheaper; the
+    // expression is the costliest admitted, and a one-unit budget stops it at once.
+    let job = job_of(&state, 1, job("a", "ci-1"));
+    let rules = job.policies[0].1.clone();
+    let expression = rules.matches.as_ref().unwrap();
+    let budget = kube_retention_common::cel::Budget {
+        cost: 1,
+        time: std::time::Duration::MAX,
+    };
+    let (result, _) = expression.condition_costing(&job.value, budget);
+    let answers: PolicyAnswers = [(
+        Arc::new(key.clone()),
+        Answers {
+            matches: Some(result),
+            ..Answers::default()
+        },
+    )]
+    .into();
+    state.judged(
+        job.kind,
+        &job.object,
+        &job.value,
+        Some(&answers),
+        at("2026-01-01T00:00:01Z"),
+    );
+    assert_eq!(
+        state.next_deadline(),
+        None,
+        "not matching: never deleted for it"
+    );
+    let summary = state.summaries().remove(&key).unwrap();
+    let (count, object, how) = summary.exceeded.clone().unwrap();
+    assert_eq!((count, object.name.as_str()), (1, "ci-1"));
+    assert!(how.starts_with("spec.match: "), "{how}");
+    assert!(
+        how.contains("exceeded the cost limit of 1 on this object"),
+        "{how}"
+    );
+    let (_, loaded) = state.policies().find(|(k, _)| **k == key).unwrap();
+    let status = policy_status::compute(&Inputs {
+        loaded,
+        scan: None,
+        summary,
+        deletions: 0,
+        kinds: state.kinds(),
+        previous: None,
+    });
+    let ready = &status.conditions[0];
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "CostLimitExceeded")
+    );
+    assert!(
+        ready.message.starts_with("on a/ci-1, spec.match: "),
+        "{}",
+        ready.message
+    );
+    assert!(
+        ready
+            .message
+            .ends_with("such objects are treated as not matching")
+    );
+    // Judged again within the limit, the report goes.
+    let answers: PolicyAnswers = [(
+        Arc::new(key.clone()),
+        Answers {
+            matches: Some(Ok(true)),
+            ..Answers::default()
+        },
+    )]
+    .into();
+    state.judged(
+        job.kind,
+        &job.object,
+        &job.value,
+        Some(&answers),
+        at("2026-01-01T00:00:01Z"),
+    );
+    assert_eq!(state.summaries()[&key].exceeded, None);
+}
+
+#[test]
+fn the_evaluator_serves_namespaces_in_turn_and_only_the_latest_version() {
+    let mut state = leader();
+    let (costly, loaded) = policy("a", jobs_spec(&costly_match()));
+    state.policy_applied(costly, loaded);
+    let (cheap, loaded) = policy("b", jobs_spec("object.metadata.name.startsWith(\"ci-\")"));
+    state.policy_applied(cheap, loaded);
+    let (jobs, queued) = std::sync::mpsc::channel();
+    let mut seq = 0;
+    for n in 0..20 {
+        seq += 1;
+        jobs.send(job_of(&state, seq, job("a", &format!("a-{n}"))))
+            .unwrap();
+    }
+    // Two versions of one object of b: only the second is evaluated.
+    jobs.send(job_of(&state, seq + 1, job("b", "ci-1")))
+        .unwrap();
+    jobs.send(job_of(&state, seq + 2, job("b", "ci-1")))
+        .unwrap();
+    drop(jobs);
+    let (results, mut answered) = tokio::sync::mpsc::unbounded_channel();
+    serve(&queued, &results);
+    let mut order = Vec::new();
+    while let Ok(evaluated) = answered.try_recv() {
+        order.push((evaluated.job.key.name.to_string(), evaluated.job.seq));
+    }
+    assert_eq!(order.len(), 21, "{order:?}");
+    assert_eq!(
+        order[1],
+        ("ci-1".to_owned(), seq + 2),
+        "b's turn comes second: {order:?}"
+    );
+}
+
+#[test]
+fn evaluating_converts_once_and_answers_every_policy() {
+    let mut state = leader();
+    let (key, loaded) = policy("a", jobs_spec("object.metadata.name.startsWith(\"ci-\")"));
+    state.policy_applied(key.clone(), loaded);
+    let mut cluster = policy(
+        "a",
+        jobs_spec("object.status.conditions.exists(c, c.type == \"Complete\")"),
+    );
+    cluster.0.namespace = None;
+    state.policy_applied(cluster.0.clone(), cluster.1);
+    let answers = evaluate(&job_of(&state, 1, job("a", "ci-1")));
+    assert_eq!(answers.len(), 2);
+    assert_eq!(answers[&key].matches, Some(Ok(true)));
+    assert_eq!(answers[&cluster.0].matches, Some(Ok(true)));
+}

@@ -1,0 +1,86 @@
+//! The fair queue: one backlog never keeps another key waiting more than a round.
+
+use kube_retention_controller::fair::FairQueue;
+use proptest::prelude::*;
+
+#[test]
+fn a_flood_waits_behind_itself() {
+    let mut queue = FairQueue::default();
+    for n in 0..100_000 {
+        queue.push("a", n);
+    }
+    queue.push("b", -1);
+    assert_eq!(queue.pop(), Some(0));
+    assert_eq!(queue.pop(), Some(-1));
+    assert_eq!(queue.pop(), Some(1));
+    assert_eq!(queue.len(), 99_998);
+}
+
+#[test]
+fn keys_take_turns_and_a_newcomer_joins_at_the_back() {
+    let mut queue = FairQueue::default();
+    for item in ["a1", "a2", "a3"] {
+        queue.push('a', item);
+    }
+    queue.push('b', "b1");
+    assert_eq!(queue.pop(), Some("a1"));
+    queue.push('c', "c1");
+    let rest: Vec<&str> = std::iter::from_fn(|| queue.pop()).collect();
+    assert_eq!(rest, ["b1", "a2", "c1", "a3"]);
+    assert!(queue.is_empty());
+    assert_eq!(queue.keys(), 0);
+}
+
+#[test]
+fn the_bound_costs_the_longest_backlog() {
+    let mut queue = FairQueue::default();
+    for n in 0..5 {
+        queue.push('a', n);
+    }
+    queue.push('b', 10);
+    assert_eq!(queue.drop_oldest_of_longest(|_| true), Some(0));
+    assert_eq!(queue.drop_oldest_of_longest(|item| *item > 100), None);
+    assert_eq!(queue.len(), 5);
+}
+
+#[test]
+fn discarded_items_do_not_use_up_a_turn() {
+    let mut queue = FairQueue::default();
+    queue.push('a', 1);
+    queue.push('a', 2);
+    queue.push('b', 10);
+    queue.push('b', 11);
+    assert_eq!(queue.pop_valid(|_| true), Some(1));
+    assert_eq!(queue.pop_valid(|item| *item != 10), Some(11));
+    assert_eq!(queue.pop_valid(|_| true), Some(2));
+    assert_eq!(queue.pop_valid(|_| true), None);
+    assert!(queue.is_empty());
+}
+
+proptest! {
+    #[test]
+    fn every_item_comes_out_once_in_its_keys_order(pushes in prop::collection::vec((0u8..4, any::<u16>()), 0..200)) {
+        let mut queue = FairQueue::default();
+        for (index, (key, _)) in pushes.iter().enumerate() {
+            queue.push(*key, index);
+        }
+        let out: Vec<usize> = std::iter::from_fn(|| queue.pop()).collect();
+        let mut sorted = out.clone();
+        sorted.sort_unstable();
+        prop_assert_eq!(sorted, (0..pushes.len()).collect::<Vec<_>>());
+        for key in 0u8..4 {
+            let mine: Vec<usize> = out.iter().copied().filter(|&index| pushes[index].0 == key).collect();
+            prop_assert!(mine.windows(2).all(|pair| pair[0] < pair[1]));
+        }
+        // Between two items of one key, each other key with items left comes once at most.
+        for (position, &index) in out.iter().enumerate() {
+            let key = pushes[index].0;
+            if let Some(next) = out[position + 1..].iter().position(|&other| pushes[other].0 == key) {
+                let between = &out[position + 1..position + 1 + next];
+                for other in 0u8..4 {
+                    prop_assert!(between.iter().filter(|&&i| pushes[i].0 == other).count() <= 1);
+                }
+            }
+        }
+    }
+}
