@@ -198,3 +198,33 @@ fn the_status_names_what_holds_the_cleaner_back_and_keeps_transition_times() {
         "Ready did not change"
     );
 }
+
+#[test]
+fn a_condition_past_its_cost_limit_makes_the_cleaner_not_ready_saying_so() {
+    use kube_retention_common::cel::{Expect, Expression, Variables};
+    let source = r#"pods.items.exists(p, p == "never")"#;
+    let spec: CleanerSpec =
+        serde_json::from_value(json!({"conditions": [source]})).expect("a spec");
+    let condition =
+        Expression::compile_over(source, Expect::Condition, &["pods", "time"]).expect("admitted");
+    // Far more items than the estimate assumes: the run-time limit stops the evaluation.
+    let pods = json!({"items": vec!["x"; 600_000]});
+    let variables = Variables::new([("pods", &pods)]).expect("variables");
+    let error = condition
+        .condition_in(&variables, None)
+        .expect_err("stopped at its limit");
+    assert!(error.exceeded().is_some(), "{error}");
+    let now: Timestamp = "2026-11-22T12:00:00Z".parse().expect("a time");
+    let failed = Ok(Verdict::Failed { until: now, error });
+    let written = status::status(&spec, &failed, Vec::new(), None, None, now);
+    let ready = &written.conditions[0];
+    assert_eq!(
+        (
+            ready.type_.as_str(),
+            ready.status.as_str(),
+            ready.reason.as_str()
+        ),
+        ("Ready", "False", "CostLimitExceeded")
+    );
+    assert!(ready.message.contains("limit"), "{}", ready.message);
+}

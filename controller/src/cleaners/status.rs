@@ -46,6 +46,9 @@ pub fn status(
     now: Timestamp,
 ) -> CleanerStatus {
     let ready = match verdict {
+        Ok(Verdict::Failed { error, .. }) if error.exceeded().is_some() => {
+            ("False", "CostLimitExceeded", error.to_string())
+        }
         Ok(Verdict::Failed { error, .. }) => ("False", "ConditionError", error.to_string()),
         Err(problem) => ("False", problem.reason(), problem.to_string()),
         Ok(_) => (
