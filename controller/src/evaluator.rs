@@ -8,7 +8,9 @@
 //! back ([`crate::run`]), and those answers are dropped if a newer version arrived meanwhile.
 //!
 //! A thread rather than tokio's blocking pool: evaluation is CPU work that never awaits, and one
-//! thread bounds what policies can take of the machine to one core, whatever they ask.
+//! thread bounds what policies can take of the machine to one core, whatever they ask. It runs
+//! at the lowest priority (nice 19), so that where cores are contended the loop, the executor
+//! and the API server come first and evaluations take what is left.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use kube_retention_common::cel::Converted;
 use kube_retention_common::governing::Answers;
 use kube_retention_common::kinds::KindId;
 use serde_json::Value;
+use thread_priority::{ThreadPriority, set_current_thread_priority};
 use tokio::sync::mpsc;
 
 use crate::fair::FairQueue;
@@ -55,7 +58,12 @@ impl Evaluator {
         let (jobs, queued) = channel::channel();
         let thread = std::thread::Builder::new()
             .name("cel-evaluator".into())
-            .spawn(move || serve(&queued, &results))?;
+            .spawn(move || {
+                if let Err(error) = set_current_thread_priority(ThreadPriority::Min) {
+                    tracing::warn!(%error, "could not lower the CEL evaluator's priority");
+                }
+                serve(&queued, &results);
+            })?;
         Ok(Self { jobs, thread })
     }
 

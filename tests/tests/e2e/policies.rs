@@ -32,10 +32,55 @@ pub fn tests(env: &Env) -> Vec<Trial> {
             invalid_policy,
         ),
         env.trial(
+            "a_policy_whose_cel_costs_too_much_is_refused_at_apply_naming_the_field_and_the_limit",
+            costly_policy,
+        ),
+        env.trial(
             "a_valid_policy_is_admitted_and_listed_with_its_columns",
             valid_policy,
         ),
     ]
+}
+
+/// `depth` loops over ten items, one inside the other.
+pub fn nested_loops(depth: usize) -> String {
+    let mut source = String::from("v0 >= 0");
+    for level in (0..depth).rev() {
+        source = format!("[0,1,2,3,4,5,6,7,8,9].all(v{level}, {source})");
+    }
+    source
+}
+
+/// Six loops deep runs its body a million times on every object: refused, the cost and the
+/// limit named; five deep is admitted (the chaos suite's hostile tenant uses it).
+async fn costly_policy(ns: TestNamespace) -> Result<()> {
+    let policy = |depth: usize| {
+        format!(
+            "apiVersion: retention.dev/v1alpha1\n\
+             kind: RetentionPolicy\n\
+             metadata: {{name: costly, namespace: {namespace}}}\n\
+             spec:\n  \
+               resources: [{{apiVersion: batch/v1, kind: Job}}]\n  \
+               match: '{source}'\n  \
+               ttlAfterSucceeded: 1h\n",
+            namespace = ns.name,
+            source = nested_loops(depth),
+        )
+    };
+    let output =
+        kube_retention_e2e::output_with_input(ns.kubectl().args(["apply", "-f", "-"]), &policy(6))?;
+    let printed = String::from_utf8_lossy(&output.stderr);
+    ensure!(!output.status.success(), "admitted: {printed}");
+    let expected = format!(
+        "spec.match: \"{}\" has an estimated cost of 8,999,994, above the limit of 1,000,000",
+        nested_loops(6)
+    );
+    ensure!(
+        printed.contains(&expected),
+        "{expected:?} missing from: {printed}"
+    );
+    kube_retention_e2e::run_with_input(ns.kubectl().args(["apply", "-f", "-"]), &policy(5))?;
+    Ok(())
 }
 
 async fn invalid_policy(ns: TestNamespace) -> Result<()> {
