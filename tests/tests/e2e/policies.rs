@@ -71,14 +71,18 @@ async fn costly_policy(ns: TestNamespace) -> Result<()> {
         kube_retention_e2e::output_with_input(ns.kubectl().args(["apply", "-f", "-"]), &policy(6))?;
     let printed = String::from_utf8_lossy(&output.stderr);
     ensure!(!output.status.success(), "admitted: {printed}");
-    let expected = format!(
-        "spec.match: \"{}\" has an estimated cost of 8,999,994, above the limit of 1,000,000",
-        nested_loops(6)
-    );
-    ensure!(
-        printed.contains(&expected),
-        "{expected:?} missing from: {printed}"
-    );
+    // Long values are shortened in a denial: the field and the start of the expression, then
+    // the estimate and the limit.
+    for expected in [
+        "spec.match: \"[0,1,2,3,4,5,6,7,8,9].all(v0, [0,1,2,3,4,5,6,7,8,9].all(v1, ",
+        "has an estimated cost of 8,999,994, above the limit of 1,000,000: a loop runs its body \
+         once per item",
+    ] {
+        ensure!(
+            printed.contains(expected),
+            "{expected:?} missing from: {printed}"
+        );
+    }
     kube_retention_e2e::run_with_input(ns.kubectl().args(["apply", "-f", "-"]), &policy(5))?;
     Ok(())
 }
