@@ -26,6 +26,11 @@ pub fn init_logging(format: LogFormat) {
 
 /// A client from `kubeconfig`, else in-cluster, else `$KUBECONFIG` / `~/.kube/config`.
 pub async fn client(kubeconfig: Option<&Path>) -> kube::Result<kube::Client> {
+    kube::Client::try_from(config(kubeconfig).await?)
+}
+
+/// The client configuration [`client`] uses, for what else it tells (the API server's URL).
+pub async fn config(kubeconfig: Option<&Path>) -> kube::Result<kube::Config> {
     let config = match kubeconfig {
         Some(path) => {
             let kubeconfig =
@@ -38,7 +43,7 @@ pub async fn client(kubeconfig: Option<&Path>) -> kube::Result<kube::Client> {
             .await
             .map_err(kube::Error::InferConfig)?,
     };
-    kube::Client::try_from(config)
+    Ok(config)
 }
 
 /// Completes on SIGTERM or Ctrl-C.

@@ -16,7 +16,9 @@ use tokio::sync::{mpsc, watch};
 use crate::args::{Args, Propagation};
 use crate::cleaners::Cleaners;
 use crate::cleaners::act::Cleaning;
-use crate::executor::{Executor, Parts, Settings};
+use crate::cleaners::sink::Sender;
+use crate::cleaners::sink_policy::sink_policy;
+use crate::executor::{Budget, Executor, Parts, Settings};
 use crate::leader::Elector;
 use crate::metrics::Metrics;
 use crate::run::{Extra, Loop};
@@ -28,7 +30,9 @@ impl Args {
     /// Runs the controller until SIGTERM.
     pub async fn run(self) -> Result<()> {
         let args = self;
-        let client = kube_retention_cli::client(args.kubeconfig.as_deref()).await?;
+        let config = kube_retention_cli::config(args.kubeconfig.as_deref()).await?;
+        let sink_policy = Arc::new(sink_policy(&args, &config.cluster_url).await?);
+        let client = kube::Client::try_from(config)?;
         let watched = kinds::registry(&args.kinds, &args.disabled_kinds)?;
         let scans = discovery::spawn_scans(
             client.clone(),
@@ -88,12 +92,16 @@ impl Args {
             Propagation::Foreground => PropagationPolicy::Foreground,
             Propagation::Orphan => PropagationPolicy::Orphan,
         };
+        // One request budget for the executor and the Cleaners alike.
+        let budget = Budget::per_second(NonZeroU32::new(args.qps));
         let cleaners = args.cleaners.then(|| {
             let cleaning = Cleaning {
+                budget: budget.clone(),
                 client: client.clone(),
                 recorder: recorder.clone(),
                 metrics: metrics.cleaners.clone(),
                 propagation: propagation.clone(),
+                sender: Arc::new(Sender::new(sink_policy)),
             };
             let cleaners = Cleaners::new(cleaning, args.page_size);
             tokio::spawn(cleaners.run(leadership.clone(), std::future::pending()))
@@ -102,7 +110,7 @@ impl Args {
             client: client.clone(),
             kinds: Arc::new(RwLock::new(watched.clone())),
             settings: Settings {
-                budget: NonZeroU32::new(args.qps),
+                budget,
                 propagation,
                 concurrency: args.concurrency,
                 events: args.events,

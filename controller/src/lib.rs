@@ -46,6 +46,8 @@ pub enum Error {
         .0.join("; ")
     )]
     MissingPermissions(Vec<String>),
+    #[error(transparent)]
+    SinkPolicy(#[from] kube_retention_common::sink_policy::FlagError),
     #[error("Kubernetes client: {0}")]
     Kube(#[from] kube::Error),
     #[error("I/O: {0}")]

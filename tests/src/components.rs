@@ -16,6 +16,12 @@ pub const CONTROLLER: &str = "kube-retention-controller";
 pub const SECOND_CONTROLLER: &str = "kube-retention-controller-2";
 /// A second webhook replica, for tests of a graceful stop.
 pub const SECOND_WEBHOOK: &str = "kube-retention-webhook-2";
+/// Where the tests' CloudEvent sinks listen: a loopback address (Linux routes all of 127/8 to
+/// `lo`) that the sink policy refuses by default, so the controller and the webhook are told to
+/// allow it, and only it ([`SINK_ALLOW`]).
+pub const SINK_ADDRESS: &str = "127.0.0.2";
+/// The sink policy flag the local controller and webhook run with.
+pub const SINK_ALLOW: &str = "--cloud-event-sink-allow=127.0.0.2/32";
 
 /// Starts the webhook on the cluster's webhook port with the serving certificate under `pki/`.
 pub fn start_webhook(cluster: &LocalCluster) -> Result<Tracked> {
@@ -52,6 +58,7 @@ pub fn start_webhook_replica(cluster: &LocalCluster, name: &str, port: u16) -> R
             ))
             // A local process has no endpoints to wait for: drain after a second.
             .arg("--shutdown-delay=1s")
+            .arg(SINK_ALLOW)
             .arg("--log-format=text"),
     )
 }
@@ -87,7 +94,8 @@ pub fn wait_for_admission(cluster: &LocalCluster, timeout: Duration) -> Result<(
 }
 
 /// Starts a controller replica named `name` (its pid file, log and Lease identity) serving its
-/// metrics on `metrics_port`, with the controller ServiceAccount's kubeconfig and `extra` flags.
+/// metrics on `metrics_port`, with the controller ServiceAccount's kubeconfig and `extra` flags
+/// ([`SINK_ALLOW`] unless they set `--cloud-event-sink-allow`).
 pub fn start_controller(
     cluster: &LocalCluster,
     name: &str,
@@ -119,6 +127,12 @@ pub fn start_controller(
         .any(|flag| flag.starts_with("--discovery-interval"))
     {
         command.arg("--discovery-interval=1s");
+    }
+    if !extra
+        .iter()
+        .any(|flag| flag.starts_with("--cloud-event-sink-allow"))
+    {
+        command.arg(SINK_ALLOW);
     }
     process::spawn(&layout.state_dir, name, &mut command)
 }

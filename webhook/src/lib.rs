@@ -4,6 +4,7 @@
 //! - [`mutate`]: copies Build (and BuildConfig) TTLs into new runs and stamps
 //!   `retention.dev/expires-at` wherever admission can compute it.
 //! - [`review`]: decodes AdmissionReviews and dispatches them; malformed input gets a clear error.
+//! - [`sink_warnings`]: warns about a Cleaner's CloudEvent sink the sink policy refuses.
 //! - [`tls`] and [`server`]: HTTPS over rustls with certificate hot-reload.
 
 pub mod access;
@@ -15,6 +16,7 @@ pub mod policy_warnings;
 pub mod review;
 pub mod router;
 pub mod server;
+pub mod sink_warnings;
 pub mod tls;
 pub mod validate;
 pub mod writers;
@@ -23,6 +25,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use kube_retention_common::Registry;
+use kube_retention_common::sink_policy::SinkPolicy;
 
 /// Everything a request handler needs, shared behind an `Arc`.
 pub struct Context {
@@ -35,6 +38,8 @@ pub struct Context {
     pub writers: Option<Arc<dyn writers::WriterAccess>>,
     /// The controller's user: its own writes (stamps, labels) are not checked.
     pub controller_user: String,
+    /// Where the controller may send Cleaners' CloudEvents: admission warns about the rest.
+    pub sink_policy: Arc<SinkPolicy>,
     pub metrics: metrics::Metrics,
     /// Set on SIGTERM: `/readyz` fails so the Service stops sending here, and each response
     /// closes its connection so clients reconnect to another replica before this one stops.
@@ -49,6 +54,7 @@ impl Context {
             access: Arc::new(access::Granted),
             writers: None,
             controller_user: String::new(),
+            sink_policy: Arc::new(SinkPolicy::default()),
             metrics: metrics::Metrics::default(),
             draining: AtomicBool::new(false),
         }
@@ -60,6 +66,13 @@ impl Context {
 
     pub fn with_access(self, access: Arc<dyn access::ControllerAccess>) -> Self {
         Self { access, ..self }
+    }
+
+    pub fn with_sink_policy(self, sink_policy: SinkPolicy) -> Self {
+        Self {
+            sink_policy: Arc::new(sink_policy),
+            ..self
+        }
     }
 
     /// Checks writers of retention settings with `writers`, except `controller_user`.
@@ -93,6 +106,8 @@ pub enum Error {
     Kube(#[from] kube::Error),
     #[error("--disable-kind: {0}")]
     DisableKind(#[source] kube_retention_common::kinds::RegistryError),
+    #[error(transparent)]
+    SinkPolicy(#[from] kube_retention_common::sink_policy::FlagError),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -116,11 +116,15 @@ async fn validate_request(
         }
     }
     let mut response = response;
-    if validate::is_policy(&object) {
-        let warnings = crate::policy_warnings::of(context, &object).await;
-        if !warnings.is_empty() {
-            response.warnings = Some(warnings);
-        }
+    let warnings = if validate::is_policy(&object) {
+        crate::policy_warnings::of(context, &object).await
+    } else if validate::is_cleaner(&object) {
+        crate::sink_warnings::of(&context.sink_policy, &object)
+    } else {
+        Vec::new()
+    };
+    if !warnings.is_empty() {
+        response.warnings = Some(warnings);
     }
     (response, Outcome::Allowed)
 }

@@ -37,3 +37,14 @@ annotations:
 {{- $namespaces := concat .Values.webhook.excludedNamespaces (list .Release.Namespace) | uniq -}}
 [{{ join ", " $namespaces }}]
 {{- end -}}
+
+{{/* The sink policy's flags, given to the controller and the webhook alike. */}}
+{{- define "kube-retention.sinkPolicyArgs" -}}
+- --cloud-event-sink-schemes={{ join "," .Values.controller.sinkPolicy.schemes }}
+{{- range .Values.controller.sinkPolicy.allow }}
+- --cloud-event-sink-allow={{ . }}
+{{- end }}
+{{- range .Values.controller.sinkPolicy.deny }}
+- --cloud-event-sink-deny={{ . }}
+{{- end }}
+{{- end -}}

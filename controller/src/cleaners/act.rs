@@ -2,7 +2,8 @@
 //! the Helm release is read first (a release with delete hooks, or with objects outside the
 //! Cleaner's namespace, refuses the whole clean), then
 //! the targets are deleted with uid preconditions, the release uninstalled, the CloudEvent
-//! handed to its own task, and the Cleaner deletes itself.
+//! handed to its own task, and the Cleaner deletes itself. Each DELETE waits for the
+//! controller's request budget ([`Budget`]), the one the executor's deletions spend.
 
 use std::sync::Arc;
 
@@ -20,8 +21,9 @@ use serde_json::json;
 use super::book::{Clean, Doomed};
 use super::helm::{self, Resource};
 use super::metrics::CleanerMetrics;
-use super::sink;
+use super::sink::{self, Undelivered};
 use super::status::Problem;
+use crate::executor::Budget;
 
 /// What cleaning needs.
 pub struct Cleaning {
@@ -29,6 +31,10 @@ pub struct Cleaning {
     pub recorder: Recorder,
     pub metrics: CleanerMetrics,
     pub propagation: PropagationPolicy,
+    /// The controller's request budget: every DELETE waits for its share.
+    pub budget: Budget,
+    /// Sends CloudEvents where the sink policy allows.
+    pub sender: Arc<sink::Sender>,
 }
 
 /// What a clean deleted.
@@ -81,6 +87,7 @@ pub async fn clean(cleaning: Arc<Cleaning>, clean: Clean) -> Result<Cleaned, Pro
         }
         for record in &records {
             let record_name = record.metadata.name.clone().unwrap_or_default();
+            cleaning.budget.acquire().await;
             match secrets.delete(&record_name, &DeleteParams::default()).await {
                 Ok(_) => {}
                 Err(kube::Error::Api(status)) if status.code == 404 => {}
@@ -107,6 +114,7 @@ async fn delete(cleaning: &Cleaning, doomed: &Doomed) -> kube::Result<bool> {
         propagation_policy: Some(cleaning.propagation.clone()),
         ..DeleteParams::default()
     };
+    cleaning.budget.acquire().await;
     gone_or(api.delete(&doomed.name, &params).await.map(|_| true))
 }
 
@@ -155,6 +163,7 @@ async fn delete_manifest_object(
         propagation_policy: Some(PropagationPolicy::Background),
         ..DeleteParams::default()
     };
+    cleaning.budget.acquire().await;
     gone_or(api.delete(&resource.name, &params).await.map(|_| true))
 }
 
@@ -166,7 +175,8 @@ fn gone_or(result: kube::Result<bool>) -> kube::Result<bool> {
     }
 }
 
-/// Sends the CloudEvent in its own task; a failure is counted and reported on the Cleaner.
+/// Sends the CloudEvent in its own task; a refusal or a failure is counted and reported on the
+/// Cleaner (what the Event says: [`Undelivered::note`]).
 pub fn announce(cleaning: Arc<Cleaning>, clean: &Clean, cleaned: &Cleaned) {
     let Some(sink) = clean.sink.clone() else {
         return;
@@ -184,22 +194,29 @@ pub fn announce(cleaning: Arc<Cleaning>, clean: &Clean, cleaned: &Cleaned) {
     let reference = reference(clean);
     tokio::spawn(async move {
         let delivered = match sink::event(&uuid::Uuid::new_v4().to_string(), &source, data) {
-            Ok(event) => sink::deliver(&sink, event, &sink::Delivery::default()).await,
-            Err(error) => Err(error),
+            Ok(event) => {
+                let delivery = sink::Delivery::default();
+                cleaning.sender.deliver(&sink, event, &delivery).await
+            }
+            Err(error) => Err(Undelivered::Unsendable(error)),
         };
-        if let Err(error) = delivered {
-            tracing::warn!(%sink, %error, "CloudEvent not delivered");
-            cleaning.metrics.sink_failures.inc();
-            let note = format!("CloudEvent to {sink} not delivered: {error}");
-            record(
-                &cleaning,
-                &reference,
-                EventType::Warning,
-                "SinkFailed",
-                note,
-            )
-            .await;
-        }
+        let Err(undelivered) = delivered else {
+            return;
+        };
+        let reason = match &undelivered {
+            Undelivered::Refused(refusal) => {
+                tracing::warn!(%sink, %refusal, "CloudEvent refused by the sink policy");
+                cleaning.metrics.sink_refused.inc();
+                "SinkRefused"
+            }
+            Undelivered::Failed { .. } | Undelivered::Unsendable(_) => {
+                tracing::warn!(%sink, ?undelivered, "CloudEvent not delivered");
+                cleaning.metrics.sink_failures.inc();
+                "SinkFailed"
+            }
+        };
+        let note = undelivered.note(&sink);
+        record(&cleaning, &reference, EventType::Warning, reason, note).await;
     });
 }
 
@@ -213,6 +230,7 @@ pub async fn retire(cleaning: &Cleaning, clean: &Clean) -> kube::Result<()> {
         }),
         ..DeleteParams::default()
     };
+    cleaning.budget.acquire().await;
     gone_or(api.delete(&clean.cleaner.name, &params).await.map(|_| true)).map(|_| ())
 }
 

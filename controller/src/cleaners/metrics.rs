@@ -26,6 +26,7 @@ pub struct CleanerMetrics {
     pub deletions: Family<WhatLabels, Counter>,
     pub cel_errors: Counter,
     pub sink_failures: Counter,
+    pub sink_refused: Counter,
     pub lists: Family<KindLabels, Counter>,
 }
 
@@ -51,6 +52,11 @@ impl CleanerMetrics {
             "cleaner_sink_failures",
             "CloudEvents not delivered after every retry",
             metrics.sink_failures.clone(),
+        );
+        registry.register(
+            "cleaner_sink_refused",
+            "CloudEvents not sent because the sink policy refused their destination",
+            metrics.sink_refused.clone(),
         );
         registry.register(
             "cleaner_target_lists",

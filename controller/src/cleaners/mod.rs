@@ -5,15 +5,18 @@
 //! - [`book`]: Cleaners, their targets' objects and schedule; pure, clock-injected decisions.
 //! - [`targets`]: which objects a target selects; [`status`]: what a Cleaner reports.
 //! - [`act`]: the clean itself; [`helm`]: a release read from Helm's storage and uninstalled;
-//!   [`sink`]: the CloudEvent.
+//!   [`sink`]: the CloudEvent; [`guard`]: the sink policy where the controller connects;
+//!   [`sink_policy`]: the policy of the flags and of what the controller knows.
 //! - [`run`]: the watches, timer and leadership wired to the book.
 
 pub mod act;
 pub mod book;
+pub mod guard;
 pub mod helm;
 pub mod metrics;
 pub mod run;
 pub mod sink;
+pub mod sink_policy;
 pub mod status;
 pub mod targets;
 

@@ -2,7 +2,15 @@
 //! binary mode (attributes as `ce-` headers, `data` as the JSON body). Delivery is retried with
 //! backoff in its own task: a sink that stays down never blocks or undoes the deletion; it is
 //! counted and reported in an Event on the Cleaner.
+//!
+//! Every destination passes the sink policy first ([`guard`](super::guard): the URL, then each
+//! resolved address, on every connection); a refused one is never connected to nor retried.
+//! What the Event says is only "refused by the sink policy: <rule>" or "delivery failed after N
+//! attempts": never a status code, a body or a connection error, and every failed attempt
+//! lasts the whole timeout, so a tenant cannot tell a closed port from a filtered one, nor an
+//! HTTP server from neither. The details go to the controller's debug log.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use cloudevents::binding::http::{Builder, Serializer};
@@ -11,12 +19,18 @@ use cloudevents::{Event, EventBuilder, EventBuilderV10};
 use http::{Request, header::HeaderValue};
 use http_body_util::Full;
 use hyper::body::Bytes;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use kube_retention_common::cleaner::EVENT_TYPE;
+use kube_retention_common::sink_policy::{Refusal, SinkPolicy};
 use serde_json::Value;
+use tokio::time::Instant;
 
-/// How an event is delivered: attempts `first_backoff` apart, doubling, each given `timeout`.
+use super::guard::{self, Guarded, Lookup};
+
+/// How an event is delivered: attempts `first_backoff` apart, doubling, each given `timeout`;
+/// a failed attempt lasts its whole `timeout`, however soon it failed.
 #[derive(Debug, Clone)]
 pub struct Delivery {
     pub attempts: u32,
@@ -25,7 +39,7 @@ pub struct Delivery {
 }
 
 impl Default for Delivery {
-    /// 8 attempts 1 s, 2 s, 4 s … apart: about two minutes in all.
+    /// 8 attempts 1 s, 2 s, 4 s … apart, 10 s each: about three and a half minutes in all.
     fn default() -> Self {
         Self {
             attempts: 8,
@@ -73,33 +87,98 @@ pub fn request(sink: &str, event: Event) -> Result<Request<Vec<u8>>, String> {
         .map_err(|error| error.to_string())
 }
 
-/// Delivers `event` to `sink`, retrying with backoff; the last error if every attempt failed.
-pub async fn deliver(sink: &str, event: Event, delivery: &Delivery) -> Result<(), String> {
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_native_roots()
-        .map_err(|error| format!("no TLS roots: {error}"))?
-        .https_or_http()
-        .enable_http1()
-        .build();
-    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build(connector);
-    let mut backoff = delivery.first_backoff;
-    let mut last = String::new();
-    for attempt in 1..=delivery.attempts {
-        let request = request(sink, event.clone())?.map(|body| Full::new(Bytes::from(body)));
-        match tokio::time::timeout(delivery.timeout, client.request(request)).await {
-            Ok(Ok(response)) if response.status().is_success() => return Ok(()),
-            Ok(Ok(response)) => last = format!("the sink answered {}", response.status()),
-            Ok(Err(error)) => last = format!("{error}"),
-            Err(_) => last = format!("no answer within {:?}", delivery.timeout),
-        }
-        tracing::debug!(sink, attempt, error = %last, "CloudEvent not delivered");
-        if attempt < delivery.attempts {
-            tokio::time::sleep(backoff).await;
-            backoff *= 2;
+/// Why an event was not delivered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Undelivered {
+    /// The sink policy refused the destination: no connection was attempted, none will be.
+    Refused(Refusal),
+    /// Every attempt failed: no connection, no answer in time, or an answer other than 2xx.
+    Failed { attempts: u32 },
+    /// The event or its request could not be built.
+    Unsendable(String),
+}
+
+impl Undelivered {
+    /// The note of the Event on the Cleaner: the rule that refused, or that delivery failed;
+    /// nothing the sink (or whatever answered in its place) said.
+    pub fn note(&self, sink: &str) -> String {
+        match self {
+            Self::Refused(refusal) => format!(
+                "CloudEvent to {sink} refused by the sink policy: {}",
+                refusal.what()
+            ),
+            Self::Failed { attempts } => format!(
+                "CloudEvent to {sink} not delivered: delivery failed after {attempts} attempts"
+            ),
+            Self::Unsendable(error) => format!("CloudEvent to {sink} not sent: {error}"),
         }
     }
-    Err(format!(
-        "{} attempts failed, the last: {last}",
-        delivery.attempts
-    ))
+}
+
+/// Sends events to sinks the policy allows: TLS with the system's CA certificates, or
+/// Mozilla's (webpki-roots) where there are none, as in the static image; plain http too.
+pub struct Sender {
+    policy: Arc<SinkPolicy>,
+    client: Client<HttpsConnector<Guarded>, Full<Bytes>>,
+}
+
+impl Sender {
+    pub fn new(policy: Arc<SinkPolicy>) -> Self {
+        Self::with_lookup(policy, guard::system_lookup())
+    }
+
+    /// A sender resolving names with `lookup`.
+    pub fn with_lookup(policy: Arc<SinkPolicy>, lookup: Lookup) -> Self {
+        let tls = HttpsConnectorBuilder::new()
+            .with_native_roots()
+            .unwrap_or_else(|error| {
+                tracing::debug!(%error, "no system CA certificates: using webpki-roots");
+                HttpsConnectorBuilder::new().with_webpki_roots()
+            });
+        let connector = tls
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(Guarded::new(policy.clone(), lookup));
+        // No pooled connections: each attempt connects, and so is judged, afresh.
+        let client = Client::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(0)
+            .build(connector);
+        Self { policy, client }
+    }
+
+    /// Delivers `event` to `sink`, retrying with backoff unless the policy refuses it.
+    pub async fn deliver(
+        &self,
+        sink: &str,
+        event: Event,
+        delivery: &Delivery,
+    ) -> Result<(), Undelivered> {
+        self.policy.check_url(sink).map_err(Undelivered::Refused)?;
+        let mut backoff = delivery.first_backoff;
+        for attempt in 1..=delivery.attempts {
+            let request = request(sink, event.clone())
+                .map_err(Undelivered::Unsendable)?
+                .map(|body| Full::new(Bytes::from(body)));
+            let started = Instant::now();
+            let error =
+                match tokio::time::timeout(delivery.timeout, self.client.request(request)).await {
+                    Ok(Ok(response)) if response.status().is_success() => return Ok(()),
+                    Ok(Ok(response)) => format!("the sink answered {}", response.status()),
+                    Ok(Err(error)) => match guard::refusal(&error) {
+                        Some(refusal) => return Err(Undelivered::Refused(refusal.clone())),
+                        None => guard::chain(&error),
+                    },
+                    Err(_) => format!("no answer within {:?}", delivery.timeout),
+                };
+            tracing::debug!(sink, attempt, %error, "CloudEvent not delivered");
+            tokio::time::sleep_until(started + delivery.timeout).await;
+            if attempt < delivery.attempts {
+                tokio::time::sleep(backoff).await;
+                backoff *= 2;
+            }
+        }
+        Err(Undelivered::Failed {
+            attempts: delivery.attempts,
+        })
+    }
 }

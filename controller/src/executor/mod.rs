@@ -5,28 +5,34 @@
 //! single request carrying uid and resourceVersion preconditions; a refused precondition means the
 //! object changed, and the watch brings the version to judge instead. Failures go back to the
 //! state as [`Feedback`], which backs the object off.
+//!
+//! Within each priority the namespaces take turns, one request each ([`queue`]): the controller
+//! serves every namespace, and one namespace's flood of deletions no longer queues ahead of
+//! another's single due object. The budget itself ([`Budget`]) is shared with the Cleaners,
+//! whose DELETEs wait on it too.
 
-use std::collections::VecDeque;
-use std::num::NonZeroU32;
 use std::sync::{Arc, RwLock};
 
 use std::time::Duration;
 
 use digest::{Digest, Digested, Notice};
-use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use jiff::{SignedDuration, Timestamp};
 use kube::Client;
 use kube::api::PropagationPolicy;
 use kube::runtime::events::{EventType, Recorder};
-use kube_retention_common::StampChange;
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::metrics::Metrics;
-use crate::state::{Action, EventTarget, Failure, Key, PolicyKey};
+use crate::state::{Action, Failure, Key, PolicyKey};
 use kube_retention_common::kinds::{Entry, Registry};
 
+mod budget;
 pub mod digest;
+pub mod queue;
 mod requests;
+
+pub use budget::Budget;
+use queue::{Backlog, EventWork, Work};
 
 /// What the state must hear back about.
 #[derive(Debug)]
@@ -49,34 +55,9 @@ pub enum Feedback {
     },
 }
 
-/// An Event to record when the budget has room.
-struct EventWork {
-    target: EventTarget,
-    namespace: String,
-    type_: EventType,
-    reason: &'static str,
-    action: &'static str,
-    note: String,
-}
-
-enum Work {
-    Action(Action),
-    Event(EventWork),
-}
-
-impl Work {
-    fn priority(&self) -> usize {
-        match self {
-            Work::Action(Action::Delete { .. }) => 0,
-            Work::Action(Action::Stamp { .. } | Action::Label { .. }) => 1,
-            Work::Action(Action::Warn { .. }) | Work::Event(_) => 2,
-        }
-    }
-}
-
 pub struct Settings {
-    /// Requests per second; `None` is unlimited.
-    pub budget: Option<NonZeroU32>,
+    /// The request budget (`--qps`), shared with the Cleaners.
+    pub budget: Budget,
     pub propagation: PropagationPolicy,
     pub concurrency: usize,
     pub events: bool,
@@ -109,16 +90,13 @@ struct Shared {
 impl Executor {
     pub fn spawn(parts: Parts) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        let limiter = parts
-            .settings
-            .budget
-            .map(|budget| Arc::new(RateLimiter::direct(Quota::per_second(budget))));
+        let budget = parts.settings.budget.clone();
         let kinds = parts.kinds.clone();
         let (notices, notices_rx) = mpsc::unbounded_channel();
         let window = SignedDuration::try_from(parts.settings.event_window).unwrap_or_default();
         tokio::spawn(digest_events(Digest::new(window), notices_rx, tx.clone()));
         let shared = Arc::new(Shared { parts, notices });
-        tokio::spawn(dispatch(shared, rx, limiter));
+        tokio::spawn(dispatch(shared, rx, budget));
         Self { tx, kinds }
     }
 
@@ -181,47 +159,35 @@ async fn digest_events(
     }
 }
 
-/// Events waiting for spare budget beyond this are dropped, oldest first (and counted), so a
-/// long backlog cannot grow the controller's memory without bound.
-const MAX_QUEUED_EVENTS: usize = 10_000;
-
-fn enqueue(queues: &mut [VecDeque<Work>; 3], work: Work, metrics: &Metrics) {
-    let queue = &mut queues[work.priority()];
-    queue.push_back(work);
-    if queue.len() > MAX_QUEUED_EVENTS
-        && let Some(Work::Event(_) | Work::Action(Action::Warn { .. })) = queue.front()
-    {
-        queue.pop_front();
+/// Queues `work`, counting the informational work the bound drops.
+fn enqueue(backlog: &mut Backlog, work: Work, metrics: &Metrics) {
+    if backlog.push(work).is_some() {
         metrics.events_dropped.inc();
     }
 }
 
-async fn dispatch(
-    shared: Arc<Shared>,
-    mut rx: mpsc::UnboundedReceiver<Work>,
-    limiter: Option<Arc<DefaultDirectRateLimiter>>,
-) {
-    let mut queues: [VecDeque<Work>; 3] = Default::default();
+async fn dispatch(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Work>, budget: Budget) {
+    let mut backlog = Backlog::default();
     let metrics = &shared.parts.metrics;
     let permits = Arc::new(Semaphore::new(shared.parts.settings.concurrency.max(1)));
     loop {
-        if queues.iter().all(VecDeque::is_empty) {
+        if backlog.is_empty() {
             match rx.recv().await {
-                Some(work) => enqueue(&mut queues, work, metrics),
+                Some(work) => enqueue(&mut backlog, work, metrics),
                 None => return,
             }
         }
         while let Ok(work) = rx.try_recv() {
-            enqueue(&mut queues, work, metrics);
+            enqueue(&mut backlog, work, metrics);
         }
-        if let Some(limiter) = &limiter {
-            limiter.until_ready().await;
+        if budget.is_limited() {
+            budget.acquire().await;
             // Work that arrived while waiting may outrank what was queued.
             while let Ok(work) = rx.try_recv() {
-                enqueue(&mut queues, work, metrics);
+                enqueue(&mut backlog, work, metrics);
             }
         }
-        let Some(work) = next(&mut queues) else {
+        let Some(work) = backlog.next(Timestamp::now()) else {
             continue;
         };
         let Ok(permit) = permits.clone().acquire_owned().await else {
@@ -233,24 +199,6 @@ async fn dispatch(
             drop(permit);
         });
     }
-}
-
-/// The most urgent work, passing over stamps that waited past their own expiry: they would
-/// announce what has already happened, and spend budget the deletions need.
-fn next(queues: &mut [VecDeque<Work>; 3]) -> Option<Work> {
-    let now = Timestamp::now();
-    while let Some(work) = queues.iter_mut().find_map(VecDeque::pop_front) {
-        if let Work::Action(Action::Stamp {
-            change: StampChange::Set(at),
-            ..
-        }) = &work
-            && *at <= now
-        {
-            continue;
-        }
-        return Some(work);
-    }
-    None
 }
 
 async fn perform(shared: &Shared, work: Work) {

@@ -2,7 +2,8 @@
 //! helm, a named ConfigMap and label-selected objects of a kind defined here — kept while its
 //! condition is false and cleaned within seconds of a target change, announced to an HTTP sink;
 //! a monotonic time condition acting at its time; a broken condition refused at apply; a
-//! condition failing at run time reported, never taken as true; and a restarted controller
+//! condition failing at run time reported, never taken as true; a sink the sink policy refuses
+//! never connected to, and an allowed one still announced to; and a restarted controller
 //! evaluating every Cleaner once with one LIST per kind.
 
 use std::process::Command;
@@ -21,6 +22,7 @@ use crate::support::{Env, TestNamespace, object};
 mod group;
 mod restart;
 mod sink;
+mod sink_policy;
 mod timing;
 
 pub fn tests(env: &Env) -> Vec<Trial> {
@@ -40,6 +42,14 @@ pub fn tests(env: &Env) -> Vec<Trial> {
         env.trial(
             "a_condition_failing_at_run_time_makes_the_cleaner_not_ready_and_deletes_nothing",
             timing::runtime_error,
+        ),
+        env.trial(
+            "a_cleaner_sink_on_loopback_is_refused_by_the_sink_policy_without_a_connection",
+            sink_policy::refused_sink,
+        ),
+        env.trial(
+            "a_cleaner_sink_the_admin_allowed_still_receives_the_cloud_event",
+            sink_policy::allowed_sink,
         ),
     ]
 }

@@ -1,10 +1,12 @@
 //! An HTTP sink for CloudEvents run by the test: it records each request's headers and body and
-//! answers 202.
+//! answers 202. It listens on 127.0.0.2, the one loopback address the local controller's sink
+//! policy allows (`components::SINK_ALLOW`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
+use kube_retention_e2e::components::SINK_ADDRESS;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
@@ -24,7 +26,7 @@ pub struct Sink {
 
 impl Sink {
     pub async fn start() -> Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let listener = TcpListener::bind((SINK_ADDRESS, 0)).await?;
         let url = format!("http://{}/", listener.local_addr()?);
         let received = Arc::new(Mutex::new(Vec::new()));
         let recorded = received.clone();

@@ -1,0 +1,161 @@
+//! The sink policy enforced where the controller connects to a CloudEvent sink, so a tenant's
+//! URL reaches nothing the admin did not allow, whatever DNS says:
+//!
+//! - [`Guarded`] judges the scheme and host as hyper itself read them from the URL: an IP
+//!   literal never reaches a resolver (hyper connects to it directly), so it is judged here.
+//! - [`Resolver`] judges every address a name resolves to and drops the refused ones; with none
+//!   left the connection fails with the [`Refusal`] and no connection is attempted. It runs for
+//!   every connection and caches nothing, and hyper connects to the very addresses it returned,
+//!   so a name that resolves elsewhere later (DNS rebinding) is judged afresh, never trusted
+//!   from an earlier verdict.
+//!
+//! Redirects are not followed: hyper's client hands a 3xx back like any other answer, and
+//! delivery counts it as a failure.
+
+use std::error::Error as StdError;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::future::BoxFuture;
+use http::Uri;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::connect::dns::Name;
+use hyper_util::rt::TokioIo;
+use kube_retention_common::sink_policy::{Refusal, SinkPolicy};
+use tokio::net::TcpStream;
+use tower::Service;
+
+pub type BoxError = Box<dyn StdError + Send + Sync>;
+
+/// Resolves a host name to addresses (the system resolver; tests inject their own).
+pub type Lookup =
+    Arc<dyn Fn(String) -> BoxFuture<'static, std::io::Result<Vec<IpAddr>>> + Send + Sync>;
+
+/// The system resolver (`getaddrinfo`, on tokio's blocking pool).
+pub fn system_lookup() -> Lookup {
+    Arc::new(|name: String| {
+        Box::pin(async move {
+            let resolved = tokio::net::lookup_host((name.as_str(), 0)).await?;
+            Ok(resolved.map(|address| address.ip()).collect())
+        })
+    })
+}
+
+/// A resolver for hyper's [`HttpConnector`] that keeps only the addresses the policy allows.
+#[derive(Clone)]
+pub struct Resolver {
+    policy: Arc<SinkPolicy>,
+    lookup: Lookup,
+}
+
+impl Service<Name> for Resolver {
+    type Response = std::vec::IntoIter<SocketAddr>;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<Self::Response, BoxError>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, name: Name) -> Self::Future {
+        let policy = self.policy.clone();
+        let name = name.as_str().to_owned();
+        let lookup = (self.lookup)(name.clone());
+        Box::pin(async move {
+            let resolved = lookup
+                .await
+                .map_err(|error| format!("resolving {name}: {error}"))?;
+            allowed(&policy, &name, resolved)
+        })
+    }
+}
+
+/// The addresses of `resolved` the policy allows for `name` (port 0: the connector sets the
+/// URL's); the first refusal when it allows none.
+fn allowed(
+    policy: &SinkPolicy,
+    name: &str,
+    resolved: Vec<IpAddr>,
+) -> Result<std::vec::IntoIter<SocketAddr>, BoxError> {
+    let mut refusal = None;
+    let mut allowed = Vec::new();
+    for address in resolved {
+        match policy.check_resolved(name, address) {
+            Ok(()) => allowed.push(SocketAddr::new(address, 0)),
+            Err(refused) => {
+                refusal.get_or_insert(refused);
+            }
+        }
+    }
+    if allowed.is_empty() {
+        return Err(match refusal {
+            Some(refusal) => Box::new(refusal),
+            None => format!("{name} resolved to no address").into(),
+        });
+    }
+    Ok(allowed.into_iter())
+}
+
+/// hyper's TCP connector behind the sink policy: the URL judged, then the resolved addresses.
+#[derive(Clone)]
+pub struct Guarded {
+    policy: Arc<SinkPolicy>,
+    http: HttpConnector<Resolver>,
+}
+
+impl Guarded {
+    pub fn new(policy: Arc<SinkPolicy>, lookup: Lookup) -> Self {
+        let mut http = HttpConnector::new_with_resolver(Resolver {
+            policy: policy.clone(),
+            lookup,
+        });
+        // https URLs reach this connector too: TLS is layered over it.
+        http.enforce_http(false);
+        Self { policy, http }
+    }
+}
+
+impl Service<Uri> for Guarded {
+    type Response = TokioIo<TcpStream>;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<Self::Response, BoxError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.http.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let scheme = uri.scheme_str().unwrap_or_default();
+        let host = uri.host().unwrap_or_default();
+        if let Err(refusal) = self.policy.check_parts(scheme, host) {
+            return Box::pin(std::future::ready(Err(refusal.into())));
+        }
+        let connecting = self.http.call(uri);
+        Box::pin(async move { connecting.await.map_err(Into::into) })
+    }
+}
+
+/// The sink policy's refusal somewhere in `error`'s chain of sources, if it is one.
+pub fn refusal<'a>(error: &'a (dyn StdError + 'static)) -> Option<&'a Refusal> {
+    let mut current = Some(error);
+    while let Some(error) = current {
+        if let Some(refusal) = error.downcast_ref::<Refusal>() {
+            return Some(refusal);
+        }
+        current = error.source();
+    }
+    None
+}
+
+/// `error` and its sources, for the debug log.
+pub fn chain(error: &(dyn StdError + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut current = error.source();
+    while let Some(source) = current {
+        text.push_str(": ");
+        text.push_str(&source.to_string());
+        current = source.source();
+    }
+    text
+}

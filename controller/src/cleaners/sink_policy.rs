@@ -1,0 +1,54 @@
+//! The controller's sink policy: the admin's three `--cloud-event-sink-*` flags, plus what only
+//! the controller knows to deny — the addresses of the API server it talks to (from its client
+//! configuration, resolved at start) and its own pod IP (`POD_IP`). The rules themselves are
+//! `kube_retention_common::sink_policy`'s.
+
+use std::net::IpAddr;
+
+use http::Uri;
+use kube_retention_common::sink_policy::SinkPolicy;
+
+use crate::Result;
+use crate::args::Args;
+
+/// The policy of `args`, the API server at `cluster_url` and this pod denied too.
+pub async fn sink_policy(args: &Args, cluster_url: &Uri) -> Result<SinkPolicy> {
+    let mut policy = SinkPolicy::from_flags(
+        &args.cloud_event_sink_schemes,
+        &args.cloud_event_sink_allow,
+        &args.cloud_event_sink_deny,
+    )?;
+    for address in api_server_addresses(cluster_url).await {
+        policy.deny_address(address, "the API server's address");
+    }
+    if let Some(address) = args.pod_ip {
+        policy.deny_address(address, "this controller's own address");
+    }
+    tracing::info!(?policy, "CloudEvent sink policy");
+    Ok(policy)
+}
+
+/// The API server's address in `url`, or those its name resolves to now. A name that does not
+/// resolve is logged, not fatal: the client reaching the API server will say more.
+pub async fn api_server_addresses(url: &Uri) -> Vec<IpAddr> {
+    let Some(host) = url.host() else {
+        return Vec::new();
+    };
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(address) = bare.parse::<IpAddr>() {
+        return vec![address];
+    }
+    let port = url.port_u16().unwrap_or(443);
+    match tokio::net::lookup_host((bare, port)).await {
+        Ok(resolved) => {
+            let mut addresses: Vec<IpAddr> = resolved.map(|address| address.ip()).collect();
+            addresses.sort();
+            addresses.dedup();
+            addresses
+        }
+        Err(error) => {
+            tracing::warn!(%error, host, "resolving the API server's name for the sink policy: its addresses are not denied");
+            Vec::new()
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! The executor's backlog: what waits for the request budget, fair between namespaces.
+//!
+//! The controller is shared by every namespace, and every request it sends comes out of one
+//! client-side budget (`--qps`). Each priority used to be one FIFO (`VecDeque<Work>`): a
+//! RetentionPolicy in one namespace whose 100,000 objects fell due at once queued 100,000
+//! deletions ahead of another namespace's single due object, which then waited 100,000 / qps
+//! seconds — one tenant starved the others.
+//!
+//! Now each priority is a [`FairQueue`] keyed by namespace, as API Priority and Fairness shares
+//! the API server between flows: one request per namespace in turn, a namespace whose queue
+//! empties leaves the rotation, one that arrives joins at its back. A flood waits behind itself;
+//! another namespace's deletion goes out within one round (as many requests as namespaces with
+//! a backlog). What stays as it was:
+//!
+//! - priorities: deletions before stamps and labels before Events and Warnings; fairness is
+//!   within a priority, so a stamp in one namespace never goes before a deletion in another;
+//! - stamps whose time has passed are passed over ([`Backlog::next`]), without using up their
+//!   namespace's turn;
+//! - informational work (Events, Warnings) beyond [`MAX_QUEUED_EVENTS`] is dropped, oldest first
+//!   — now the oldest of the namespace with the longest backlog, so the bound costs the tenant
+//!   that floods, not the others. Deletions, stamps and labels are never dropped.
+//!
+//! The queue itself is the one the CEL evaluator uses ([`crate::fair`]): a `VecDeque` of keys
+//! over a map of `VecDeque`s, hand-written because the crates that schedule fairly bring a
+//! runtime or a scheduler of their own, or hold their items by reference.
+
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use kube::runtime::events::EventType;
+use kube_retention_common::StampChange;
+
+use crate::fair::FairQueue;
+use crate::state::{Action, EventTarget};
+
+/// Informational work (Events, Warnings) waiting for spare budget beyond this is dropped, so a
+/// long backlog cannot grow the controller's memory without bound.
+pub const MAX_QUEUED_EVENTS: usize = 10_000;
+
+/// The priority of Events and Warnings: the only work that may be dropped.
+const INFORMATIONAL: usize = 2;
+
+/// An Event to record when the budget has room.
+#[derive(Debug, Clone)]
+pub struct EventWork {
+    pub target: EventTarget,
+    pub namespace: String,
+    pub type_: EventType,
+    pub reason: &'static str,
+    pub action: &'static str,
+    pub note: String,
+}
+
+/// One request's worth of work.
+#[derive(Debug, Clone)]
+pub enum Work {
+    Action(Action),
+    Event(EventWork),
+}
+
+impl Work {
+    /// 0 for deletions, 1 for stamps and labels, 2 for Events and Warnings.
+    pub fn priority(&self) -> usize {
+        match self {
+            Work::Action(Action::Delete { .. }) => 0,
+            Work::Action(Action::Stamp { .. } | Action::Label { .. }) => 1,
+            Work::Action(Action::Warn { .. }) | Work::Event(_) => INFORMATIONAL,
+        }
+    }
+
+    /// The namespace whose turn it takes; empty for cluster-scoped objects.
+    pub fn namespace(&self) -> Arc<str> {
+        match self {
+            Work::Action(
+                Action::Delete { key, .. }
+                | Action::Stamp { key, .. }
+                | Action::Label { key }
+                | Action::Warn { key, .. },
+            ) => key.namespace.clone(),
+            Work::Event(event) => Arc::from(event.namespace.as_str()),
+        }
+    }
+
+    /// A stamp whose time has passed by `now`: it would announce what has already happened,
+    /// and spend budget the deletions need.
+    fn stale(&self, now: Timestamp) -> bool {
+        matches!(
+            self,
+            Work::Action(Action::Stamp { change: StampChange::Set(at), .. }) if *at <= now
+        )
+    }
+}
+
+/// Work waiting for the budget: per priority, one queue per namespace served round robin.
+#[derive(Debug, Default)]
+pub struct Backlog {
+    priorities: [FairQueue<Arc<str>, Work>; 3],
+}
+
+impl Backlog {
+    /// Queues `work` behind its namespace's work of the same priority. Returns the informational
+    /// work dropped to keep within [`MAX_QUEUED_EVENTS`], if any: the oldest of the namespace
+    /// with the longest backlog.
+    pub fn push(&mut self, work: Work) -> Option<Work> {
+        let priority = work.priority();
+        let queue = &mut self.priorities[priority];
+        queue.push(work.namespace(), work);
+        if priority == INFORMATIONAL && queue.len() > MAX_QUEUED_EVENTS {
+            return queue.drop_oldest_of_longest(|_| true);
+        }
+        None
+    }
+
+    /// The most urgent work: the first priority with any, and within it the namespace whose
+    /// turn it is; stamps stale by `now` are discarded on the way.
+    pub fn next(&mut self, now: Timestamp) -> Option<Work> {
+        self.priorities
+            .iter_mut()
+            .find_map(|queue| queue.pop_valid(|work| !work.stale(now)))
+    }
+
+    /// How much work waits, all priorities together.
+    pub fn len(&self) -> usize {
+        self.priorities.iter().map(FairQueue::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.priorities.iter().all(FairQueue::is_empty)
+    }
+
+    /// How many namespaces have work of `priority` waiting (0, 1 or 2: see [`Work::priority`]).
+    pub fn namespaces(&self, priority: usize) -> usize {
+        self.priorities.get(priority).map_or(0, FairQueue::keys)
+    }
+}

@@ -1,0 +1,87 @@
+//! Work for the executor's tests: actions on Jobs in a namespace, Events, and how to name them.
+
+#![allow(dead_code, clippy::unwrap_used)] // each test file uses a part; fixtures unwrap
+
+use jiff::Timestamp;
+use kube::runtime::events::EventType;
+use kube_retention_common::{Registry, StampChange};
+use kube_retention_controller::executor::queue::{EventWork, Work};
+use kube_retention_controller::state::{Action, EventTarget, Key, Reason, Warning};
+
+/// The Job `name` in `namespace`.
+pub fn key(namespace: &str, name: &str) -> Key {
+    Key {
+        kind: Registry::builtin().named("Job.batch").unwrap(),
+        namespace: namespace.into(),
+        name: name.into(),
+    }
+}
+
+pub fn target(name: &str) -> EventTarget {
+    EventTarget {
+        api_version: "batch/v1".into(),
+        kind: "Job".into(),
+        name: name.into(),
+        uid: None,
+    }
+}
+
+pub fn deletion(namespace: &str, name: &str) -> Action {
+    Action::Delete {
+        key: key(namespace, name),
+        uid: "uid".into(),
+        resource_version: "1".into(),
+        reason: Reason::Ttl,
+        eligible_at: Timestamp::UNIX_EPOCH,
+        event_target: target(name),
+        policy: None,
+    }
+}
+
+pub fn stamping(namespace: &str, name: &str, at: Timestamp) -> Action {
+    Action::Stamp {
+        key: key(namespace, name),
+        change: StampChange::Set(at),
+        resource_version: "1".into(),
+    }
+}
+
+pub fn labelling(namespace: &str, name: &str) -> Action {
+    Action::Label {
+        key: key(namespace, name),
+    }
+}
+
+pub fn warning(namespace: &str, name: &str) -> Action {
+    Action::Warn {
+        key: key(namespace, name),
+        target: target(name),
+        warning: Warning::DeleteFailing,
+        note: "failing".into(),
+    }
+}
+
+/// A deletion Event on the Job `name`.
+pub fn event(namespace: &str, name: &str) -> Work {
+    Work::Event(EventWork {
+        target: target(name),
+        namespace: namespace.into(),
+        type_: EventType::Normal,
+        reason: "RetentionExpired",
+        action: "Delete",
+        note: format!("Deleted Job {name}"),
+    })
+}
+
+/// `namespace/name` of the work.
+pub fn named(work: &Work) -> String {
+    match work {
+        Work::Action(
+            Action::Delete { key, .. }
+            | Action::Stamp { key, .. }
+            | Action::Label { key }
+            | Action::Warn { key, .. },
+        ) => format!("{}/{}", key.namespace, key.name),
+        Work::Event(event) => format!("{}/{}", event.namespace, event.target.name),
+    }
+}
