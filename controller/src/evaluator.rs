@@ -7,10 +7,12 @@
 //! evaluated once, in its latest version. The loop judges an object when its answers come
 //! back ([`crate::run`]), and those answers are dropped if a newer version arrived meanwhile.
 //!
-//! A thread rather than tokio's blocking pool: evaluation is CPU work that never awaits, and one
-//! thread bounds what policies can take of the machine to one core, whatever they ask. It runs
-//! at the lowest priority (nice 19), so that where cores are contended the loop, the executor
-//! and the API server come first and evaluations take what is left.
+//! A thread rather than tokio's blocking pool: evaluation is CPU work that never awaits. The
+//! thread takes at most [`CPU_SHARE`] of one core, whatever policies ask: after each evaluation
+//! it rests in proportion to the time it took (rests shorter than [`MIN_REST`] are added up
+//! first), so everyday expressions, which take microseconds, never wait, and expressions stopped
+//! at their limit cannot keep a core busy. It also runs at the lowest priority (nice 19), so
+//! that where cores are contended the loop, the executor and the API server come first.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,13 +22,13 @@ use std::time::{Duration, Instant};
 use kube::api::DynamicObject;
 use kube_retention_common::cel::Converted;
 use kube_retention_common::governing::Answers;
-use kube_retention_common::kinds::KindId;
+use kube_retention_common::kinds::{KindId, Resource};
 use serde_json::Value;
 use thread_priority::{ThreadPriority, set_current_thread_priority};
 use tokio::sync::mpsc;
 
 use crate::fair::FairQueue;
-use crate::state::{Key, PolicyAnswers, Unevaluated};
+use crate::state::{Key, PolicyAnswers, Unevaluated, model_value};
 
 /// An object whose policies' expressions are to be evaluated.
 pub struct Job {
@@ -34,18 +36,26 @@ pub struct Job {
     pub seq: u64,
     pub kind: KindId,
     pub key: Key,
+    /// Its kind's resource, for the apiVersion and kind the model reads.
+    pub resource: Resource,
     pub object: DynamicObject,
-    /// The object as the model reads it.
-    pub value: Value,
     pub policies: Unevaluated,
 }
 
-/// A job done: what each policy's expressions said, and how long they took.
+/// A job done: the object as the model reads it (made here, off the loop), what each policy's
+/// expressions said, and how long they took.
 pub struct Evaluated {
     pub job: Job,
+    pub value: Option<Value>,
     pub answers: PolicyAnswers,
     pub took: Duration,
 }
+
+/// The most of one core evaluations take.
+pub const CPU_SHARE: f64 = 0.25;
+
+/// Rest owed is taken once it reaches this (sleeping for less costs more than it rests).
+pub const MIN_REST: Duration = Duration::from_millis(5);
 
 pub struct Evaluator {
     jobs: channel::Sender<Job>,
@@ -82,6 +92,7 @@ impl Evaluator {
 pub fn serve(queued: &channel::Receiver<Job>, results: &mpsc::UnboundedSender<Evaluated>) {
     let mut queue: FairQueue<Arc<str>, Job> = FairQueue::default();
     let mut latest: HashMap<Key, u64> = HashMap::new();
+    let mut owed = Duration::ZERO;
     let enqueue =
         |queue: &mut FairQueue<Arc<str>, Job>, latest: &mut HashMap<Key, u64>, job: Job| {
             latest.insert(job.key.clone(), job.seq);
@@ -102,27 +113,38 @@ pub fn serve(queued: &channel::Receiver<Job>, results: &mpsc::UnboundedSender<Ev
         };
         latest.remove(&job.key);
         let started = Instant::now();
-        let answers = evaluate(&job);
+        let value = model_value(&job.resource, &job.object);
+        let answers = value
+            .as_ref()
+            .map(|value| evaluate(value, &job.policies))
+            .unwrap_or_default();
+        let took = started.elapsed();
         let evaluated = Evaluated {
             job,
+            value,
             answers,
-            took: started.elapsed(),
+            took,
         };
         if results.send(evaluated).is_err() {
             return;
         }
+        owed += took.mul_f64((1.0 - CPU_SHARE) / CPU_SHARE);
+        if owed >= MIN_REST {
+            std::thread::sleep(owed);
+            owed = Duration::ZERO;
+        }
     }
 }
 
-/// Each policy's answers, the object converted to CEL once for all of them.
-pub fn evaluate(job: &Job) -> PolicyAnswers {
-    let converted = Converted::new(&job.value);
-    job.policies
+/// Each policy's answers for `value`, converted to CEL once for all of them.
+pub fn evaluate(value: &Value, policies: &Unevaluated) -> PolicyAnswers {
+    let converted = Converted::new(value);
+    policies
         .iter()
         .map(|(key, rules)| {
             let answers = match &converted {
                 Ok(converted) => Answers::compute_converted(rules, converted),
-                Err(_) => Answers::compute(rules, &job.value),
+                Err(_) => Answers::compute(rules, value),
             };
             (key.clone(), answers)
         })

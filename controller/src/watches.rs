@@ -2,13 +2,15 @@
 //! watch for each kind (label-selected where the kind's entry says so), and for kinds watched
 //! through the managed label with stragglers to find, a metadata-only watch of every object.
 //! Lists take turns (`--list-concurrency`): the memory a list holds is a page per kind listing,
-//! and 100 kinds listed at once would hold 100 pages.
+//! and 100 kinds listed at once would hold 100 pages. Each watch runs in a task of its own and
+//! hands the loop objects already decoded, a few ahead: a tenant's large objects are decoded
+//! beside the loop that schedules deletions, not on it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::stream::{AbortHandle, Abortable, BoxStream, SelectAll};
-use futures::{StreamExt, stream};
+use futures::{SinkExt, StreamExt, stream};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{DynamicObject, PartialObjectMeta};
 use kube::runtime::WatchStreamExt;
@@ -103,7 +105,7 @@ impl Watches {
                 watcher::watcher(metadata, config.clone()).backoff(WatchBackoff::default());
             let unlabelled = taking_turns(unlabelled, self.lists.clone())
                 .map(move |event| Observed::Metadata(kind, event));
-            handles.push(self.push(unlabelled.boxed()));
+            handles.extend(self.push(unlabelled.boxed()));
         }
         let config = match mode.selector() {
             Some(selector) => config.labels(selector),
@@ -113,7 +115,7 @@ impl Watches {
         let objects = watcher::watcher(api, config).backoff(WatchBackoff::default());
         let objects = taking_turns(objects, self.lists.clone())
             .map(move |event| Observed::Object(kind, event));
-        handles.push(self.push(objects.boxed()));
+        handles.extend(self.push(objects.boxed()));
         self.running.insert(kind, (mode, handles));
     }
 
@@ -153,11 +155,24 @@ impl Watches {
         self.push(namespaces.boxed());
     }
 
-    fn push(&mut self, events: BoxStream<'static, Observed>) -> AbortHandle {
-        let (handle, registration) = AbortHandle::new_pair();
+    /// Runs `events` in a task of its own, decoded up to [`FORWARDED`] ahead of the loop.
+    /// Aborting both handles stops the task and drops what it decoded ahead: nothing of a
+    /// stopped watch reaches the loop.
+    fn push(&mut self, events: BoxStream<'static, Observed>) -> [AbortHandle; 2] {
+        let (producer, producing) = AbortHandle::new_pair();
+        let (consumer, consuming) = AbortHandle::new_pair();
+        let (mut sender, receiver) = futures::channel::mpsc::channel(FORWARDED);
+        let mut events = Abortable::new(events, producing);
+        tokio::spawn(async move {
+            while let Some(event) = events.next().await {
+                if sender.send(event).await.is_err() {
+                    return;
+                }
+            }
+        });
         self.streams
-            .push(Abortable::new(events, registration).boxed());
-        handle
+            .push(Abortable::new(receiver, consuming).boxed());
+        [producer, consumer]
     }
 
     /// The next event of any watch; pending (never `None`) while no watch runs.
@@ -172,6 +187,9 @@ impl Watches {
 }
 
 type Events<K> = BoxStream<'static, Result<Event<K>, watcher::Error>>;
+
+/// Events a watch's task decodes ahead of the loop.
+const FORWARDED: usize = 16;
 
 /// `events` that list only while holding one of `lists`' permits: from the list's start (the
 /// watcher asks for the first page when polled after [`Event::Init`]) to its end, or to an error

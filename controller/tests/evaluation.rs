@@ -69,7 +69,7 @@ fn job_of(state: &State, seq: u64, object: DynamicObject) -> Job {
         seq,
         kind: kind(JOB),
         key,
-        value: state.model_value(kind(JOB), &object).unwrap(),
+        resource: state.kinds()[kind(JOB)].resource.clone(),
         policies: state.unevaluated(kind(JOB), &object),
         object,
     }
@@ -148,7 +148,8 @@ fn an_expression_past_its_limit_never_matches_and_the_policy_says_why() {
         cost: 1,
         time: std::time::Duration::MAX,
     };
-    let (result, _) = expression.condition_costing(&job.value, budget);
+    let value = state.model_value(job.kind, &job.object).unwrap();
+    let (result, _) = expression.condition_costing(&value, budget);
     let answers: PolicyAnswers = [(
         Arc::new(key.clone()),
         Answers {
@@ -160,7 +161,7 @@ fn an_expression_past_its_limit_never_matches_and_the_policy_says_why() {
     state.judged(
         job.kind,
         &job.object,
-        &job.value,
+        &value,
         Some(&answers),
         at("2026-01-01T00:00:01Z"),
     );
@@ -213,7 +214,7 @@ fn an_expression_past_its_limit_never_matches_and_the_policy_says_why() {
     state.judged(
         job.kind,
         &job.object,
-        &job.value,
+        &value,
         Some(&answers),
         at("2026-01-01T00:00:01Z"),
     );
@@ -265,7 +266,9 @@ fn evaluating_converts_once_and_answers_every_policy() {
     );
     cluster.0.namespace = None;
     state.policy_applied(cluster.0.clone(), cluster.1);
-    let answers = evaluate(&job_of(&state, 1, job("a", "ci-1")));
+    let job = job_of(&state, 1, job("a", "ci-1"));
+    let value = state.model_value(job.kind, &job.object).unwrap();
+    let answers = evaluate(&value, &job.policies);
     assert_eq!(answers.len(), 2);
     assert_eq!(answers[&key].matches, Some(Ok(true)));
     assert_eq!(answers[&cluster.0].matches, Some(Ok(true)));

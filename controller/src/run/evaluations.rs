@@ -89,15 +89,12 @@ impl Loop {
             return self.state.applied(kind, &object, now);
         }
         self.state.listed(kind, &key.namespace, &key.name);
-        let Some(value) = self.state.model_value(kind, &object) else {
-            return Vec::new();
-        };
         let job = Job {
             seq: 0,
             kind,
             key,
+            resource: self.state.kinds()[kind].resource.clone(),
             object,
-            value,
             policies,
         };
         self.evaluations.submit(job, &self.metrics);
@@ -107,7 +104,12 @@ impl Loop {
     /// An object's answers came back: judged with them if they are still its latest and its
     /// policies unchanged.
     pub(super) fn on_evaluated(&mut self, evaluated: Evaluated) -> Vec<Action> {
-        let Evaluated { job, answers, took } = evaluated;
+        let Evaluated {
+            job,
+            value,
+            answers,
+            took,
+        } = evaluated;
         self.metrics.evaluation_seconds.observe(took.as_secs_f64());
         if self.evaluations.pending.get(&job.key) != Some(&job.seq) {
             return Vec::new();
@@ -130,7 +132,10 @@ impl Loop {
         if !self.state.answers_current(&current, &job.policies) {
             return self.on_applied(job.kind, job.object, now);
         }
+        let Some(value) = value else {
+            return Vec::new();
+        };
         self.state
-            .judged(job.kind, &job.object, &job.value, Some(&answers), now)
+            .judged(job.kind, &job.object, &value, Some(&answers), now)
     }
 }

@@ -11,7 +11,7 @@ use jiff::Timestamp;
 use kube::api::DynamicObject;
 use serde_json::Value;
 
-use kube_retention_common::kinds::{KindId, Registry, Role};
+use kube_retention_common::kinds::{KindId, Registry, Resource, Role};
 
 mod action;
 mod compact;
@@ -33,6 +33,17 @@ pub use evaluation::{PolicyAnswers, Unevaluated};
 pub use failures::{FIRST_RETRY, Failure, MAX_RETRY, retry_delay};
 pub use policies::{LoadedPolicy, PolicyKey, Summary, WOULD_DELETE_SHOWN};
 use record::{Record, Stamps, Uid};
+
+/// An object of `resource` as the model reads it: JSON with its apiVersion and kind (list items
+/// of built-in kinds carry neither).
+pub fn model_value(resource: &Resource, object: &DynamicObject) -> Option<Value> {
+    let mut value = serde_json::to_value(object).ok()?;
+    if let Some(map) = value.as_object_mut() {
+        map.insert("apiVersion".into(), Value::String(resource.api_version()));
+        map.insert("kind".into(), Value::String(resource.kind.clone()));
+    }
+    Some(value)
+}
 
 /// Identifies a tracked object: its kind, namespace and name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -182,14 +193,7 @@ impl State {
 
     /// The object as the model reads it: JSON with its apiVersion and kind.
     pub fn model_value(&self, kind: KindId, object: &DynamicObject) -> Option<Value> {
-        let mut value = serde_json::to_value(object).ok()?;
-        // List items of built-in kinds carry no apiVersion/kind; the model needs them.
-        if let Some(map) = value.as_object_mut() {
-            let resource = &self.kinds[kind].resource;
-            map.insert("apiVersion".into(), Value::String(resource.api_version()));
-            map.insert("kind".into(), Value::String(resource.kind.clone()));
-        }
-        Some(value)
+        model_value(&self.kinds[kind].resource, object)
     }
 
     /// An object of `kind` was added or changed, as the model reads it (`value`), with its
