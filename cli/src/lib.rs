@@ -1,15 +1,56 @@
 //! What kube-retention's binaries (webhook, controller, certs) share around their own work: a
-//! Kubernetes client from `--kubeconfig` or the environment, logging, and the shutdown signal.
+//! Kubernetes client from `--kubeconfig` or the environment, logging, the shutdown signal, and
+//! the flags both the webhook and the controller take ([`SinkPolicyFlags`]).
 
 use std::path::Path;
 
 use clap::ValueEnum;
+use kube_retention_common::sink_policy::{FlagError, SinkPolicy};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
     Json,
     Text,
+}
+
+/// Where Cleaners' CloudEvents may go: the controller enforces it, the webhook warns with it,
+/// so both take the same flags (the chart sets both from `controller.sinkPolicy`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct SinkPolicyFlags {
+    /// Where Cleaners' CloudEvents may go: a CIDR (10.20.0.0/16, 127.0.0.2/32), a host name
+    /// (events.example.com) or names under a domain (*.example.com). Repeatable. None: anywhere
+    /// not denied; otherwise only what these cover. A CIDR as specific as a denied range
+    /// re-allows it (loopback, link-local, multicast and unspecified addresses are denied).
+    #[arg(
+        long = "cloud-event-sink-allow",
+        env = "KUBE_RETENTION_CLOUD_EVENT_SINK_ALLOW",
+        value_delimiter = ','
+    )]
+    pub allow: Vec<String>,
+    /// Further CIDRs CloudEvents may not go to: the cluster's service and pod CIDRs, node
+    /// addresses. Repeatable. The controller denies the API server's addresses and its own.
+    #[arg(
+        long = "cloud-event-sink-deny",
+        env = "KUBE_RETENTION_CLOUD_EVENT_SINK_DENY",
+        value_delimiter = ','
+    )]
+    pub deny: Vec<String>,
+    /// The URL schemes CloudEvents may be sent with.
+    #[arg(
+        long = "cloud-event-sink-schemes",
+        env = "KUBE_RETENTION_CLOUD_EVENT_SINK_SCHEMES",
+        value_delimiter = ',',
+        default_value = "https,http"
+    )]
+    pub schemes: Vec<String>,
+}
+
+impl SinkPolicyFlags {
+    /// The policy these flags say, or which flag is wrong and why.
+    pub fn policy(&self) -> Result<SinkPolicy, FlagError> {
+        SinkPolicy::from_flags(&self.schemes, &self.allow, &self.deny)
+    }
 }
 
 /// Logs at `RUST_LOG` (default info) in `format`.

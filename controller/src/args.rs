@@ -85,32 +85,8 @@ pub struct Args {
     /// Run Cleaners (retention.dev/v1alpha1): groups deleted together when their conditions hold.
     #[arg(long, env = "KUBE_RETENTION_CLEANERS", default_value_t = true, action = clap::ArgAction::Set)]
     pub cleaners: bool,
-    /// Where Cleaners' CloudEvents may go: a CIDR (10.20.0.0/16, 127.0.0.2/32), a host name
-    /// (events.example.com) or names under a domain (*.example.com). Repeatable. None: anywhere
-    /// not denied; otherwise only what these cover. A CIDR as specific as a denied range
-    /// re-allows it (loopback, link-local, multicast and unspecified addresses are denied).
-    #[arg(
-        long = "cloud-event-sink-allow",
-        env = "KUBE_RETENTION_CLOUD_EVENT_SINK_ALLOW",
-        value_delimiter = ','
-    )]
-    pub cloud_event_sink_allow: Vec<String>,
-    /// Further CIDRs CloudEvents may not go to: the cluster's service and pod CIDRs, node
-    /// addresses. Repeatable. The API server's addresses and this pod's are denied anyway.
-    #[arg(
-        long = "cloud-event-sink-deny",
-        env = "KUBE_RETENTION_CLOUD_EVENT_SINK_DENY",
-        value_delimiter = ','
-    )]
-    pub cloud_event_sink_deny: Vec<String>,
-    /// The URL schemes CloudEvents may be sent with.
-    #[arg(
-        long = "cloud-event-sink-schemes",
-        env = "KUBE_RETENTION_CLOUD_EVENT_SINK_SCHEMES",
-        value_delimiter = ',',
-        default_value = "https,http"
-    )]
-    pub cloud_event_sink_schemes: Vec<String>,
+    #[command(flatten)]
+    pub sink_policy: kube_retention_cli::SinkPolicyFlags,
     /// This pod's IP (the downward API's status.podIP): CloudEvents may not be sent to it.
     #[arg(long, env = "POD_IP")]
     pub pod_ip: Option<std::net::IpAddr>,

@@ -56,30 +56,10 @@ pub struct Args {
     /// it, with the controller's permissions.
     #[arg(long, env = "KUBE_RETENTION_CHECK_WRITERS", default_value_t = true, action = clap::ArgAction::Set)]
     pub check_writers: bool,
-    /// Where Cleaners' CloudEvents may go, as the controller is told (admission warns about a
-    /// sink outside it): a CIDR, a host name or *.suffix. Repeatable; set it like the
-    /// controller's.
-    #[arg(
-        long = "cloud-event-sink-allow",
-        env = "KUBE_RETENTION_CLOUD_EVENT_SINK_ALLOW",
-        value_delimiter = ','
-    )]
-    pub cloud_event_sink_allow: Vec<String>,
-    /// Further CIDRs CloudEvents may not go to, as the controller is told. Repeatable.
-    #[arg(
-        long = "cloud-event-sink-deny",
-        env = "KUBE_RETENTION_CLOUD_EVENT_SINK_DENY",
-        value_delimiter = ','
-    )]
-    pub cloud_event_sink_deny: Vec<String>,
-    /// The URL schemes CloudEvents may be sent with, as the controller is told.
-    #[arg(
-        long = "cloud-event-sink-schemes",
-        env = "KUBE_RETENTION_CLOUD_EVENT_SINK_SCHEMES",
-        value_delimiter = ',',
-        default_value = "https,http"
-    )]
-    pub cloud_event_sink_schemes: Vec<String>,
+    /// Where Cleaners' CloudEvents may go, as the controller is told: admission warns about a
+    /// sink outside it.
+    #[command(flatten)]
+    pub sink_policy: kube_retention_cli::SinkPolicyFlags,
     /// Kubeconfig to reach the API server with (default: in-cluster, then $KUBECONFIG).
     #[arg(long, env = "KUBE_RETENTION_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,

@@ -6,7 +6,6 @@ use std::sync::atomic::Ordering;
 
 use clap::Parser;
 use kube_retention_common::Registry;
-use kube_retention_common::sink_policy::SinkPolicy;
 use kube_retention_webhook::access::Reviews;
 use kube_retention_webhook::args::Args;
 use kube_retention_webhook::parents::ApiParents;
@@ -41,11 +40,7 @@ async fn run(args: Args) -> kube_retention_webhook::Result<()> {
     for name in &args.disabled_kinds {
         kinds.remove(name).map_err(Error::DisableKind)?;
     }
-    let sink_policy = SinkPolicy::from_flags(
-        &args.cloud_event_sink_schemes,
-        &args.cloud_event_sink_allow,
-        &args.cloud_event_sink_deny,
-    )?;
+    let sink_policy = args.sink_policy.policy()?;
     let mut context = Context::new(Arc::new(ApiParents(client.clone())))
         .with_kinds(kinds)
         .with_sink_policy(sink_policy);

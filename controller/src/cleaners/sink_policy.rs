@@ -13,11 +13,7 @@ use crate::args::Args;
 
 /// The policy of `args`, the API server at `cluster_url` and this pod denied too.
 pub async fn sink_policy(args: &Args, cluster_url: &Uri) -> Result<SinkPolicy> {
-    let mut policy = SinkPolicy::from_flags(
-        &args.cloud_event_sink_schemes,
-        &args.cloud_event_sink_allow,
-        &args.cloud_event_sink_deny,
-    )?;
+    let mut policy: SinkPolicy = args.sink_policy.policy()?;
     for address in api_server_addresses(cluster_url).await {
         policy.deny_address(address, "the API server's address");
     }
