@@ -18,6 +18,7 @@ mod foundation;
 mod intent;
 mod kinds;
 mod lifecycle;
+mod listeners;
 mod plugin;
 mod policies;
 mod support;

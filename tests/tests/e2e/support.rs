@@ -101,7 +101,8 @@ pub struct TestNamespace {
 }
 
 impl TestNamespace {
-    async fn create(env: &Env, test_name: &str) -> Result<Self> {
+    /// A namespace named after `test_name`, with a random suffix.
+    pub async fn create(env: &Env, test_name: &str) -> Result<Self> {
         let slug: String = test_name
             .chars()
             .map(|c| {
@@ -136,7 +137,7 @@ impl TestNamespace {
         })
     }
 
-    async fn delete(&self) {
+    pub async fn delete(&self) {
         let namespaces: Api<Namespace> = Api::all(self.env.client.clone());
         namespaces
             .delete(&self.name, &DeleteParams::background())

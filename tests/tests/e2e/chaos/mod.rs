@@ -7,6 +7,7 @@
 //! which writes its figures into docs/reliability.md.
 
 mod denied;
+mod hostile;
 mod judge;
 mod load;
 mod near_expiry;
@@ -89,10 +90,18 @@ pub fn tests(env: &Env) -> Vec<Trial> {
 pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
     let mut trials = restarts::disruptive_tests(env);
     trials.extend(webhook::disruptive_tests(env));
+    trials.extend(hostile::disruptive_tests(env));
     trials
 }
 
+/// Where the tenants' sections (fair share, the hostile-tenant scenario) begin in
+/// docs/reliability.md.
+const TENANTS_SECTION: &str = "## Fair share between tenants";
+
 /// The table of every scenario that ran; in the long form also written to docs/reliability.md.
+/// The hostile-tenant rows have a section of their own, so that a long run of that scenario
+/// alone (`make chaos CHAOS_FILTER=...`) rewrites its section and keeps the other table, and the
+/// other way round.
 pub fn write_report(cluster_version: &str) -> anyhow::Result<()> {
     let mut rows = ROWS
         .lock()
@@ -102,11 +111,41 @@ pub fn write_report(cluster_version: &str) -> anyhow::Result<()> {
         return Ok(());
     }
     rows.sort_by_key(|row| row.scenario);
+    let (hostile, others): (Vec<Row>, Vec<Row>) = rows
+        .into_iter()
+        .partition(|row| row.scenario.starts_with("hostile tenant"));
+    for (name, rows) in [("chaos", &others), ("hostile tenant", &hostile)] {
+        if !rows.is_empty() {
+            println!("\n{name} ({:?} form):\n{}", Form::current(), table(rows));
+        }
+    }
+    if Form::current() != Form::Long {
+        return Ok(());
+    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/reliability.md");
+    let existing = std::fs::read_to_string(&path).unwrap_or_default();
+    let (old_main, old_tenants) = match existing.find(TENANTS_SECTION) {
+        Some(at) => existing.split_at(at),
+        None => (existing.as_str(), ""),
+    };
+    let main = match others.is_empty() {
+        true => old_main.trim_end().to_owned(),
+        false => main_section(cluster_version, &others),
+    };
+    let tenants = match hostile.is_empty() {
+        true => old_tenants.trim_end().to_owned(),
+        false => tenants_section(&hostile),
+    };
+    std::fs::write(path, format!("{main}\n\n{tenants}\n"))?;
+    Ok(())
+}
+
+fn table(rows: &[Row]) -> String {
     let mut table = String::from(
         "| scenario | objects | wrong deletions | missed deletions | p99 delay | notes |\n\
          | --- | ---: | ---: | ---: | ---: | --- |\n",
     );
-    for row in &rows {
+    for row in rows {
         let delay = row
             .p99_delay
             .map_or("–".to_owned(), |seconds| format!("{seconds:.2} s"));
@@ -115,24 +154,61 @@ pub fn write_report(cluster_version: &str) -> anyhow::Result<()> {
             row.scenario, row.objects, row.wrong, row.missed, delay, row.note
         ));
     }
-    println!("\nchaos ({:?} form):\n{table}", Form::current());
-    if Form::current() == Form::Long {
-        let document = format!(
-            "# Reliability\n\n\
-             Written by `make chaos` (the chaos suite's long form, `tests/tests/e2e/chaos`) on the local\n\
-             cluster (Kubernetes {cluster_version}, this machine's cores shared by everything); `make test`\n\
-             runs the short form. *Wrong* counts deletions the object's last state did not allow (not\n\
-             finished, kept, no deadline, or before it) and deletions of objects a scenario says must\n\
-             stay; *missed* counts objects still there more than a few seconds after their deadline.\n\
-             The p99 delay runs from each object's deadline to the watch event of its deletion; where\n\
-             thousands expire together it is the controller's request budget (50 deletions/s by\n\
-             default) at work, and where the controller is frozen or killed, the time it was gone.\n\n\
-             {table}\n\
-             Fuzzing (`make chaos`): the webhook's handler and `Policy::read` each take 1,000,000\n\
-             generated inputs (proptest, `PROPTEST_CASES=1000000`) with no panic.\n"
-        );
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/reliability.md");
-        std::fs::write(path, document)?;
-    }
-    Ok(())
+    table
+}
+
+fn main_section(cluster_version: &str, rows: &[Row]) -> String {
+    format!(
+        "# Reliability\n\n\
+         Written by `make chaos` (the chaos suite's long form, `tests/tests/e2e/chaos`) on the local\n\
+         cluster (Kubernetes {cluster_version}, this machine's cores shared by everything); `make test`\n\
+         runs the short form. *Wrong* counts deletions the object's last state did not allow (not\n\
+         finished, kept, no deadline, or before it) and deletions of objects a scenario says must\n\
+         stay; *missed* counts objects still there more than a few seconds after their deadline.\n\
+         The p99 delay runs from each object's deadline to the watch event of its deletion; where\n\
+         thousands expire together it is the controller's request budget (50 deletions/s by\n\
+         default) at work, and where the controller is frozen or killed, the time it was gone.\n\n\
+         {}\n\
+         Fuzzing (`make chaos`): the webhook's handler and `Policy::read` each take 1,000,000\n\
+         generated inputs (proptest, `PROPTEST_CASES=1000000`) with no panic.",
+        table(rows)
+    )
+}
+
+/// How the controller shares itself between tenants, and the hostile-tenant scenario's table.
+fn tenants_section(rows: &[Row]) -> String {
+    format!(
+        "{TENANTS_SECTION}\n\n\
+         The controller is shared by every namespace and sends all its writes (DELETEs, stamp and label\n\
+         PATCHes, Events) within one client-side request budget (`--qps`, 50 requests/s by default),\n\
+         deletions first, then stamps and labels, then Events. Each of those priorities used to be one\n\
+         first-in, first-out queue: a RetentionPolicy whose 100,000 objects fell due together queued\n\
+         100,000 deletions ahead of another namespace's single due object, which then waited\n\
+         100,000 / qps seconds (33 minutes at 50/s). A Cleaner sent its DELETEs one after another,\n\
+         outside the budget. Now each priority holds one queue per namespace, served round robin as API\n\
+         Priority and Fairness serves flows: one request per namespace in turn; a namespace with nothing\n\
+         queued leaves the rotation and one that arrives joins at its back. Another namespace's deletion\n\
+         goes out within one round (as many requests as namespaces with deletions waiting), and the flood\n\
+         waits behind itself. Priorities still come first: no stamp or Event goes before a deletion\n\
+         waiting in any namespace. Events and Warnings beyond 10,000 waiting are dropped oldest first\n\
+         from the namespace with the longest backlog, and counted (`kube_retention_events_dropped_total`).\n\
+         A Cleaner's DELETEs (its targets, a Helm release's objects and records, the Cleaner itself) each\n\
+         wait for the same budget. Shown without a cluster by `controller/tests/executor_backlog.rs`\n\
+         (100,000 deletions in one namespace, then one in another, which goes out second; a property\n\
+         test over any interleaving) and `controller/tests/budget.rs` (the executor's order of requests,\n\
+         and a Cleaner's DELETEs waiting on a budget the executor spent); not measured on a cluster yet:\n\
+         the hostile-tenant scenario below loads the controller with CEL and sinks, not with a deletion\n\
+         flood.\n\n\
+         ## A hostile tenant\n\n\
+         Written by `make chaos CHAOS_FILTER=chaos_a_hostile` (the scenario alone, long form).\n\
+         Namespace B's Jobs expire at 20 per second, first with no other tenant, then beside\n\
+         namespace A: a RetentionPolicy whose `match` admission lets through on the sizes the cost\n\
+         estimate assumes (two loops over annotations) over Jobs of 700 annotations each, edited\n\
+         five times a second, and Cleaners whose sinks point at 127.0.0.1 and 169.254.169.254, with\n\
+         listeners there. Goals: B's p99 delay within 1.2× of the quiet run's and under 1 s; no\n\
+         connection to a denied address; the hostile policy `Ready=False`, `CostLimitExceeded`, and\n\
+         none of A's Jobs deleted.\n\n\
+         {}",
+        table(rows)
+    )
 }

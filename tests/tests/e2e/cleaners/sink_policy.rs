@@ -3,16 +3,14 @@
 //! policy", the listener there accepts no connection and the refusal is counted — while a sink
 //! on 127.0.0.2, which the local controller is told to allow, gets its CloudEvent.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 
 use super::sink::Sink;
 use super::{config_map, config_maps, exists, expect};
+use crate::listeners::Listener;
 use crate::support::TestNamespace;
 use crate::workloads::eventually;
 
@@ -69,21 +67,14 @@ fn refused_total(ns: &TestNamespace) -> Result<u64> {
 }
 
 pub async fn refused_sink(ns: TestNamespace) -> Result<()> {
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let port = listener.local_addr()?.port();
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let counter = accepted.clone();
-    let task = tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            counter.fetch_add(1, Ordering::SeqCst);
-            drop(stream);
-        }
-    });
-    let sink = format!("http://127.0.0.1:{port}/");
+    // Not 127.0.0.1: the local cluster's API server listens there, and the policy names the
+    // more specific rule (the API server's address) for it.
+    let listener = Listener::start("127.0.0.3").await?;
+    let sink = format!("http://{}/", listener.address);
     let said = apply_cleaner(&ns, "probe", &sink).await?;
     expect(
         said.contains(&format!(
-            "spec.cloudEventSink: \"{sink}\": 127.0.0.1 is a loopback address: refused by the \
+            "spec.cloudEventSink: \"{sink}\": 127.0.0.3 is a loopback address: refused by the \
              sink policy; the controller will not deliver to it"
         )),
         || format!("kubectl apply warned: {said}"),
@@ -109,14 +100,13 @@ pub async fn refused_sink(ns: TestNamespace) -> Result<()> {
         .context("the SinkRefused Event")?;
     expect(
         note == format!(
-            "CloudEvent to {sink} refused by the sink policy: 127.0.0.1 is a loopback address"
+            "CloudEvent to {sink} refused by the sink policy: 127.0.0.3 is a loopback address"
         ),
         || format!("the Event says: {note}"),
     )?;
     // The refusal came before any connection; give a stray one time to show up anyway.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let reached = accepted.load(Ordering::SeqCst);
-    task.abort();
+    let reached = listener.accepted();
     expect(reached == 0, || {
         format!("the controller connected to the refused sink {reached} times")
     })?;
