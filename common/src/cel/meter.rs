@@ -14,8 +14,8 @@ use kube_cel::cel::{ExecutionError, Value};
 use super::cost::{CHARGE, COST_LIMIT, How};
 
 /// How long one evaluation may run. The cost limit is what bounds an evaluation; this is the
-/// second guard, for work the cost model misjudges. At 50 to 90 ns a unit (`make bench-cel`,
-/// docs/benchmarks.md) [`COST_LIMIT`] takes 50 to 90 ms in a release build.
+/// second guard, for work the cost model misjudges. At 40 to 90 ns a unit (`make bench-cel`,
+/// docs/benchmarks.md) [`COST_LIMIT`] takes 40 to 90 ms in a release build.
 pub const TIME_LIMIT: Duration = Duration::from_millis(100);
 
 /// The clock is read once every this many charges.
