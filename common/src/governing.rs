@@ -21,12 +21,16 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::annotations::AnnotationPolicy;
-use crate::cel::{Converted, EvalError, Expression};
+use crate::cel::EvalError;
 use crate::expiry::Expiry;
 use crate::kinds::Entry;
 use crate::policies::Rules;
 use crate::policy::Policy;
 use crate::progress::{Finished, Outcome, Progress};
+
+mod answers;
+
+pub use answers::Answers;
 
 /// A policy that may apply to an object.
 #[derive(Debug, Clone, Copy)]
@@ -36,90 +40,6 @@ pub struct Candidate<'a> {
     pub rules: &'a Rules,
     /// Its expressions' answers for the object, where evaluated ahead.
     pub answers: Option<&'a Answers>,
-}
-
-/// What a policy's expressions say of one object. `None` where the policy has no such
-/// expression, or (for `finished`) where its `match` did not hold.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Answers {
-    pub matches: Option<Result<bool, EvalError>>,
-    pub succeeded: Option<Result<bool, EvalError>>,
-    pub failed: Option<Result<bool, EvalError>>,
-    pub at: Option<Result<Timestamp, EvalError>>,
-}
-
-impl Answers {
-    /// Evaluates `rules`' expressions on `object`, converting it to CEL once.
-    pub fn compute(rules: &Rules, object: &Value) -> Self {
-        if !rules.has_expressions() {
-            return Self::default();
-        }
-        match Converted::new(object) {
-            Ok(converted) => Self::compute_converted(rules, &converted),
-            // Not representable in CEL: every expression fails on it, saying why.
-            Err(_) => {
-                let condition = |expression: &Option<Expression>| {
-                    expression
-                        .as_ref()
-                        .map(|expression| expression.condition(object))
-                };
-                Self {
-                    matches: condition(&rules.matches),
-                    succeeded: condition(&rules.finished.succeeded),
-                    failed: condition(&rules.finished.failed),
-                    at: rules.finished.at.as_ref().map(|at| at.time(object)),
-                }
-            }
-        }
-    }
-
-    /// Evaluates `rules`' expressions on an object converted already.
-    pub fn compute_converted(rules: &Rules, object: &Converted) -> Self {
-        let matches = rules
-            .matches
-            .as_ref()
-            .map(|matcher| matcher.condition_of(object));
-        if matches.as_ref().is_some_and(|matched| matched != &Ok(true)) {
-            return Self {
-                matches,
-                ..Self::default()
-            };
-        }
-        let condition = |expression: &Option<Expression>| {
-            expression
-                .as_ref()
-                .map(|expression| expression.condition_of(object))
-        };
-        let finished = &rules.finished;
-        Self {
-            matches,
-            succeeded: condition(&finished.succeeded),
-            failed: condition(&finished.failed),
-            at: finished.at.as_ref().map(|at| at.time_of(object)),
-        }
-    }
-
-    /// The expressions that went past their cost or time limit: field path and error.
-    pub fn exceeded(&self) -> Vec<(&'static str, &EvalError)> {
-        let conditions = [
-            ("spec.match", &self.matches),
-            ("spec.finished.succeeded", &self.succeeded),
-            ("spec.finished.failed", &self.failed),
-        ];
-        let mut exceeded: Vec<(&'static str, &EvalError)> = conditions
-            .into_iter()
-            .filter_map(|(path, answer)| match answer {
-                Some(Err(error)) if error.exceeded().is_some() => Some((path, error)),
-                _ => None,
-            })
-            .collect();
-        if let Some(Err(error)) = &self.at
-            && error.exceeded().is_some()
-        {
-            exceeded.push(("spec.finished.at", error));
-        }
-        exceeded
-    }
 }
 
 /// An object as far as governing it goes.

@@ -191,4 +191,5 @@ fn charge(value: IdedExpr, units: u64, how: How) -> IdedExpr {
     }
 }
 
+mod sizes;
 mod walk;

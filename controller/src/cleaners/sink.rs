@@ -3,9 +3,9 @@
 //! backoff in its own task: a sink that stays down never blocks or undoes the deletion; it is
 //! counted and reported in an Event on the Cleaner.
 //!
-//! Every destination passes the sink policy first ([`guard`](super::guard): the URL, then each
+//! Every destination passes the sink policy first ([`super::guard`]: the URL, then each
 //! resolved address, on every connection); a refused one is never connected to nor retried.
-//! What the Event says is only "refused by the sink policy: <rule>" or "delivery failed after N
+//! What the Event says is only "refused by the sink policy: `<rule>`" or "delivery failed after N
 //! attempts": never a status code, a body or a connection error, and every failed attempt
 //! lasts the whole timeout, so a tenant cannot tell a closed port from a filtered one, nor an
 //! HTTP server from neither. The details go to the controller's debug log.

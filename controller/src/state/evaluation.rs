@@ -1,4 +1,5 @@
-//! Policy expressions evaluated ahead, off the loop: which of an object's policies need their
+//! Which policies may apply in a namespace, and their expressions evaluated ahead, off the
+//! loop: which of an object's policies need their
 //! `match` or `finished` evaluated before it can be judged ([`State::unevaluated`]), the
 //! answers they come back with ([`PolicyAnswers`]), and the objects on which a policy's
 //! expressions went past their cost or time limit — in its status until they change or go.
@@ -16,6 +17,17 @@ pub type PolicyAnswers = HashMap<Arc<PolicyKey>, Answers>;
 pub type Unevaluated = Vec<(Arc<PolicyKey>, Arc<Rules>)>;
 
 impl State {
+    /// The valid policies that may apply in `namespace`: its RetentionPolicies, then the
+    /// ClusterRetentionPolicies, each in name order.
+    pub(super) fn valid_in<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> impl Iterator<Item = (&'a Arc<PolicyKey>, &'a LoadedPolicy)> {
+        self.policies.iter().filter(move |(key, loaded)| {
+            key.namespace.as_deref().is_none_or(|own| own == namespace) && loaded.errors.is_empty()
+        })
+    }
+
     /// The valid policies that select `object` (of `kind`) and have expressions to evaluate on
     /// it; empty where the object can be judged at once.
     pub fn unevaluated(&self, kind: KindId, object: &DynamicObject) -> Unevaluated {

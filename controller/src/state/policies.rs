@@ -118,17 +118,6 @@ impl State {
         self.policies.iter().map(|(key, loaded)| (&**key, loaded))
     }
 
-    /// The valid policies that may apply in `namespace`: its RetentionPolicies, then the
-    /// ClusterRetentionPolicies, each in name order.
-    pub(super) fn valid_in<'a>(
-        &'a self,
-        namespace: &'a str,
-    ) -> impl Iterator<Item = (&'a Arc<PolicyKey>, &'a LoadedPolicy)> {
-        self.policies.iter().filter(move |(key, loaded)| {
-            key.namespace.as_deref().is_none_or(|own| own == namespace) && loaded.errors.is_empty()
-        })
-    }
-
     /// The valid policies that may apply in `namespace`, as the model judges with them, with
     /// their expressions' `answers` where evaluated ahead.
     pub(super) fn candidates<'a>(
