@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use kube::api::DynamicObject;
 use kube_retention_common::cel::Converted;
 use kube_retention_common::governing::Answers;
-use kube_retention_common::kinds::{KindId, Resource};
+use kube_retention_common::kinds::Resource;
 use serde_json::Value;
 use thread_priority::{ThreadPriority, set_current_thread_priority};
 use tokio::sync::mpsc;
@@ -34,7 +34,7 @@ use crate::state::{Key, PolicyAnswers, Unevaluated, model_value};
 pub struct Job {
     /// Orders the versions of one object: only the latest is evaluated and applied.
     pub seq: u64,
-    pub kind: KindId,
+    /// The object's kind, namespace and name.
     pub key: Key,
     /// Its kind's resource, for the apiVersion and kind the model reads.
     pub resource: Resource,
@@ -59,7 +59,8 @@ pub const MIN_REST: Duration = Duration::from_millis(5);
 
 pub struct Evaluator {
     jobs: channel::Sender<Job>,
-    thread: std::thread::JoinHandle<()>,
+    /// Kept, not detached; the thread ends when `jobs` closes.
+    _thread: std::thread::JoinHandle<()>,
 }
 
 impl Evaluator {
@@ -74,17 +75,15 @@ impl Evaluator {
                 }
                 serve(&queued, &results);
             })?;
-        Ok(Self { jobs, thread })
+        Ok(Self {
+            jobs,
+            _thread: thread,
+        })
     }
 
     /// Queues `job`; false once the thread has ended.
     pub fn submit(&self, job: Job) -> bool {
         self.jobs.send(job).is_ok()
-    }
-
-    /// Whether the thread ended (it ends only when the loop drops its end of the channel).
-    pub fn ended(&self) -> bool {
-        self.thread.is_finished()
     }
 }
 

@@ -40,18 +40,7 @@ impl<K: Hash + Eq + Clone, T> FairQueue<K, T> {
 
     /// The first item of the key whose turn it is; that key goes to the back of the round.
     pub fn pop(&mut self) -> Option<T> {
-        let key = self.turns.pop_front()?;
-        let queue = self.queues.get_mut(&key)?;
-        let item = queue.pop_front();
-        if queue.is_empty() {
-            self.queues.remove(&key);
-        } else {
-            self.turns.push_back(key);
-        }
-        if item.is_some() {
-            self.len -= 1;
-        }
-        item
+        self.pop_valid(|_| true)
     }
 
     /// Like [`FairQueue::pop`], discarding the items `valid` refuses (superseded work) within
@@ -79,12 +68,6 @@ impl<K: Hash + Eq + Clone, T> FairQueue<K, T> {
             }
         }
         None
-    }
-
-    /// The first item of the key whose turn it is, without taking it.
-    pub fn peek(&self) -> Option<&T> {
-        let key = self.turns.front()?;
-        self.queues.get(key)?.front()
     }
 
     /// Drops the oldest item of the key with the longest queue, where `droppable` says it may

@@ -88,7 +88,6 @@ fn job_of(state: &State, seq: u64, object: DynamicObject) -> Job {
     };
     Job {
         seq,
-        kind: kind(JOB),
         key,
         resource: state.kinds()[kind(JOB)].resource.clone(),
         policies: state.unevaluated(kind(JOB), &object),
@@ -143,7 +142,7 @@ fn an_expression_past_its_limit_never_matches_and_the_policy_says_why() {
         cost: 1,
         time: std::time::Duration::MAX,
     };
-    let value = state.model_value(job.kind, &job.object).unwrap();
+    let value = state.model_value(job.key.kind, &job.object).unwrap();
     let (result, _) = expression.condition_costing(&value, budget);
     let answers = matching(&key, result);
     judge(&mut state, &job.object, &value, &answers);
@@ -236,7 +235,7 @@ fn evaluating_converts_once_and_answers_every_policy() {
     cluster.0.namespace = None;
     state.policy_applied(cluster.0.clone(), cluster.1);
     let job = job_of(&state, 1, job("a", "ci-1"));
-    let value = state.model_value(job.kind, &job.object).unwrap();
+    let value = state.model_value(job.key.kind, &job.object).unwrap();
     let answers = evaluate(&value, &job.policies);
     assert_eq!(answers.len(), 2);
     assert_eq!(answers[&key].matches, Some(Ok(true)));

@@ -52,11 +52,6 @@ impl Evaluations {
     pub(super) fn forget(&mut self, key: &Key) {
         self.pending.remove(key);
     }
-
-    /// Whether the evaluator's thread ended (it should not, while the loop runs).
-    pub fn ended(&self) -> bool {
-        self.evaluator.ended()
-    }
 }
 
 fn gauge(n: usize) -> i64 {
@@ -64,7 +59,7 @@ fn gauge(n: usize) -> i64 {
 }
 
 /// The key of an object of `kind`, where it has a namespace and a name.
-fn key_of(kind: KindId, object: &DynamicObject) -> Option<Key> {
+pub(super) fn key_of(kind: KindId, object: &DynamicObject) -> Option<Key> {
     Some(Key {
         kind,
         namespace: Arc::from(object.metadata.namespace.as_deref()?),
@@ -91,7 +86,6 @@ impl Loop {
         self.state.listed(kind, &key.namespace, &key.name);
         let job = Job {
             seq: 0,
-            kind,
             key,
             resource: self.state.kinds()[kind].resource.clone(),
             object,
@@ -117,7 +111,7 @@ impl Loop {
         self.evaluations.pending.remove(&job.key);
         let queued = gauge(self.evaluations.pending.len());
         self.metrics.evaluations_queued.set(queued);
-        if !self.watches.is_running(job.kind) {
+        if !self.watches.is_running(job.key.kind) {
             return Vec::new();
         }
         for exceeded in answers.values().flat_map(|answers| answers.exceeded()) {
@@ -125,17 +119,17 @@ impl Loop {
             self.metrics.cel_limit_exceeded.inc();
         }
         let now = Timestamp::now();
-        let current = self.state.unevaluated(job.kind, &job.object);
+        let current = self.state.unevaluated(job.key.kind, &job.object);
         if current.is_empty() {
-            return self.state.applied(job.kind, &job.object, now);
+            return self.state.applied(job.key.kind, &job.object, now);
         }
         if !self.state.answers_current(&current, &job.policies) {
-            return self.on_applied(job.kind, job.object, now);
+            return self.on_applied(job.key.kind, job.object, now);
         }
         let Some(value) = value else {
             return Vec::new();
         };
         self.state
-            .judged(job.kind, &job.object, &value, Some(&answers), now)
+            .judged(job.key.kind, &job.object, &value, Some(&answers), now)
     }
 }

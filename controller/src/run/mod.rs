@@ -188,12 +188,10 @@ impl Loop {
                 actions
             }
             Ok(Event::Delete(object)) => {
+                if let Some(key) = evaluations::key_of(kind, &object) {
+                    self.evaluations.forget(&key);
+                }
                 if let Some((namespace, name)) = namespaced_name(&object.metadata) {
-                    self.evaluations.forget(&crate::state::Key {
-                        kind,
-                        namespace: namespace.into(),
-                        name: name.into(),
-                    });
                     self.state.removed(kind, namespace, name);
                 }
                 Vec::new()

@@ -266,9 +266,7 @@ impl State {
             name: name.into(),
         };
         self.contested.remove(&key);
-        for exceeded in self.exceeded.values_mut() {
-            exceeded.remove(&key);
-        }
+        self.note_exceeded(&key, None);
         if let Some(record) = self.runs.remove(&key) {
             if let Some(at) = record.queued {
                 self.queue.remove(&(at, key.clone()));
