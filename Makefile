@@ -15,13 +15,14 @@ MUSL_CARGO = rustup target list --installed | grep -qx $(MUSL) || rustup target 
 MUSL_BUILD = $(MUSL_CARGO) build --release --target $(MUSL)
 LOCAL_CLUSTER = $(CARGO) run --quiet --package kube-retention-e2e --bin local-cluster -- --state $(STATE)
 
-.PHONY: help toolchain cluster-binaries build up down status demo test fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-controller bench-cel
+.PHONY: help toolchain cluster-binaries node-packages build up up-node down status demo test test-shipped fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-controller bench-cel
 
 help:
 	@echo "make demo    start the local cluster and walk through what kube-retention does"
 	@echo "make test    formatting, clippy, unit and end-to-end tests (chaos suite's short form included)"
 	@echo "make chaos   the chaos suite and fuzzing at full size; writes docs/reliability.md"
 	@echo "make up      start the local cluster ($(STATE)/kubeconfig); make down stops it"
+	@echo "make up-node the local cluster with a node running the image and the chart, as shipped"
 	@echo "make image   an OCI image of the static binaries, no container engine needed ($(IMAGE))"
 	@echo "make crds    regenerate deploy/crds and the chart's crds/ from the Rust types in common/"
 	@echo "make monitoring  write deploy/monitoring's PrometheusRule and the chart's copies from the rule file"
@@ -40,6 +41,15 @@ build: toolchain
 
 up: cluster-binaries build
 	@$(LOCAL_CLUSTER) up
+
+# The node's container runtime, CNI plugins and iptables, from Debian's packages (as root).
+node-packages:
+	@tests/cluster/node-packages.sh
+
+# A cluster with one node (containerd, kubelet, kube-proxy) running `make image`'s image through
+# the chart: kube-retention as a cluster admin runs it.
+up-node: cluster-binaries node-packages build image
+	@$(LOCAL_CLUSTER) up --node --image $(IMAGE)
 
 down:
 	@$(LOCAL_CLUSTER) down
@@ -104,6 +114,13 @@ image-test: image
 # The end-to-end suite includes the chaos suite's short form.
 e2e: cluster-binaries build
 	$(CARGO) test --package kube-retention-e2e --features e2e --test e2e
+
+# The as-shipped suite: a private cluster with a node (containerd, kubelet, kube-proxy) running
+# the image through the chart, and tests against the chart's pods only. Needs root (the node's
+# network namespace, cgroups and mounts) and the node's packages.
+test-shipped: cluster-binaries node-packages build image
+	KUBE_RETENTION_IMAGE=$(CURDIR)/$(IMAGE) $(CARGO) test --package kube-retention-e2e \
+		--features shipped --test shipped
 
 # The long forms: a million generated inputs for the webhook's handler and the model, then the
 # chaos scenarios at full size (10,000 Jobs SIGKILLed under, 1,000 re-creations, ...), which write

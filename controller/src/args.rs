@@ -27,7 +27,7 @@ pub struct Args {
     #[arg(long, env = "KUBE_RETENTION_CONCURRENCY", default_value_t = 16)]
     pub concurrency: usize,
     /// How deleted objects' dependents go: Background, Foreground or Orphan.
-    #[arg(long, env = "KUBE_RETENTION_PROPAGATION_POLICY", value_enum, default_value_t = Propagation::Background)]
+    #[arg(long, env = "KUBE_RETENTION_PROPAGATION_POLICY", value_enum, ignore_case = true, default_value_t = Propagation::Background)]
     pub propagation_policy: Propagation,
     /// Record Events for deletions (on the parent where there is one).
     #[arg(long, env = "KUBE_RETENTION_EVENTS", default_value_t = true, action = clap::ArgAction::Set)]

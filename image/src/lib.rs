@@ -1,8 +1,11 @@
 //! kube-retention's OCI image, built without a container engine: one layer holding the static
 //! (musl) binaries at the root of the file system, a config that runs as 65532:65532, and the
 //! manifest and index of an OCI image layout, written as one tar archive (`oci-archive:` for
-//! skopeo and podman, `crane push` for registries). Byte for byte reproducible: every time stamp
-//! is the epoch and every file owned by root.
+//! skopeo and podman, `crane push` for registries, `ctr images import` for containerd). Byte for
+//! byte reproducible: every time stamp is the epoch and every file owned by root.
+//!
+//! The local cluster's node builds its pod sandbox ("pause") image with the same builder: one
+//! static binary, an entrypoint and a user of its own ([`Image::entrypoint`], [`Image::user`]).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -26,6 +29,26 @@ pub struct Image {
     /// The tag in the index (`org.opencontainers.image.ref.name`).
     pub tag: String,
     pub version: String,
+    /// `org.opencontainers.image.title`.
+    pub title: String,
+    /// The config's `Entrypoint`; empty for none (the chart names each container's command).
+    pub entrypoint: Vec<String>,
+    /// The config's `User`, `uid:gid`.
+    pub user: String,
+}
+
+impl Image {
+    /// kube-retention's own image: `binaries`, no entrypoint, run as [`USER`].
+    pub fn kube_retention(binaries: Vec<PathBuf>, tag: String) -> Self {
+        Self {
+            binaries,
+            tag,
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            title: "kube-retention".to_owned(),
+            entrypoint: Vec::new(),
+            user: USER.to_owned(),
+        }
+    }
 }
 
 /// `sha256:` and the hex digest of `bytes`.
@@ -49,22 +72,26 @@ pub fn build(image: &Image, out: &Path) -> Result<String> {
     let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     gzip.write_all(&layer)?;
     let compressed = gzip.finish()?;
+    let mut settings = json!({
+        "User": image.user,
+        "Env": ["PATH=/"],
+        "Labels": {
+            "org.opencontainers.image.title": image.title,
+            "org.opencontainers.image.version": image.version,
+            "org.opencontainers.image.source": "https://github.com/kube-retention/kube-retention",
+            "org.opencontainers.image.licenses": "Apache-2.0"
+        }
+    });
+    if !image.entrypoint.is_empty() {
+        settings["Entrypoint"] = json!(image.entrypoint);
+    }
     let config = serde_json::to_vec(&json!({
         "created": EPOCH,
         "architecture": "amd64",
         "os": "linux",
-        "config": {
-            "User": USER,
-            "Env": ["PATH=/"],
-            "Labels": {
-                "org.opencontainers.image.title": "kube-retention",
-                "org.opencontainers.image.version": image.version,
-                "org.opencontainers.image.source": "https://github.com/kube-retention/kube-retention",
-                "org.opencontainers.image.licenses": "Apache-2.0"
-            }
-        },
+        "config": settings,
         "rootfs": {"type": "layers", "diff_ids": [sha256(&layer)]},
-        "history": [{"created": EPOCH, "created_by": "make image: the static binaries of kube-retention"}]
+        "history": [{"created": EPOCH, "created_by": format!("make image: {}", image.title)}]
     }))?;
     let manifest = serde_json::to_vec(&json!({
         "schemaVersion": 2,

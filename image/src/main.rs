@@ -20,6 +20,16 @@ struct Args {
     /// The tag in the image index.
     #[arg(long, default_value = env!("CARGO_PKG_VERSION"))]
     tag: String,
+    /// `org.opencontainers.image.title`; another title than kube-retention's is another image
+    /// (the local node's pause image).
+    #[arg(long, default_value = "kube-retention")]
+    title: String,
+    /// The entrypoint, one argument per use; none by default.
+    #[arg(long)]
+    entrypoint: Vec<String>,
+    /// The user the image runs as, `uid:gid`.
+    #[arg(long, default_value = kube_retention_image::USER)]
+    user: String,
     /// The static binaries to put at the root of the image.
     #[arg(required = true)]
     binaries: Vec<PathBuf>,
@@ -28,9 +38,10 @@ struct Args {
 fn main() -> ExitCode {
     let args = Args::parse();
     let image = Image {
-        binaries: args.binaries,
-        tag: args.tag,
-        version: env!("CARGO_PKG_VERSION").to_owned(),
+        title: args.title,
+        entrypoint: args.entrypoint,
+        user: args.user,
+        ..Image::kube_retention(args.binaries, args.tag)
     };
     match build(&image, &args.out) {
         Ok(digest) => {

@@ -15,11 +15,7 @@ fn the_archive_is_a_reproducible_oci_layout_with_checked_digests() -> anyhow::Re
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))?;
         binaries.push(path);
     }
-    let image = Image {
-        binaries,
-        tag: "0.1.0".into(),
-        version: "0.1.0".into(),
-    };
+    let image = Image::kube_retention(binaries, "0.1.0".into());
     let (first, second) = (folder.path().join("one.tar"), folder.path().join("two.tar"));
     let digest = build(&image, &first)?;
     assert_eq!(build(&image, &second)?, digest);
@@ -48,5 +44,35 @@ fn the_archive_is_a_reproducible_oci_layout_with_checked_digests() -> anyhow::Re
         .map(|(path, (mode, uid, _))| (path.as_str(), *mode, *uid))
         .collect();
     assert_eq!(files, [("tool-a", 0o755, 0), ("tool-b", 0o755, 0)]);
+    Ok(())
+}
+
+#[test]
+fn another_image_has_its_own_title_entrypoint_and_user() -> anyhow::Result<()> {
+    let folder = tempfile::tempdir()?;
+    let pause = folder.path().join("pause");
+    std::fs::write(&pause, "#!/bin/sh\nsleep infinity\n")?;
+    let image = Image {
+        title: "pause".into(),
+        entrypoint: vec!["/pause".into()],
+        user: "65535:65535".into(),
+        ..Image::kube_retention(vec![pause], "3.10.1".into())
+    };
+    let archive = folder.path().join("pause.tar");
+    build(&image, &archive)?;
+    let config = inspect(&archive)?.config;
+    assert_eq!(config["config"]["Entrypoint"], serde_json::json!(["/pause"]));
+    assert_eq!(config["config"]["User"], "65535:65535");
+    assert_eq!(
+        config["config"]["Labels"]["org.opencontainers.image.title"],
+        "pause"
+    );
+    // kube-retention's own image names no entrypoint: the chart names each command.
+    let own = folder.path().join("own.tar");
+    build(
+        &Image::kube_retention(vec![folder.path().join("pause")], "0.1.0".into()),
+        &own,
+    )?;
+    assert!(inspect(&own)?.config["config"].get("Entrypoint").is_none());
     Ok(())
 }

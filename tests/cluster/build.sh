@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds etcd, kube-apiserver, kube-controller-manager and kubectl from the Go modules pinned in
-# go.mod, helm from helm/go.mod and promtool from promtool/go.mod, into tests/cluster/bin (git-ignored), with the real release
-# versions stamped in.
+# Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and the node's
+# kubelet and kube-proxy from the Go modules pinned in go.mod, helm from helm/go.mod and promtool
+# from promtool/go.mod, into tests/cluster/bin (git-ignored), with the real release versions
+# stamped in; and the node's pause binary from the pause.c in the same Kubernetes module.
 # Go's build cache makes a rebuild with nothing changed take seconds.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -17,12 +18,22 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 
 mkdir -p bin
-# One `go build` for all four commands, so they share compiled packages.
+# One `go build` for all the commands, so they share compiled packages.
 CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o bin/ \
 	./cmd/etcd \
 	k8s.io/kubernetes/cmd/kube-apiserver \
 	k8s.io/kubernetes/cmd/kube-controller-manager \
-	k8s.io/kubernetes/cmd/kubectl
+	k8s.io/kubernetes/cmd/kube-scheduler \
+	k8s.io/kubernetes/cmd/kubectl \
+	k8s.io/kubernetes/cmd/kubelet \
+	k8s.io/kubernetes/cmd/kube-proxy
+# The pod sandbox's process, Kubernetes' own pause.c, static; its version is the one
+# build/pause/Makefile tags the upstream image with.
+kubernetes_dir=$(go list -m -f '{{.Dir}}' k8s.io/kubernetes)
+pause_version=$(sed -n 's/^TAG ?= //p' "${kubernetes_dir}/build/pause/Makefile")
+cc -Os -static -Wall -Werror -DVERSION="v${pause_version}" \
+	-o bin/pause "${kubernetes_dir}/build/pause/linux/pause.c"
+echo "${pause_version}" > bin/pause.version
 # Helm has a module of its own: its Kubernetes libraries need not match the cluster's.
 helm_version=$(cd helm && go list -m -f '{{.Version}}' helm.sh/helm/v3)
 (cd helm && CGO_ENABLED=0 go build -trimpath -o ../bin/ \

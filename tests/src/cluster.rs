@@ -19,6 +19,9 @@ use crate::layout::Layout;
 use crate::{components, process};
 
 mod install;
+mod with_node;
+
+pub use with_node::{CHART_RELEASE, ShippedImage};
 
 /// The control-plane processes, in start order (stopped in reverse).
 pub const CONTROL_PLANE: [&str; 3] = ["etcd", "kube-apiserver", "kube-controller-manager"];
@@ -34,8 +37,17 @@ pub const NAMESPACE: &str = "kube-retention";
 pub const CONTROLLER_SERVICE_ACCOUNT: &str = "kube-retention-controller";
 pub const WEBHOOK_SERVICE_ACCOUNT: &str = "kube-retention-webhook";
 
-/// The API server's and the webhook's ports, written once the cluster is fully up.
+/// What a cluster with a node runs besides: the scheduler, and in kube-controller-manager the
+/// controllers that make Deployments' pods, Services' endpoints and disruption budgets work.
+pub const NODE_CONTROL_PLANE: &str = "kube-scheduler";
+const NODE_CONTROLLERS: &str = ",deployment-controller,replicaset-controller,\
+endpoints-controller,endpointslice-controller,disruption-controller,node-lifecycle-controller";
+
+/// The API server's and the webhook's ports, and whether the cluster has a node, written once
+/// the cluster is fully up.
 const PORTS_FILE: &str = "ports";
+/// The last word in [`PORTS_FILE`] of a cluster with a node.
+const WITH_NODE: &str = "node";
 
 /// A running local cluster.
 #[derive(Debug, Clone)]
@@ -47,6 +59,10 @@ pub struct LocalCluster {
     pub webhook_port: u16,
     /// The local controller's /metrics and /readyz.
     pub controller_port: u16,
+    /// Whether the cluster has a node (`make up-node`): then the API server also listens on the
+    /// host's end of the node's link, and kube-retention runs as the chart's pods, not as host
+    /// processes.
+    pub node: bool,
 }
 
 /// What [`LocalCluster::up`] found or did.
@@ -69,7 +85,7 @@ impl LocalCluster {
         if etcd_data.exists() {
             fs::remove_dir_all(&etcd_data)?;
         }
-        let cluster = Self::start(layout)?;
+        let cluster = Self::start(layout, false)?;
         cluster.install()?;
         components::start_webhook(&cluster)?;
         components::wait_for_admission(&cluster, Duration::from_secs(60))?;
@@ -84,26 +100,28 @@ impl LocalCluster {
             cluster.controller_port,
             Duration::from_secs(60),
         )?;
-        // Written last: a cluster counts as up only once everything above has succeeded.
+        cluster.write_ports()?;
+        Ok((cluster, Outcome::Started))
+    }
+
+    /// Written last: a cluster counts as up only once everything before has succeeded.
+    fn write_ports(&self) -> Result<()> {
+        let mode = if self.node { WITH_NODE } else { "host" };
         fs::write(
-            cluster.layout.state(PORTS_FILE),
+            self.layout.state(PORTS_FILE),
             format!(
-                "{} {} {} {}",
-                cluster.api_port, cluster.webhook_port, cluster.controller_port, cluster.etcd_port
+                "{} {} {} {} {mode}",
+                self.api_port, self.webhook_port, self.controller_port, self.etcd_port
             ),
         )?;
-        Ok((cluster, Outcome::Started))
+        Ok(())
     }
 
     /// The cluster in `layout.state_dir`, if every control-plane process is alive and the API
     /// server answers ready.
     pub fn running(layout: &Layout) -> Option<Self> {
-        let mut names = CONTROL_PLANE.to_vec();
-        names.extend([components::WEBHOOK, components::CONTROLLER]);
-        let all_live = process::tracked(&layout.state_dir, &names)
-            .iter()
-            .all(|tracked| tracked.live_pid().is_some());
         let ports = fs::read_to_string(layout.state(PORTS_FILE)).ok()?;
+        let node = ports.split_whitespace().nth(4) == Some(WITH_NODE);
         let mut ports = ports.split_whitespace().map(str::parse::<u16>);
         let cluster = Self {
             layout: layout.clone(),
@@ -111,14 +129,27 @@ impl LocalCluster {
             webhook_port: ports.next()?.ok()?,
             controller_port: ports.next()?.ok()?,
             etcd_port: ports.next()?.ok()?,
+            node,
         };
+        let mut names = CONTROL_PLANE.to_vec();
+        if node {
+            names.push(NODE_CONTROL_PLANE);
+            names.extend(crate::node::PROCESSES);
+        } else {
+            names.extend([components::WEBHOOK, components::CONTROLLER]);
+        }
+        let all_live = process::tracked(&layout.state_dir, &names)
+            .iter()
+            .all(|tracked| tracked.live_pid().is_some());
         (all_live && cluster.ready()).then_some(cluster)
     }
 
-    /// Stops every process `up` started in this state folder, by pid, newest first. Logs stay.
+    /// Stops every process `up` started in this state folder, by pid, newest first, and removes
+    /// what the node made (containers, cgroups, mounts, its network namespace). Logs stay.
     pub fn down(layout: &Layout) -> Result<Vec<String>> {
-        let mut stopped = Vec::new();
+        let mut stopped = crate::node::Node::down(&layout.state_dir)?;
         let mut names: Vec<&str> = crate::COMPONENTS.to_vec();
+        names.push(NODE_CONTROL_PLANE);
         names.extend(CONTROL_PLANE.iter().rev());
         for tracked in process::tracked(&layout.state_dir, &names) {
             if tracked.stop(Duration::from_secs(10))? {
@@ -146,7 +177,7 @@ impl LocalCluster {
             .is_ok_and(|output| output.status.success())
     }
 
-    fn start(layout: Layout) -> Result<Self> {
+    fn start(layout: Layout, node: bool) -> Result<Self> {
         fs::create_dir_all(&layout.state_dir)?;
         let [
             etcd_port,
@@ -162,6 +193,7 @@ impl LocalCluster {
             api_port,
             webhook_port,
             controller_port,
+            node,
         };
         let layout = &cluster.layout;
 
@@ -221,7 +253,10 @@ impl LocalCluster {
             CONTROL_PLANE[2],
             Command::new(self.layout.binary(CONTROL_PLANE[2]))
                 .arg(format!("--kubeconfig={}", kubeconfig.display()))
-                .arg(format!("--controllers={CONTROLLERS}"))
+                .arg(format!(
+                    "--controllers={CONTROLLERS}{}",
+                    if self.node { NODE_CONTROLLERS } else { "" }
+                ))
                 .arg(format!(
                     "--service-account-private-key-file={}",
                     self.pki_file("sa.key")

@@ -30,8 +30,10 @@ impl LocalCluster {
                 "--etcd-servers=http://127.0.0.1:{}",
                 self.etcd_port
             ))
-            .arg("--bind-address=127.0.0.1")
-            .arg("--advertise-address=127.0.0.1")
+            .arg(format!(
+                "--bind-address={}",
+                if self.node { "0.0.0.0" } else { "127.0.0.1" }
+            ))
             .arg(format!("--secure-port={}", self.api_port))
             .arg(format!("--tls-cert-file={}", file("apiserver.crt")))
             .arg(format!("--tls-private-key-file={}", file("apiserver.key")))
@@ -42,9 +44,12 @@ impl LocalCluster {
                 file("sa.key")
             ))
             .arg("--service-account-issuer=https://kubernetes.default.svc.cluster.local")
-            .arg("--service-cluster-ip-range=10.96.0.0/16")
-            .arg("--authorization-mode=RBAC")
-            .arg("--endpoint-reconciler-type=none")
+            .arg(format!(
+                "--service-cluster-ip-range={}",
+                crate::node::SERVICE_CIDR
+            ))
+            // The Node authorizer: what a kubelet may read, as in a real cluster.
+            .arg("--authorization-mode=Node,RBAC")
             .arg(format!("--cert-dir={}", layout.state("pki").display()))
             .arg(format!(
                 "--audit-policy-file={}",
@@ -55,6 +60,28 @@ impl LocalCluster {
                 layout.state("logs/audit.log").display()
             ))
             .arg("--audit-log-maxsize=4000");
+        if self.node {
+            command
+                // The `kubernetes` Service's endpoint, for the node's pods.
+                .arg(format!("--advertise-address={}", crate::node::HOST_IP))
+                // Webhook Services are called at their pods' addresses, routed through the node.
+                .arg("--enable-aggregator-routing=true")
+                // The node's name resolves nowhere: the API server calls its kubelet by address.
+                .arg("--kubelet-preferred-address-types=InternalIP")
+                .arg(format!(
+                    "--kubelet-client-certificate={}",
+                    file("apiserver-kubelet-client.crt")
+                ))
+                .arg(format!(
+                    "--kubelet-client-key={}",
+                    file("apiserver-kubelet-client.key")
+                ));
+        } else {
+            command
+                .arg("--advertise-address=127.0.0.1")
+                // No node, no pods: the `kubernetes` Service needs no endpoint.
+                .arg("--endpoint-reconciler-type=none");
+        }
         command
     }
 

@@ -10,6 +10,7 @@ pub mod components;
 pub mod control_plane;
 pub mod kubeconfig;
 pub mod layout;
+pub mod node;
 mod pki;
 pub mod process;
 

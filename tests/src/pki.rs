@@ -21,7 +21,21 @@ impl Pki {
         let dir = layout.state("pki");
         fs::create_dir_all(&dir)?;
         let ca = CertificateAuthority::generate("kube-retention-local-ca", CERT_VALIDITY)?;
-        let serving = ca.issue_serving(&["127.0.0.1", "localhost"], CERT_VALIDITY)?;
+        // Host processes call 127.0.0.1; the node and its pods call the host's end of the node's
+        // link and the `kubernetes` Service.
+        let serving = ca.issue_serving(
+            &[
+                "127.0.0.1",
+                "localhost",
+                crate::node::HOST_IP,
+                crate::node::KUBERNETES_SERVICE_IP,
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                "kubernetes.default.svc.cluster.local",
+            ],
+            CERT_VALIDITY,
+        )?;
         let admin = ca.issue_client("kube-retention-admin", &["system:masters"], CERT_VALIDITY)?;
         let controller_manager = ca.issue_client(
             "system:kube-controller-manager",
@@ -33,7 +47,27 @@ impl Pki {
         let webhook_ca =
             CertificateAuthority::generate("kube-retention-webhook-ca", CERT_VALIDITY)?;
         let webhook = webhook_ca.issue_serving(&["127.0.0.1", "localhost"], CERT_VALIDITY)?;
+        // The node's identities: what the Node authorizer and the default RBAC bindings know.
+        let mut identities = Vec::new();
+        for (file, user, group) in [
+            ("kubelet", crate::node::NODE_USER, "system:nodes"),
+            ("kube-proxy", "system:kube-proxy", ""),
+            ("kube-scheduler", "system:kube-scheduler", ""),
+            // The API server's identity towards the kubelet (logs, exec), an admin's.
+            (
+                "apiserver-kubelet-client",
+                "kube-apiserver",
+                "system:masters",
+            ),
+        ] {
+            let groups: &[&str] = if group.is_empty() { &[] } else { &[group] };
+            identities.push((file, ca.issue_client(user, groups, CERT_VALIDITY)?));
+        }
         let ca_pem = ca.certified().cert_pem.clone();
+        for (file, identity) in &identities {
+            fs::write(dir.join(format!("{file}.crt")), &identity.cert_pem)?;
+            fs::write(dir.join(format!("{file}.key")), &identity.key_pem)?;
+        }
         for (name, contents) in [
             ("webhook-ca.crt", &webhook_ca.certified().cert_pem),
             ("webhook-ca.key", &webhook_ca.certified().key_pem),

@@ -21,6 +21,18 @@ pub struct Tracked {
 /// Starts `command` in its own process group (so a terminal's Ctrl-C or the starter exiting
 /// doesn't reach it), with output appended to `logs/<name>.log` and its pid in `pids/<name>.pid`.
 pub fn spawn(state_dir: &Path, name: &str, command: &mut Command) -> Result<Tracked> {
+    let program = command.get_program().to_string_lossy().into_owned();
+    spawn_exec(state_dir, name, command, &program)
+}
+
+/// Like [`spawn`], for a `command` that execs `program` (`ip netns exec`): the process is
+/// tracked as `program`, the command line it has once the exec is done.
+pub fn spawn_exec(
+    state_dir: &Path,
+    name: &str,
+    command: &mut Command,
+    program: &str,
+) -> Result<Tracked> {
     use std::os::unix::process::CommandExt;
 
     let log_path = state_dir.join("logs").join(format!("{name}.log"));
@@ -41,7 +53,6 @@ pub fn spawn(state_dir: &Path, name: &str, command: &mut Command) -> Result<Trac
         .with_context(|| format!("starting {name} ({:?})", command.get_program()))?;
     let pid_file = pid_dir.join(format!("{name}.pid"));
     // The program path goes in too, so a recycled pid is never mistaken for ours.
-    let program = command.get_program().to_string_lossy();
     fs::write(&pid_file, format!("{}\n{program}\n", child.id()))?;
     Ok(Tracked {
         name: name.to_owned(),

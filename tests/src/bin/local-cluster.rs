@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use kube_retention_e2e::cluster::ShippedImage;
 use kube_retention_e2e::{Layout, LocalCluster, Outcome};
 
 #[derive(Parser)]
@@ -19,7 +20,15 @@ struct Args {
 #[derive(Subcommand)]
 enum Action {
     /// Start the cluster (a no-op when it already runs), install the CRDs and deploy/local.
-    Up,
+    Up {
+        /// With a node (containerd, kubelet, kube-proxy) running kube-retention as shipped: the
+        /// image imported and the chart installed; no kube-retention host process.
+        #[arg(long)]
+        node: bool,
+        /// The OCI archive from `make image`, for --node.
+        #[arg(long, default_value = "target/image/kube-retention.oci.tar")]
+        image: PathBuf,
+    },
     /// Stop every process `up` started, by pid; logs stay.
     Down,
     /// Say whether the cluster runs.
@@ -39,8 +48,14 @@ fn main() -> ExitCode {
 fn run(args: Args) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(args.state)?;
     match args.command {
-        Action::Up => {
-            let (cluster, outcome) = LocalCluster::up(layout)?;
+        Action::Up { node, image } => {
+            let (cluster, outcome) = if node {
+                let image = ShippedImage::from_archive(&image)?;
+                let chart = layout.repo_root.join("charts/kube-retention");
+                LocalCluster::up_with_node(layout, &image, &chart)?
+            } else {
+                LocalCluster::up(layout)?
+            };
             match outcome {
                 Outcome::AlreadyRunning => {
                     println!("local cluster already up at {}", cluster.server())

@@ -17,6 +17,17 @@ impl LocalCluster {
     /// with its webhook configurations pointed at the local webhook; then writes a kubeconfig
     /// for each kube-retention ServiceAccount.
     pub(super) fn install(&self) -> Result<()> {
+        self.install_crds()?;
+        self.apply_local_overlay()?;
+        for service_account in [CONTROLLER_SERVICE_ACCOUNT, WEBHOOK_SERVICE_ACCOUNT] {
+            self.write_service_account_kubeconfig(service_account)?;
+        }
+        Ok(())
+    }
+
+    /// Installs Shipwright's CRDs and the test-only OpenShift-style build CRDs and waits until
+    /// they are served.
+    pub(super) fn install_crds(&self) -> Result<()> {
         let crds = [
             self.layout.shipwright_crds(),
             self.layout.repo_root.join("tests/crds"),
@@ -45,12 +56,8 @@ impl LocalCluster {
                 "crd/builds.build.openshift.io",
                 "crd/buildconfigs.build.openshift.io",
             ]))
-        })?;
-        self.apply_local_overlay()?;
-        for service_account in [CONTROLLER_SERVICE_ACCOUNT, WEBHOOK_SERVICE_ACCOUNT] {
-            self.write_service_account_kubeconfig(service_account)?;
-        }
-        Ok(())
+        })
+        .map(drop)
     }
 
     /// Applies `deploy/local` with every webhook configuration pointed at the local webhook and

@@ -33,12 +33,19 @@ impl std::ops::Deref for Env {
 }
 
 impl Env {
+    /// A private cluster with kube-retention as host processes.
     pub fn start() -> Result<Self> {
+        Self::start_with(LocalCluster::up)
+    }
+
+    /// A private cluster started by `up` in a fresh state folder (the as-shipped suite's has a
+    /// node and the chart).
+    pub fn start_with(up: impl FnOnce(Layout) -> Result<(LocalCluster, Outcome)>) -> Result<Self> {
         let state = tempfile::Builder::new()
             .prefix("kube-retention-e2e-")
             .tempdir()?;
         let layout = Layout::new(state.path())?;
-        let (cluster, outcome) = LocalCluster::up(layout)?;
+        let (cluster, outcome) = up(layout)?;
         anyhow::ensure!(
             outcome == Outcome::Started,
             "a fresh state folder starts a cluster"
