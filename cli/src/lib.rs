@@ -1,12 +1,15 @@
 //! What kube-retention's binaries (webhook, controller, certs) share around their own work: a
-//! Kubernetes client from `--kubeconfig` or the environment, logging, the shutdown signal, and
-//! the flags both the webhook and the controller take ([`SinkPolicyFlags`]).
+//! Kubernetes client from `--kubeconfig` or the environment, logging, the shutdown signal, the
+//! flags both the webhook and the controller take ([`SinkPolicyFlags`]), and the supervision of
+//! their background tasks ([`supervise`]).
 
 use std::path::Path;
 
 use clap::ValueEnum;
 use kube_retention_common::sink_policy::{FlagError, SinkPolicy};
 use tracing_subscriber::EnvFilter;
+
+pub mod supervise;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {

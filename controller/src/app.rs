@@ -1,5 +1,19 @@
 //! The controller put together: flags to kinds, start-up checks, metrics endpoint, leader
 //! election, executor and loop. `main` only parses the flags and calls [`Args::run`].
+//!
+//! Every background task is supervised ([`kube_retention_cli::supervise`]): when one ends or
+//! panics, [`Args::run`] names it and fails, the process exits non-zero and the kubelet restarts
+//! the container; SIGTERM still ends the loop, and the run, cleanly. The tasks, by the names the
+//! log and `KUBE_RETENTION_FAULT` (builds with the `fault-injection` feature) use:
+//!
+//! - `metrics-server`: `/healthz`, `/readyz`, `/metrics`.
+//! - `leader-election` (with `--leader-election`): the Lease.
+//! - `discovery` (unless `--discovery-interval` is 0): periodic scans for annotated kinds.
+//! - `executor-dispatch` and `event-digest`: the [`Executor`]'s requests and deletion Events.
+//! - `cleaner-loop` (with `--cleaners`): the Cleaners.
+//! - `cel-evaluator`: the thread evaluating policies' CEL.
+//! - `watches`: the group of watch tasks, one per kind and the policies' (`watches/<kind>`).
+//! - `policy-status-writer`: policies' status writes and their retries.
 
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,6 +25,7 @@ use axum::http::{StatusCode, header};
 use axum::routing::get;
 use kube::api::PropagationPolicy;
 use kube::runtime::events::{Recorder, Reporter};
+use kube_retention_cli::supervise::{self, Supervisor};
 use tokio::sync::{mpsc, watch};
 
 use crate::args::{Args, Propagation};
@@ -21,25 +36,31 @@ use crate::cleaners::sink_policy::sink_policy;
 use crate::executor::{Budget, Executor, Parts, Settings};
 use crate::leader::Elector;
 use crate::metrics::Metrics;
+use crate::policy_status::writes::{self, StatusWrites};
 use crate::run::{Extra, Loop};
 use crate::state::State;
 use crate::watches::Watches;
-use crate::{Result, discovery, kinds, startup};
+use crate::{Error, Result, discovery, kinds, startup};
+
+/// How long a stopping controller waits for the Lease's release.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Args {
-    /// Runs the controller until SIGTERM.
+    /// Runs the controller until SIGTERM, or until a background task ends ([`Error::TaskEnded`]).
     pub async fn run(self) -> Result<()> {
         let args = self;
+        let mut supervisor = Supervisor::default();
         let config = kube_retention_cli::config(args.kubeconfig.as_deref()).await?;
         let sink_policy = Arc::new(sink_policy(&args, &config.cluster_url).await?);
         let client = kube::Client::try_from(config)?;
         let watched = kinds::registry(&args.kinds, &args.disabled_kinds)?;
-        let scans = discovery::spawn_scans(
+        let (scans, scanning) = discovery::spawn_scans(
             client.clone(),
             watched.clone(),
             args.lease_namespace.clone(),
             args.discovery_interval,
         );
+        supervisor.extend(scanning);
         let served = startup::served_kinds(&client, &watched).await?;
         let lease_namespace = args
             .leader_election
@@ -52,7 +73,8 @@ impl Args {
         tracing::info!(address = %listener.local_addr()?, "serving metrics");
         let ready = Arc::new(AtomicBool::new(false));
         let routes = http_routes(metrics.clone(), ready.clone());
-        tokio::spawn(async move { axum::serve(listener, routes).await });
+        let server = async move { axum::serve(listener, routes).await };
+        supervisor.add(supervise::spawn("metrics-server", server));
 
         let identity = args
             .identity
@@ -63,7 +85,7 @@ impl Args {
                     .map(|name| name.trim().to_owned())
             })
             .unwrap_or_else(|| "kube-retention-controller".to_owned());
-        let (leadership, lease_task) = if args.leader_election {
+        let leadership = if args.leader_election {
             let elector = Elector::new(
                 client.clone(),
                 &args.lease_namespace,
@@ -72,11 +94,12 @@ impl Args {
                 Duration::from_secs(args.lease_duration),
             );
             let (leadership, task) = elector.spawn();
-            (leadership, Some(task))
+            supervisor.add(task);
+            leadership
         } else {
             let (sender, leadership) = watch::channel(true);
             std::mem::forget(sender);
-            (leadership, None)
+            leadership
         };
 
         let (feedback_tx, feedback) = mpsc::unbounded_channel();
@@ -94,7 +117,7 @@ impl Args {
         };
         // One request budget for the executor and the Cleaners alike.
         let budget = Budget::per_second(NonZeroU32::new(args.qps));
-        let cleaners = args.cleaners.then(|| {
+        if args.cleaners {
             let cleaning = Cleaning {
                 budget: budget.clone(),
                 client: client.clone(),
@@ -104,9 +127,10 @@ impl Args {
                 sender: Arc::new(Sender::new(sink_policy)),
             };
             let cleaners = Cleaners::new(cleaning, args.page_size);
-            tokio::spawn(cleaners.run(leadership.clone(), std::future::pending()))
-        });
-        let executor = Executor::spawn(Parts {
+            let run = cleaners.run(leadership.clone(), std::future::pending());
+            supervisor.add(supervise::spawn("cleaner-loop", run));
+        }
+        let (executor, executing) = Executor::spawn(Parts {
             client: client.clone(),
             kinds: Arc::new(RwLock::new(watched.clone())),
             settings: Settings {
@@ -120,16 +144,27 @@ impl Args {
             recorder,
             feedback: feedback_tx,
         });
+        supervisor.extend(executing);
         tracing::info!(%identity, qps = args.qps, leader_election = args.leader_election, "starting");
-        let mut watches = Watches::new(client.clone(), args.page_size, args.list_concurrency);
+        let (watch_tasks, watching) = supervise::group("watches");
+        supervisor.add(watching);
+        let mut watches = Watches::new(
+            client.clone(),
+            args.page_size,
+            args.list_concurrency,
+            watch_tasks,
+        );
         watches.start_policies();
-        let evaluations = crate::run::Evaluations::start()?;
+        let (evaluations, evaluating) = crate::run::Evaluations::start()?;
+        supervisor.add(evaluating);
+        let (statuses, writing) = StatusWrites::spawn(client, writes::RETRY);
+        supervisor.add(writing);
         let control = Loop {
             evaluations,
             state: State::new(watched),
             served,
             watches,
-            extra: Extra::new(client),
+            extra: Extra::new(statuses),
             scans,
             executor,
             feedback,
@@ -137,16 +172,21 @@ impl Args {
             metrics,
             ready,
         };
-        control.run(kube_retention_cli::shutdown_signal()).await;
-        if let Some(cleaners) = cleaners {
+        let stopped = supervisor
+            .watch(control.run(kube_retention_cli::shutdown_signal()))
+            .await;
+        // Stopping either way: the Lease is released so that a successor takes over within a
+        // retry period instead of after it expires. The elector releases it once every
+        // leadership receiver is gone: the loop's went with it, the Cleaners' goes with them.
+        if let Some(cleaners) = supervisor.remove("cleaner-loop") {
             cleaners.abort();
         }
-        if let Some(task) = lease_task {
-            // The loop owned the leadership receiver; with it dropped the elector releases the
-            // Lease, so a successor takes over within a retry period instead of after it expires.
-            task.await.ok();
+        if let Some(lease) = supervisor.remove("leader-election")
+            && tokio::time::timeout(RELEASE_TIMEOUT, lease).await.is_err()
+        {
+            tracing::warn!("the leader lease was not released in time");
         }
-        Ok(())
+        stopped.map_err(Error::TaskEnded)
     }
 }
 

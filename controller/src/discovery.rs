@@ -11,6 +11,7 @@ use k8s_openapi::api::authorization::v1::{
 use kube::api::PostParams;
 use kube::discovery::{Discovery, Scope};
 use kube::{Api, Client};
+use kube_retention_cli::supervise::{self, Supervised};
 use kube_retention_common::kinds::{CONTROLLER_VERBS as VERBS, Entry, Registry, Resource, Watch};
 
 use crate::Result;
@@ -144,18 +145,20 @@ pub fn allowed(rules: &[ResourceRule], group: &str, plural: &str, verb: &str) ->
     })
 }
 
-/// Scans every `interval` (never when zero) in the background, for kinds beyond `configured`.
+/// Scans every `interval` (never when zero) in the background, for kinds beyond `configured`:
+/// the scans, and the task (`discovery`) for a supervisor, which ends once the scans are no
+/// longer received.
 pub fn spawn_scans(
     client: Client,
     configured: Registry,
     namespace: String,
     interval: std::time::Duration,
-) -> tokio::sync::mpsc::Receiver<Scan> {
+) -> (tokio::sync::mpsc::Receiver<Scan>, Option<Supervised>) {
     let (scans, received) = tokio::sync::mpsc::channel(1);
     if interval.is_zero() {
-        return received;
+        return (received, None);
     }
-    tokio::spawn(async move {
+    let task = supervise::spawn("discovery", async move {
         loop {
             match scan(&client, &configured, &namespace).await {
                 Ok(scan) => {
@@ -170,7 +173,7 @@ pub fn spawn_scans(
             tokio::time::sleep(interval).await;
         }
     });
-    received
+    (received, Some(task))
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ use std::sync::mpsc as channel;
 use std::time::{Duration, Instant};
 
 use kube::api::DynamicObject;
+use kube_retention_cli::supervise::{self, Supervised};
 use kube_retention_common::cel::Converted;
 use kube_retention_common::governing::Answers;
 use kube_retention_common::kinds::Resource;
@@ -59,26 +60,20 @@ pub const MIN_REST: Duration = Duration::from_millis(5);
 
 pub struct Evaluator {
     jobs: channel::Sender<Job>,
-    /// Kept, not detached; the thread ends when `jobs` closes.
-    _thread: std::thread::JoinHandle<()>,
 }
 
 impl Evaluator {
-    /// Starts the thread; answers come back on `results`.
-    pub fn spawn(results: mpsc::UnboundedSender<Evaluated>) -> std::io::Result<Self> {
+    /// Starts the thread, `cel-evaluator`, and answers it for a supervisor: it ends when the
+    /// evaluator is dropped (or `results` closes). Answers come back on `results`.
+    pub fn spawn(results: mpsc::UnboundedSender<Evaluated>) -> std::io::Result<(Self, Supervised)> {
         let (jobs, queued) = channel::channel();
-        let thread = std::thread::Builder::new()
-            .name("cel-evaluator".into())
-            .spawn(move || {
-                if let Err(error) = set_current_thread_priority(ThreadPriority::Min) {
-                    tracing::warn!(%error, "could not lower the CEL evaluator's priority");
-                }
-                serve(&queued, &results);
-            })?;
-        Ok(Self {
-            jobs,
-            _thread: thread,
-        })
+        let thread = supervise::thread("cel-evaluator", move || {
+            if let Err(error) = set_current_thread_priority(ThreadPriority::Min) {
+                tracing::warn!(%error, "could not lower the CEL evaluator's priority");
+            }
+            serve(&queued, &results);
+        })?;
+        Ok((Self { jobs }, thread))
     }
 
     /// Queues `job`; false once the thread has ended.

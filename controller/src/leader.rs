@@ -14,6 +14,7 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
+use kube_retention_cli::supervise::{self, Supervised};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -49,11 +50,12 @@ impl Elector {
         }
     }
 
-    /// Runs the election in the background. The receiver says whether this replica leads; drop
-    /// it to step down, which releases the Lease before the task ends.
-    pub fn spawn(self) -> (watch::Receiver<bool>, tokio::task::JoinHandle<()>) {
+    /// Runs the election in the background, as the supervised task `leader-election`. The
+    /// receiver says whether this replica leads; drop it (and its clones) to step down, which
+    /// releases the Lease before the task ends.
+    pub fn spawn(self) -> (watch::Receiver<bool>, Supervised) {
         let (sender, receiver) = watch::channel(false);
-        let task = tokio::spawn(async move {
+        let task = supervise::spawn("leader-election", async move {
             let mut observed: Option<Observed> = None;
             let mut renewed_at: Option<Instant> = None;
             loop {

@@ -8,7 +8,7 @@
 //! - [`run`]: watches, timer and leadership wired to the two; [`watches`] starts and stops them
 //!   per kind; [`discovery`] finds annotated kinds beyond the configured ones.
 //! - [`cleaners`]: Cleaners, groups deleted together when their conditions hold.
-//! - [`app`]: everything put together behind `Args::run`.
+//! - [`app`]: everything put together behind `Args::run`, every background task supervised.
 
 pub mod app;
 pub mod args;
@@ -52,6 +52,8 @@ pub enum Error {
     Kube(#[from] kube::Error),
     #[error("I/O: {0}")]
     Io(#[from] std::io::Error),
+    #[error(transparent)]
+    TaskEnded(#[from] kube_retention_cli::supervise::Ended),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,20 +1,17 @@
 //! A retention policy's status: `Ready` (and why not: an invalid spec, a kind the cluster does
 //! not serve, verbs the controller lacks), what it governs now, its next deletion, deletions so
-//! far, and in dry run what it would have deleted.
+//! far, and in dry run what it would have deleted. [`writes`] writes it, retrying failures.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::api::{Patch, PatchParams};
-use kube::{Api, Client};
-use kube_retention_common::api::{
-    ClusterRetentionPolicy, PolicyStatus, RetentionPolicy, WouldDelete,
-};
+use kube_retention_common::api::{PolicyStatus, WouldDelete};
 use kube_retention_common::expiry::format_timestamp;
 use kube_retention_common::field_error::summary;
 use kube_retention_common::kinds::{Registry, group_of, qualified};
-use serde_json::json;
 
 use crate::discovery::Scan;
-use crate::state::{LoadedPolicy, PolicyKey, Reason, Summary};
+use crate::state::{LoadedPolicy, Reason, Summary};
+
+pub mod writes;
 
 pub struct Inputs<'a> {
     pub loaded: &'a LoadedPolicy,
@@ -145,37 +142,5 @@ fn readiness(inputs: &Inputs<'_>) -> (&'static str, &'static str, String) {
         ),
         (false, true) => ("False", "KindNotServed", problems.join("; ")),
         (false, false) => ("False", "MissingPermissions", problems.join("; ")),
-    }
-}
-
-/// Writes `status` (a merge patch of the status subresource; absent fields written as null so
-/// nothing stale stays).
-pub async fn write(client: Client, key: PolicyKey, status: PolicyStatus) {
-    let mut value = match serde_json::to_value(&status) {
-        Ok(value) => value,
-        Err(error) => return tracing::warn!(%error, "encoding a policy status"),
-    };
-    for field in ["nextDeletion", "limits"] {
-        value
-            .as_object_mut()
-            .map(|map| map.entry(field).or_insert(serde_json::Value::Null));
-    }
-    if let Some(map) = value.as_object_mut() {
-        map.entry("wouldDelete").or_insert(json!([]));
-    }
-    let patch = Patch::Merge(json!({"status": value}));
-    let params = PatchParams::default();
-    let result = match &key.namespace {
-        Some(namespace) => Api::<RetentionPolicy>::namespaced(client, namespace)
-            .patch_status(&key.name, &params, &patch)
-            .await
-            .map(|_| ()),
-        None => Api::<ClusterRetentionPolicy>::all(client)
-            .patch_status(&key.name, &params, &patch)
-            .await
-            .map(|_| ()),
-    };
-    if let Err(error) = result {
-        tracing::warn!(policy = %key, %error, "writing the policy's status failed");
     }
 }

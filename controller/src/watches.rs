@@ -4,7 +4,9 @@
 //! Lists take turns (`--list-concurrency`): the memory a list holds is a page per kind listing,
 //! and 100 kinds listed at once would hold 100 pages. Each watch runs in a task of its own and
 //! hands the loop objects already decoded, a few ahead: a tenant's large objects are decoded
-//! beside the loop that schedules deletions, not on it.
+//! beside the loop that schedules deletions, not on it. Those tasks are members of the
+//! supervised group `watches`: one that ends without being stopped (a watch stream does not end
+//! on its own) or panics is a fault, and stops the controller.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,6 +18,7 @@ use kube::api::{DynamicObject, PartialObjectMeta};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
+use kube_retention_cli::supervise::Group;
 use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
 use kube_retention_common::kinds::{Entry, KindId, Watch};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -42,11 +45,20 @@ pub struct Watches {
     /// A permit per list under way.
     lists: Arc<Semaphore>,
     streams: SelectAll<BoxStream<'static, Observed>>,
-    running: HashMap<KindId, (Watch, Vec<AbortHandle>)>,
+    running: HashMap<KindId, (Watch, Vec<Stop>)>,
+    /// The watches' tasks, supervised.
+    tasks: Group,
+}
+
+/// Stops a watch: its task, and what it decoded ahead.
+struct Stop {
+    producer: tokio::task::AbortHandle,
+    consumer: AbortHandle,
 }
 
 impl Watches {
-    pub fn new(client: Client, page_size: u32, list_concurrency: u32) -> Self {
+    /// Watches whose tasks are members of `tasks`.
+    pub fn new(client: Client, page_size: u32, list_concurrency: u32, tasks: Group) -> Self {
         let permits = usize::try_from(list_concurrency)
             .unwrap_or(usize::MAX)
             .max(1);
@@ -56,6 +68,7 @@ impl Watches {
             lists: Arc::new(Semaphore::new(permits)),
             streams: stream::select_all(Vec::new()),
             running: HashMap::new(),
+            tasks,
         }
     }
 
@@ -105,7 +118,8 @@ impl Watches {
                 watcher::watcher(metadata, config.clone()).backoff(WatchBackoff::default());
             let unlabelled = taking_turns(unlabelled, self.lists.clone())
                 .map(move |event| Observed::Metadata(kind, event));
-            handles.extend(self.push(unlabelled.boxed()));
+            let name = format!("{} metadata", entry.resource);
+            handles.push(self.push(name, unlabelled.boxed()));
         }
         let config = match mode.selector() {
             Some(selector) => config.labels(selector),
@@ -115,7 +129,7 @@ impl Watches {
         let objects = watcher::watcher(api, config).backoff(WatchBackoff::default());
         let objects = taking_turns(objects, self.lists.clone())
             .map(move |event| Observed::Object(kind, event));
-        handles.extend(self.push(objects.boxed()));
+        handles.push(self.push(entry.resource.to_string(), objects.boxed()));
         self.running.insert(kind, (mode, handles));
     }
 
@@ -127,7 +141,8 @@ impl Watches {
             .into_iter()
             .flat_map(|(_, handles)| handles)
         {
-            handle.abort();
+            handle.producer.abort();
+            handle.consumer.abort();
         }
     }
 
@@ -140,39 +155,39 @@ impl Watches {
         )
         .backoff(WatchBackoff::default())
         .map(Observed::Policy);
-        self.push(policies.boxed());
+        self.push("RetentionPolicy".into(), policies.boxed());
         let cluster = watcher::watcher(
             Api::<ClusterRetentionPolicy>::all(self.client.clone()),
             config.clone(),
         )
         .backoff(WatchBackoff::default())
         .map(Observed::ClusterPolicy);
-        self.push(cluster.boxed());
+        self.push("ClusterRetentionPolicy".into(), cluster.boxed());
         let namespaces: Api<PartialObjectMeta<Namespace>> = Api::all(self.client.clone());
         let namespaces = watcher::watcher(namespaces, config)
             .backoff(WatchBackoff::default())
             .map(Observed::Namespace);
-        self.push(namespaces.boxed());
+        self.push("Namespace".into(), namespaces.boxed());
     }
 
-    /// Runs `events` in a task of its own, decoded up to [`FORWARDED`] ahead of the loop.
-    /// Aborting both handles stops the task and drops what it decoded ahead: nothing of a
-    /// stopped watch reaches the loop.
-    fn push(&mut self, events: BoxStream<'static, Observed>) -> [AbortHandle; 2] {
-        let (producer, producing) = AbortHandle::new_pair();
+    /// Runs `events` in a task of its own, the member `name` of the supervised group, decoded up
+    /// to [`FORWARDED`] ahead of the loop. [`Stop`] ends the task and drops what it decoded
+    /// ahead: nothing of a stopped watch reaches the loop.
+    fn push(&mut self, name: String, mut events: BoxStream<'static, Observed>) -> Stop {
         let (consumer, consuming) = AbortHandle::new_pair();
         let (mut sender, receiver) = futures::channel::mpsc::channel(FORWARDED);
-        let mut events = Abortable::new(events, producing);
-        tokio::spawn(async move {
+        let producer = self.tasks.spawn(name, async move {
             while let Some(event) = events.next().await {
                 if sender.send(event).await.is_err() {
-                    return;
+                    // The loop stopped reading: it stopped this watch or is shutting down.
+                    return Ok(());
                 }
             }
+            Err("the watch stream ended")
         });
         self.streams
             .push(Abortable::new(receiver, consuming).boxed());
-        [producer, consumer]
+        Stop { producer, consumer }
     }
 
     /// The next event of any watch; pending (never `None`) while no watch runs.

@@ -54,7 +54,7 @@ fn recorder(client: &Client) -> Recorder {
 
 fn executor(client: &Client, budget: Budget, metrics: &Metrics) -> Executor {
     let (feedback, _) = mpsc::unbounded_channel();
-    Executor::spawn(Parts {
+    let (executor, _tasks) = Executor::spawn(Parts {
         client: client.clone(),
         kinds: Arc::new(RwLock::new(Registry::builtin().clone())),
         settings: Settings {
@@ -67,7 +67,8 @@ fn executor(client: &Client, budget: Budget, metrics: &Metrics) -> Executor {
         metrics: metrics.clone(),
         recorder: recorder(client),
         feedback,
-    })
+    });
+    executor
 }
 
 /// Waits (in real time: the budget's clock is not tokio's) until `done` holds.

@@ -5,7 +5,7 @@
 //!   `retention.dev/expires-at` wherever admission can compute it.
 //! - [`review`]: decodes AdmissionReviews and dispatches them; malformed input gets a clear error.
 //! - [`sink_warnings`]: warns about a Cleaner's CloudEvent sink the sink policy refuses.
-//! - [`tls`] and [`server`]: HTTPS over rustls with certificate hot-reload.
+//! - [`tls`] and [`server`]: HTTPS over rustls with certificate hot-reload (a supervised task).
 
 pub mod access;
 pub mod args;
@@ -108,6 +108,8 @@ pub enum Error {
     DisableKind(#[source] kube_retention_common::kinds::RegistryError),
     #[error(transparent)]
     SinkPolicy(#[from] kube_retention_common::sink_policy::FlagError),
+    #[error(transparent)]
+    TaskEnded(#[from] kube_retention_cli::supervise::Ended),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,10 +1,17 @@
 //! `kube-retention-webhook`: validating and mutating admission for retention settings.
+//!
+//! Its one background task beside the server, `tls-reload` (the certificate's reload), is
+//! supervised ([`kube_retention_cli::supervise`]): if it ends or panics the webhook names it and
+//! exits non-zero, for the kubelet to restart it; SIGTERM still drains and exits 0. Builds with
+//! the `fault-injection` feature end it on `KUBE_RETENTION_FAULT=tls-reload` (`:panic` to panic)
+//! after `KUBE_RETENTION_FAULT_AFTER_SECONDS`.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use clap::Parser;
+use kube_retention_cli::supervise::Supervisor;
 use kube_retention_common::Registry;
 use kube_retention_webhook::access::Reviews;
 use kube_retention_webhook::args::Args;
@@ -52,13 +59,15 @@ async fn run(args: Args) -> kube_retention_webhook::Result<()> {
         context = context.with_writers(reviews, &args.controller_user);
     }
     let context = Arc::new(context);
-    let tls = server_config(
+    let mut supervisor = Supervisor::default();
+    let (tls, reloading) = server_config(
         CertificateFiles {
             cert: args.tls_cert,
             key: args.tls_key,
         },
         args.cert_reload_interval,
     )?;
+    supervisor.add(reloading);
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     tracing::info!(address = %listener.local_addr()?, "serving admission webhook");
     let router = router::router(context.clone(), args.max_body_bytes);
@@ -69,7 +78,9 @@ async fn run(args: Args) -> kube_retention_webhook::Result<()> {
         tokio::time::sleep(args.shutdown_delay).await;
         tracing::info!("draining in-flight requests");
     };
-    server::serve(listener, tls, router, shutdown).await?;
+    supervisor
+        .watch(server::serve(listener, tls, router, shutdown))
+        .await??;
     tracing::info!("stopped");
     Ok(())
 }

@@ -1,12 +1,14 @@
 //! TLS for the webhook: rustls (TLS 1.2 and 1.3 only) with the certificate and key read from
 //! files and reloaded when they change. New handshakes get the new certificate; established
-//! connections carry on undisturbed.
+//! connections carry on undisturbed. The reload runs as the supervised task `tls-reload`: were it
+//! to end, the webhook would serve its certificate past expiry, so its end stops the webhook.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use kube_retention_cli::supervise::{self, Supervised};
 use rustls::ServerConfig;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
@@ -65,8 +67,12 @@ fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<Arc<CertifiedKey>> {
 }
 
 /// Loads the certificate, builds the server config, and starts a task that reloads the files
-/// every `interval` when their contents change. A broken replacement is logged and skipped.
-pub fn server_config(files: CertificateFiles, interval: Duration) -> Result<Arc<ServerConfig>> {
+/// every `interval` when their contents change, answered for a supervisor. A broken
+/// replacement is logged and skipped.
+pub fn server_config(
+    files: CertificateFiles,
+    interval: Duration,
+) -> Result<(Arc<ServerConfig>, Supervised)> {
     let (cert, key) = files.read()?;
     let resolver = Arc::new(ReloadingResolver {
         current: RwLock::new(certified_key(&cert, &key)?),
@@ -78,8 +84,8 @@ pub fn server_config(files: CertificateFiles, interval: Duration) -> Result<Arc<
             .with_no_client_auth()
             .with_cert_resolver(resolver.clone());
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    tokio::spawn(reload(files, resolver, (cert, key), interval));
-    Ok(Arc::new(config))
+    let reloading = supervise::spawn("tls-reload", reload(files, resolver, (cert, key), interval));
+    Ok((Arc::new(config), reloading))
 }
 
 async fn reload(

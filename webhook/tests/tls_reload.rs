@@ -96,7 +96,7 @@ async fn rotated_certificate_is_served_without_failing_a_request() {
     let ca = CertificateAuthority::generate("rotation-test-ca", ::time::Duration::days(1)).unwrap();
     install(dir.path(), &ca, "first.example", Duration::ZERO).await;
 
-    let tls = server_config(
+    let (tls, _reloading) = server_config(
         CertificateFiles {
             cert: dir.path().join("tls.crt"),
             key: dir.path().join("tls.key"),

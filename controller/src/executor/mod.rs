@@ -20,6 +20,7 @@ use jiff::{SignedDuration, Timestamp};
 use kube::Client;
 use kube::api::PropagationPolicy;
 use kube::runtime::events::{EventType, Recorder};
+use kube_retention_cli::supervise::{self, Supervised};
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::metrics::Metrics;
@@ -88,16 +89,19 @@ struct Shared {
 }
 
 impl Executor {
-    pub fn spawn(parts: Parts) -> Self {
+    /// Starts the executor's tasks, `executor-dispatch` and `event-digest`, for a supervisor:
+    /// both run as long as the executor is used.
+    pub fn spawn(parts: Parts) -> (Self, [Supervised; 2]) {
         let (tx, rx) = mpsc::unbounded_channel();
         let budget = parts.settings.budget.clone();
         let kinds = parts.kinds.clone();
         let (notices, notices_rx) = mpsc::unbounded_channel();
         let window = SignedDuration::try_from(parts.settings.event_window).unwrap_or_default();
-        tokio::spawn(digest_events(Digest::new(window), notices_rx, tx.clone()));
+        let digest = digest_events(Digest::new(window), notices_rx, tx.clone());
+        let digest = supervise::spawn("event-digest", digest);
         let shared = Arc::new(Shared { parts, notices });
-        tokio::spawn(dispatch(shared, rx, budget));
-        Self { tx, kinds }
+        let dispatch = supervise::spawn("executor-dispatch", dispatch(shared, rx, budget));
+        (Self { tx, kinds }, [dispatch, digest])
     }
 
     /// A kind the loop added to its state: actions may refer to it from now on.

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use kube::api::DynamicObject;
+use kube_retention_cli::supervise::Supervised;
 use kube_retention_common::kinds::KindId;
 use tokio::sync::mpsc;
 
@@ -25,15 +26,17 @@ pub struct Evaluations {
 }
 
 impl Evaluations {
-    /// Starts the evaluator's thread.
-    pub fn start() -> std::io::Result<Self> {
+    /// Starts the evaluator's thread, answered for a supervisor.
+    pub fn start() -> std::io::Result<(Self, Supervised)> {
         let (sender, results) = mpsc::unbounded_channel();
-        Ok(Self {
-            evaluator: Evaluator::spawn(sender)?,
+        let (evaluator, thread) = Evaluator::spawn(sender)?;
+        let evaluations = Self {
+            evaluator,
             results,
             pending: HashMap::new(),
             next: 0,
-        })
+        };
+        Ok((evaluations, thread))
     }
 
     fn submit(&mut self, mut job: Job, metrics: &Metrics) {

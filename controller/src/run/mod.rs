@@ -111,6 +111,10 @@ impl Loop {
                 Ok(()) = self.leadership.changed() => {
                     let leader = *self.leadership.borrow_and_update();
                     tracing::info!(leader, "leadership changed");
+                    if !leader {
+                        // The new leader writes statuses; retries of ours could land after its.
+                        self.extra.statuses.forget_all();
+                    }
                     self.metrics.leader.set(i64::from(leader));
                     self.state.set_leader(leader, Timestamp::now())
                 }

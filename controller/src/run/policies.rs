@@ -2,11 +2,11 @@
 //! labelled ones) while a valid policy names them and the controller may list, watch, patch and
 //! delete them; a policy change lists its kinds afresh so every object is judged under the new
 //! settings; a namespace's labels changing does the same for ClusterRetentionPolicies with a
-//! `namespaceSelector`. The leader writes each policy's status when it changes.
+//! `namespaceSelector`. The leader writes each policy's status when it changes, through
+//! [`StatusWrites`], which retries failed writes off the loop.
 
 use std::collections::{HashMap, HashSet};
 
-use kube::Client;
 use kube::runtime::watcher::{self, Event};
 use kube_retention_common::api::{
     ClusterRetentionPolicy, PolicyStatus, ResourceRef, RetentionPolicy,
@@ -18,11 +18,13 @@ use serde_json::Value;
 use super::{Discovered, Loop};
 use crate::discovery::Scan;
 use crate::policy_status;
+use crate::policy_status::writes::StatusWrites;
 use crate::state::{Action, LoadedPolicy, PolicyKey};
 
 /// The loop's state beyond the configured kinds.
 pub struct Extra {
-    pub client: Client,
+    /// Writes policies' statuses.
+    pub statuses: StatusWrites,
     pub(super) discovered: Discovered,
     /// The latest scan's served kinds and the controller's rules.
     pub(super) scan: Option<Scan>,
@@ -34,9 +36,9 @@ pub struct Extra {
 }
 
 impl Extra {
-    pub fn new(client: Client) -> Self {
+    pub fn new(statuses: StatusWrites) -> Self {
         Self {
-            client,
+            statuses,
             discovered: Discovered::default(),
             scan: None,
             governed: HashSet::new(),
@@ -131,12 +133,14 @@ impl Loop {
                     .filter(|key| key.namespace.is_some() == (scope == 0) && !seen.contains(key))
                     .collect();
                 for key in gone {
+                    self.extra.statuses.forget(&key);
                     kinds.extend(self.state.policy_removed(&key));
                 }
             }
             Ok(Event::Delete(policy)) => {
                 let (key, ..) = read(&policy);
                 self.extra.written.remove(&key);
+                self.extra.statuses.forget(&key);
                 kinds = self.state.policy_removed(&key);
             }
             Err(error) => tracing::warn!(%error, "policy watch failed; retrying with backoff"),
@@ -251,7 +255,8 @@ impl Loop {
         }
     }
 
-    /// Writes each policy's status where it changed (the leader only).
+    /// Writes each policy's status where it changed (the leader only); a failed write is
+    /// retried by [`StatusWrites`] until it succeeds or a newer status replaces it.
     pub(super) fn write_policy_statuses(&mut self) {
         if !*self.leadership.borrow() {
             return;
@@ -275,7 +280,7 @@ impl Loop {
         }
         for (key, status) in writes {
             self.extra.written.insert(key.clone(), status.clone());
-            tokio::spawn(policy_status::write(self.extra.client.clone(), key, status));
+            self.extra.statuses.write(key, status);
         }
     }
 }

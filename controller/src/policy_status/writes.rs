@@ -1,0 +1,262 @@
+//! Policy status writes, off the loop and retried. The loop computes each policy's status and
+//! hands it over when it changes; the task here (the supervised `policy-status-writer`) patches
+//! the status subresource. A failed write (the API server unavailable, a conflict, throttling)
+//! is retried with exponential backoff ([`RETRY`]: backon's, with jitter, never giving up) —
+//! before, it was logged and the status stayed stale until the computed one changed. A newer
+//! status supersedes a pending retry and is written at once with its backoff reset; writes of
+//! one policy never overlap, so an older status cannot land after a newer one. A write the API
+//! server refuses as such (the policy gone: 404; a patch it rejects: 400, 422) is not retried.
+//! The loop forgets a deleted policy's writes, and all of them when it stops leading.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client};
+use kube_retention_cli::supervise::{self, Supervised};
+use kube_retention_common::api::{ClusterRetentionPolicy, PolicyStatus, RetentionPolicy};
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::state::PolicyKey;
+
+/// Retries of a failed write: 1 s doubling to 5 min, each with up to as much again of jitter
+/// (replicas and policies do not retry in step), for as long as the write fails.
+pub const RETRY: ExponentialBuilder = ExponentialBuilder::new()
+    .with_min_delay(Duration::from_secs(1))
+    .with_max_delay(Duration::from_secs(300))
+    .with_jitter()
+    .without_max_times();
+
+/// Hands statuses to the writer task; cheap to clone.
+#[derive(Clone)]
+pub struct StatusWrites {
+    requests: mpsc::UnboundedSender<Request>,
+}
+
+enum Request {
+    Write(PolicyKey, PolicyStatus),
+    Forget(PolicyKey),
+    ForgetAll,
+}
+
+impl StatusWrites {
+    /// Starts the writer task, retrying on `retry`'s schedule, and answers it for a supervisor;
+    /// it ends once every [`StatusWrites`] is dropped.
+    pub fn spawn(client: Client, retry: ExponentialBuilder) -> (Self, Supervised) {
+        let (requests, received) = mpsc::unbounded_channel();
+        let writer = Writer {
+            client,
+            retry,
+            slots: HashMap::new(),
+            next_id: 0,
+            writing: FuturesUnordered::new(),
+        };
+        let task = supervise::spawn("policy-status-writer", writer.run(received));
+        (Self { requests }, task)
+    }
+
+    /// Writes `status` for the policy `key`, in place of any status of it not yet written.
+    pub fn write(&self, key: PolicyKey, status: PolicyStatus) {
+        self.requests.send(Request::Write(key, status)).ok();
+    }
+
+    /// Drops what is pending for `key` (deleted).
+    pub fn forget(&self, key: &PolicyKey) {
+        self.requests.send(Request::Forget(key.clone())).ok();
+    }
+
+    /// Drops everything pending (this replica stopped leading: the new leader writes).
+    pub fn forget_all(&self) {
+        self.requests.send(Request::ForgetAll).ok();
+    }
+}
+
+/// A policy's writes. `id` tells a write of this slot from one of a forgotten predecessor.
+struct Slot {
+    id: u64,
+    /// The status to write next, if any.
+    pending: Option<PolicyStatus>,
+    /// Whether a write is under way.
+    writing: bool,
+    /// When `pending` may be written.
+    due: Instant,
+    /// While writes keep failing: the delays before the next retries.
+    backoff: Option<ExponentialBackoff>,
+}
+
+/// A write that came back.
+struct Written {
+    key: PolicyKey,
+    id: u64,
+    status: PolicyStatus,
+    result: kube::Result<()>,
+}
+
+struct Writer {
+    client: Client,
+    retry: ExponentialBuilder,
+    slots: HashMap<PolicyKey, Slot>,
+    next_id: u64,
+    writing: FuturesUnordered<BoxFuture<'static, Written>>,
+}
+
+impl Writer {
+    async fn run(mut self, mut requests: mpsc::UnboundedReceiver<Request>) {
+        loop {
+            self.start_due(Instant::now());
+            let next_due = self
+                .slots
+                .values()
+                .filter(|slot| slot.pending.is_some() && !slot.writing)
+                .map(|slot| slot.due)
+                .min();
+            tokio::select! {
+                request = requests.recv() => match request {
+                    Some(request) => self.apply(request),
+                    None => return,
+                },
+                Some(written) = self.writing.next(), if !self.writing.is_empty() => {
+                    self.finished(written);
+                }
+                () = sleep_until(next_due), if next_due.is_some() => {}
+            }
+        }
+    }
+
+    fn apply(&mut self, request: Request) {
+        match request {
+            Request::Write(key, status) => {
+                let next_id = &mut self.next_id;
+                let slot = self.slots.entry(key).or_insert_with(|| {
+                    *next_id += 1;
+                    Slot {
+                        id: *next_id,
+                        pending: None,
+                        writing: false,
+                        due: Instant::now(),
+                        backoff: None,
+                    }
+                });
+                slot.pending = Some(status);
+                slot.due = Instant::now();
+                slot.backoff = None;
+            }
+            Request::Forget(key) => {
+                self.slots.remove(&key);
+            }
+            Request::ForgetAll => self.slots.clear(),
+        }
+    }
+
+    /// Starts the writes that are due, one at a time per policy.
+    fn start_due(&mut self, now: Instant) {
+        for (key, slot) in &mut self.slots {
+            if slot.writing || slot.due > now {
+                continue;
+            }
+            let Some(status) = slot.pending.take() else {
+                continue;
+            };
+            slot.writing = true;
+            let (client, key, id) = (self.client.clone(), key.clone(), slot.id);
+            self.writing.push(Box::pin(async move {
+                let result = patch(client, &key, &status).await;
+                Written {
+                    key,
+                    id,
+                    status,
+                    result,
+                }
+            }));
+        }
+    }
+
+    fn finished(&mut self, written: Written) {
+        let Written {
+            key,
+            id,
+            status,
+            result,
+        } = written;
+        let Some(slot) = self.slots.get_mut(&key).filter(|slot| slot.id == id) else {
+            return; // Forgotten meanwhile.
+        };
+        slot.writing = false;
+        let error = match result {
+            Ok(()) => {
+                slot.backoff = None;
+                if slot.pending.is_none() {
+                    self.slots.remove(&key);
+                }
+                return;
+            }
+            Err(error) => error,
+        };
+        if slot.pending.is_some() {
+            tracing::warn!(policy = %key, %error, "writing the policy's status failed; a newer status replaces it");
+        } else if !retriable(&error) {
+            tracing::warn!(policy = %key, %error, "writing the policy's status failed; not retried");
+            self.slots.remove(&key);
+        } else {
+            let retry = self.retry;
+            let delay = slot
+                .backoff
+                .get_or_insert_with(|| retry.build())
+                .next()
+                .unwrap_or(Duration::from_secs(300));
+            tracing::warn!(policy = %key, %error, retry_in = ?delay, "writing the policy's status failed; retrying");
+            slot.pending = Some(status);
+            slot.due = Instant::now() + delay;
+        }
+    }
+}
+
+async fn sleep_until(due: Option<Instant>) {
+    match due {
+        Some(due) => tokio::time::sleep_until(due).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Whether a write that failed with `error` may succeed when repeated: not when the policy is
+/// gone, the API server rejects the patch itself, or the status or the answer cannot be
+/// (de)serialized.
+fn retriable(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(status) => !matches!(status.code, 400 | 404 | 422),
+        kube::Error::SerdeError(_) => false,
+        _ => true,
+    }
+}
+
+/// Patches the status subresource of the policy `key` to `status` (a merge patch; absent
+/// fields written as null so nothing stale stays).
+async fn patch(client: Client, key: &PolicyKey, status: &PolicyStatus) -> kube::Result<()> {
+    let mut value = serde_json::to_value(status).map_err(kube::Error::SerdeError)?;
+    for field in ["nextDeletion", "limits"] {
+        value
+            .as_object_mut()
+            .map(|map| map.entry(field).or_insert(serde_json::Value::Null));
+    }
+    if let Some(map) = value.as_object_mut() {
+        map.entry("wouldDelete").or_insert(json!([]));
+    }
+    let patch = Patch::Merge(json!({"status": value}));
+    let params = PatchParams::default();
+    match &key.namespace {
+        Some(namespace) => Api::<RetentionPolicy>::namespaced(client, namespace)
+            .patch_status(&key.name, &params, &patch)
+            .await
+            .map(|_| ()),
+        None => Api::<ClusterRetentionPolicy>::all(client)
+            .patch_status(&key.name, &params, &patch)
+            .await
+            .map(|_| ()),
+    }
+}
