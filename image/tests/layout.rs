@@ -61,7 +61,10 @@ fn another_image_has_its_own_title_entrypoint_and_user() -> anyhow::Result<()> {
     let archive = folder.path().join("pause.tar");
     build(&image, &archive)?;
     let config = inspect(&archive)?.config;
-    assert_eq!(config["config"]["Entrypoint"], serde_json::json!(["/pause"]));
+    assert_eq!(
+        config["config"]["Entrypoint"],
+        serde_json::json!(["/pause"])
+    );
     assert_eq!(config["config"]["User"], "65535:65535");
     assert_eq!(
         config["config"]["Labels"]["org.opencontainers.image.title"],

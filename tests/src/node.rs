@@ -36,6 +36,9 @@ pub const NODE_USER: &str = "system:node:kube-retention-node";
 pub const NETNS: &str = "kube-retention-node";
 /// The host's end of the link to the node, where the API server is reached from the node.
 pub const HOST_IP: &str = "10.210.0.1";
+/// A second address on the host's end, for test servers the node's pods call (CloudEvent
+/// sinks): the API server's own address is one a sink may not have.
+pub const HOST_SERVICE_IP: &str = "10.210.0.3";
 /// The node's end: its InternalIP.
 pub const NODE_IP: &str = "10.210.0.2";
 /// The node's pods' addresses (the CNI bridge's subnet).

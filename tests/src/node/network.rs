@@ -9,7 +9,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use super::{HOST_IP, NETNS, NODE_IP, POD_CIDR};
+use super::{HOST_IP, HOST_SERVICE_IP, NETNS, NODE_IP, POD_CIDR};
 use crate::run;
 
 /// The link's two ends: the host's name, and the node's (inside [`NETNS`]).
@@ -38,6 +38,13 @@ fn configure() -> Result<()> {
         "link", "add", HOST_LINK, "type", "veth", "peer", "name", NODE_LINK, "netns", NETNS,
     ])?;
     ip(&["addr", "add", &format!("{HOST_IP}/24"), "dev", HOST_LINK])?;
+    ip(&[
+        "addr",
+        "add",
+        &format!("{HOST_SERVICE_IP}/32"),
+        "dev",
+        HOST_LINK,
+    ])?;
     ip(&["link", "set", HOST_LINK, "up"])?;
     in_node(&["ip", "link", "set", "lo", "up"])?;
     in_node(&[

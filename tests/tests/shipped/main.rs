@@ -7,14 +7,19 @@
 //! comes from `KUBE_RETENTION_IMAGE`, else `target/image/kube-retention.oci.tar`.
 
 #[allow(dead_code, reason = "shared with the e2e suite, which uses all of it")]
+#[path = "../e2e/cleaners/sink.rs"]
+mod sink;
+#[allow(dead_code, reason = "shared with the e2e suite, which uses all of it")]
 #[path = "../e2e/support.rs"]
 mod support;
 #[allow(dead_code, reason = "shared with the e2e suite, which uses all of it")]
 #[path = "../e2e/workloads.rs"]
 mod workloads;
 
+mod failover;
 mod pods;
 mod retention;
+mod sinks;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,15 +29,23 @@ use kube_retention_e2e::cluster::ShippedImage;
 use libtest_mimic::{Arguments, Trial};
 use support::Env;
 
-fn main() -> ExitCode {
-    let arguments = Arguments::from_args();
-    let repo_root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+/// The image under test: `KUBE_RETENTION_IMAGE`, else `make image`'s archive.
+pub fn shipped_image() -> anyhow::Result<ShippedImage> {
     let archive = std::env::var_os("KUBE_RETENTION_IMAGE")
         .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root.join("target/image/kube-retention.oci.tar"));
-    let chart = repo_root.join("charts/kube-retention");
+        .unwrap_or_else(|| repo_root().join("target/image/kube-retention.oci.tar"));
+    ShippedImage::from_archive(&archive)
+}
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn main() -> ExitCode {
+    let arguments = Arguments::from_args();
+    let chart = repo_root().join("charts/kube-retention");
     let started = std::time::Instant::now();
-    let env = ShippedImage::from_archive(&archive).and_then(|image| {
+    let env = shipped_image().and_then(|image| {
         Env::start_with(|layout| LocalCluster::up_with_node(layout, &image, &chart))
     });
     let env = match env {
@@ -48,7 +61,18 @@ fn main() -> ExitCode {
     );
     let mut tests: Vec<Trial> = pods::tests(&env);
     tests.extend(retention::tests(&env));
-    let conclusion = libtest_mimic::run(&arguments, tests);
+    let mut conclusion = libtest_mimic::run(&arguments, tests);
+    // Trials that upgrade the release or stop its pods run last, one at a time.
+    let serial = Arguments {
+        test_threads: Some(1),
+        ..arguments.clone()
+    };
+    let mut disruptive_tests = sinks::disruptive_tests(&env);
+    disruptive_tests.extend(failover::disruptive_tests(&env));
+    let disruptive = libtest_mimic::run(&serial, disruptive_tests);
+    conclusion.num_passed += disruptive.num_passed;
+    conclusion.num_failed += disruptive.num_failed;
+    conclusion.num_filtered_out += disruptive.num_filtered_out;
     env.stop();
     println!(
         "shipped: {} passed, {} failed",

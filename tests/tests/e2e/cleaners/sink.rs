@@ -1,6 +1,7 @@
 //! An HTTP sink for CloudEvents run by the test: it records each request's headers and body and
 //! answers 202. It listens on 127.0.0.2, the one loopback address the local controller's sink
-//! policy allows (`components::SINK_ALLOW`).
+//! policy allows (`components::SINK_ALLOW`), or where [`Sink::start_on`] says, over TLS when
+//! given an acceptor (the as-shipped suite's https sink).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -26,15 +27,30 @@ pub struct Sink {
 
 impl Sink {
     pub async fn start() -> Result<Self> {
-        let listener = TcpListener::bind((SINK_ADDRESS, 0)).await?;
-        let url = format!("http://{}/", listener.local_addr()?);
+        Self::start_on(SINK_ADDRESS, None).await
+    }
+
+    /// A sink on `address`, serving https with `tls` (its URL names the address, which the
+    /// certificate must cover), else http.
+    pub async fn start_on(address: &str, tls: Option<tokio_rustls::TlsAcceptor>) -> Result<Self> {
+        let listener = TcpListener::bind((address, 0)).await?;
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let url = format!("{scheme}://{}/", listener.local_addr()?);
         let received = Arc::new(Mutex::new(Vec::new()));
         let recorded = received.clone();
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let recorded = recorded.clone();
+                let tls = tls.clone();
                 tokio::spawn(async move {
-                    if let Ok(request) = serve(stream).await {
+                    let served = match tls {
+                        Some(tls) => match tls.accept(stream).await {
+                            Ok(stream) => serve(stream).await,
+                            Err(error) => Err(error.into()),
+                        },
+                        None => serve(stream).await,
+                    };
+                    if let Ok(request) = served {
                         recorded
                             .lock()
                             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -64,7 +80,9 @@ impl Drop for Sink {
     }
 }
 
-async fn serve(stream: tokio::net::TcpStream) -> Result<Received> {
+async fn serve(
+    stream: impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+) -> Result<Received> {
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
     reader.read_line(&mut line).await?;
