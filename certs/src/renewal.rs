@@ -79,6 +79,10 @@ pub fn desired(
     lifetimes: Lifetimes,
     now: OffsetDateTime,
 ) -> Result<BTreeMap<String, String>> {
+    // Fresh: more than renew_before left. Not "no longer than the configured lifetime": while a
+    // rollout changes the lifetimes, old and new replicas would each find the other's
+    // certificates wrong and rotate the CA back and forth, dropping one still served from the
+    // caBundle. New lifetimes apply from the next renewal.
     let fresh = |pem: &str| {
         parse(pem).is_some_and(|parsed| parsed.not_after - now > lifetimes.renew_before)
     };
@@ -219,6 +223,28 @@ mod tests {
         let cleaned = desired(&rotated, &names, LIFETIMES, after_old_expired).unwrap();
         assert_eq!(cleaned[CA_CERT], rotated[CA_CERT]);
         assert!(!cleaned.contains_key(CA_PREVIOUS));
+    }
+
+    #[test]
+    fn lifetimes_that_differ_agree_on_what_is_fresh() {
+        // Replicas of two releases, one with shortened lifetimes, during a rollout: neither
+        // renews what the other wrote while it is fresh for both, so they never take turns
+        // rotating the CA.
+        let names = ["webhook.kube-retention.svc"];
+        let shorter = Lifetimes {
+            ca: Duration::seconds(100),
+            serving: Duration::seconds(40),
+            renew_before: Duration::seconds(25),
+        };
+        let long = desired(&BTreeMap::new(), &names, LIFETIMES, now()).unwrap();
+        assert_eq!(desired(&long, &names, shorter, now()).unwrap(), long);
+        let short = desired(&BTreeMap::new(), &names, shorter, now()).unwrap();
+        let left = parse(&short[TLS_CERT]).unwrap().not_after - now();
+        assert!(left <= Duration::seconds(40), "{left}");
+        // With 40 s left of its 100, the short CA is renewed by the release that wants 30 days
+        // ahead, and the previous CA stays in the bundle.
+        let renewed = desired(&short, &names, LIFETIMES, now()).unwrap();
+        assert_eq!(renewed[CA_PREVIOUS], short[CA_CERT]);
     }
 
     #[test]

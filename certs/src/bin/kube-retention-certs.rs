@@ -187,16 +187,26 @@ async fn ensure(client: &Client, args: &Ensure) -> Result<()> {
             Err(error) => return Err(error.into()),
         }
     };
-    if let Some(dir) = &args.out_dir {
-        write_if_changed(&dir.join(TLS_KEY), &data[TLS_KEY])?;
-        write_if_changed(&dir.join(TLS_CERT), &data[TLS_CERT])?;
-    }
+    // The caBundle first: a certificate from a new CA is served only once the API server has
+    // been told to trust that CA. When the bundle has just changed, the files wait for the next
+    // check, giving the API server's webhook configuration informers time to see it (the old
+    // certificate stays valid: renewal comes well before expiry). Missing files are written at
+    // once: nothing is served yet.
     let bundle = renewal::ca_bundle(&data);
     let name = &args.webhook_configuration;
     let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-    point_at_bundle(&mutating, name, &bundle).await?;
+    let mut bundle_changed = point_at_bundle(&mutating, name, &bundle).await?;
     let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    point_at_bundle(&validating, name, &bundle).await?;
+    bundle_changed |= point_at_bundle(&validating, name, &bundle).await?;
+    if let Some(dir) = &args.out_dir {
+        let serving = dir.join(TLS_CERT).exists() && dir.join(TLS_KEY).exists();
+        if bundle_changed && serving && args.watch.is_some() {
+            tracing::info!("caBundle changed: the new certificate is served from the next check");
+            return Ok(());
+        }
+        write_if_changed(&dir.join(TLS_KEY), &data[TLS_KEY])?;
+        write_if_changed(&dir.join(TLS_CERT), &data[TLS_CERT])?;
+    }
     Ok(())
 }
 
@@ -211,8 +221,8 @@ fn secret_data(secret: &Secret) -> BTreeMap<String, String> {
 
 /// Writes `bundle` into every webhook of the configuration `name`, with the same
 /// [`kube_retention_certs::point_webhooks`] the local cluster uses; a JSON patch of only what
-/// differs, none when all is current.
-async fn point_at_bundle<K>(api: &Api<K>, name: &str, bundle: &str) -> Result<()>
+/// differs, none when all is current. Answers whether it changed anything.
+async fn point_at_bundle<K>(api: &Api<K>, name: &str, bundle: &str) -> Result<bool>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
 {
@@ -225,12 +235,12 @@ where
     kube_retention_certs::point_webhooks(&mut wanted, bundle, None);
     let patch = json_patch::diff(&current, &wanted);
     if patch.0.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
     api.patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))
         .await?;
     tracing::info!(%name, "wrote the caBundle");
-    Ok(())
+    Ok(true)
 }
 
 /// Replaces `path` atomically (write, then rename) so the webhook never reads half a file.
