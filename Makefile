@@ -8,6 +8,7 @@ CARGO ?= cargo
 STATE ?= .local
 MUSL := x86_64-unknown-linux-musl
 IMAGE ?= target/image/kube-retention.oci.tar
+FAULTS_IMAGE ?= target/image/kube-retention-faults.oci.tar
 # The image's static binaries. ring's C is compiled with the system cc: no musl cross compiler is
 # needed for static linking.
 MUSL_CARGO = rustup target list --installed | grep -qx $(MUSL) || rustup target add $(MUSL); \
@@ -15,11 +16,12 @@ MUSL_CARGO = rustup target list --installed | grep -qx $(MUSL) || rustup target 
 MUSL_BUILD = $(MUSL_CARGO) build --release --target $(MUSL)
 LOCAL_CLUSTER = $(CARGO) run --quiet --package kube-retention-e2e --bin local-cluster -- --state $(STATE)
 
-.PHONY: help toolchain cluster-binaries node-packages build up up-node down status demo test test-shipped fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-controller bench-cel
+.PHONY: help toolchain cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-controller bench-cel
 
 help:
 	@echo "make demo    start the local cluster and walk through what kube-retention does"
-	@echo "make test    formatting, clippy, unit and end-to-end tests (chaos suite's short form included)"
+	@echo "make test    formatting, clippy, unit and end-to-end tests (chaos suite's short form included),"
+	@echo "             and the as-shipped suite on a real node (root; make test-shipped alone)"
 	@echo "make chaos   the chaos suite and fuzzing at full size; writes docs/reliability.md"
 	@echo "make up      start the local cluster ($(STATE)/kubeconfig); make down stops it"
 	@echo "make up-node the local cluster with a node running the image and the chart, as shipped"
@@ -60,7 +62,8 @@ status:
 demo: up
 	@scripts/demo.sh $(STATE)/kubeconfig
 
-test: fmt-check clippy doc-check unit peer-test monitoring-check e2e image-test
+# image-faults before image-test's image, so the shipped binaries are built last, once.
+test: fmt-check clippy doc-check unit peer-test monitoring-check e2e image-faults image-test test-shipped
 
 # The retention.dev CRDs from the Rust types; `make unit` fails while the checked-in file is stale.
 crds: toolchain
@@ -107,6 +110,20 @@ image: toolchain
 	$(CARGO) run --quiet --package kube-retention-image -- --out $(IMAGE) \
 		$(addprefix target/$(MUSL)/release/,kube-retention-controller kube-retention-webhook kube-retention-certs kubectl-retention)
 
+# The image again with the fault-injection feature (KUBE_RETENTION_FAULT ends a named background
+# task), tagged `faults`: only for the as-shipped suite's supervision test, never shipped. Built
+# before `image` wherever both are, so the release folder ends with the shipped binaries.
+image-faults: toolchain
+	$(MUSL_BUILD) --package kube-retention-controller --package kube-retention-webhook \
+		--package kube-retention-certs --package kube-retention-plugin \
+		--features kube-retention-controller/fault-injection,kube-retention-webhook/fault-injection \
+		--bin kube-retention-controller --bin kube-retention-webhook \
+		--bin kube-retention-certs --bin kubectl-retention
+	@mkdir -p target/image/faults
+	cp $(addprefix target/$(MUSL)/release/,kube-retention-controller kube-retention-webhook kube-retention-certs kubectl-retention) target/image/faults/
+	$(CARGO) run --quiet --package kube-retention-image -- --out $(FAULTS_IMAGE) --tag faults \
+		$(addprefix target/image/faults/,kube-retention-controller kube-retention-webhook kube-retention-certs kubectl-retention)
+
 # The image's manifest and config, and each binary in its layer static and running.
 image-test: image
 	KUBE_RETENTION_IMAGE=$(CURDIR)/$(IMAGE) $(CARGO) test --package kube-retention-image --test built_image -- --ignored
@@ -118,9 +135,9 @@ e2e: cluster-binaries build
 # The as-shipped suite: a private cluster with a node (containerd, kubelet, kube-proxy) running
 # the image through the chart, and tests against the chart's pods only. Needs root (the node's
 # network namespace, cgroups and mounts) and the node's packages.
-test-shipped: cluster-binaries node-packages build image
-	KUBE_RETENTION_IMAGE=$(CURDIR)/$(IMAGE) $(CARGO) test --package kube-retention-e2e \
-		--features shipped --test shipped
+test-shipped: cluster-binaries node-packages build image-faults image
+	KUBE_RETENTION_IMAGE=$(CURDIR)/$(IMAGE) KUBE_RETENTION_FAULTS_IMAGE=$(CURDIR)/$(FAULTS_IMAGE) \
+		$(CARGO) test --package kube-retention-e2e --features shipped --test shipped
 
 # The long forms: a million generated inputs for the webhook's handler and the model, then the
 # chaos scenarios at full size (10,000 Jobs SIGKILLed under, 1,000 re-creations, ...), which write

@@ -101,6 +101,12 @@ impl Node {
         runtime::import(cluster, archive, name)
     }
 
+    /// Tags the imported image `from` as `to` too (both `name:tag`), e.g. to install the same
+    /// image under a previous version's tag and upgrade from it.
+    pub fn tag_image(cluster: &LocalCluster, from: &str, to: &str) -> Result<()> {
+        runtime::tag(&cluster.layout.state_dir, from, to)
+    }
+
     /// The host pid of the container `id` (a pod status's `containerID` without its
     /// `containerd://`), read from the node's runtime.
     pub fn container_pid(cluster: &LocalCluster, id: &str) -> Result<i32> {

@@ -93,18 +93,17 @@ impl LocalCluster {
         Ok((cluster, Outcome::Started))
     }
 
-    /// `helm upgrade --install` of the chart at `chart` with `image` and `extra` values
-    /// (`key=value`), waiting until every pod is Ready.
+    /// `helm upgrade --install` of the chart at `chart` with `image`, and `extra` arguments
+    /// (`--set key=value`, `--set-string key=value`), waiting until every pod is Ready.
     pub fn helm_install(&self, chart: &Path, image: &ShippedImage, extra: &[&str]) -> Result<()> {
-        let mut values = image.chart_values();
-        values.extend(extra.iter().map(|value| (*value).to_owned()));
         run(self
             .helm()
             .args(["upgrade", "--install", CHART_RELEASE])
             .arg(chart)
             .args(["--namespace", NAMESPACE, "--create-namespace"])
             .args(["--wait", "--timeout", HELM_WAIT])
-            .args(["--set", &values.join(",")]))
+            .args(["--set", &image.chart_values().join(",")])
+            .args(extra))
         .with_context(|| format!("helm install of {}", chart.display()))
         .map(drop)
     }

@@ -181,6 +181,13 @@ pub(super) fn remove_containers(state: &Path) {
     .ok();
 }
 
+/// `ctr images tag`: `to` names the image `from` names.
+pub(super) fn tag(state: &Path, from: &str, to: &str) -> Result<()> {
+    ctr(state, &["images", "tag", "--force", from, to])
+        .with_context(|| format!("tagging {from} as {to} in the node's runtime"))
+        .map(drop)
+}
+
 /// The pid of the running task of container `id` (`ctr tasks list`: TASK PID STATUS).
 pub(super) fn task_pid(state: &Path, id: &str) -> Result<i32> {
     let listed = ctr(state, &["tasks", "list"])?;

@@ -152,7 +152,7 @@ async fn failover(ns: TestNamespace) -> Result<()> {
 
 /// The names of the BuildRuns in `ns` that `user` deleted successfully, once per DELETE, from
 /// the API server's audit log (tests/cluster/audit-policy.yaml records every DELETE).
-fn successful_deletes(ns: &TestNamespace, user: &str) -> Result<Vec<String>> {
+pub fn successful_deletes(ns: &TestNamespace, user: &str) -> Result<Vec<String>> {
     let log = std::fs::read_to_string(ns.env.cluster.layout.state("logs/audit.log"))?;
     Ok(log
         .lines()

@@ -16,10 +16,16 @@ mod support;
 #[path = "../e2e/workloads.rs"]
 mod workloads;
 
+mod eviction;
 mod failover;
+mod health;
 mod pods;
 mod retention;
+mod rotation;
+mod settled;
 mod sinks;
+mod trickle;
+mod upgrade;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -69,6 +75,10 @@ fn main() -> ExitCode {
     };
     let mut disruptive_tests = sinks::disruptive_tests(&env);
     disruptive_tests.extend(failover::disruptive_tests(&env));
+    disruptive_tests.extend(rotation::disruptive_tests(&env));
+    disruptive_tests.extend(eviction::disruptive_tests(&env));
+    disruptive_tests.extend(health::disruptive_tests(&env));
+    disruptive_tests.extend(upgrade::disruptive_tests(&env));
     let disruptive = libtest_mimic::run(&serial, disruptive_tests);
     conclusion.num_passed += disruptive.num_passed;
     conclusion.num_failed += disruptive.num_failed;

@@ -61,7 +61,7 @@ async fn http_and_https(ns: TestNamespace) -> Result<()> {
     let chart = cluster.layout.repo_root.join("charts/kube-retention");
     let image = crate::shipped_image()?;
     let trust = format!("controller.sinkTrustedCAs.configMap={TRUSTED_CAS}");
-    cluster.helm_install(&chart, &image, &[&trust])?;
+    cluster.helm_install(&chart, &image, &["--set", &trust])?;
 
     let delivered = async {
         for (name, sink) in [("plain", &http), ("secure", &https)] {
