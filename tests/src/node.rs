@@ -91,6 +91,20 @@ impl Node {
         Ok(stopped)
     }
 
+    /// What a node in `cluster_state` left behind after [`Node::down`]: its namespace, its link,
+    /// mounts under the state folder, its cgroups, runtime shims. Empty when nothing is left.
+    pub fn leftovers(cluster_state: &std::path::Path) -> Result<Vec<String>> {
+        let mut left = Vec::new();
+        if network::exists()? {
+            left.push(format!("the network namespace {NETNS}"));
+        }
+        if std::path::Path::new(&format!("/sys/class/net/{}", network::HOST_LINK)).exists() {
+            left.push(format!("the link {}", network::HOST_LINK));
+        }
+        left.extend(leftovers::remaining(cluster_state)?);
+        Ok(left)
+    }
+
     /// Imports an OCI archive (`make image`'s) into the node's runtime as `name`:`tag in the
     /// archive`, where pods with `imagePullPolicy: Never` or `IfNotPresent` find it.
     pub fn import_image(

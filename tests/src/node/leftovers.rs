@@ -45,6 +45,27 @@ pub(super) fn remove(state: &Path) -> Result<()> {
     unmount_under(&state.join("node"))
 }
 
+/// What is left of the node's cgroups, shims and mounts, described.
+pub(super) fn remaining(state: &Path) -> Result<Vec<String>> {
+    let mut left = Vec::new();
+    for hierarchy in hierarchies()? {
+        let root = hierarchy.join(CGROUP_ROOT);
+        if root.exists() {
+            left.push(format!("the cgroup {}", root.display()));
+        }
+    }
+    left.extend(shims(state)?.iter().map(|pid| format!("the shim {pid}")));
+    if let Ok(dir) = state.join("node").canonicalize() {
+        left.extend(
+            mount_points()?
+                .into_iter()
+                .filter(|point| point.starts_with(&dir))
+                .map(|point| format!("the mount {}", point.display())),
+        );
+    }
+    Ok(left)
+}
+
 /// The mounted cgroup v1 hierarchies (the unified v2 tree has no controllers here).
 fn hierarchies() -> Result<Vec<PathBuf>> {
     let mut found = Vec::new();
@@ -83,10 +104,18 @@ fn empty_and_remove(cgroup: &Path) -> Result<()> {
     fs::remove_dir(cgroup).with_context(|| format!("removing {}", cgroup.display()))
 }
 
-/// Kills the runtime's shims that outlived containerd: each names containerd's socket on its
-/// command line.
+/// Kills the runtime's shims that outlived containerd.
 fn kill_shims(state: &Path) -> Result<()> {
+    for pid in shims(state)? {
+        kill(Pid::from_raw(pid), Signal::SIGKILL).ok();
+    }
+    Ok(())
+}
+
+/// The runtime's shims running: each names containerd's socket on its command line.
+fn shims(state: &Path) -> Result<Vec<i32>> {
     let socket = runtime::socket(state).display().to_string();
+    let mut found = Vec::new();
     for entry in fs::read_dir("/proc")? {
         let Ok(pid) = entry?.file_name().to_string_lossy().parse::<i32>() else {
             continue;
@@ -95,14 +124,23 @@ fn kill_shims(state: &Path) -> Result<()> {
             continue;
         };
         let args: Vec<&[u8]> = cmdline.split(|byte| *byte == 0).collect();
-        let shim = args
-            .first()
-            .is_some_and(|program| String::from_utf8_lossy(program).contains("containerd-shim"));
+        let shim = args.first().is_some_and(|program| {
+            String::from_utf8_lossy(program).contains("containerd-shim")
+        });
         if shim && args.contains(&socket.as_bytes()) {
-            kill(Pid::from_raw(pid), Signal::SIGKILL).ok();
+            found.push(pid);
         }
     }
-    Ok(())
+    Ok(found)
+}
+
+/// Every mount point, from /proc/self/mountinfo.
+fn mount_points() -> Result<Vec<PathBuf>> {
+    Ok(fs::read_to_string("/proc/self/mountinfo")?
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(unescape)
+        .collect())
 }
 
 /// Unmounts every mount point under `dir`, deepest first (a lazy detach where a busy one
@@ -112,10 +150,8 @@ fn unmount_under(dir: &Path) -> Result<()> {
         return Ok(());
     };
     for _ in 0..5 {
-        let mut points: Vec<PathBuf> = fs::read_to_string("/proc/self/mountinfo")?
-            .lines()
-            .filter_map(|line| line.split(' ').nth(4))
-            .map(unescape)
+        let mut points: Vec<PathBuf> = mount_points()?
+            .into_iter()
             .filter(|point| point.starts_with(&dir))
             .collect();
         if points.is_empty() {

@@ -32,6 +32,7 @@ use std::process::ExitCode;
 
 use kube_retention_e2e::LocalCluster;
 use kube_retention_e2e::cluster::ShippedImage;
+use kube_retention_e2e::node::Node;
 use libtest_mimic::{Arguments, Trial};
 use support::Env;
 
@@ -47,9 +48,23 @@ fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// The host's iptables rules (iptables-save without comments and counters).
+fn iptables_rules() -> Vec<String> {
+    let saved = std::process::Command::new("iptables-save")
+        .output()
+        .map(|output| String::from_utf8_lossy(&output.stdout).into_owned())
+        .unwrap_or_default();
+    saved
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .map(|line| line.split(" [").next().unwrap_or(line).to_owned())
+        .collect()
+}
+
 fn main() -> ExitCode {
     let arguments = Arguments::from_args();
     let chart = repo_root().join("charts/kube-retention");
+    let host_rules = iptables_rules();
     let started = std::time::Instant::now();
     let env = shipped_image().and_then(|image| {
         Env::start_with(|layout| LocalCluster::up_with_node(layout, &image, &chart))
@@ -83,7 +98,23 @@ fn main() -> ExitCode {
     conclusion.num_passed += disruptive.num_passed;
     conclusion.num_failed += disruptive.num_failed;
     conclusion.num_filtered_out += disruptive.num_filtered_out;
+    let stopping = std::time::Instant::now();
     env.stop();
+    println!("shipped: make down's work took {:.0?}", stopping.elapsed());
+    // `make down` leaves nothing: no namespace, link, mount, cgroup or shim of the node, and
+    // the host's iptables rules as they were before the node started.
+    let mut left = Node::leftovers(&env.cluster.layout.state_dir).unwrap_or_else(|error| {
+        vec![format!("could not look: {error:#}")]
+    });
+    if iptables_rules() != host_rules {
+        left.push("iptables rules on the host changed".to_owned());
+    }
+    if left.is_empty() {
+        println!("shipped: nothing of the node left after it stopped");
+    } else {
+        eprintln!("shipped: the node left behind: {}", left.join("; "));
+        conclusion.num_failed += 1;
+    }
     println!(
         "shipped: {} passed, {} failed",
         conclusion.num_passed, conclusion.num_failed
