@@ -124,9 +124,9 @@ fn shims(state: &Path) -> Result<Vec<i32>> {
             continue;
         };
         let args: Vec<&[u8]> = cmdline.split(|byte| *byte == 0).collect();
-        let shim = args.first().is_some_and(|program| {
-            String::from_utf8_lossy(program).contains("containerd-shim")
-        });
+        let shim = args
+            .first()
+            .is_some_and(|program| String::from_utf8_lossy(program).contains("containerd-shim"));
         if shim && args.contains(&socket.as_bytes()) {
             found.push(pid);
         }

@@ -5,14 +5,16 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use jiff::{SignedDuration, Timestamp};
+use jiff::SignedDuration;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, ResourceExt};
 use libtest_mimic::Trial;
 use serde_json::json;
 
 use crate::support::{Env, TestNamespace, object, shipwright};
-use crate::workloads::{create_buildrun, eventually, finish_buildrun, now_second, sleep_until};
+use crate::workloads::{
+    create_buildrun, eventually, expect_deleted_on_time, finish_buildrun, now_second, sleep_until,
+};
 
 mod jobs_and_pods;
 
@@ -48,7 +50,6 @@ pub fn tests(env: &Env) -> Vec<Trial> {
 /// A finished BuildRun gets expires-at = finish + TTL, exists just before it and is gone
 /// within a second after.
 async fn check_on_time(ns: &TestNamespace, succeeded: bool) -> Result<()> {
-    let runs = ns.dynamic(&shipwright("BuildRun"));
     create_buildrun(
         ns,
         "run",
@@ -60,30 +61,7 @@ async fn check_on_time(ns: &TestNamespace, succeeded: bool) -> Result<()> {
     finish_buildrun(ns, "run", succeeded, finished).await?;
     let ttl = if succeeded { 3 } else { 2 };
     let expiry = finished + SignedDuration::from_secs(ttl);
-    eventually(Duration::from_secs(5), "expires-at stamped", || async {
-        Ok(match runs.get_opt("run").await? {
-            Some(run) => {
-                run.annotations().get("retention.dev/expires-at") == Some(&expiry.to_string())
-            }
-            None => false,
-        })
-    })
-    .await?;
-    sleep_until(expiry - SignedDuration::from_millis(300)).await;
-    ensure!(
-        runs.get_opt("run").await?.is_some(),
-        "deleted before its expiry {expiry}"
-    );
-    eventually(Duration::from_secs(3), "deleted", || async {
-        Ok(runs.get_opt("run").await?.is_none())
-    })
-    .await?;
-    let late = Timestamp::now().duration_since(expiry);
-    ensure!(
-        late <= SignedDuration::from_secs(1),
-        "deleted {late:?} after its expiry"
-    );
-    Ok(())
+    expect_deleted_on_time(ns, "run", expiry).await
 }
 
 async fn succeeded_on_time(ns: TestNamespace) -> Result<()> {

@@ -70,6 +70,41 @@ where
     }
 }
 
+/// The BuildRun `name` gets `retention.dev/expires-at` = `expiry`, still exists 300 ms before
+/// it and is gone within a second after.
+pub async fn expect_deleted_on_time(
+    ns: &TestNamespace,
+    name: &str,
+    expiry: Timestamp,
+) -> Result<()> {
+    let runs = ns.dynamic(&shipwright("BuildRun"));
+    eventually(Duration::from_secs(5), "expires-at stamped", || async {
+        Ok(runs.get_opt(name).await?.is_some_and(|run| {
+            run.metadata
+                .annotations
+                .as_ref()
+                .and_then(|annotations| annotations.get("retention.dev/expires-at"))
+                == Some(&expiry.to_string())
+        }))
+    })
+    .await?;
+    sleep_until(expiry - jiff::SignedDuration::from_millis(300)).await;
+    ensure!(
+        runs.get_opt(name).await?.is_some(),
+        "deleted before its expiry {expiry}"
+    );
+    eventually(Duration::from_secs(3), "deleted", || async {
+        Ok(runs.get_opt(name).await?.is_none())
+    })
+    .await?;
+    let late = Timestamp::now().duration_since(expiry);
+    ensure!(
+        late <= jiff::SignedDuration::from_secs(1),
+        "deleted {late:?} after its expiry"
+    );
+    Ok(())
+}
+
 pub async fn sleep_until(at: Timestamp) {
     let wait = at.duration_since(Timestamp::now());
     if let Ok(wait) = Duration::try_from(wait) {

@@ -103,9 +103,8 @@ fn main() -> ExitCode {
     println!("shipped: make down's work took {:.0?}", stopping.elapsed());
     // `make down` leaves nothing: no namespace, link, mount, cgroup or shim of the node, and
     // the host's iptables rules as they were before the node started.
-    let mut left = Node::leftovers(&env.cluster.layout.state_dir).unwrap_or_else(|error| {
-        vec![format!("could not look: {error:#}")]
-    });
+    let mut left = Node::leftovers(&env.cluster.layout.state_dir)
+        .unwrap_or_else(|error| vec![format!("could not look: {error:#}")]);
     if iptables_rules() != host_rules {
         left.push("iptables rules on the host changed".to_owned());
     }

@@ -2,19 +2,17 @@
 //! denied through the webhook's Service with the text the webhook library writes, and a
 //! BuildRun that inherits its Build's TTL is deleted on time by the controller pod.
 
-use std::time::Duration;
-
 use anyhow::{Context, Result, ensure};
-use jiff::{SignedDuration, Timestamp};
+use jiff::SignedDuration;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use kube::Api;
-use kube::api::{PostParams, ResourceExt};
+use kube::api::PostParams;
 use kube_retention_common::Registry;
 use libtest_mimic::Trial;
 use serde_json::json;
 
 use crate::support::{Env, TestNamespace, object, shipwright};
-use crate::workloads::{eventually, finish_buildrun, now_second, sleep_until};
+use crate::workloads::{expect_deleted_on_time, finish_buildrun, now_second};
 
 pub fn tests(env: &Env) -> Vec<Trial> {
     vec![
@@ -102,26 +100,5 @@ async fn deleted_on_time(ns: TestNamespace) -> Result<()> {
     runs.create(&PostParams::default(), &run).await?;
     let finished = now_second();
     finish_buildrun(&ns, "run", true, finished).await?;
-    let expiry = finished + SignedDuration::from_secs(4);
-    eventually(Duration::from_secs(10), "expires-at stamped", || async {
-        Ok(runs.get_opt("run").await?.is_some_and(|run| {
-            run.annotations().get("retention.dev/expires-at") == Some(&expiry.to_string())
-        }))
-    })
-    .await?;
-    sleep_until(expiry - SignedDuration::from_millis(300)).await;
-    ensure!(
-        runs.get_opt("run").await?.is_some(),
-        "deleted before its expiry {expiry}"
-    );
-    eventually(Duration::from_secs(5), "deleted", || async {
-        Ok(runs.get_opt("run").await?.is_none())
-    })
-    .await?;
-    let late = Timestamp::now().duration_since(expiry);
-    ensure!(
-        late <= SignedDuration::from_secs(1),
-        "deleted {late:?} after its expiry"
-    );
-    Ok(())
+    expect_deleted_on_time(&ns, "run", finished + SignedDuration::from_secs(4)).await
 }
