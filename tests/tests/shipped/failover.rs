@@ -12,6 +12,7 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
+use kube::api::ListParams;
 use kube_retention_e2e::cluster::{CONTROLLER_SERVICE_ACCOUNT, NAMESPACE};
 use kube_retention_e2e::{LocalCluster, node::Node};
 use libtest_mimic::Trial;
@@ -24,6 +25,7 @@ use crate::workloads::{create_buildrun, finish_buildrun, now_second};
 
 const RUNS: i64 = 30;
 const LEASE: &str = "kube-retention-controller";
+const CONTROLLER_PODS: &str = "app.kubernetes.io/name=kube-retention-controller";
 
 pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
     vec![env.trial(
@@ -34,13 +36,35 @@ pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
 
 async fn failover(ns: TestNamespace) -> Result<()> {
     let leases: Api<Lease> = Api::namespaced(ns.env.client.clone(), NAMESPACE);
-    let holder = leases
-        .get(LEASE)
-        .await?
-        .spec
-        .and_then(|spec| spec.holder_identity)
-        .context("the Lease has a holder")?;
     let pods: Api<Pod> = Api::namespaced(ns.env.client.clone(), NAMESPACE);
+    // A test before this one may have rolled the controller out: its old leader released the
+    // Lease and a new pod takes it within a retry period. Start once the Deployment has
+    // settled: two Ready controller pods, none terminating, one of them holding the Lease.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    let holder = loop {
+        let listed = pods
+            .list(&ListParams::default().labels(CONTROLLER_PODS))
+            .await?;
+        let ready: Vec<String> = listed
+            .items
+            .into_iter()
+            .filter(crate::settled::ready)
+            .filter_map(|pod| pod.metadata.name)
+            .collect();
+        let holder = leases
+            .get(LEASE)
+            .await?
+            .spec
+            .and_then(|spec| spec.holder_identity);
+        match holder {
+            Some(holder) if ready.len() == 2 && ready.contains(&holder) => break holder,
+            holder => ensure!(
+                tokio::time::Instant::now() < deadline,
+                "no settled leader and standby: Ready {ready:?}, holder {holder:?}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     let leader = pods.get(&holder).await?;
     let container = leader
         .status
