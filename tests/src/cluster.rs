@@ -151,11 +151,7 @@ impl LocalCluster {
         let mut names: Vec<&str> = crate::COMPONENTS.to_vec();
         names.push(NODE_CONTROL_PLANE);
         names.extend(CONTROL_PLANE.iter().rev());
-        for tracked in process::tracked(&layout.state_dir, &names) {
-            if tracked.stop(Duration::from_secs(10))? {
-                stopped.push(tracked.name);
-            }
-        }
+        stopped.extend(process::stop_all(&layout.state_dir, &names)?);
         Ok(stopped)
     }
 
@@ -273,10 +269,7 @@ impl LocalCluster {
     /// controllers, until [`Self::start_controller_manager`]: for a benchmark whose peer runs
     /// its own, as one kube-controller-manager does in a real cluster.
     pub fn stop_controller_manager(&self) -> Result<()> {
-        for tracked in process::tracked(&self.layout.state_dir, &CONTROL_PLANE[2..]) {
-            tracked.stop(Duration::from_secs(10))?;
-        }
-        Ok(())
+        process::stop_all(&self.layout.state_dir, &CONTROL_PLANE[2..]).map(drop)
     }
 
     pub(crate) fn wait_until_ready(&self, timeout: Duration) -> Result<()> {

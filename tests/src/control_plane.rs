@@ -21,6 +21,29 @@ impl LocalCluster {
             .to_string()
     }
 
+    /// Writes a kubeconfig at `path` for `server`, acting as the client certificate
+    /// `pki/<identity>.crt` (and its key) that [`crate::pki`] issued.
+    pub(crate) fn write_identity_kubeconfig(
+        &self,
+        identity: &str,
+        server: &str,
+        path: &std::path::Path,
+    ) -> Result<()> {
+        let read = |name: String| {
+            std::fs::read_to_string(self.pki_file(&name))
+                .with_context(|| format!("reading the local cluster's pki/{name}"))
+        };
+        crate::kubeconfig::write(
+            path,
+            server,
+            &read("ca.crt".into())?,
+            crate::kubeconfig::Credentials::ClientCertificate {
+                cert_pem: &read(format!("{identity}.crt"))?,
+                key_pem: &read(format!("{identity}.key"))?,
+            },
+        )
+    }
+
     pub(crate) fn apiserver_command(&self) -> Command {
         let layout = &self.layout;
         let file = |name: &str| self.pki_file(name);

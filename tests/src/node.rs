@@ -71,21 +71,11 @@ impl Node {
     /// Stops the node and removes what it made: its processes, containers, cgroups, mounts under
     /// the state folder, the network namespace and the link. Safe when no node runs.
     pub fn down(cluster_state: &std::path::Path) -> Result<Vec<String>> {
-        let mut stopped = Vec::new();
-        for tracked in process::tracked(cluster_state, &PROCESSES[1..])
-            .iter()
-            .rev()
-        {
-            if tracked.stop(Duration::from_secs(10))? {
-                stopped.push(tracked.name.clone());
-            }
-        }
+        // kube-proxy and the kubelet, then the containers, then the runtime.
+        let [containerd, kubelet, proxy] = PROCESSES;
+        let mut stopped = process::stop_all(cluster_state, &[proxy, kubelet])?;
         runtime::remove_containers(cluster_state);
-        for tracked in process::tracked(cluster_state, &PROCESSES[..1]) {
-            if tracked.stop(Duration::from_secs(10))? {
-                stopped.push(tracked.name.clone());
-            }
-        }
+        stopped.extend(process::stop_all(cluster_state, &[containerd])?);
         leftovers::remove(cluster_state)?;
         network::delete()?;
         Ok(stopped)
@@ -95,10 +85,10 @@ impl Node {
     /// mounts under the state folder, its cgroups, runtime shims. Empty when nothing is left.
     pub fn leftovers(cluster_state: &std::path::Path) -> Result<Vec<String>> {
         let mut left = Vec::new();
-        if network::exists()? {
+        if network::exists() {
             left.push(format!("the network namespace {NETNS}"));
         }
-        if std::path::Path::new(&format!("/sys/class/net/{}", network::HOST_LINK)).exists() {
+        if network::link_exists() {
             left.push(format!("the link {}", network::HOST_LINK));
         }
         left.extend(leftovers::remaining(cluster_state)?);

@@ -48,7 +48,6 @@ impl Pki {
             CertificateAuthority::generate("kube-retention-webhook-ca", CERT_VALIDITY)?;
         let webhook = webhook_ca.issue_serving(&["127.0.0.1", "localhost"], CERT_VALIDITY)?;
         // The node's identities: what the Node authorizer and the default RBAC bindings know.
-        let mut identities = Vec::new();
         for (file, user, group) in [
             ("kubelet", crate::node::NODE_USER, "system:nodes"),
             ("kube-proxy", "system:kube-proxy", ""),
@@ -61,13 +60,11 @@ impl Pki {
             ),
         ] {
             let groups: &[&str] = if group.is_empty() { &[] } else { &[group] };
-            identities.push((file, ca.issue_client(user, groups, CERT_VALIDITY)?));
-        }
-        let ca_pem = ca.certified().cert_pem.clone();
-        for (file, identity) in &identities {
+            let identity = ca.issue_client(user, groups, CERT_VALIDITY)?;
             fs::write(dir.join(format!("{file}.crt")), &identity.cert_pem)?;
             fs::write(dir.join(format!("{file}.key")), &identity.key_pem)?;
         }
+        let ca_pem = ca.certified().cert_pem.clone();
         for (name, contents) in [
             ("webhook-ca.crt", &webhook_ca.certified().cert_pem),
             ("webhook-ca.key", &webhook_ca.certified().key_pem),

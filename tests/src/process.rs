@@ -25,8 +25,8 @@ pub fn spawn(state_dir: &Path, name: &str, command: &mut Command) -> Result<Trac
     spawn_exec(state_dir, name, command, &program)
 }
 
-/// Like [`spawn`], for a `command` that execs `program` (`ip netns exec`): the process is
-/// tracked as `program`, the command line it has once the exec is done.
+/// Like [`spawn`], for a `command` that execs `program` (`nsenter`): the process is tracked as
+/// `program`, the command line it has once the exec is done.
 pub fn spawn_exec(
     state_dir: &Path,
     name: &str,
@@ -105,6 +105,18 @@ impl Tracked {
         fs::remove_file(&self.pid_file).ok();
         Ok(stopped)
     }
+}
+
+/// Stops the processes `names` under `state_dir` in that order ([`Tracked::stop`] with 10 s of
+/// grace); answers the names of those that were running.
+pub fn stop_all(state_dir: &Path, names: &[&str]) -> Result<Vec<String>> {
+    let mut stopped = Vec::new();
+    for tracked in tracked(state_dir, names) {
+        if tracked.stop(Duration::from_secs(10))? {
+            stopped.push(tracked.name);
+        }
+    }
+    Ok(stopped)
 }
 
 /// Every process with a pid file under `state_dir`, in the order given by `names`.

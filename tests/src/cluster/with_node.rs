@@ -10,7 +10,6 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use super::{LocalCluster, NAMESPACE, NODE_CONTROL_PLANE, Outcome, PORTS_FILE};
-use crate::kubeconfig::{self, Credentials};
 use crate::layout::Layout;
 use crate::node::Node;
 use crate::{process, run};
@@ -121,15 +120,7 @@ impl LocalCluster {
 
     fn start_scheduler(&self) -> Result<()> {
         let kubeconfig = self.layout.state("kube-scheduler.kubeconfig");
-        kubeconfig::write(
-            &kubeconfig,
-            &self.server(),
-            &fs::read_to_string(self.pki_file("ca.crt"))?,
-            Credentials::ClientCertificate {
-                cert_pem: &fs::read_to_string(self.pki_file("kube-scheduler.crt"))?,
-                key_pem: &fs::read_to_string(self.pki_file("kube-scheduler.key"))?,
-            },
-        )?;
+        self.write_identity_kubeconfig(NODE_CONTROL_PLANE, &self.server(), &kubeconfig)?;
         process::spawn(
             &self.layout.state_dir,
             NODE_CONTROL_PLANE,

@@ -7,7 +7,6 @@ use anyhow::Result;
 
 use super::{HOST_IP, NODE_IP, NODE_NAME, leftovers, network, runtime};
 use crate::LocalCluster;
-use crate::kubeconfig::{self, Credentials};
 
 pub(super) fn start(cluster: &LocalCluster) -> Result<()> {
     let layout = &cluster.layout;
@@ -15,19 +14,9 @@ pub(super) fn start(cluster: &LocalCluster) -> Result<()> {
     let node = state.join("node");
     // The node reaches the API server at the host's end of its link.
     let server = format!("https://{HOST_IP}:{}", cluster.api_port);
-    let ca_pem = fs::read_to_string(cluster.pki_file("ca.crt"))?;
     for identity in ["kubelet", "kube-proxy"] {
-        let cert_pem = fs::read_to_string(cluster.pki_file(&format!("{identity}.crt")))?;
-        let key_pem = fs::read_to_string(cluster.pki_file(&format!("{identity}.key")))?;
-        kubeconfig::write(
-            &node.join(format!("{identity}.kubeconfig")),
-            &server,
-            &ca_pem,
-            Credentials::ClientCertificate {
-                cert_pem: &cert_pem,
-                key_pem: &key_pem,
-            },
-        )?;
+        let path = node.join(format!("{identity}.kubeconfig"));
+        cluster.write_identity_kubeconfig(identity, &server, &path)?;
     }
 
     let kubelet_config = node.join("kubelet.yaml");

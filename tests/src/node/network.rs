@@ -19,7 +19,7 @@ const NODE_LINK: &str = "krt-node";
 /// Creates the namespace, the link and the routes. Fails, naming what is in the way, when a
 /// namespace of that name exists already (another node, or leftovers `make down` will clear).
 pub(super) fn create() -> Result<()> {
-    if exists()? {
+    if exists() {
         bail!(
             "network namespace {NETNS} exists already: another local node runs on this machine, \
              or one was left behind (`make down` in its checkout, or `ip netns delete {NETNS}`)"
@@ -71,10 +71,10 @@ fn configure() -> Result<()> {
 /// Deletes the namespace (with it the node's end of the link, the bridge, pods' leftover veths
 /// and every iptables rule made inside) and the host's end if it outlived it.
 pub(super) fn delete() -> Result<()> {
-    if exists()? {
+    if exists() {
         ip(&["netns", "delete", NETNS])?;
     }
-    if std::path::Path::new(&format!("/sys/class/net/{HOST_LINK}")).exists() {
+    if link_exists() {
         ip(&["link", "delete", HOST_LINK])?;
     }
     Ok(())
@@ -82,8 +82,13 @@ pub(super) fn delete() -> Result<()> {
 
 /// Whether the node's namespace exists (`ip netns add` mounts it under /run/netns): asked
 /// without `ip`, so `make down` of a cluster without a node needs no iproute2.
-pub(super) fn exists() -> Result<bool> {
-    Ok(std::path::Path::new(&format!("/run/netns/{NETNS}")).exists())
+pub(super) fn exists() -> bool {
+    std::path::Path::new(&format!("/run/netns/{NETNS}")).exists()
+}
+
+/// Whether the host's end of the link exists.
+pub(super) fn link_exists() -> bool {
+    std::path::Path::new(&format!("/sys/class/net/{HOST_LINK}")).exists()
 }
 
 /// Starts `program` with `args` inside the node's namespace as the tracked process `name`.

@@ -136,13 +136,7 @@ pub fn condition(cleaner: &Cleaner, kind: &str) -> Option<(String, String, Strin
 
 /// The real helm, as the cluster's admin, with its caches in the cluster's state folder.
 pub fn helm(env: &Env) -> Command {
-    let layout = &env.cluster.layout;
-    let mut command = Command::new(layout.binary("helm"));
-    command.arg("--kubeconfig").arg(layout.kubeconfig());
-    for variable in ["HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"] {
-        command.env(variable, layout.state("helm"));
-    }
-    command
+    env.cluster.helm()
 }
 
 /// Lets the controller remove Helm releases in `ns` with the Role deploy/ ships for it.
