@@ -57,10 +57,23 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<bool>>,
 {
+    until_some(timeout, what, || {
+        let checked = check();
+        async move { Ok(checked.await?.then_some(())) }
+    })
+    .await
+}
+
+/// Polls until `check` finds something, and answers it, or fails after `timeout`.
+pub async fn until_some<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Option<T>>>,
+{
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        if check().await? {
-            return Ok(());
+        if let Some(found) = check().await? {
+            return Ok(found);
         }
         ensure!(
             tokio::time::Instant::now() < deadline,

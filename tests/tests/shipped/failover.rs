@@ -21,7 +21,7 @@ use nix::unistd::Pid;
 use serde_json::json;
 
 use crate::support::{Env, TestNamespace, shipwright};
-use crate::workloads::{create_buildrun, finish_buildrun, now_second};
+use crate::workloads::{create_buildrun, finish_buildrun, now_second, until_some};
 
 const RUNS: i64 = 30;
 const LEASE: &str = "kube-retention-controller";
@@ -40,31 +40,28 @@ async fn failover(ns: TestNamespace) -> Result<()> {
     // A test before this one may have rolled the controller out: its old leader released the
     // Lease and a new pod takes it within a retry period. Start once the Deployment has
     // settled: two Ready controller pods, none terminating, one of them holding the Lease.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-    let holder = loop {
-        let listed = pods
-            .list(&ListParams::default().labels(CONTROLLER_PODS))
-            .await?;
-        let ready: Vec<String> = listed
-            .items
-            .into_iter()
-            .filter(crate::settled::ready)
-            .filter_map(|pod| pod.metadata.name)
-            .collect();
-        let holder = leases
-            .get(LEASE)
-            .await?
-            .spec
-            .and_then(|spec| spec.holder_identity);
-        match holder {
-            Some(holder) if ready.len() == 2 && ready.contains(&holder) => break holder,
-            holder => ensure!(
-                tokio::time::Instant::now() < deadline,
-                "no settled leader and standby: Ready {ready:?}, holder {holder:?}"
-            ),
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let holder = until_some(
+        Duration::from_secs(120),
+        "two Ready controller pods, one of them holding the Lease",
+        || async {
+            let listed = pods
+                .list(&ListParams::default().labels(CONTROLLER_PODS))
+                .await?;
+            let ready: Vec<String> = listed
+                .items
+                .into_iter()
+                .filter(crate::settled::ready)
+                .filter_map(|pod| pod.metadata.name)
+                .collect();
+            let holder = leases
+                .get(LEASE)
+                .await?
+                .spec
+                .and_then(|spec| spec.holder_identity);
+            Ok(holder.filter(|holder| ready.len() == 2 && ready.contains(holder)))
+        },
+    )
+    .await?;
     let leader = pods.get(&holder).await?;
     let container = leader
         .status
@@ -177,18 +174,11 @@ async fn failover(ns: TestNamespace) -> Result<()> {
 /// The names of the BuildRuns in `ns` that `user` deleted successfully, once per DELETE, from
 /// the API server's audit log (tests/cluster/audit-policy.yaml records every DELETE).
 pub fn successful_deletes(ns: &TestNamespace, user: &str) -> Result<Vec<String>> {
-    let log = std::fs::read_to_string(ns.env.cluster.layout.state("logs/audit.log"))?;
-    Ok(log
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+    let deletes = crate::audit::requests(ns, user, "delete", "buildruns", Some(&ns.name))?;
+    Ok(deletes
+        .into_iter()
         .filter(|event| {
-            event["stage"] == "ResponseComplete"
-                && event["verb"] == "delete"
-                && event["user"]["username"] == user
-                && event["objectRef"]["resource"] == "buildruns"
-                && event["objectRef"]["namespace"] == ns.name.as_str()
-                && (event["responseStatus"]["code"] == 200
-                    || event["responseStatus"]["code"] == 202)
+            event["responseStatus"]["code"] == 200 || event["responseStatus"]["code"] == 202
         })
         .filter_map(|event| event["objectRef"]["name"].as_str().map(str::to_owned))
         .collect())

@@ -17,7 +17,7 @@ use libtest_mimic::Trial;
 use serde_json::json;
 
 use crate::support::{Env, TestNamespace, shipwright};
-use crate::workloads::{create_buildrun, eventually, finish_buildrun, now_second};
+use crate::workloads::{create_buildrun, eventually, finish_buildrun, now_second, until_some};
 
 const CONTROLLER_PODS: &str = "app.kubernetes.io/name=kube-retention-controller";
 /// Seconds from the container's start to the injected fault.
@@ -62,29 +62,25 @@ async fn restarted(ns: TestNamespace) -> Result<()> {
 
 async fn restarted_and_deleting(ns: &TestNamespace) -> Result<()> {
     let pods: Api<Pod> = Api::namespaced(ns.env.client.clone(), NAMESPACE);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(3 * FAULT_AFTER);
-    let pod_name = loop {
-        let listed = pods
-            .list(&ListParams::default().labels(CONTROLLER_PODS))
-            .await?;
-        let restarted = listed.items.into_iter().find(|pod| {
-            pod.metadata.deletion_timestamp.is_none()
-                && pod
-                    .status
-                    .as_ref()
-                    .and_then(|status| status.container_statuses.as_ref())
-                    .is_some_and(|statuses| statuses.iter().any(|s| s.restart_count > 0))
-        });
-        if let Some(name) = restarted.and_then(|pod| pod.metadata.name) {
-            break name;
-        }
-        ensure!(
-            tokio::time::Instant::now() < deadline,
-            "the controller container was not restarted within {:?}",
-            Duration::from_secs(3 * FAULT_AFTER)
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    };
+    let pod_name = until_some(
+        Duration::from_secs(3 * FAULT_AFTER),
+        "the controller container exits and is restarted",
+        || async {
+            let listed = pods
+                .list(&ListParams::default().labels(CONTROLLER_PODS))
+                .await?;
+            let restarted = listed.items.into_iter().find(|pod| {
+                pod.metadata.deletion_timestamp.is_none()
+                    && pod
+                        .status
+                        .as_ref()
+                        .and_then(|status| status.container_statuses.as_ref())
+                        .is_some_and(|statuses| statuses.iter().any(|s| s.restart_count > 0))
+            });
+            Ok(restarted.and_then(|pod| pod.metadata.name))
+        },
+    )
+    .await?;
     let pod = pods.get(&pod_name).await?;
     let container = pod
         .status

@@ -6,6 +6,8 @@
 //! `make test-shipped` runs it (as root, after `make image` and the node's packages); the image
 //! comes from `KUBE_RETENTION_IMAGE`, else `target/image/kube-retention.oci.tar`.
 
+#[path = "../e2e/audit.rs"]
+mod audit;
 #[allow(dead_code, reason = "shared with the e2e suite, which uses all of it")]
 #[path = "../e2e/cleaners/sink.rs"]
 mod sink;

@@ -12,7 +12,7 @@ use kube::api::ListParams;
 use kube_retention_e2e::cluster::NAMESPACE;
 
 use crate::support::TestNamespace;
-use crate::workloads::eventually;
+use crate::workloads::until_some;
 
 pub const WEBHOOK_PODS: &str = "app.kubernetes.io/name=kube-retention-webhook";
 
@@ -20,7 +20,7 @@ pub const WEBHOOK_PODS: &str = "app.kubernetes.io/name=kube-retention-webhook";
 pub async fn webhook_pods(ns: &TestNamespace) -> Result<Vec<(String, String, i32)>> {
     let pods: Api<Pod> = Api::namespaced(ns.env.client.clone(), NAMESPACE);
     let budgets: Api<PodDisruptionBudget> = Api::namespaced(ns.env.client.clone(), NAMESPACE);
-    eventually(
+    let listed = until_some(
         Duration::from_secs(120),
         "the webhook pods settled",
         || async {
@@ -34,13 +34,10 @@ pub async fn webhook_pods(ns: &TestNamespace) -> Result<Vec<(String, String, i32
                     && status.disruptions_allowed == 1
                     && status.observed_generation == budget.metadata.generation
             });
-            Ok(settled && counted)
+            Ok((settled && counted).then_some(listed))
         },
     )
     .await?;
-    let listed = pods
-        .list(&ListParams::default().labels(WEBHOOK_PODS))
-        .await?;
     let mut found: Vec<(String, String, i32)> = listed
         .items
         .into_iter()

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Result, ensure};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
@@ -18,7 +18,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::json;
 
-use crate::sink::Sink;
+use crate::sink::{Sink, apply_announcing_cleaner};
 use crate::support::{Env, TestNamespace};
 use crate::workloads::eventually;
 
@@ -65,7 +65,7 @@ async fn http_and_https(ns: TestNamespace) -> Result<()> {
 
     let delivered = async {
         for (name, sink) in [("plain", &http), ("secure", &https)] {
-            apply_cleaner(&ns, name, &sink.url).await?;
+            apply_announcing_cleaner(&ns, name, &sink.url).await?;
         }
         for (name, sink) in [("plain", &http), ("secure", &https)] {
             eventually(
@@ -92,23 +92,4 @@ async fn http_and_https(ns: TestNamespace) -> Result<()> {
         .delete(TRUSTED_CAS, &DeleteParams::default())
         .await?;
     delivered
-}
-
-async fn apply_cleaner(ns: &TestNamespace, name: &str, sink: &str) -> Result<()> {
-    let config_map: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}}))?;
-    Api::<ConfigMap>::namespaced(ns.env.client.clone(), &ns.name)
-        .create(&PostParams::default(), &config_map)
-        .await?;
-    let cleaner = json!({
-        "apiVersion": "retention.dev/v1alpha1", "kind": "Cleaner",
-        "metadata": {"name": name},
-        "spec": {"ttl": "1s", "cloudEventSink": sink,
-                 "targets": [{"name": "settings", "delete": true,
-                              "reference": {"version": "v1", "kind": "ConfigMap", "name": name}}]}});
-    kube_retention_e2e::run_with_input(
-        ns.kubectl().args(["apply", "-f", "-"]),
-        &cleaner.to_string(),
-    )
-    .context("kubectl apply of the Cleaner")
-    .map(drop)
 }

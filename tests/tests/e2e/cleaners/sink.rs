@@ -1,16 +1,22 @@
 //! An HTTP sink for CloudEvents run by the test: it records each request's headers and body and
 //! answers 202. It listens on 127.0.0.2, the one loopback address the local controller's sink
 //! policy allows (`components::SINK_ALLOW`), or where [`Sink::start_on`] says, over TLS when
-//! given an acceptor (the as-shipped suite's https sink).
+//! given an acceptor (the as-shipped suite's https sink); and a Cleaner that announces to it
+//! ([`apply_announcing_cleaner`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::api::PostParams;
 use kube_retention_e2e::components::SINK_ADDRESS;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
+
+use crate::support::TestNamespace;
 
 /// A request the sink received: lower-cased headers and the body as JSON.
 #[derive(Debug, Clone)]
@@ -72,6 +78,34 @@ impl Sink {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
+}
+
+/// Creates the empty ConfigMap `name` and, with `kubectl apply`, a Cleaner `name` that deletes
+/// it a second later and announces that to `sink`; answers what kubectl said on standard error
+/// (admission's warnings).
+pub async fn apply_announcing_cleaner(
+    ns: &TestNamespace,
+    name: &str,
+    sink: &str,
+) -> Result<String> {
+    let config_map: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}}))?;
+    Api::<ConfigMap>::namespaced(ns.env.client.clone(), &ns.name)
+        .create(&PostParams::default(), &config_map)
+        .await
+        .with_context(|| format!("creating ConfigMap {name}"))?;
+    let cleaner = json!({
+        "apiVersion": "retention.dev/v1alpha1", "kind": "Cleaner",
+        "metadata": {"name": name},
+        "spec": {"ttl": "1s", "cloudEventSink": sink,
+                 "targets": [{"name": "settings", "delete": true,
+                              "reference": {"version": "v1", "kind": "ConfigMap", "name": name}}]}});
+    let output = kube_retention_e2e::output_with_input(
+        ns.kubectl().args(["apply", "-f", "-"]),
+        &cleaner.to_string(),
+    )?;
+    let said = String::from_utf8_lossy(&output.stderr).into_owned();
+    anyhow::ensure!(output.status.success(), "kubectl apply: {said}");
+    Ok(said)
 }
 
 impl Drop for Sink {

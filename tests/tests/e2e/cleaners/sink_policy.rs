@@ -8,30 +8,11 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
-use super::sink::Sink;
-use super::{config_map, config_maps, exists, expect};
+use super::sink::{Sink, apply_announcing_cleaner};
+use super::{config_maps, exists, expect};
 use crate::listeners::Listener;
 use crate::support::TestNamespace;
 use crate::workloads::eventually;
-
-/// A Cleaner named `name` that cleans the ConfigMap `name` at once and announces it to `sink`,
-/// applied with kubectl; what kubectl said on stderr (admission's warnings).
-async fn apply_cleaner(ns: &TestNamespace, name: &str, sink: &str) -> Result<String> {
-    config_map(ns, name).await?;
-    let cleaner = json!({
-        "apiVersion": "retention.dev/v1alpha1", "kind": "Cleaner",
-        "metadata": {"name": name},
-        "spec": {"ttl": "1s", "cloudEventSink": sink,
-                 "targets": [{"name": "settings", "delete": true,
-                              "reference": {"version": "v1", "kind": "ConfigMap", "name": name}}]}});
-    let output = kube_retention_e2e::output_with_input(
-        ns.kubectl().args(["apply", "-f", "-"]),
-        &cleaner.to_string(),
-    )?;
-    let said = String::from_utf8_lossy(&output.stderr).into_owned();
-    expect(output.status.success(), || format!("kubectl apply: {said}"))?;
-    Ok(said)
-}
 
 /// The messages of the Events on the Cleaner `name`, by reason.
 fn events(ns: &TestNamespace, name: &str) -> Result<Vec<(String, String)>> {
@@ -71,7 +52,7 @@ pub async fn refused_sink(ns: TestNamespace) -> Result<()> {
     // more specific rule (the API server's address) for it.
     let listener = Listener::start("127.0.0.3").await?;
     let sink = format!("http://{}/", listener.address);
-    let said = apply_cleaner(&ns, "probe", &sink).await?;
+    let said = apply_announcing_cleaner(&ns, "probe", &sink).await?;
     expect(
         said.contains(&format!(
             "spec.cloudEventSink: \"{sink}\": 127.0.0.3 is a loopback address: refused by the \
@@ -118,7 +99,7 @@ pub async fn refused_sink(ns: TestNamespace) -> Result<()> {
 
 pub async fn allowed_sink(ns: TestNamespace) -> Result<()> {
     let sink = Sink::start().await?;
-    let said = apply_cleaner(&ns, "announced", &sink.url).await?;
+    let said = apply_announcing_cleaner(&ns, "announced", &sink.url).await?;
     expect(!said.contains("sink policy"), || {
         format!("kubectl apply warned about an allowed sink: {said}")
     })?;
