@@ -53,10 +53,24 @@ pub struct Verdict {
 
 impl Verdict {
     pub fn p99(&self) -> Option<f64> {
+        self.quantile(0.99)
+    }
+
+    /// The delay a fraction `q` of the deletions did not exceed (nearest rank).
+    pub fn quantile(&self, q: f64) -> Option<f64> {
         let mut delays = self.delays.clone();
         delays.sort_by(f64::total_cmp);
-        let index = (delays.len() as f64 * 0.99).ceil() as usize;
+        let index = (delays.len() as f64 * q).ceil() as usize;
         delays.get(index.saturating_sub(1)).copied()
+    }
+
+    /// One verdict over the objects of both.
+    pub fn merge(mut self, other: Verdict) -> Verdict {
+        self.objects += other.objects;
+        self.wrong.extend(other.wrong);
+        self.missed.extend(other.missed);
+        self.delays.extend(other.delays);
+        self
     }
 
     pub fn note(&self) -> String {

@@ -165,26 +165,20 @@ async fn last_moment(ns: TestNamespace) -> Result<()> {
     if must_stay.is_empty() {
         failures.push("every change reached the API server after its deadline".into());
     }
-    let runs = run_ledger.verdict(&must_stay).await?;
-    let jobs = job_ledger.verdict(&must_stay).await?;
-    let mut delays = runs.delays.clone();
-    delays.extend(&jobs.delays);
-    let combined = super::Verdict {
-        objects: runs.objects + jobs.objects,
-        delays,
-        ..super::Verdict::default()
-    };
+    let combined = run_ledger
+        .verdict(&must_stay)
+        .await?
+        .merge(job_ledger.verdict(&must_stay).await?);
     report(Row {
         scenario: "TTL extended / removed / keep added 100 ms before expiry",
         objects: combined.objects,
-        wrong: runs.wrong.len() + jobs.wrong.len() + failures.len(),
-        missed: runs.missed.len() + jobs.missed.len(),
+        wrong: combined.wrong.len() + failures.len(),
+        missed: combined.missed.len(),
         p99_delay: combined.p99(),
         note: [
             format!("{} objects kept by a last-moment change", must_stay.len()),
             format!("{inconclusive} changes answered only after the deadline (not judged)"),
-            runs.note(),
-            jobs.note(),
+            combined.note(),
             failures.join("; "),
         ]
         .into_iter()

@@ -1,0 +1,168 @@
+//! Namespace A, the hostile tenant: its Jobs (built past the sizes the cost estimate assumes),
+//! the stream of edits that keeps them changing, and its retention settings — the policy with
+//! the worst expression admission lets through, and Cleaners whose sinks point at denied
+//! addresses — which it can add and take away, so B is measured beside A's workload with and
+//! without them.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube_retention_common::api::RetentionPolicy;
+use kube_retention_common::cleaner::Cleaner;
+use serde_json::{Value, json};
+
+use crate::cleaners::create_cleaner;
+use crate::support::TestNamespace;
+use crate::workloads::{create_job_in, eventually, finish_job, now_second};
+
+/// Annotations on each of A's Jobs: far past the 256 items the cost estimate assumes, and
+/// short, so that the objects are small (6 KB) and cost the API server little.
+pub const ANNOTATIONS: usize = 700;
+/// Two loops over the annotations: 256 × 256 items as estimated (under the limit), 700 × 700
+/// as built (about three times over it).
+const HOSTILE_MATCH: &str =
+    "object.metadata.annotations.all(a, object.metadata.annotations.exists(b, b == a))";
+/// The hostile policy's name.
+const POLICY: &str = "hostile";
+
+/// Finished Jobs in the tenant's namespace, each with `ANNOTATIONS` annotations.
+pub async fn jobs(tenant: &TestNamespace) -> Result<Vec<String>> {
+    let annotations: serde_json::Map<String, Value> = (0..ANNOTATIONS)
+        .map(|index| (format!("a{index:03}"), json!("")))
+        .collect();
+    let names: Vec<String> = (0..10).map(|index| format!("heavy-{index}")).collect();
+    for name in &names {
+        create_job_in(
+            &tenant.env.client,
+            &tenant.name,
+            name,
+            Value::Object(annotations.clone()),
+        )
+        .await?;
+        finish_job(&tenant.env.client, &tenant.name, name, true, now_second()).await?;
+    }
+    Ok(names)
+}
+
+/// Edits the tenant's Jobs, five a second, until aborted: under the hostile policy each edit is
+/// an evaluation stopped at its limit, which keeps the evaluator busy half the time or more.
+pub async fn churn(tenant: TestNamespace, names: Vec<String>, edits: Arc<AtomicUsize>) {
+    let jobs: Api<Job> = Api::namespaced(tenant.env.client.clone(), &tenant.name);
+    for round in 0.. {
+        for name in &names {
+            let patch = json!({"metadata": {"labels": {"round": round.to_string()}}});
+            if jobs
+                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .is_ok()
+            {
+                edits.fetch_add(1, Ordering::Relaxed);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// The policy over the tenant's Jobs, and one Cleaner per `(name, sink)`.
+pub async fn add_settings(tenant: &TestNamespace, sinks: &[(&str, String)]) -> Result<()> {
+    let policy: RetentionPolicy = serde_json::from_value(json!({
+        "apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
+        "metadata": {"name": POLICY},
+        "spec": {"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
+                 "match": HOSTILE_MATCH, "ttlAfterSucceeded": "1s"}}))?;
+    Api::<RetentionPolicy>::namespaced(tenant.env.client.clone(), &tenant.name)
+        .create(&PostParams::default(), &policy)
+        .await
+        .context("the hostile policy is admitted: its estimate is within the limit")?;
+    for (name, sink) in sinks {
+        cleaner(tenant, name, sink).await?;
+    }
+    Ok(())
+}
+
+/// Takes the policy and the Cleaners away again.
+pub async fn remove_settings(tenant: &TestNamespace, sinks: &[(&str, String)]) -> Result<()> {
+    let client = &tenant.env.client;
+    Api::<RetentionPolicy>::namespaced(client.clone(), &tenant.name)
+        .delete(POLICY, &DeleteParams::default())
+        .await?;
+    let cleaners: Api<Cleaner> = Api::namespaced(client.clone(), &tenant.name);
+    for (name, _) in sinks {
+        cleaners.delete(name, &DeleteParams::default()).await.ok();
+    }
+    Ok(())
+}
+
+/// A Cleaner that cleans at once (one ConfigMap) and announces it to `sink`.
+async fn cleaner(tenant: &TestNamespace, name: &str, sink: &str) -> Result<()> {
+    let config_map: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}}))?;
+    Api::<ConfigMap>::namespaced(tenant.env.client.clone(), &tenant.name)
+        .create(&PostParams::default(), &config_map)
+        .await?;
+    let spec = json!({
+        "ttl": "1s",
+        "targets": [{"name": "settings", "delete": true,
+                     "reference": {"version": "v1", "kind": "ConfigMap", "name": name}}],
+        "cloudEventSink": sink,
+    });
+    create_cleaner(tenant, name, spec).await
+}
+
+/// Waits for the hostile policy to say `Ready=False`, `CostLimitExceeded`, and answers its
+/// message.
+pub async fn stopped_at_its_limit(tenant: &TestNamespace) -> Result<String> {
+    let policies: Api<RetentionPolicy> = Api::namespaced(tenant.env.client.clone(), &tenant.name);
+    eventually(
+        Duration::from_secs(30),
+        "the hostile policy Ready=False, CostLimitExceeded",
+        || async {
+            let policy = policies.get(POLICY).await?;
+            Ok(ready(&policy).is_some_and(|(status, reason, _)| {
+                status == "False" && reason == "CostLimitExceeded"
+            }))
+        },
+    )
+    .await?;
+    let (_, _, message) = ready(&policies.get(POLICY).await?).context("Ready")?;
+    Ok(message)
+}
+
+/// Waits for an Event on Cleaner `cleaner` saying its sink was refused.
+pub async fn refused_event(tenant: &TestNamespace, cleaner: &str) -> Result<()> {
+    eventually(
+        Duration::from_secs(30),
+        &format!("an Event on Cleaner {cleaner} saying its sink was refused"),
+        || async {
+            let events = kube_retention_e2e::run(tenant.kubectl().args([
+                "get",
+                "events",
+                "--field-selector",
+                &format!("involvedObject.name={cleaner},involvedObject.kind=Cleaner"),
+                "-o",
+                "jsonpath={.items[*].message}",
+            ]))?;
+            Ok(events.contains("refused by the sink policy"))
+        },
+    )
+    .await
+}
+
+fn ready(policy: &RetentionPolicy) -> Option<(String, String, String)> {
+    let condition = policy
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|condition| condition.type_ == "Ready")?;
+    Some((
+        condition.status.clone(),
+        condition.reason.clone(),
+        condition.message.clone(),
+    ))
+}
