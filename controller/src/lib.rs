@@ -22,6 +22,7 @@ pub mod kinds;
 pub mod leader;
 pub mod metrics;
 pub mod policy_status;
+pub mod relist_throttle;
 pub mod run;
 pub mod startup;
 pub mod state;

@@ -55,6 +55,7 @@ fn instant_at(at: Timestamp) -> Instant {
 }
 
 mod evaluations;
+mod governed;
 mod policies;
 mod scan;
 
@@ -77,6 +78,7 @@ impl Loop {
         self.submit(actions);
         loop {
             let deadline = self.state.next_deadline().map_or(far, instant_at);
+            let relist = self.extra.relists.next().unwrap_or(far);
             let actions = tokio::select! {
                 observed = self.watches.next() => match observed {
                     Observed::Object(kind, event) => {
@@ -108,6 +110,10 @@ impl Loop {
                     }
                 }
                 () = tokio::time::sleep_until(deadline) => self.state.due(Timestamp::now()),
+                () = tokio::time::sleep_until(relist) => {
+                    self.relist_due();
+                    Vec::new()
+                }
                 Ok(()) = self.leadership.changed() => {
                     let leader = *self.leadership.borrow_and_update();
                     tracing::info!(leader, "leadership changed");

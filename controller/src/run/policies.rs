@@ -1,17 +1,13 @@
-//! Retention policies in the loop: a policy's kinds are watched in full (every object, not only
-//! labelled ones) while a valid policy names them and the controller may list, watch, patch and
-//! delete them; a policy change lists its kinds afresh so every object is judged under the new
-//! settings; a namespace's labels changing does the same for ClusterRetentionPolicies with a
-//! `namespaceSelector`. The leader writes each policy's status when it changes, through
-//! [`StatusWrites`], which retries failed writes off the loop.
+//! Retention policies in the loop: their watch events loaded into the state (a policy's kinds
+//! are then watched and relisted as [`super::governed`] says), and their statuses — the leader
+//! writes each policy's status when it changes, through [`StatusWrites`], which retries failed
+//! writes off the loop.
 
 use std::collections::{HashMap, HashSet};
 
 use kube::runtime::watcher::{self, Event};
-use kube_retention_common::api::{
-    ClusterRetentionPolicy, PolicyStatus, ResourceRef, RetentionPolicy,
-};
-use kube_retention_common::kinds::{Entry, KindId, Resource, Role, Watch, group_of};
+use kube_retention_common::api::{ClusterRetentionPolicy, PolicyStatus, RetentionPolicy};
+use kube_retention_common::kinds::KindId;
 use kube_retention_common::policies::Rules;
 use serde_json::Value;
 
@@ -19,6 +15,7 @@ use super::{Discovered, Loop};
 use crate::discovery::Scan;
 use crate::policy_status;
 use crate::policy_status::writes::StatusWrites;
+use crate::relist_throttle::RelistThrottle;
 use crate::state::{Action, LoadedPolicy, PolicyKey};
 
 /// The loop's state beyond the configured kinds.
@@ -33,6 +30,8 @@ pub struct Extra {
     /// Policies seen by the current (re)list of each scope (namespaced, cluster).
     listing: [Option<HashSet<PolicyKey>>; 2],
     pub(super) written: HashMap<PolicyKey, PolicyStatus>,
+    /// Relists asked for by policy changes, at most one per kind per window.
+    pub(super) relists: RelistThrottle,
 }
 
 impl Extra {
@@ -44,6 +43,7 @@ impl Extra {
             governed: HashSet::new(),
             listing: [None, None],
             written: HashMap::new(),
+            relists: RelistThrottle::default(),
         }
     }
 }
@@ -149,110 +149,6 @@ impl Loop {
             self.refresh(&kinds);
         }
         Vec::new()
-    }
-
-    pub(super) fn on_namespace(
-        &mut self,
-        event: Observed<kube::api::PartialObjectMeta<k8s_openapi::api::core::v1::Namespace>>,
-    ) -> Vec<Action> {
-        let Ok(Event::InitApply(namespace) | Event::Apply(namespace)) = event else {
-            return Vec::new();
-        };
-        let name = namespace.metadata.name.unwrap_or_default();
-        let labels = namespace.metadata.labels.unwrap_or_default();
-        let selecting = self.state.policies().any(|(key, loaded)| {
-            key.namespace.is_none() && !loaded.rules.namespace_selector.requirements.is_empty()
-        });
-        if self.state.namespace_applied(&name, labels) && selecting {
-            let kinds = self.state.policy_kinds();
-            self.refresh(&kinds);
-        }
-        Vec::new()
-    }
-
-    /// Watch modes follow the policies, and `kinds` are listed afresh.
-    fn refresh(&mut self, kinds: &[ResourceRef]) {
-        let restarted = self.follow_policies();
-        for kind in kinds {
-            let Some(id) = self
-                .state
-                .kinds()
-                .find_group_kind(group_of(&kind.api_version), &kind.kind)
-            else {
-                continue;
-            };
-            if !restarted.contains(&id) {
-                self.watches.relist(id, &self.state.kinds()[id]);
-            }
-        }
-    }
-
-    /// Watches every object of the kinds valid policies govern (where served and permitted),
-    /// and puts the other kinds back as they were. Answers the kinds whose watch restarted.
-    pub(super) fn follow_policies(&mut self) -> HashSet<KindId> {
-        let mut wanted = HashSet::new();
-        if let Some(scan) = &self.extra.scan {
-            let usable: Vec<Resource> = self
-                .state
-                .policy_kinds()
-                .iter()
-                .filter_map(|kind| scan.served(group_of(&kind.api_version), &kind.kind))
-                .filter(|resource| scan.missing(resource).is_empty())
-                .cloned()
-                .collect();
-            for resource in usable {
-                if let Some(id) = self.kind_for(resource) {
-                    wanted.insert(id);
-                }
-            }
-        }
-        let mut restarted = HashSet::new();
-        let all: Vec<KindId> = wanted.union(&self.extra.governed).copied().collect();
-        for id in all {
-            let mode = if wanted.contains(&id) {
-                Some(Watch::All)
-            } else if self.served.contains(&id) || self.extra.discovered.watching.contains(&id) {
-                Some(self.state.kinds()[id].watch.clone())
-            } else {
-                None
-            };
-            if self.watches.mode(id) != mode.as_ref() {
-                let stopping = mode.is_none();
-                self.watches.ensure(id, &self.state.kinds()[id], mode);
-                if stopping {
-                    self.state.forget_kind(id);
-                }
-                restarted.insert(id);
-            }
-        }
-        self.extra.governed = wanted;
-        restarted
-    }
-
-    /// The registry's id for a served kind, adding it as a plain object kind if new.
-    fn kind_for(&mut self, resource: Resource) -> Option<KindId> {
-        if let Some(id) = self
-            .state
-            .kinds()
-            .find_group_kind(&resource.group, &resource.kind)
-        {
-            return Some(id);
-        }
-        let entry = Entry {
-            role: Role::Object,
-            watch: Watch::ManagedOnly,
-            ..Entry::plain(resource)
-        };
-        match self.state.add_kind(entry.clone()) {
-            Ok(id) => {
-                self.executor.add_kind(entry);
-                Some(id)
-            }
-            Err(error) => {
-                tracing::warn!(%error, "cannot add a policy's kind");
-                None
-            }
-        }
     }
 
     /// Writes each policy's status where it changed (the leader only); a failed write is

@@ -1,6 +1,7 @@
 //! RetentionPolicy and ClusterRetentionPolicy on the real cluster: the CRDs generated from the
 //! Rust types install, an invalid policy is refused at `kubectl apply` naming each field, a valid
-//! one shows its columns in `kubectl get`, and policies at work ([`applied`]).
+//! one shows its columns in `kubectl get`, policies at work ([`applied`]), and a policy rewritten
+//! over and over costing the controller one relist per window ([`churn`]).
 
 use anyhow::{Result, ensure};
 use libtest_mimic::Trial;
@@ -8,6 +9,7 @@ use libtest_mimic::Trial;
 use crate::support::{Env, TestNamespace};
 
 mod applied;
+mod churn;
 
 pub fn tests(env: &Env) -> Vec<Trial> {
     vec![
@@ -26,6 +28,10 @@ pub fn tests(env: &Env) -> Vec<Trial> {
         env.trial(
             "a_policy_for_an_ungranted_kind_is_not_ready_until_a_role_grants_it",
             applied::ungranted_kind,
+        ),
+        env.trial(
+            "a_policy_rewritten_twenty_times_costs_one_relist_of_its_kind_per_window",
+            churn::rewritten_policy,
         ),
         env.trial(
             "an_invalid_policy_is_refused_at_apply_naming_each_field",
