@@ -10,6 +10,9 @@ ns=retention-demo
 
 say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 show() { printf '$ kubectl %s\n' "$*"; "$kubectl" "$@"; }
+# Prints what it passes on, through the narration's own stderr. `tee /dev/stderr` would reopen
+# the file behind it, truncating `make demo > demo.log 2>&1` to the last screen.
+echoed() { local text; text=$(cat); printf '%s\n' "$text" >&2; printf '%s\n' "$text"; }
 
 say "A real Kubernetes control plane, built from Kubernetes' own Go modules, runs on 127.0.0.1"
 show version
@@ -29,7 +32,7 @@ done
 "$kubectl" create namespace "$ns" >/dev/null
 
 say "kube-retention's webhook refuses what Shipwright's Go controller could not read, naming each field"
-cat <<YAML | tee /dev/stderr | "$kubectl" apply -n "$ns" -f - || true
+cat <<YAML | echoed | "$kubectl" apply -n "$ns" -f - || true
 apiVersion: shipwright.io/v1beta1
 kind: Build
 metadata:
@@ -42,7 +45,7 @@ spec:
 YAML
 
 say "Fixed: Go durations (h, m, s, ms, us, ns) and a limit of at most 100"
-cat <<YAML | tee /dev/stderr | "$kubectl" apply -n "$ns" -f -
+cat <<YAML | echoed | "$kubectl" apply -n "$ns" -f -
 apiVersion: shipwright.io/v1beta1
 kind: Build
 metadata:
@@ -137,7 +140,7 @@ for revision in 1 2; do
 	"$kubectl" create configmap "preview-7-rev-$revision" -n "$ns" --from-literal=phase=Active >/dev/null
 	"$kubectl" label configmap "preview-7-rev-$revision" -n "$ns" app=preview-7 >/dev/null
 done
-cat <<EOF | tee /dev/stderr | "$kubectl" apply -n "$ns" -f - >/dev/null
+cat <<EOF | echoed | "$kubectl" apply -n "$ns" -f - >/dev/null
 apiVersion: retention.dev/v1alpha1
 kind: Cleaner
 metadata: {name: preview-7}
