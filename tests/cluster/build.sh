@@ -35,9 +35,19 @@ cc -Os -static -Wall -Werror -DVERSION="v${pause_version}" \
 	-o bin/pause "${kubernetes_dir}/build/pause/linux/pause.c"
 echo "${pause_version}" > bin/pause.version
 # Helm has a module of its own: its Kubernetes libraries need not match the cluster's.
+# The ldflags are those of helm's own Makefile: besides its version, the Kubernetes version it
+# assumes without a cluster (`helm template`, `helm lint`) is its client-go's (v0.35 -> 1.35);
+# without them it assumes 1.20, below the chart's kubeVersion.
 helm_version=$(cd helm && go list -m -f '{{.Version}}' helm.sh/helm/v3)
-(cd helm && CGO_ENABLED=0 go build -trimpath -o ../bin/ \
-	-ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=${helm_version}" \
+helm_client_go=$(cd helm && go list -m -f '{{.Version}}' k8s.io/client-go)
+helm_k8s_minor=$(echo "${helm_client_go}" | cut -d. -f2)
+helm_k8s_major=$(( $(echo "${helm_client_go#v}" | cut -d. -f1) + 1 ))
+helm_ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=${helm_version}"
+for package in pkg/lint/rules pkg/chartutil; do
+	helm_ldflags+=" -X helm.sh/helm/v3/${package}.k8sVersionMajor=${helm_k8s_major}"
+	helm_ldflags+=" -X helm.sh/helm/v3/${package}.k8sVersionMinor=${helm_k8s_minor}"
+done
+(cd helm && CGO_ENABLED=0 go build -trimpath -o ../bin/ -ldflags "${helm_ldflags}" \
 	helm.sh/helm/v3/cmd/helm)
 # promtool, for `make monitoring-check`: Prometheus's module versions v0.X.Y are its releases 3.X.Y.
 prometheus_version=$(cd promtool && go list -m -f '{{.Version}}' github.com/prometheus/prometheus)
