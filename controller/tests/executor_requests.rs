@@ -1,0 +1,278 @@
+//! The executor's requests against a mocked API server (tower-test), in the style of
+//! controller-rs's `ApiServerVerifier`: each scenario asserts the exact request the executor
+//! sends for an action — a DELETE carrying uid and resourceVersion preconditions and the
+//! propagation policy, a stamp or label as a merge patch — and what each answer means for the
+//! state: 404 nothing (the object is gone), 409 a conflict, 429 and 5xx or no answer at all the
+//! API server unavailable, any other refusal an error with the server's own sentence.
+
+#![allow(clippy::unwrap_used)]
+
+mod work_support;
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use http::{Request, Response, StatusCode};
+use jiff::Timestamp;
+use kube::Client;
+use kube::api::PropagationPolicy;
+use kube::client::Body;
+use kube::runtime::events::{Recorder, Reporter};
+use kube_retention_common::{Registry, StampChange};
+use kube_retention_controller::executor::{Budget, Executor, Feedback, Parts, Settings};
+use kube_retention_controller::metrics::{DeletionLabels, KindLabels, Metrics};
+use kube_retention_controller::state::{Action, Failure};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tower_test::mock::{self, Handle};
+use work_support::{deletion, key, labelling, stamping};
+
+const JOB: &str = "/apis/batch/v1/namespaces/team/jobs/done";
+
+struct ApiServer {
+    handle: Handle<Request<Body>, Response<Body>>,
+    executor: Executor,
+    feedback: mpsc::UnboundedReceiver<Feedback>,
+    metrics: Metrics,
+}
+
+impl ApiServer {
+    fn start(propagation: PropagationPolicy) -> Self {
+        let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
+        let client = Client::new(service, "default");
+        let metrics = Metrics::default();
+        let (feedback_tx, feedback) = mpsc::unbounded_channel();
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: "test".into(),
+                instance: None,
+            },
+        );
+        let (executor, _tasks) = Executor::spawn(Parts {
+            client,
+            kinds: Arc::new(RwLock::new(Registry::builtin().clone())),
+            settings: Settings {
+                budget: Budget::unlimited(),
+                propagation,
+                concurrency: 1,
+                events: false,
+                event_window: Duration::ZERO,
+            },
+            metrics: metrics.clone(),
+            recorder,
+            feedback: feedback_tx,
+        });
+        Self {
+            handle,
+            executor,
+            feedback,
+            metrics,
+        }
+    }
+
+    /// The next request: its method, path, content type and body; answered with `status` and a
+    /// Status object saying `message`.
+    async fn answer(
+        &mut self,
+        status: StatusCode,
+        message: &str,
+    ) -> (String, String, String, Value) {
+        let (request, send) = self.handle.next_request().await.expect("a request");
+        let seen = describe(request).await;
+        let reason = if status.is_success() { "" } else { "Refused" };
+        let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                          "status": if status.is_success() { "Success" } else { "Failure" },
+                          "message": message, "reason": reason, "code": status.as_u16()});
+        let response = Response::builder()
+            .status(status)
+            .body(Body::from(serde_json::to_vec(&body).unwrap()))
+            .unwrap();
+        send.send_response(response);
+        seen
+    }
+
+    /// What the state hears back, if anything, once the executor is idle.
+    async fn feedback(&mut self) -> Option<Feedback> {
+        tokio::time::timeout(Duration::from_secs(5), self.feedback.recv())
+            .await
+            .ok()
+            .flatten()
+    }
+}
+
+async fn describe(request: Request<Body>) -> (String, String, String, Value) {
+    let method = request.method().to_string();
+    let path = request.uri().path().to_owned();
+    let content_type = request
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .map(|value| value.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let bytes = request.into_body().collect_bytes().await.unwrap();
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (method, path, content_type, body)
+}
+
+fn delete_failure(feedback: Option<Feedback>) -> Option<Failure> {
+    match feedback {
+        Some(Feedback::DeleteFailed {
+            key: failed,
+            failure,
+        }) => {
+            assert_eq!(failed, key("team", "done"));
+            Some(failure)
+        }
+        None => None,
+        Some(other) => panic!("unexpected feedback {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deletion_carries_uid_and_resource_version_preconditions_and_the_propagation_policy() {
+    for (propagation, said) in [
+        (PropagationPolicy::Background, "Background"),
+        (PropagationPolicy::Foreground, "Foreground"),
+        (PropagationPolicy::Orphan, "Orphan"),
+    ] {
+        let mut server = ApiServer::start(propagation);
+        server.executor.submit(deletion("team", "done"));
+        let (method, path, _, body) = server.answer(StatusCode::OK, "").await;
+        assert_eq!((method.as_str(), path.as_str()), ("DELETE", JOB));
+        assert_eq!(
+            body["preconditions"],
+            json!({"uid": "uid", "resourceVersion": "1"})
+        );
+        assert_eq!(body["propagationPolicy"], said);
+        assert!(
+            server.feedback().await.is_none(),
+            "a deletion done is not fed back"
+        );
+        let deleted = DeletionLabels {
+            kind: "Job.batch".into(),
+            reason: "ttl",
+        };
+        assert_eq!(server.metrics.deletions.get_or_create(&deleted).get(), 1);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_refusal_of_a_deletion_means_what_it_says() {
+    let cases = [
+        (StatusCode::NOT_FOUND, None),
+        (StatusCode::CONFLICT, Some(Failure::Conflict)),
+        (
+            StatusCode::TOO_MANY_REQUESTS,
+            Some(Failure::Unavailable("said by the server".into())),
+        ),
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Some(Failure::Unavailable("said by the server".into())),
+        ),
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some(Failure::Unavailable("said by the server".into())),
+        ),
+        (
+            StatusCode::FORBIDDEN,
+            Some(Failure::Error("said by the server".into())),
+        ),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some(Failure::Error("said by the server".into())),
+        ),
+    ];
+    for (status, expected) in cases {
+        let mut server = ApiServer::start(PropagationPolicy::Background);
+        server.executor.submit(deletion("team", "done"));
+        server.answer(status, "said by the server").await;
+        assert_eq!(
+            delete_failure(server.feedback().await),
+            expected,
+            "{status}"
+        );
+        let conflicts = server
+            .metrics
+            .conflicts
+            .get_or_create(&KindLabels {
+                kind: "Job.batch".into(),
+            })
+            .get();
+        assert_eq!(
+            conflicts,
+            u64::from(status == StatusCode::CONFLICT),
+            "{status}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_answer_at_all_is_the_api_server_unavailable() {
+    let mut server = ApiServer::start(PropagationPolicy::Background);
+    server.executor.submit(deletion("team", "done"));
+    let (_request, send) = server.handle.next_request().await.unwrap();
+    send.send_error(std::io::Error::other("connection reset"));
+    let failure = delete_failure(server.feedback().await);
+    assert!(
+        matches!(&failure, Some(Failure::Unavailable(message)) if message.contains("connection reset")),
+        "{failure:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stamp_is_a_merge_patch_and_its_removal_is_conditional_on_the_version_judged() {
+    let mut server = ApiServer::start(PropagationPolicy::Background);
+    let at = Timestamp::from_second(1_800_000_000).unwrap();
+    server.executor.submit(stamping("team", "done", at));
+    let (method, path, content_type, body) = server.answer(StatusCode::OK, "").await;
+    assert_eq!((method.as_str(), path.as_str()), ("PATCH", JOB));
+    assert_eq!(content_type, "application/merge-patch+json");
+    let stamp = "2027-01-15T08:00:00Z";
+    assert_eq!(
+        body,
+        json!({"metadata": {"annotations": {
+            "retention.dev/expires-at": stamp, "retention.dev/stamped": stamp}}})
+    );
+    server.executor.submit(Action::Stamp {
+        key: key("team", "done"),
+        change: StampChange::Remove(at),
+        resource_version: "7".into(),
+    });
+    let (_, _, _, body) = server.answer(StatusCode::CONFLICT, "changed").await;
+    assert_eq!(
+        body,
+        json!({"metadata": {"resourceVersion": "7", "annotations": {
+            "retention.dev/expires-at": null, "retention.dev/stamped": null}}})
+    );
+    match server.feedback().await {
+        Some(Feedback::StampFailed { failure, .. }) => assert_eq!(failure, Failure::Conflict),
+        other => panic!("a refused stamp is fed back: {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_object_the_webhook_never_saw_is_labelled_and_a_refusal_fed_back() {
+    let mut server = ApiServer::start(PropagationPolicy::Background);
+    server.executor.submit(labelling("team", "done"));
+    let (method, path, _, body) = server.answer(StatusCode::OK, "").await;
+    assert_eq!((method.as_str(), path.as_str()), ("PATCH", JOB));
+    assert_eq!(
+        body,
+        json!({"metadata": {"labels": {"retention.dev/managed": "true"}}})
+    );
+    assert!(
+        server.feedback().await.is_none(),
+        "a label done is not fed back"
+    );
+    assert_eq!(server.metrics.labelled.get(), 1);
+    server.executor.submit(labelling("team", "done"));
+    server
+        .answer(StatusCode::FORBIDDEN, "no patch for you")
+        .await;
+    match server.feedback().await {
+        Some(Feedback::LabelFailed { failure, .. }) => {
+            assert_eq!(failure, Failure::Error("no patch for you".into()));
+        }
+        other => panic!("a refused label is fed back: {other:?}"),
+    }
+}
