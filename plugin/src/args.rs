@@ -28,8 +28,10 @@ pub enum Command {
     /// The next deletions, soonest first.
     Upcoming(UpcomingArgs),
     /// Prune finished objects of KIND now, for people who want a CronJob instead of a
-    /// controller: keep the newest --max-count, and/or drop those finished more than --max-age
-    /// ago. Running objects and objects annotated retention.dev/keep are never pruned.
+    /// controller: keep the newest --succeeded-limit succeeded and --failed-limit failed (the
+    /// controller's limits), and/or the newest --max-count by finish time, and/or drop those
+    /// finished more than --max-age ago. Running objects, objects annotated retention.dev/keep
+    /// and objects already being deleted are never pruned.
     Prune(PruneArgs),
 }
 
@@ -42,8 +44,18 @@ pub struct PruneArgs {
     /// A label selector, e.g. `app=nightly`.
     #[arg(short = 'l', long)]
     pub selector: Option<String>,
-    /// Keep the newest N finished objects per namespace.
-    #[arg(long)]
+    /// Keep the newest N succeeded objects per namespace by creation time: the controller's
+    /// rule, as a RetentionPolicy's succeededLimit (running objects never count; those
+    /// annotated retention.dev/keep or being deleted are left out of the count).
+    #[arg(long, value_name = "N")]
+    pub succeeded_limit: Option<u32>,
+    /// Keep the newest N failed objects per namespace by creation time: the controller's rule,
+    /// as a RetentionPolicy's failedLimit.
+    #[arg(long, value_name = "N")]
+    pub failed_limit: Option<u32>,
+    /// Keep the newest N finished objects per namespace, by finish time, across outcomes; see
+    /// --succeeded-limit for the controller's rule.
+    #[arg(long, value_name = "N")]
     pub max_count: Option<usize>,
     /// Prune objects finished longer ago than this (e.g. 72h, 30m).
     #[arg(long, value_parser = humantime::parse_duration)]

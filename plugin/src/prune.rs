@@ -1,9 +1,12 @@
 //! `kubectl retention prune`: the embeddable prune library run once, its plan printed in dry
-//! run and its deletions otherwise.
+//! run and its deletions otherwise. `--succeeded-limit`/`--failed-limit` are the controller's
+//! count limits (`Strategy::Limits`); `--max-count` is the finish-time rule
+//! (`Strategy::NewestFinished`), a different one, and the reasons printed say which decided.
 
 use anyhow::{Result, bail};
 use jiff::Timestamp;
 use kube::Client;
+use kube_retention_common::progress::Outcome;
 use kube_retention_prune::{Decision, Planned, Pruned, Pruner, Strategy, Target};
 
 use crate::args::{Format, PruneArgs};
@@ -11,9 +14,12 @@ use crate::kinds;
 use crate::output;
 
 pub async fn run(client: Client, args: PruneArgs) -> Result<()> {
-    if args.max_count.is_none() && args.max_age.is_none() {
+    let strategies = strategies(&args);
+    if strategies.is_empty() {
         bail!(
-            "say what to keep: --max-count N (the newest N per namespace) and/or --max-age DURATION"
+            "say what to keep: --succeeded-limit N and/or --failed-limit N (the controller's \
+             limits: the newest N of each outcome by creation time), --max-count N (the newest N \
+             finished by finish time, across outcomes) and/or --max-age DURATION"
         );
     }
     let resource = kinds::resolve(&client, &args.kind).await?;
@@ -29,13 +35,9 @@ pub async fn run(client: Client, args: PruneArgs) -> Result<()> {
     if let Some(selector) = &args.selector {
         target = target.selector(selector);
     }
-    let mut pruner = Pruner::new(client).target(target);
-    if let Some(count) = args.max_count {
-        pruner = pruner.strategy(Strategy::MaxCount(count));
-    }
-    if let Some(age) = args.max_age {
-        pruner = pruner.strategy(Strategy::MaxAge(age));
-    }
+    let pruner = strategies
+        .into_iter()
+        .fold(Pruner::new(client).target(target), Pruner::strategy);
     let result = if args.dry_run {
         Pruned {
             plan: pruner.plan().await?,
@@ -78,6 +80,20 @@ pub async fn run(client: Client, args: PruneArgs) -> Result<()> {
     Ok(())
 }
 
+/// The strategies the flags ask for, the controller's limits first.
+fn strategies(args: &PruneArgs) -> Vec<Strategy> {
+    let mut strategies = Vec::new();
+    if args.succeeded_limit.is_some() || args.failed_limit.is_some() {
+        strategies.push(Strategy::Limits {
+            succeeded: args.succeeded_limit,
+            failed: args.failed_limit,
+        });
+    }
+    strategies.extend(args.max_count.map(Strategy::NewestFinished));
+    strategies.extend(args.max_age.map(Strategy::MaxAge));
+    strategies
+}
+
 fn row(planned: &Planned, verb: &str, now: Timestamp) -> Vec<String> {
     let age = planned.finished.map_or_else(
         || "-".to_owned(),
@@ -89,17 +105,90 @@ fn row(planned: &Planned, verb: &str, now: Timestamp) -> Vec<String> {
             format!("{ago:#} ago")
         },
     );
-    let why = match &planned.decision {
-        Decision::MaxCount { limit } => format!("beyond the newest {limit}"),
-        Decision::MaxAge { limit } => format!("finished over {limit} ago"),
-        Decision::Custom { strategy } => strategy.clone(),
-        other => format!("{other:?}"),
-    };
     vec![
         planned.namespace.clone(),
         planned.kind.clone(),
         planned.name.clone(),
         age,
-        format!("{verb} ({why})"),
+        format!("{verb} ({})", why(&planned.decision)),
     ]
+}
+
+/// Why an object goes, in words.
+fn why(decision: &Decision) -> String {
+    match decision {
+        Decision::Limits { outcome, limit } => {
+            let outcome = match outcome {
+                Outcome::Succeeded => "succeeded",
+                Outcome::Failed => "failed",
+            };
+            format!("beyond the newest {limit} {outcome}")
+        }
+        Decision::NewestFinished { limit } => format!("beyond the newest {limit} finished"),
+        Decision::MaxAge { limit } => format!("finished over {limit} ago"),
+        Decision::Custom { strategy } => strategy.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use kube_retention_common::progress::Outcome;
+    use kube_retention_prune::{Decision, Strategy};
+
+    use crate::args::{Args, Command, PruneArgs};
+
+    fn parse(flags: &[&str]) -> PruneArgs {
+        let args = ["kubectl-retention", "prune", "jobs"].iter().chain(flags);
+        match Args::try_parse_from(args).map(|args| args.command) {
+            Ok(Command::Prune(args)) => args,
+            other => panic!("{flags:?} parsed as {other:?}"),
+        }
+    }
+
+    fn strategies(flags: &[&str]) -> Vec<String> {
+        super::strategies(&parse(flags))
+            .iter()
+            .map(|strategy| format!("{strategy:?}"))
+            .collect()
+    }
+
+    #[test]
+    fn the_limit_flags_are_the_controllers_limits_and_max_count_the_finish_time_rule() {
+        assert_eq!(
+            strategies(&["--succeeded-limit", "3", "--failed-limit", "1"]),
+            ["Limits { succeeded: Some(3), failed: Some(1) }"]
+        );
+        assert_eq!(
+            strategies(&["--failed-limit", "2", "--max-count", "5", "--max-age", "1h"]),
+            [
+                "Limits { succeeded: None, failed: Some(2) }",
+                "NewestFinished(5)",
+                "MaxAge(3600s)"
+            ]
+        );
+        assert!(super::strategies(&parse(&[])).is_empty());
+        assert!(matches!(
+            super::strategies(&parse(&["--max-count", "0"]))[..],
+            [Strategy::NewestFinished(0)]
+        ));
+    }
+
+    #[test]
+    fn the_reasons_say_which_rule() {
+        let limits = |outcome| Decision::Limits { outcome, limit: 3 };
+        assert_eq!(
+            super::why(&limits(Outcome::Succeeded)),
+            "beyond the newest 3 succeeded"
+        );
+        assert_eq!(
+            super::why(&limits(Outcome::Failed)),
+            "beyond the newest 3 failed"
+        );
+        assert_eq!(
+            super::why(&Decision::NewestFinished { limit: 2 }),
+            "beyond the newest 2 finished"
+        );
+    }
 }

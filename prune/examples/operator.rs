@@ -1,6 +1,7 @@
 //! A whole operator that prunes with kube-retention-prune: every `--interval`, finished Jobs of
-//! `--namespace` labelled `--selector` beyond the newest `--keep` go, except those labelled
-//! `audit=hold`, which its hook vetoes. `--once` prunes once and prints what went (as JSON).
+//! `--namespace` labelled `--selector` beyond the newest `--keep` by finish time go, except
+//! those labelled `audit=hold`, which its hook vetoes. `--once` prunes once and prints what
+//! went (as JSON).
 //!
 //!     cargo run -p kube-retention-prune --example operator -- --namespace ci --keep 3
 
@@ -37,7 +38,7 @@ async fn main() -> anyhow::Result<()> {
                 .in_namespace(&args.namespace)
                 .selector(&args.selector),
         )
-        .strategy(Strategy::MaxCount(args.keep))
+        .strategy(Strategy::NewestFinished(args.keep))
         .before_delete(|job| {
             let held = job
                 .metadata

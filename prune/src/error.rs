@@ -17,7 +17,8 @@ pub enum Error {
         source: kube::Error,
     },
     #[error(
-        "no strategy: add Strategy::MaxCount, MaxAge or Custom, or nothing would ever be pruned"
+        "no strategy: add Strategy::Limits, NewestFinished, MaxAge or Custom, or nothing would \
+         ever be pruned"
     )]
     NoStrategy,
 }

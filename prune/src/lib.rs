@@ -1,11 +1,22 @@
 //! Prune finished Kubernetes objects from your own operator — what operator-lib's `prune`
 //! package gives Go operator authors, with kube-retention's finish rules.
 //!
-//! Choose kinds, namespaces and label selectors ([`Target`]), one or more [`Strategy`]
-//! (max-count, max-age, your own), optionally override or extend the per-kind finish
-//! [`Rules`], veto objects with a hook, and either [`Pruner::plan`] (a dry run) or
-//! [`Pruner::prune`] (deletes with uid preconditions). Running objects and objects annotated
-//! `retention.dev/keep: "true"` are never pruned.
+//! Choose kinds, namespaces and label selectors ([`Target`]), one or more [`Strategy`],
+//! optionally override or extend the per-kind finish [`Rules`], veto objects with a hook, and
+//! either [`Pruner::plan`] (a dry run) or [`Pruner::prune`] (deletes with uid preconditions).
+//! Running objects, objects annotated `retention.dev/keep: "true"` and objects already being
+//! deleted are never pruned.
+//!
+//! The strategies:
+//!
+//! - [`Strategy::Limits`] — the controller's count limits (a RetentionPolicy's
+//!   `succeededLimit`/`failedLimit`): the newest N succeeded and the newest M failed per kind
+//!   and namespace, by creation time, answered by the controller's own function
+//!   (`kube_retention_common::limits`), so a prune removes what the controller would.
+//! - [`Strategy::NewestFinished`] — the newest N finished per kind and namespace by finish
+//!   time, succeeded and failed together: this crate's rule, not the controller's.
+//! - [`Strategy::MaxAge`] — those finished longer ago than a duration.
+//! - [`Strategy::Custom`] — your own choice.
 //!
 //! The plan is a pure function, so it can be shown — and tested — without a cluster:
 //!
@@ -17,7 +28,8 @@
 //! let job = |name: &str, finished: &str| -> DynamicObject {
 //!     serde_json::from_value(serde_json::json!({
 //!         "apiVersion": "batch/v1", "kind": "Job",
-//!         "metadata": {"name": name, "namespace": "ci", "uid": name},
+//!         "metadata": {"name": name, "namespace": "ci", "uid": name,
+//!                      "creationTimestamp": finished},
 //!         "status": {"completionTime": finished,
 //!                    "conditions": [{"type": "Complete", "status": "True"}]}
 //!     })).unwrap()
@@ -27,14 +39,24 @@
 //!     job("nightly-2", "2026-11-21T00:00:00Z"),
 //!     job("nightly-3", "2026-11-22T00:00:00Z"),
 //! ];
+//! let week = Duration::from_secs(7 * 24 * 3600);
 //! let settings = Settings {
-//!     strategies: vec![Strategy::MaxCount(2), Strategy::MaxAge(Duration::from_secs(7 * 24 * 3600))],
+//!     strategies: vec![Strategy::NewestFinished(2), Strategy::MaxAge(week)],
 //!     ..Settings::default()
 //! };
 //! let now = "2026-11-22T12:00:00Z".parse().unwrap();
-//! let plan = plan(&jobs, &settings, now);
-//! let pruned: Vec<&str> = plan.to_prune().map(|planned| planned.name.as_str()).collect();
+//! let by_finish = plan(&jobs, &settings, now);
+//! let pruned: Vec<&str> = by_finish.to_prune().map(|planned| planned.name.as_str()).collect();
 //! assert_eq!(pruned, ["nightly-1"]);
+//!
+//! // The controller's rule, as a RetentionPolicy's `succeededLimit: 1`.
+//! let limits = Settings {
+//!     strategies: vec![Strategy::Limits { succeeded: Some(1), failed: None }],
+//!     ..Settings::default()
+//! };
+//! let by_limits = plan(&jobs, &limits, now);
+//! let pruned: Vec<&str> = by_limits.to_prune().map(|planned| planned.name.as_str()).collect();
+//! assert_eq!(pruned, ["nightly-1", "nightly-2"]);
 //! ```
 //!
 //! Against a cluster (see `examples/operator.rs` for a whole operator):
@@ -47,7 +69,7 @@
 //! let jobs = ApiResource::from_gvk(&GroupVersionKind::gvk("batch", "v1", "Job"));
 //! let pruned = Pruner::new(kube::Client::try_default().await?)
 //!     .target(Target::new(jobs).in_namespace("ci").selector("app=nightly"))
-//!     .strategy(Strategy::MaxCount(5))
+//!     .strategy(Strategy::Limits { succeeded: Some(5), failed: Some(5) })
 //!     .before_delete(|job| match job.metadata.labels.as_ref().and_then(|l| l.get("audit")) {
 //!         Some(_) => Err("held for audit".into()),
 //!         None => Ok(()),
@@ -62,8 +84,10 @@ mod error;
 mod plan;
 mod pruner;
 mod rules;
+mod strategy;
 
 pub use error::{Error, Result};
-pub use plan::{Candidate, ChooseFn, Decision, HookFn, Plan, Planned, Settings, Strategy, plan};
+pub use plan::{Decision, HookFn, Plan, Planned, Settings, plan};
 pub use pruner::{Pruned, Pruner, Target};
 pub use rules::{FinishFn, Rules};
+pub use strategy::{Candidate, ChooseFn, Strategy};

@@ -1,52 +1,22 @@
 //! The plan, as a pure function of the objects, the strategies and the clock: per kind and
-//! namespace, finished objects newest first; each strategy names those to prune; running
-//! objects, objects annotated `retention.dev/keep` and those a hook vetoes stay.
+//! namespace, the finished objects newest first, of which each strategy names those to prune;
+//! running objects, objects annotated `retention.dev/keep`, objects already being deleted and
+//! those a hook vetoes stay. Kept apart from the pruner so that it is shown, and tested,
+//! without a cluster.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
-use jiff::{SignedDuration, Timestamp};
+use jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::DynamicObject;
 use kube_retention_common::annotations::KEEP;
-use kube_retention_common::progress::Progress;
-use serde::Serialize;
+use kube_retention_common::limits;
+use kube_retention_common::progress::{Outcome, Progress};
+use serde::{Serialize, Serializer};
 
 use crate::rules::Rules;
-
-/// A finished object the strategies choose from.
-#[derive(Debug, Clone)]
-pub struct Candidate<'a> {
-    pub object: &'a DynamicObject,
-    /// When it finished (its creation time when it does not say).
-    pub finished: Timestamp,
-}
-
-/// Chooses, from one kind's finished objects in one namespace (newest first), which to prune.
-pub type ChooseFn = Arc<dyn Fn(&[Candidate<'_>], Timestamp) -> Vec<usize> + Send + Sync>;
-
-/// Which finished objects go. With several strategies, an object goes when any chooses it.
-#[derive(Clone)]
-pub enum Strategy {
-    /// Keep the newest `n` finished objects per kind and namespace.
-    MaxCount(usize),
-    /// Prune objects finished longer ago than this.
-    MaxAge(Duration),
-    /// Your own choice: indices into the candidates, newest first.
-    Custom { name: String, choose: ChooseFn },
-}
-
-impl fmt::Debug for Strategy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::MaxCount(count) => write!(f, "MaxCount({count})"),
-            Self::MaxAge(age) => write!(f, "MaxAge({age:?})"),
-            Self::Custom { name, .. } => write!(f, "Custom({name})"),
-        }
-    }
-}
+use crate::strategy::{Candidate, Group, Strategy};
 
 /// Called before an object is pruned; an `Err` keeps it, with the reason.
 pub type HookFn = Arc<dyn Fn(&DynamicObject) -> Result<(), String> + Send + Sync>;
@@ -55,8 +25,16 @@ pub type HookFn = Arc<dyn Fn(&DynamicObject) -> Result<(), String> + Send + Sync
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "decision", rename_all = "camelCase")]
 pub enum Decision {
-    /// Beyond the newest `limit`.
-    MaxCount {
+    /// Beyond the controller's count limit of its outcome ([`Strategy::Limits`]): older, by
+    /// creation, than the newest `limit` objects of that outcome.
+    Limits {
+        #[serde(serialize_with = "outcome_name")]
+        outcome: Outcome,
+        limit: u32,
+    },
+    /// Beyond the newest `limit` finished objects by finish time, across outcomes
+    /// ([`Strategy::NewestFinished`]).
+    NewestFinished {
         limit: usize,
     },
     /// Finished longer ago than `limit` (Go-style duration text).
@@ -74,6 +52,8 @@ pub enum Decision {
     NotARun,
     /// Annotated `retention.dev/keep: "true"`.
     KeepAnnotation,
+    /// Already being deleted (`deletionTimestamp` set): neither counted nor pruned again.
+    Deleting,
     /// The hook said no.
     Vetoed {
         reason: String,
@@ -84,9 +64,20 @@ impl Decision {
     pub fn prunes(&self) -> bool {
         matches!(
             self,
-            Self::MaxCount { .. } | Self::MaxAge { .. } | Self::Custom { .. }
+            Self::Limits { .. }
+                | Self::NewestFinished { .. }
+                | Self::MaxAge { .. }
+                | Self::Custom { .. }
         )
     }
+}
+
+/// `succeeded` or `failed`, as the policies' `succeededLimit` and `failedLimit` say it.
+fn outcome_name<S: Serializer>(outcome: &Outcome, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(match outcome {
+        Outcome::Succeeded => "succeeded",
+        Outcome::Failed => "failed",
+    })
 }
 
 /// One object and what becomes of it.
@@ -150,47 +141,21 @@ pub fn plan(objects: &[DynamicObject], settings: &Settings, now: Timestamp) -> P
                 finished,
                 decision,
             };
-        let mut candidates = Vec::new();
-        for object in members {
-            let value = serde_json::to_value(object).unwrap_or_default();
-            let created = object.creation_timestamp().map(|time| time.0);
-            let decision = match settings.rules.progress(&value) {
-                _ if object
-                    .annotations()
-                    .get(KEEP)
-                    .is_some_and(|keep| keep == "true") =>
-                {
-                    Some(Decision::KeepAnnotation)
-                }
-                Progress::Running => Some(Decision::Running),
-                Progress::NotARun => Some(Decision::NotARun),
-                Progress::Finished(finished) => {
-                    let at = finished.at.or(created).unwrap_or(now);
-                    candidates.push(Candidate {
-                        object,
-                        finished: at,
-                    });
-                    None
-                }
-            };
-            if let Some(decision) = decision {
-                kept.push(planned(object, None, decision));
-            }
-        }
-        candidates.sort_by(|a, b| {
-            b.finished
-                .cmp(&a.finished)
-                .then_with(|| a.object.name_any().cmp(&b.object.name_any()))
-        });
-        let mut chosen: Vec<Option<Decision>> = vec![None; candidates.len()];
+        let (group, staying) = gather(&members, &settings.rules, now);
+        kept.extend(
+            staying
+                .into_iter()
+                .map(|(object, decision)| planned(object, None, decision)),
+        );
+        let mut chosen: Vec<Option<Decision>> = vec![None; group.candidates.len()];
         for strategy in &settings.strategies {
-            for index in choose(strategy, &candidates, now) {
+            for (index, decision) in strategy.choose(&group, now) {
                 if let Some(slot) = chosen.get_mut(index) {
-                    slot.get_or_insert_with(|| reason(strategy));
+                    slot.get_or_insert(decision);
                 }
             }
         }
-        for (candidate, decision) in candidates.iter().zip(chosen).rev() {
+        for (candidate, decision) in group.candidates.iter().zip(chosen).rev() {
             let decision = match (decision, &settings.hook) {
                 (Some(decision), Some(hook)) => match hook(candidate.object) {
                     Ok(()) => decision,
@@ -212,31 +177,88 @@ pub fn plan(objects: &[DynamicObject], settings: &Settings, now: Timestamp) -> P
     Plan { objects: pruned }
 }
 
-fn choose(strategy: &Strategy, candidates: &[Candidate<'_>], now: Timestamp) -> Vec<usize> {
-    match strategy {
-        Strategy::MaxCount(limit) => (*limit..candidates.len()).collect(),
-        Strategy::MaxAge(age) => {
-            let age = SignedDuration::try_from(*age).unwrap_or(SignedDuration::MAX);
-            let oldest = now.checked_sub(age).unwrap_or(Timestamp::MIN);
-            (0..candidates.len())
-                .filter(|&index| candidates[index].finished < oldest)
-                .collect()
+/// Sorts one group's objects: the candidates (newest finished first, the name breaking ties),
+/// every run as the controller's limits count it, and the objects that stay whatever the
+/// strategies say, with why.
+fn gather<'a>(
+    members: &[&'a DynamicObject],
+    rules: &Rules,
+    now: Timestamp,
+) -> (Group<'a>, Vec<(&'a DynamicObject, Decision)>) {
+    let mut candidates = Vec::new();
+    let mut runs = Vec::new();
+    let mut candidate_of_run = Vec::new();
+    let mut staying = Vec::new();
+    for &object in members {
+        let value = serde_json::to_value(object).unwrap_or_default();
+        let created = object.creation_timestamp().map(|time| time.0);
+        let progress = rules.progress(&value);
+        let exempt = if object.metadata.deletion_timestamp.is_some() {
+            Some(Decision::Deleting)
+        } else if object
+            .annotations()
+            .get(KEEP)
+            .is_some_and(|keep| keep == "true")
+        {
+            Some(Decision::KeepAnnotation)
+        } else {
+            None
+        };
+        let finished = match progress {
+            Progress::Finished(finished) => Some(finished),
+            Progress::Running | Progress::NotARun => None,
+        };
+        if progress != Progress::NotARun {
+            // As the controller keeps a run for its limits (`controller/src/state/limits.rs`).
+            runs.push(limits::Candidate {
+                name: object.metadata.name.as_deref().unwrap_or_default(),
+                created: created.unwrap_or(now),
+                outcome: finished.map(|finished| finished.outcome),
+                exempt: exempt.is_some(),
+            });
+            candidate_of_run.push(None);
         }
-        Strategy::Custom { choose, .. } => choose(candidates, now),
+        let decision = match (exempt, progress) {
+            (Some(decision), _) => decision,
+            (None, Progress::Running) => Decision::Running,
+            (None, Progress::NotARun) => Decision::NotARun,
+            (None, Progress::Finished(finished)) => {
+                if let Some(slot) = candidate_of_run.last_mut() {
+                    *slot = Some(candidates.len());
+                }
+                candidates.push(Candidate {
+                    object,
+                    outcome: finished.outcome,
+                    finished: finished.at.or(created).unwrap_or(now),
+                });
+                continue;
+            }
+        };
+        staying.push((object, decision));
     }
-}
-
-fn reason(strategy: &Strategy) -> Decision {
-    match strategy {
-        Strategy::MaxCount(limit) => Decision::MaxCount { limit: *limit },
-        Strategy::MaxAge(age) => Decision::MaxAge {
-            limit: format!(
-                "{:#}",
-                SignedDuration::try_from(*age).unwrap_or(SignedDuration::MAX)
-            ),
-        },
-        Strategy::Custom { name, .. } => Decision::Custom {
-            strategy: name.clone(),
-        },
+    let names: Vec<String> = candidates
+        .iter()
+        .map(|candidate| candidate.object.name_any())
+        .collect();
+    let mut order: Vec<usize> = (0..candidates.len()).collect();
+    order.sort_by(|&a, &b| {
+        (candidates[b].finished, &names[a]).cmp(&(candidates[a].finished, &names[b]))
+    });
+    let mut rank = vec![0; order.len()];
+    for (new, &old) in order.iter().enumerate() {
+        rank[old] = new;
     }
+    for slot in candidate_of_run.iter_mut().flatten() {
+        *slot = rank[*slot];
+    }
+    let candidates = order
+        .into_iter()
+        .map(|old| candidates[old].clone())
+        .collect();
+    let group = Group {
+        candidates,
+        runs,
+        candidate_of_run,
+    };
+    (group, staying)
 }

@@ -9,8 +9,9 @@ use kube::api::{
 };
 
 use crate::error::{Error, Result};
-use crate::plan::{HookFn, Plan, Settings, Strategy, plan};
+use crate::plan::{HookFn, Plan, Settings, plan};
 use crate::rules::Rules;
+use crate::strategy::Strategy;
 
 /// Objects of one kind: in some namespaces (all when none are named), matching a label selector.
 #[derive(Debug, Clone)]

@@ -57,7 +57,7 @@ fn settings(strategies: Vec<Strategy>) -> Settings {
 }
 
 #[test]
-fn max_count_keeps_the_newest_per_namespace_and_never_a_running_or_kept_job() {
+fn newest_finished_keeps_the_newest_per_namespace_and_never_a_running_or_kept_job() {
     let jobs = [
         job("ci", "a", Some(18), json!({})),
         job("ci", "b", Some(19), json!({})),
@@ -71,8 +71,8 @@ fn max_count_keeps_the_newest_per_namespace_and_never_a_running_or_kept_job() {
         ),
         job("other", "a", Some(1), json!({})),
     ];
-    let decided = decisions(&jobs, &settings(vec![Strategy::MaxCount(1)]));
-    let pruned = Decision::MaxCount { limit: 1 };
+    let decided = decisions(&jobs, &settings(vec![Strategy::NewestFinished(1)]));
+    let pruned = Decision::NewestFinished { limit: 1 };
     assert_eq!(
         decided,
         [
@@ -87,7 +87,7 @@ fn max_count_keeps_the_newest_per_namespace_and_never_a_running_or_kept_job() {
 }
 
 #[test]
-fn max_age_and_max_count_together_prune_what_either_chooses() {
+fn max_age_and_newest_finished_together_prune_what_either_chooses() {
     let jobs = [
         job("ci", "old", Some(1), json!({})),
         job("ci", "newer", Some(21), json!({})),
@@ -95,7 +95,7 @@ fn max_age_and_max_count_together_prune_what_either_chooses() {
     ];
     let strategies = vec![
         Strategy::MaxAge(Duration::from_secs(7 * 86_400)),
-        Strategy::MaxCount(5),
+        Strategy::NewestFinished(5),
     ];
     let decided = decisions(&jobs, &settings(strategies));
     assert_eq!(
@@ -177,9 +177,9 @@ fn finish_rules_are_kube_retentions_and_can_be_overridden_or_extended() {
         build_run("going", "Unknown"),
         widget,
     ];
-    let all = settings(vec![Strategy::MaxCount(0)]);
+    let all = settings(vec![Strategy::NewestFinished(0)]);
     let decided = decisions(&objects, &all);
-    assert!(decided.contains(&("ci/ok".to_owned(), Decision::MaxCount { limit: 0 })));
+    assert!(decided.contains(&("ci/ok".to_owned(), Decision::NewestFinished { limit: 0 })));
     assert!(decided.contains(&("ci/going".to_owned(), Decision::Running)));
     assert!(
         decided.contains(&("ci/w".to_owned(), Decision::NotARun)),
@@ -199,7 +199,7 @@ fn finish_rules_are_kube_retentions_and_can_be_overridden_or_extended() {
     };
     let decided = decisions(&objects, &extended);
     assert!(
-        decided.contains(&("ci/w".to_owned(), Decision::MaxCount { limit: 0 })),
+        decided.contains(&("ci/w".to_owned(), Decision::NewestFinished { limit: 0 })),
         "{decided:?}"
     );
 }

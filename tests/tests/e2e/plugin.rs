@@ -95,7 +95,7 @@ fn pruned_names(plan: &Value) -> BTreeSet<String> {
         .into_iter()
         .flatten()
         .filter(|object| {
-            ["maxCount", "maxAge", "custom"]
+            ["limits", "newestFinished", "maxAge", "custom"]
                 .contains(&object["decision"].as_str().unwrap_or_default())
         })
         .filter_map(|object| object["name"].as_str().map(str::to_owned))
@@ -179,7 +179,7 @@ async fn prune(ns: TestNamespace) -> Result<()> {
     ]))?;
     ensure!(
         table.starts_with("NAMESPACE")
-            && table.contains("would prune (beyond the newest 2)")
+            && table.contains("would prune (beyond the newest 2 finished)")
             && table.contains("3 would prune, 4 kept"),
         "the table: {table}"
     );
