@@ -48,3 +48,73 @@ annotations:
 - --cloud-event-sink-deny={{ . }}
 {{- end }}
 {{- end -}}
+
+{{/* The built-in kinds (common/src/kinds/builtin.rs) by their `Kind.group` names, each with the
+resource the registrations match it by. `runs`: matched by the runs.* hooks' explicit rules;
+otherwise through the annotated.* hooks' `*` rule. */}}
+{{- define "kube-retention.builtinKinds" -}}
+kinds:
+  - {name: Build.shipwright.io, group: shipwright.io, resource: builds, runs: true}
+  - {name: BuildRun.shipwright.io, group: shipwright.io, resource: buildruns, runs: true}
+  - {name: Build.build.openshift.io, group: build.openshift.io, resource: builds, runs: true}
+  - {name: BuildConfig.build.openshift.io, group: build.openshift.io, resource: buildconfigs, runs: true}
+  - {name: Job.batch, group: batch, resource: jobs, runs: false}
+  - {name: Pod, group: "", resource: pods, runs: false}
+{{- end -}}
+
+{{/* The built-in kinds of controller.disabledKinds (named in any case, as the binaries accept
+them), in the table's order, as YAML {kinds: [...]}; an unknown name fails the render. */}}
+{{- define "kube-retention.disabledKinds" -}}
+{{- $builtin := (include "kube-retention.builtinKinds" . | fromYaml).kinds -}}
+{{- $names := .Values.controller.disabledKinds | default list -}}
+{{- if not (kindIs "slice" $names) -}}
+{{- fail (printf "controller.disabledKinds %q: a list is expected, e.g. --set 'controller.disabledKinds={Job.batch,Pod}'" (toString $names)) -}}
+{{- end -}}
+{{- $accepted := list -}}
+{{- range $builtin }}{{ $accepted = append $accepted .name }}{{ end -}}
+{{- $wanted := list -}}
+{{- range $names -}}
+{{- $name := toString . -}}
+{{- $found := false -}}
+{{- range $builtin -}}
+{{- if eq (lower .name) (lower $name) }}{{ $found = true }}{{ $wanted = append $wanted .name }}{{ end -}}
+{{- end -}}
+{{- if not $found -}}
+{{- fail (printf "controller.disabledKinds: %q is not a built-in kind; use %s (Kind.group, any case)" $name (join ", " $accepted)) -}}
+{{- end -}}
+{{- end -}}
+{{- $disabled := list -}}
+{{- range $builtin }}{{ if has .name $wanted }}{{ $disabled = append $disabled . }}{{ end }}{{ end -}}
+{{ dict "kinds" $disabled | toYaml }}
+{{- end -}}
+
+{{/* The runs.* hooks' rules: each group's resources but the disabled ones; empty when every
+run kind is disabled (the hook is then left out). */}}
+{{- define "kube-retention.runRules" -}}
+{{- $builtin := (include "kube-retention.builtinKinds" . | fromYaml).kinds -}}
+{{- $disabled := list -}}
+{{- range (include "kube-retention.disabledKinds" . | fromYaml).kinds }}{{ $disabled = append $disabled .name }}{{ end -}}
+{{- range $group := list "shipwright.io" "build.openshift.io" -}}
+{{- $resources := list -}}
+{{- range $builtin -}}
+{{- if and (eq .group $group) (not (has .name $disabled)) }}{{ $resources = append $resources (quote .resource) }}{{ end -}}
+{{- end -}}
+{{- if $resources }}
+- apiGroups: [{{ quote $group }}]
+  apiVersions: ["*"]
+  resources: [{{ join ", " $resources }}]
+  operations: ["CREATE", "UPDATE"]
+  scope: Namespaced
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The annotated.* hooks' matchConditions keeping disabled kinds of other groups away. */}}
+{{- define "kube-retention.disabledKindConditions" -}}
+{{- range (include "kube-retention.disabledKinds" . | fromYaml).kinds -}}
+{{- if not .runs }}
+- name: not-disabled-{{ .name }}
+  expression: "!(request.resource.group == '{{ .group }}' && request.resource.resource == '{{ .resource }}')"
+{{- end -}}
+{{- end -}}
+{{- end -}}

@@ -1,8 +1,12 @@
-//! The Helm chart (charts/kube-retention), checked with the real helm built from Go modules: it
+//! The Helm chart (charts/kube-retention), checked with the real helm built from Go modules (as
+//! upstream builds it, so it assumes a current Kubernetes without `--kube-version`): it
 //! lints, it renders exactly the objects of deploy/ for default values (but the Namespace, which
 //! Helm's --create-namespace owns, and Helm's own labels), and the API server accepts what it
 //! renders in a server-side dry run, monitoring objects included (against the Prometheus
-//! operator's real CRDs).
+//! operator's real CRDs). What `controller.disabledKinds` does to the render is
+//! `chart/disabled_kinds.rs`'s.
+
+mod disabled_kinds;
 
 use std::collections::BTreeMap;
 
@@ -15,7 +19,7 @@ use crate::cleaners::helm;
 use crate::support::{Env, TestNamespace};
 
 pub fn tests(env: &Env) -> Vec<Trial> {
-    vec![
+    let mut tests = vec![
         env.trial("the_helm_chart_passes_helm_lint", lint),
         env.trial(
             "the_helm_chart_renders_the_objects_of_deploy_for_default_values",
@@ -25,11 +29,12 @@ pub fn tests(env: &Env) -> Vec<Trial> {
             "the_helm_chart_is_accepted_by_the_api_server_in_a_server_side_dry_run",
             server_dry_run,
         ),
-    ]
+    ];
+    tests.extend(disabled_kinds::tests(env));
+    tests
 }
 
 const CHART: &str = "charts/kube-retention";
-const KUBE_VERSION: &str = "1.35.0";
 /// Every monitoring object the chart can render.
 const MONITORING: &str = "monitoring.prometheusRule.enabled=true,monitoring.podMonitor.enabled=true,monitoring.dashboard.enabled=true";
 /// The labels Helm adds to each object; deploy/ has none of them.
@@ -50,7 +55,7 @@ fn render(ns: &TestNamespace, extra: &[&str]) -> Result<String> {
                 "--namespace",
                 "kube-retention",
             ])
-            .args(["--kube-version", KUBE_VERSION, "--include-crds"])
+            .arg("--include-crds")
             .args(extra)
             .arg(chart),
     )
@@ -63,17 +68,12 @@ async fn lint(ns: TestNamespace) -> Result<()> {
         &["--strict", "--set", "certificates.mode=cert-manager"],
         &["--strict", "--set", MONITORING],
     ] {
-        let said = kube_retention_e2e::run(
-            helm(&ns.env)
-                .args(["lint", "--kube-version", KUBE_VERSION])
-                .args(values)
-                .arg(&chart),
-        )?;
+        let said = kube_retention_e2e::run(helm(&ns.env).arg("lint").args(values).arg(&chart))?;
         ensure!(said.contains("0 chart(s) failed"), "helm lint: {said}");
     }
     let refused = kube_retention_e2e::output_with_input(
         helm(&ns.env)
-            .args(["template", "x", "--kube-version", KUBE_VERSION])
+            .args(["template", "x"])
             .args(["--set", "certificates.mode=vault"])
             .arg(&chart),
         "",
