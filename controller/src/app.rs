@@ -50,9 +50,11 @@ impl Args {
     pub async fn run(self) -> Result<()> {
         let args = self;
         let mut supervisor = Supervisor::default();
-        let config = kube_retention_cli::config(args.kubeconfig.as_deref()).await?;
+        let config = kube_retention_cli::config(args.kubeconfig.as_deref())
+            .await
+            .map_err(Error::ClientConfig)?;
         let sink_policy = Arc::new(sink_policy(&args, &config.cluster_url).await?);
-        let client = kube::Client::try_from(config)?;
+        let client = kube::Client::try_from(config).map_err(Error::Client)?;
         let watched = kinds::registry(&args.kinds, &args.disabled_kinds)?;
         let (scans, scanning) = discovery::spawn_scans(
             client.clone(),
@@ -69,8 +71,11 @@ impl Args {
         startup::await_permissions(&client, &watched, &served, lease_namespace, grace).await?;
 
         let metrics = Metrics::default();
-        let listener = tokio::net::TcpListener::bind(args.metrics_address).await?;
-        tracing::info!(address = %listener.local_addr()?, "serving metrics");
+        let address = args.metrics_address;
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|source| Error::MetricsAddress { address, source })?;
+        tracing::info!(%address, "serving metrics");
         let ready = Arc::new(AtomicBool::new(false));
         let routes = http_routes(metrics.clone(), ready.clone());
         let server = async move { axum::serve(listener, routes).await };
@@ -155,7 +160,8 @@ impl Args {
             watch_tasks,
         );
         watches.start_policies();
-        let (evaluations, evaluating) = crate::run::Evaluations::start()?;
+        let (evaluations, evaluating) =
+            crate::run::Evaluations::start().map_err(Error::Evaluator)?;
         supervisor.add(evaluating);
         let (statuses, writing) = StatusWrites::spawn(client, writes::RETRY);
         supervisor.add(writing);

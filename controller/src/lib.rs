@@ -15,6 +15,7 @@ pub mod args;
 pub mod cleaners;
 pub mod crds;
 pub mod discovery;
+mod error;
 pub mod evaluator;
 pub mod executor;
 pub mod fair;
@@ -29,32 +30,4 @@ pub mod state;
 pub mod watch_backoff;
 pub mod watches;
 
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error(transparent)]
-    ExtraKind(#[from] kube_retention_common::kinds::ExtraKindError),
-    #[error("--kind {spec:?}: {source}")]
-    DuplicateKind {
-        spec: String,
-        source: kube_retention_common::kinds::RegistryError,
-    },
-    #[error("--disable-kind: {0}")]
-    DisableKind(#[source] kube_retention_common::kinds::RegistryError),
-    #[error("{0} is not served by this cluster")]
-    NotServed(String),
-    #[error(
-        "missing RBAC permissions, grant them (see deploy/core/controller-rbac.yaml): {}",
-        .0.join("; ")
-    )]
-    MissingPermissions(Vec<String>),
-    #[error(transparent)]
-    SinkPolicy(#[from] kube_retention_common::sink_policy::FlagError),
-    #[error("Kubernetes client: {0}")]
-    Kube(#[from] kube::Error),
-    #[error("I/O: {0}")]
-    Io(#[from] std::io::Error),
-    #[error(transparent)]
-    TaskEnded(#[from] kube_retention_cli::supervise::Ended),
-}
-
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+pub use error::{Error, Result};

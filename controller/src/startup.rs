@@ -24,11 +24,21 @@ pub async fn served_kinds(client: &Client, kinds: &Registry) -> Result<Vec<KindI
                 .list_api_group_resources(&resource.api_version())
                 .await
         };
-        let found = list.is_ok_and(|list| {
-            list.resources
+        // A group version the cluster does not serve answers 404; any other failure is the API
+        // server unable to say, which must not pass for "not served".
+        let found = match list {
+            Ok(list) => list
+                .resources
                 .iter()
-                .any(|served| served.name == resource.plural)
-        });
+                .any(|served| served.name == resource.plural),
+            Err(kube::Error::Api(status)) if status.code == 404 => false,
+            Err(source) => {
+                return Err(Error::Discovery {
+                    api_version: resource.api_version(),
+                    source,
+                });
+            }
+        };
         match (found, entry.optional) {
             (true, _) => served.push(id),
             (false, true) => {
@@ -113,21 +123,28 @@ pub async fn check_permissions(
             },
             ..SelfSubjectAccessReview::default()
         };
-        let answer = reviews.create(&PostParams::default(), &review).await?;
+        let answer = reviews
+            .create(&PostParams::default(), &review)
+            .await
+            .map_err(|source| Error::AccessReview {
+                permission: permission(verb, &group, &resource, namespace.as_deref()),
+                source,
+            })?;
         if !answer.status.is_some_and(|status| status.allowed) {
-            let group = if group.is_empty() {
-                "core".to_owned()
-            } else {
-                group
-            };
-            let scope = namespace.map_or("all namespaces".to_owned(), |namespace| {
-                format!("namespace {namespace}")
-            });
-            missing.push(format!("{verb} {resource} ({group}) in {scope}"));
+            missing.push(permission(verb, &group, &resource, namespace.as_deref()));
         }
     }
     if missing.is_empty() {
         return Ok(());
     }
     Err(Error::MissingPermissions(missing))
+}
+
+/// A permission as the errors name it: `delete jobs (batch) in all namespaces`.
+fn permission(verb: &str, group: &str, resource: &str, namespace: Option<&str>) -> String {
+    let group = if group.is_empty() { "core" } else { group };
+    let scope = namespace.map_or("all namespaces".to_owned(), |namespace| {
+        format!("namespace {namespace}")
+    });
+    format!("{verb} {resource} ({group}) in {scope}")
 }

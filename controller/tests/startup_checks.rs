@@ -1,0 +1,248 @@
+//! The start-up checks against a mocked API server (tower-test): discovery decides which kinds
+//! are watched (an optional kind not served is skipped, a required one stops the controller, an
+//! API server that cannot answer is an error naming what was asked, not "not served"), and the
+//! permission check asks one SelfSubjectAccessReview per verb and lists every one refused.
+
+#![allow(clippy::unwrap_used)]
+
+use http::{Request, Response, StatusCode};
+use kube::Client;
+use kube::client::Body;
+use kube_retention_common::Registry;
+use kube_retention_common::kinds::{Entry, Resource};
+use kube_retention_controller::{Error, startup};
+use serde_json::{Value, json};
+use tower_test::mock::{self, Handle};
+
+type ApiServer = Handle<Request<Body>, Response<Body>>;
+
+fn client() -> (Client, ApiServer) {
+    let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
+    (Client::new(service, "default"), handle)
+}
+
+fn respond(send: mock::SendResponse<Response<Body>>, status: StatusCode, body: &Value) {
+    let response = Response::builder()
+        .status(status)
+        .body(Body::from(serde_json::to_vec(body).unwrap()))
+        .unwrap();
+    send.send_response(response);
+}
+
+fn resource_list(group_version: &str, plurals: &[&str]) -> Value {
+    let resources: Vec<Value> = plurals
+        .iter()
+        .map(|plural| {
+            json!({"name": plural, "singularName": "", "namespaced": true,
+                             "kind": "", "verbs": ["list"]})
+        })
+        .collect();
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
+           "resources": resources})
+}
+
+fn not_found() -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 404,
+           "reason": "NotFound", "message": "the server could not find the requested resource"})
+}
+
+/// Answers discovery: the core and batch groups are served, Shipwright and OpenShift are not
+/// (or, with `failing`, that group version's request fails with 503).
+async fn discovery(mut server: ApiServer, failing: Option<&'static str>) -> Vec<String> {
+    let mut asked = Vec::new();
+    while let Some((request, send)) = server.next_request().await {
+        let path = request.uri().path().to_owned();
+        asked.push(path.clone());
+        let served = match path.as_str() {
+            "/api/v1" => Some(resource_list("v1", &["pods"])),
+            "/apis/batch/v1" => Some(resource_list("batch/v1", &["jobs"])),
+            _ => None,
+        };
+        match served {
+            _ if failing.is_some_and(|failing| path.ends_with(failing)) => {
+                let unavailable = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                         "code": 503, "message": "etcd is unhappy"});
+                respond(send, StatusCode::SERVICE_UNAVAILABLE, &unavailable);
+            }
+            Some(list) => respond(send, StatusCode::OK, &list),
+            None => respond(send, StatusCode::NOT_FOUND, &not_found()),
+        }
+    }
+    asked
+}
+
+#[tokio::test]
+async fn kinds_the_cluster_does_not_serve_are_skipped_when_optional() {
+    let (client, server) = client();
+    let answering = tokio::spawn(discovery(server, None));
+    let registry = Registry::builtin();
+    let served = startup::served_kinds(&client, registry).await.unwrap();
+    drop(client);
+    let names: Vec<String> = served
+        .iter()
+        .map(|&id| registry[id].resource.to_string())
+        .collect();
+    assert_eq!(names, ["Job.batch", "Pod"]);
+    let asked = answering.await.unwrap();
+    assert!(
+        asked.contains(&"/apis/shipwright.io/v1beta1".to_owned()),
+        "{asked:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_required_kind_not_served_stops_the_controller_naming_it() {
+    let (client, server) = client();
+    let answering = tokio::spawn(discovery(server, None));
+    // A kind added with --kind is required: the controller was told to watch it.
+    let mut required = Registry::builtin().clone();
+    let widgets = Resource::new("example.com", "v1", "Widget", "widgets");
+    required.add(Entry::plain(widgets)).unwrap();
+    let error = startup::served_kinds(&client, &required).await.unwrap_err();
+    drop(client);
+    answering.await.unwrap();
+    assert!(matches!(error, Error::NotServed(_)), "{error:?}");
+    assert_eq!(
+        error.to_string(),
+        "example.com/v1 Widget is not served by this cluster"
+    );
+}
+
+#[tokio::test]
+async fn an_api_server_that_cannot_answer_discovery_is_an_error_naming_the_group_version() {
+    let (client, server) = client();
+    let answering = tokio::spawn(discovery(server, Some("/apis/batch/v1")));
+    let error = startup::served_kinds(&client, Registry::builtin())
+        .await
+        .unwrap_err();
+    drop(client);
+    answering.await.unwrap();
+    assert_eq!(error.metric_label(), "discovery", "{error}");
+    let said = error.to_string();
+    assert!(
+        said.contains("batch/v1") && said.contains("etcd is unhappy"),
+        "{said}"
+    );
+}
+
+/// Answers SelfSubjectAccessReviews: allowed unless `refused(verb, resource)`, or failing with
+/// 500 for `broken(verb, resource)`; answers what was asked, as `verb resource group namespace`.
+async fn access_reviews(
+    mut server: ApiServer,
+    refused: fn(&str, &str) -> bool,
+    broken: fn(&str, &str) -> bool,
+) -> Vec<String> {
+    let mut asked = Vec::new();
+    while let Some((request, send)) = server.next_request().await {
+        assert_eq!(
+            (request.method().as_str(), request.uri().path()),
+            (
+                "POST",
+                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+            )
+        );
+        let body = request.into_body().collect_bytes().await.unwrap();
+        let review: Value = serde_json::from_slice(&body).unwrap();
+        let attributes = &review["spec"]["resourceAttributes"];
+        let text = |key: &str| attributes[key].as_str().unwrap_or_default().to_owned();
+        let (verb, resource) = (text("verb"), text("resource"));
+        asked.push(format!(
+            "{verb} {resource} {} {}",
+            text("group"),
+            text("namespace")
+        ));
+        if broken(&verb, &resource) {
+            let failing = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                 "code": 500, "message": "webhook authorizer timed out"});
+            respond(send, StatusCode::INTERNAL_SERVER_ERROR, &failing);
+            continue;
+        }
+        let allowed = !refused(&verb, &resource);
+        let mut answer = review.clone();
+        answer["status"] = json!({"allowed": allowed});
+        respond(send, StatusCode::CREATED, &answer);
+    }
+    asked
+}
+
+fn jobs_and_pods(registry: &Registry) -> Vec<kube_retention_common::kinds::KindId> {
+    ["Job.batch", "Pod"]
+        .iter()
+        .map(|name| registry.named(name).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn every_refused_permission_is_listed_at_once() {
+    let (client, server) = client();
+    let refused = |verb: &str, resource: &str| {
+        (verb == "delete" && resource == "jobs") || (verb == "update" && resource == "leases")
+    };
+    let answering = tokio::spawn(access_reviews(server, refused, |_, _| false));
+    let registry = Registry::builtin();
+    let served = jobs_and_pods(registry);
+    let error = startup::check_permissions(&client, registry, &served, Some("kube-retention"))
+        .await
+        .unwrap_err();
+    drop(client);
+    let asked = answering.await.unwrap();
+    match &error {
+        Error::MissingPermissions(missing) => assert_eq!(
+            missing,
+            &[
+                "delete jobs (batch) in all namespaces",
+                "update leases (coordination.k8s.io) in namespace kube-retention",
+            ]
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Every verb of both kinds, Events, and the Lease in its namespace.
+    for expected in [
+        "list jobs batch ",
+        "watch pods  ",
+        "patch pods  ",
+        "create events events.k8s.io ",
+        "get leases coordination.k8s.io kube-retention",
+    ] {
+        assert!(
+            asked.contains(&expected.to_owned()),
+            "{expected:?} in {asked:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_access_review_the_api_server_cannot_answer_names_the_permission() {
+    let (client, server) = client();
+    let broken = |verb: &str, resource: &str| verb == "watch" && resource == "pods";
+    let answering = tokio::spawn(access_reviews(server, |_, _| false, broken));
+    let registry = Registry::builtin();
+    let error = startup::check_permissions(&client, registry, &jobs_and_pods(registry), None)
+        .await
+        .unwrap_err();
+    drop(client);
+    answering.await.unwrap();
+    assert_eq!(error.metric_label(), "access_review");
+    let said = error.to_string();
+    assert!(
+        said.contains("may watch pods (core) in all namespaces")
+            && said.contains("webhook authorizer timed out"),
+        "{said}"
+    );
+}
+
+#[tokio::test]
+async fn a_controller_with_every_permission_passes() {
+    let (client, server) = client();
+    let answering = tokio::spawn(access_reviews(server, |_, _| false, |_, _| false));
+    let registry = Registry::builtin();
+    startup::check_permissions(&client, registry, &jobs_and_pods(registry), None)
+        .await
+        .unwrap();
+    drop(client);
+    let asked = answering.await.unwrap();
+    assert!(
+        !asked.iter().any(|asked| asked.contains("leases")),
+        "no Lease without leader election: {asked:?}"
+    );
+}
