@@ -87,12 +87,9 @@ pub async fn clean(cleaning: Arc<Cleaning>, clean: Clean) -> Result<Cleaned, Pro
         }
         for record in &records {
             let record_name = record.metadata.name.clone().unwrap_or_default();
-            cleaning.budget.acquire().await;
-            match secrets.delete(&record_name, &DeleteParams::default()).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(status)) if status.code == 404 => {}
-                Err(error) => return Err(failed(error)),
-            }
+            within_budget(&cleaning, &secrets, &record_name, &DeleteParams::default())
+                .await
+                .map_err(failed)?;
         }
         if !records.is_empty() {
             cleaning.metrics.deleted("release");
@@ -114,8 +111,7 @@ async fn delete(cleaning: &Cleaning, doomed: &Doomed) -> kube::Result<bool> {
         propagation_policy: Some(cleaning.propagation.clone()),
         ..DeleteParams::default()
     };
-    cleaning.budget.acquire().await;
-    gone_or(api.delete(&doomed.name, &params).await.map(|_| true))
+    within_budget(cleaning, &api, &doomed.name, &params).await
 }
 
 /// The API of each object a release's uninstall deletes, found before anything is deleted; a
@@ -163,15 +159,26 @@ async fn delete_manifest_object(
         propagation_policy: Some(PropagationPolicy::Background),
         ..DeleteParams::default()
     };
-    cleaning.budget.acquire().await;
-    gone_or(api.delete(&resource.name, &params).await.map(|_| true))
+    within_budget(cleaning, &api, &resource.name, &params).await
 }
 
-/// Not found (already gone) and conflict (a namesake, not ours) are not failures.
-fn gone_or(result: kube::Result<bool>) -> kube::Result<bool> {
-    match result {
+/// Every DELETE of a clean: its share of the request budget first, then the request; false
+/// when the object was already gone (404) or is a namesake, not ours (409), which are not
+/// failures.
+async fn within_budget<K>(
+    cleaning: &Cleaning,
+    api: &Api<K>,
+    name: &str,
+    params: &DeleteParams,
+) -> kube::Result<bool>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    cleaning.budget.acquire().await;
+    match api.delete(name, params).await {
+        Ok(_) => Ok(true),
         Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(false),
-        other => other,
+        Err(error) => Err(error),
     }
 }
 
@@ -230,8 +237,9 @@ pub async fn retire(cleaning: &Cleaning, clean: &Clean) -> kube::Result<()> {
         }),
         ..DeleteParams::default()
     };
-    cleaning.budget.acquire().await;
-    gone_or(api.delete(&clean.cleaner.name, &params).await.map(|_| true)).map(|_| ())
+    within_budget(cleaning, &api, &clean.cleaner.name, &params)
+        .await
+        .map(|_| ())
 }
 
 pub fn reference(clean: &Clean) -> ObjectReference {
