@@ -4,7 +4,14 @@
 //! skew between nodes does not matter) or as soon as it is released. On shutdown the leader
 //! releases it, so a successor takes over within one retry period.
 //!
-//! kube-lease-manager was the obvious crate, but its followers sleep until the Lease expires, so a
+//! A leader that cannot renew steps down at its renew deadline (the Lease duration less a retry
+//! period after its last renewal), before its Lease can expire elsewhere. The client has no
+//! request timeout, so a check the API server does not answer is given up at that deadline (a
+//! follower's after a Lease duration): an API server that stops answering does not keep a leader
+//! leading.
+//!
+//! Written here because no crate has these semantics: kube-runtime has no elector, and
+//! kube-lease-manager, the obvious crate, has its followers sleep until the Lease expires, so a
 //! released Lease waited out its whole duration.
 
 use std::time::Duration;
@@ -57,17 +64,28 @@ impl Elector {
         let (sender, receiver) = watch::channel(false);
         let task = supervise::spawn("leader-election", async move {
             let mut observed: Option<Observed> = None;
+            // While leading: when it last renewed.
             let mut renewed_at: Option<Instant> = None;
+            let renew_deadline = self.duration.saturating_sub(self.retry);
             loop {
-                match self.try_acquire_or_renew(&mut observed).await {
-                    Ok(true) => renewed_at = Some(Instant::now()),
-                    Ok(false) => renewed_at = None,
-                    Err(error) => tracing::warn!(%error, "checking the leader lease"),
+                // A leader past its renew deadline steps down before asking: the answer may never
+                // come. Otherwise the check is given up at the deadline.
+                if renewed_at.is_some_and(|at| at.elapsed() >= renew_deadline) {
+                    renewed_at = None;
+                    publish(&sender, false);
+                }
+                let cutoff =
+                    renewed_at.map_or(Instant::now() + self.duration, |at| at + renew_deadline);
+                let check = self.try_acquire_or_renew(&mut observed);
+                match tokio::time::timeout_at(cutoff, check).await {
+                    Ok(Ok(true)) => renewed_at = Some(Instant::now()),
+                    Ok(Ok(false)) => renewed_at = None,
+                    Ok(Err(error)) => tracing::warn!(%error, "checking the leader lease"),
+                    Err(_) => tracing::warn!("checking the leader lease: no answer"),
                 }
                 // A leader that cannot renew steps down before its Lease can expire elsewhere.
-                let leading = renewed_at
-                    .is_some_and(|at| at.elapsed() < self.duration.saturating_sub(self.retry));
-                sender.send_if_modified(|current| std::mem::replace(current, leading) != leading);
+                let leading = renewed_at.is_some_and(|at| at.elapsed() < renew_deadline);
+                publish(&sender, leading);
                 tokio::select! {
                     () = tokio::time::sleep(self.retry) => {}
                     () = sender.closed() => {
@@ -185,4 +203,9 @@ impl Elector {
             Err(error) => tracing::warn!(%error, "releasing the leader lease"),
         }
     }
+}
+
+/// Publishes whether this replica leads, waking the receivers only on a change.
+fn publish(sender: &watch::Sender<bool>, leading: bool) {
+    sender.send_if_modified(|current| std::mem::replace(current, leading) != leading);
 }
