@@ -1,21 +1,28 @@
 //! Whether kube-retention's controller may delete objects of a kind, so admission can warn the
 //! user who gives an object a TTL the controller could never act on — instead of the object
 //! silently living forever. Answers come from SubjectAccessReviews for the controller's
-//! ServiceAccount, cached per kind for [`CACHE_FOR`] (a newly aggregated ClusterRole is seen
-//! within that time). Behind a trait so unit tests need no cluster. [`Reviews`] also asks for
-//! writers of retention settings (see [`crate::writers`]).
+//! ServiceAccount, one per verb and kind. Behind a trait so unit tests need no cluster.
+//! [`Reviews`] also asks for writers of retention settings (see [`crate::writers`]).
+//!
+//! Every answer, the controller's and each writer's, is remembered per question (who, and which
+//! verb on what) in a [`moka`] cache, for its two semantics we would otherwise write by hand: a
+//! time to live ([`CACHE_FOR`]: a role granted or taken away, a newly aggregated ClusterRole,
+//! counts within that time) and single flight (admissions asking the same question at once,
+//! also when the answer has just expired under load, share one review). A failed review is
+//! not remembered: the next asker tries again.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
 use kube::api::PostParams;
 use kube::{Api, Client};
+use moka::future::Cache;
 
 pub use kube_retention_common::kinds::CONTROLLER_VERBS as VERBS;
 /// How long an answer is reused: a role granted or taken away counts within this time.
@@ -97,49 +104,40 @@ pub struct Reviews {
     client: Client,
     /// The controller's user name, `system:serviceaccount:NAMESPACE:NAME`.
     controller: Subject,
-    cache: Mutex<HashMap<Question, (Instant, Answer)>>,
+    answers: Cache<Question, bool>,
 }
 
 type Question = (Subject, Request);
-/// Filled by the first asker; a failed review leaves it empty for the next to try.
-type Answer = Arc<tokio::sync::OnceCell<bool>>;
 
-/// Beyond this many questions remembered, the stale ones are dropped.
-const CACHED_ANSWERS: usize = 10_000;
+/// Beyond this many questions remembered, those least likely to be asked again are dropped.
+const CACHED_ANSWERS: u64 = 10_000;
 
 impl Reviews {
     pub fn new(client: Client, controller_user: &str) -> Self {
+        Self::caching_for(client, controller_user, CACHE_FOR)
+    }
+
+    /// As [`Reviews::new`], with answers reused for `time_to_live` instead of [`CACHE_FOR`]: for
+    /// tests of the expiry, which cannot pause the cache's clock (it is not tokio's).
+    pub fn caching_for(client: Client, controller_user: &str, time_to_live: Duration) -> Self {
         Self {
             client,
             controller: Subject::service_account(controller_user),
-            cache: Mutex::new(HashMap::new()),
+            answers: Cache::builder()
+                .max_capacity(CACHED_ANSWERS)
+                .time_to_live(time_to_live)
+                .build(),
         }
     }
 
-    /// Whether `subject` may do `request`, from the cache while the answer is fresh.
+    /// Whether `subject` may do `request`, from the cache while the answer is fresh; askers of
+    /// the same question at once wait for one review, and share its error if it fails.
     pub async fn review(&self, subject: &Subject, request: &Request) -> Result<bool, kube::Error> {
-        let answer = {
-            let mut cache = self
-                .cache
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let key = (subject.clone(), request.clone());
-            match cache.get(&key) {
-                Some((at, answer)) if at.elapsed() < CACHE_FOR => answer.clone(),
-                _ => {
-                    if cache.len() >= CACHED_ANSWERS {
-                        cache.retain(|_, (at, _)| at.elapsed() < CACHE_FOR);
-                    }
-                    let answer = Answer::default();
-                    cache.insert(key, (Instant::now(), answer.clone()));
-                    answer
-                }
-            }
-        };
-        answer
-            .get_or_try_init(|| self.ask(subject, request))
+        let question = (subject.clone(), request.clone());
+        self.answers
+            .try_get_with(question, self.ask(subject, request))
             .await
-            .copied()
+            .map_err(unshared)
     }
 
     async fn ask(&self, subject: &Subject, request: &Request) -> Result<bool, kube::Error> {
@@ -165,6 +163,17 @@ impl Reviews {
         let answer = api.create(&PostParams::default(), &review).await?;
         Ok(answer.status.is_some_and(|status| status.allowed))
     }
+}
+
+/// The error of a review, for one of the askers that share it. kube's errors cannot be cloned:
+/// an asker holding the only reference gets it as it is, the others the API server's Status (a
+/// refusal stays a refusal with its code) or, for any other failure, the shared error as the
+/// cause of their own.
+fn unshared(error: Arc<kube::Error>) -> kube::Error {
+    Arc::try_unwrap(error).unwrap_or_else(|shared| match shared.as_ref() {
+        kube::Error::Api(status) => kube::Error::Api(status.clone()),
+        _ => kube::Error::Service(Box::new(shared)),
+    })
 }
 
 impl ControllerAccess for Reviews {
