@@ -5,7 +5,8 @@
 //! TTL for the outcome. `retention.dev/keep: "true"` means never. Without any TTL, kube-retention
 //! does not own `expires-at`: a hand-written one is the user's absolute deadline, and a stamp
 //! kube-retention wrote for a TTL that is gone is stale — removed, never acted on (KEP-592: no
-//! TTL means never expires).
+//! TTL means never expires). [`Expiry::decide`] says which setting decided, from the same
+//! computation, so "why this deadline" cannot disagree with the deadline.
 
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use serde_json::Value;
 
 use crate::annotations::AnnotationPolicy;
 use crate::json::field;
-use crate::policy::Policy;
+use crate::policy::{Policy, TtlSource};
 use crate::progress::{Outcome, Progress};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +30,24 @@ pub enum Expiry {
     NotYet,
     /// A TTL applies: kube-retention's deadline, which its stamp announces.
     At(Timestamp),
+}
+
+/// Which of a [`Policy`]'s settings decided its [`Expiry`], and what it says: the answer to
+/// "why this deadline", given by [`Expiry::decide`] with the expiry itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decider {
+    /// `retention.dev/keep: "true"`.
+    Keep,
+    /// The user's own `retention.dev/expires-at`.
+    ExpiresAt(Timestamp),
+    /// `retention.dev/ttl`, counted from creation.
+    Ttl(Duration),
+    /// The TTL after the run's outcome, counted from its finish time.
+    AfterFinish {
+        outcome: Outcome,
+        source: TtlSource,
+        ttl: Duration,
+    },
 }
 
 /// How kube-retention's stamp on an object must change to tell the truth.
@@ -50,30 +69,51 @@ impl Expiry {
         progress: Progress,
         now: Timestamp,
     ) -> Self {
+        Self::decide(policy, created, progress, now).0
+    }
+
+    /// [`Expiry::compute`], with the setting that decided it (none for [`Expiry::Never`] and
+    /// [`Expiry::NotYet`]). Where both a TTL from creation and one from the finish time apply,
+    /// the one giving the earlier deadline decides (the one from creation on a tie).
+    pub fn decide(
+        policy: &Policy,
+        created: Option<Timestamp>,
+        progress: Progress,
+        now: Timestamp,
+    ) -> (Self, Option<Decider>) {
         if policy.annotations.keep {
-            return Self::Keep;
+            return (Self::Keep, Some(Decider::Keep));
         }
         if !policy.has_ttl() {
             return match policy.annotations.own_deadline() {
-                Some(at) => Self::Deadline(at),
-                None => Self::Never,
+                Some(at) => (Self::Deadline(at), Some(Decider::ExpiresAt(at))),
+                None => (Self::Never, None),
             };
         }
-        let from_creation = policy
-            .annotations
-            .ttl
-            .and_then(|ttl| add(created.unwrap_or(now), ttl));
-        let ttls = policy.ttls();
-        let from_finish = progress.finished().and_then(|finished| {
-            let ttl = match finished.outcome {
-                Outcome::Succeeded => ttls.after_succeeded,
-                Outcome::Failed => ttls.after_failed,
-            }?;
-            add(finished.at.unwrap_or(now), ttl)
+        let from_creation = policy.annotations.ttl.and_then(|ttl| {
+            let at = add(created.unwrap_or(now), ttl)?;
+            Some((at, Decider::Ttl(ttl)))
         });
-        match from_creation.into_iter().chain(from_finish).min() {
-            Some(at) => Self::At(at),
-            None => Self::NotYet,
+        let from_finish = progress.finished().and_then(|finished| {
+            let outcome = finished.outcome;
+            let (ttl, source) = policy.ttl_after(outcome)?;
+            let at = add(finished.at.unwrap_or(now), ttl)?;
+            Some((
+                at,
+                Decider::AfterFinish {
+                    outcome,
+                    source,
+                    ttl,
+                },
+            ))
+        });
+        match from_creation
+            .into_iter()
+            .chain(from_finish)
+            .min_by_key(|(at, _)| *at)
+        {
+            Some((at, decider)) => (Self::At(at), Some(decider)),
+            None => (Self::NotYet, None),
         }
     }
 

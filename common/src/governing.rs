@@ -22,11 +22,12 @@ use serde_json::Value;
 
 use crate::annotations::AnnotationPolicy;
 use crate::cel::EvalError;
-use crate::expiry::Expiry;
+use crate::expiry::{Decider, Expiry};
 use crate::kinds::Entry;
 use crate::policies::Rules;
 use crate::policy::Policy;
 use crate::progress::{Finished, Outcome, Progress};
+use crate::setting::PolicyField;
 
 mod answers;
 
@@ -59,6 +60,10 @@ pub struct Judgement {
     pub progress: Progress,
     /// The expiry that governs: the object's own, or the winning policy's.
     pub expiry: Expiry,
+    /// The setting that decided [`Judgement::expiry`]: of the object's own settings, or of the
+    /// governing policy's (its `ttl` read as `retention.dev/ttl`, its TTLs after an outcome as
+    /// the object's own fields). [`crate::setting::deciding`] names it.
+    pub decider: Option<Decider>,
     /// The index of the policy that governs, if one does.
     pub policy: Option<usize>,
     /// The other policies of its scope that applied and lost to it (a later deadline).
@@ -95,18 +100,19 @@ pub fn judge(subject: &Subject<'_>, candidates: &[Candidate<'_>], now: Timestamp
     let annotations = &own.annotations;
     let own_governs = annotations.keep || own.has_ttl() || annotations.own_deadline().is_some();
     if own_governs || scope.is_empty() {
-        let expiry = Expiry::compute(&own, subject.created, progress, now);
+        let (expiry, decider) = Expiry::decide(&own, subject.created, progress, now);
         return Judgement {
             own,
             progress,
             expiry,
+            decider,
             policy: None,
             overruled: Vec::new(),
         };
     }
-    let mut best: Option<(usize, Expiry)> = None;
+    let mut best: Option<(usize, Expiry, Option<Decider>)> = None;
     for &index in &scope {
-        let expiry = Expiry::compute(
+        let (expiry, decider) = Expiry::decide(
             &as_policy(candidates[index].rules),
             subject.created,
             progress,
@@ -114,18 +120,19 @@ pub fn judge(subject: &Subject<'_>, candidates: &[Candidate<'_>], now: Timestamp
         );
         let earlier = match (&best, expiry.deadline()) {
             (None, _) => true,
-            (Some((_, current)), Some(deadline)) => {
+            (Some((_, current, _)), Some(deadline)) => {
                 current.deadline().is_none_or(|at| deadline < at)
             }
             (Some(_), None) => false,
         };
         if earlier {
-            best = Some((index, expiry));
+            best = Some((index, expiry, decider));
         }
     }
-    let (policy, expiry) = best.map_or((None, Expiry::Never), |(index, expiry)| {
-        (Some(index), expiry)
-    });
+    let (policy, expiry, decider) = best
+        .map_or((None, Expiry::Never, None), |(index, expiry, decider)| {
+            (Some(index), expiry, decider)
+        });
     let overruled = scope
         .into_iter()
         .filter(|&index| Some(index) != policy)
@@ -134,6 +141,7 @@ pub fn judge(subject: &Subject<'_>, candidates: &[Candidate<'_>], now: Timestamp
         own,
         progress,
         expiry,
+        decider,
         policy,
         overruled,
     }
@@ -187,6 +195,23 @@ fn as_policy(rules: &Rules) -> Policy {
         },
         own: rules.ttls,
         ..Policy::default()
+    }
+}
+
+/// The policy field behind a [`Decider`] of the settings [`as_policy`] makes: its `ttl` stands
+/// where `retention.dev/ttl` does, its TTLs after an outcome where the object's own fields do.
+pub(crate) fn policy_field(decider: Decider) -> Option<PolicyField> {
+    match decider {
+        Decider::Ttl(_) => Some(PolicyField::Ttl),
+        Decider::AfterFinish {
+            outcome: Outcome::Succeeded,
+            ..
+        } => Some(PolicyField::TtlAfterSucceeded),
+        Decider::AfterFinish {
+            outcome: Outcome::Failed,
+            ..
+        } => Some(PolicyField::TtlAfterFailed),
+        Decider::Keep | Decider::ExpiresAt(_) => None,
     }
 }
 

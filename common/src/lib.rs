@@ -17,6 +17,7 @@ pub mod policies;
 pub mod policy;
 pub mod progress;
 pub mod selector;
+pub mod setting;
 pub mod sink_policy;
 pub mod tightening;
 

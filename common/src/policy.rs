@@ -1,16 +1,21 @@
 //! An object's retention policy, read from its annotations and its kind's own fields, with every
 //! invalid field reported. The webhook denies an object when [`Policy::read`] reports errors; the
-//! controller acts on the valid part only. One reader for both, so they never disagree.
+//! controller acts on the valid part only. One reader for both, so they never disagree. Which
+//! setting gives the TTL after an outcome is [`Policy::ttl_after`]'s rule, said once: the
+//! deadline ([`crate::expiry`]) and the explanation of it ([`crate::setting`]) both ask it.
 
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::annotations::{self, AnnotationPolicy};
+use crate::annotations::{
+    self, AnnotationPolicy, TTL_AFTER_FAILED, TTL_AFTER_FINISHED, TTL_AFTER_SUCCEEDED,
+};
 use crate::duration;
 use crate::field_error::FieldError;
 use crate::json::field;
-use crate::kinds::{Entry, Registry, RunFields, TtlFields, TtlUnit};
+use crate::kinds::{Entry, Fields, Registry, RunFields, TtlFields, TtlUnit};
+use crate::progress::Outcome;
 
 /// Time-to-live per outcome.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -24,11 +29,11 @@ impl Ttls {
         self.after_succeeded.is_none() && self.after_failed.is_none()
     }
 
-    /// Each TTL of `self`, else of `fallback`.
-    pub fn or(self, fallback: Ttls) -> Ttls {
-        Ttls {
-            after_succeeded: self.after_succeeded.or(fallback.after_succeeded),
-            after_failed: self.after_failed.or(fallback.after_failed),
+    /// The TTL after `outcome`.
+    pub fn after(self, outcome: Outcome) -> Option<Duration> {
+        match outcome {
+            Outcome::Succeeded => self.after_succeeded,
+            Outcome::Failed => self.after_failed,
         }
     }
 }
@@ -40,6 +45,18 @@ pub struct RunPolicy {
     pub succeeded_limit: Option<u32>,
     pub failed_limit: Option<u32>,
     pub at_build_deletion: bool,
+}
+
+/// Which of an object's settings gives the TTL after an outcome (see [`Policy::ttl_after`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TtlSource {
+    /// This annotation: the outcome's own (`ttl-after-succeeded`, `ttl-after-failed`) or
+    /// `ttl-after-finished`.
+    Annotation(&'static str),
+    /// The object's own field for the outcome ([`Fields::own`]).
+    Own,
+    /// A field the run inherited from its parent ([`inherited_ttl`] says which).
+    Inherited,
 }
 
 /// Everything an object says about retention.
@@ -75,46 +92,78 @@ impl Policy {
             .runs
             .map(|runs| reader.runs(&runs))
             .unwrap_or_default();
-        let embedded = fields
-            .embedded
-            .map(|embedded| reader.runs(&embedded).ttls)
-            .unwrap_or_default();
-        // The snapshot is another system's, not the user's: never a reason to deny.
-        let snapshot = fields
-            .snapshot
-            .map(|snapshot| {
-                Reader {
-                    object,
-                    errors: &mut Vec::new(),
-                }
-                .ttls(&snapshot)
-            })
-            .unwrap_or_default();
+        // The embedded parent's settings are validated like the parent's own; their values,
+        // like the snapshot's, are read by `inherited_ttl`.
+        if let Some(embedded) = fields.embedded {
+            reader.runs(&embedded);
+        }
+        let inherited = |outcome| inherited_ttl(fields, object, outcome).map(|(ttl, _)| ttl);
         let policy = Policy {
             annotations,
             own,
-            inherited: embedded.or(snapshot),
+            inherited: Ttls {
+                after_succeeded: inherited(Outcome::Succeeded),
+                after_failed: inherited(Outcome::Failed),
+            },
             runs,
         };
         (policy, errors)
     }
 
-    /// The TTL that applies after each outcome: annotations first (the specific ones before
-    /// `ttl-after-finished`), then the object's own fields, then what it inherited.
-    pub fn ttls(&self) -> Ttls {
+    /// The TTL that applies after `outcome`, and the setting it comes from — the one place
+    /// of this precedence: the outcome's own annotation, then `ttl-after-finished`, then the
+    /// object's own field, then what it inherited.
+    pub fn ttl_after(&self, outcome: Outcome) -> Option<(Duration, TtlSource)> {
         let annotations = &self.annotations;
+        let (key, specific) = match outcome {
+            Outcome::Succeeded => (TTL_AFTER_SUCCEEDED, annotations.after_succeeded),
+            Outcome::Failed => (TTL_AFTER_FAILED, annotations.after_failed),
+        };
+        [
+            (TtlSource::Annotation(key), specific),
+            (
+                TtlSource::Annotation(TTL_AFTER_FINISHED),
+                annotations.after_finished,
+            ),
+            (TtlSource::Own, self.own.after(outcome)),
+            (TtlSource::Inherited, self.inherited.after(outcome)),
+        ]
+        .into_iter()
+        .find_map(|(source, ttl)| Some((ttl?, source)))
+    }
+
+    /// The TTL that applies after each outcome ([`Policy::ttl_after`]).
+    pub fn ttls(&self) -> Ttls {
+        let ttl = |outcome| self.ttl_after(outcome).map(|(ttl, _)| ttl);
         Ttls {
-            after_succeeded: annotations.after_succeeded.or(annotations.after_finished),
-            after_failed: annotations.after_failed.or(annotations.after_finished),
+            after_succeeded: ttl(Outcome::Succeeded),
+            after_failed: ttl(Outcome::Failed),
         }
-        .or(self.own)
-        .or(self.inherited)
     }
 
     /// Whether any TTL applies, so kube-retention owns `retention.dev/expires-at`.
     pub fn has_ttl(&self) -> bool {
         self.annotations.ttl.is_some() || !self.ttls().is_empty()
     }
+}
+
+/// The TTL a run of a kind with `fields` inherited for `outcome`, and the fields it was read
+/// from: the first of [`Fields::inherited`] that sets a valid one. Read without errors — the
+/// snapshot is another system's, never a reason to deny, and the embedded settings are
+/// validated by [`Policy::read_as`].
+pub fn inherited_ttl(
+    fields: &Fields,
+    object: &Value,
+    outcome: Outcome,
+) -> Option<(Duration, TtlFields)> {
+    fields.inherited().find_map(|ttl_fields| {
+        let ttls = Reader {
+            object,
+            errors: &mut Vec::new(),
+        }
+        .ttls(&ttl_fields);
+        Some((ttls.after(outcome)?, ttl_fields))
+    })
 }
 
 struct Reader<'a> {

@@ -1,7 +1,7 @@
 //! The controller's decision for one object, from the same model the controller runs
 //! (`kube_retention_common::governing::judge`): the object's own settings, its kind's fields, and
-//! the RetentionPolicies and ClusterRetentionPolicies that apply — plus where the deciding
-//! setting comes from, said in words.
+//! the RetentionPolicies and ClusterRetentionPolicies that apply — plus the setting that decided
+//! (`kube_retention_common::setting`), said as written: `spec.retention.ttlAfterSucceeded: 2h`.
 
 use std::collections::BTreeMap;
 
@@ -11,24 +11,26 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::{Client, ResourceExt};
 use kube_retention_common::annotations::{EXPIRES_AT, KEEP};
-use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
+use kube_retention_common::api::{ClusterRetentionPolicy, PolicyRules, RetentionPolicy};
 use kube_retention_common::expiry::Expiry;
 use kube_retention_common::governing::{Candidate, Judgement, Subject, judge};
 use kube_retention_common::kinds::{Entry, Registry, Resource};
 use kube_retention_common::policies::Rules;
 use kube_retention_common::progress::{Outcome, Progress};
+use kube_retention_common::setting::{self, NamedPolicy, Said, Setting};
 use serde::Serialize;
 
-/// The policies of the cluster, read once: namespaced ones by namespace, then cluster ones.
+/// The policies of the cluster, read once: namespaced ones by namespace, then cluster ones;
+/// each by name, checked, and as written.
 pub struct Policies {
-    namespaced: BTreeMap<String, Vec<(String, Rules)>>,
-    cluster: Vec<(String, Rules)>,
+    namespaced: BTreeMap<String, Vec<(String, Rules, PolicyRules)>>,
+    cluster: Vec<(String, Rules, PolicyRules)>,
     namespace_labels: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl Policies {
     pub async fn load(client: &Client) -> Result<Self> {
-        let mut namespaced: BTreeMap<String, Vec<(String, Rules)>> = BTreeMap::new();
+        let mut namespaced: BTreeMap<String, Vec<_>> = BTreeMap::new();
         for policy in Api::<RetentionPolicy>::all(client.clone())
             .list(&ListParams::default())
             .await?
@@ -39,7 +41,7 @@ impl Policies {
                 namespaced
                     .entry(policy.namespace().unwrap_or_default())
                     .or_default()
-                    .push((policy.name_any(), rules));
+                    .push((policy.name_any(), rules, policy.spec.rules));
             }
         }
         let mut cluster = Vec::new();
@@ -55,7 +57,7 @@ impl Policies {
                 .and_then(|selector| serde_json::to_value(selector).ok());
             let (rules, errors) = Rules::read(&policy.spec.rules, selector.as_ref());
             if errors.is_empty() {
-                cluster.push((policy.name_any(), rules));
+                cluster.push((policy.name_any(), rules, policy.spec.rules));
             }
         }
         let namespaces = Api::<Namespace>::all(client.clone())
@@ -87,8 +89,11 @@ pub struct Explanation {
     pub deadline: Option<Timestamp>,
     /// The annotation the webhook or controller stamped, for comparison.
     pub expires_at: Option<String>,
-    /// Where the deciding setting comes from.
+    /// The deciding setting as written (`annotation retention.dev/ttl-after-finished: 30m`), or
+    /// why there is none.
     pub source: String,
+    /// The deciding setting, field by field.
+    pub setting: Option<Said>,
     /// Policies that applied too and lost to an earlier deadline.
     pub overruled: Vec<String>,
     /// Why it is never deleted, or not yet.
@@ -108,20 +113,17 @@ pub fn explain(
         .cloned()
         .unwrap_or_else(|| Entry::plain(resource.clone()));
     let namespace = object.namespace().unwrap_or_default();
-    let mut names = Vec::new();
-    let mut candidates = Vec::new();
-    for (name, rules) in policies.namespaced.get(&namespace).into_iter().flatten() {
-        names.push(format!("RetentionPolicy {namespace}/{name}"));
+    let namespaced = policies.namespaced.get(&namespace).into_iter().flatten();
+    let namespaced =
+        namespaced.map(|policy| (true, format!("RetentionPolicy {namespace}/"), policy));
+    let cluster = policies.cluster.iter();
+    let cluster = cluster.map(|policy| (false, "ClusterRetentionPolicy ".to_owned(), policy));
+    let (mut names, mut specs, mut candidates) = (Vec::new(), Vec::new(), Vec::new());
+    for (namespaced, scope, (name, rules, spec)) in namespaced.chain(cluster) {
+        names.push(format!("{scope}{name}"));
+        specs.push(spec);
         candidates.push(Candidate {
-            namespaced: true,
-            rules,
-            answers: None,
-        });
-    }
-    for (name, rules) in &policies.cluster {
-        names.push(format!("ClusterRetentionPolicy {name}"));
-        candidates.push(Candidate {
-            namespaced: false,
+            namespaced,
             rules,
             answers: None,
         });
@@ -136,7 +138,14 @@ pub fn explain(
         created: object.creation_timestamp().map(|time| time.0),
     };
     let judgement = judge(&subject, &candidates, now);
-    let source = source(&judgement, &names);
+    let named = |at: usize| -> Option<NamedPolicy<'_>> { Some((names.get(at)?, specs.get(at)?)) };
+    let said = |setting: &Setting| setting.said(named);
+    let setting = setting::deciding(&judgement, &subject).map(|setting| said(&setting));
+    let pending: Vec<(Outcome, Said)> = setting::pending(&judgement, &subject)
+        .iter()
+        .map(|(outcome, setting)| (*outcome, said(setting)))
+        .collect();
+    let source = source(&judgement, setting.as_ref(), &pending, &names);
     let note = match judgement.expiry {
         Expiry::Keep => Some(format!("never deleted: annotated {KEEP}: \"true\"")),
         Expiry::Never => Some("never deleted: no TTL applies to it".to_owned()),
@@ -153,6 +162,7 @@ pub fn explain(
         deadline: judgement.expiry.deadline(),
         expires_at: object.annotations().get(EXPIRES_AT).cloned(),
         source,
+        setting,
         overruled: judgement
             .overruled
             .iter()
@@ -171,27 +181,120 @@ fn state(progress: Progress) -> &'static str {
     }
 }
 
-fn source(judgement: &Judgement, names: &[String]) -> String {
+fn source(
+    judgement: &Judgement,
+    setting: Option<&Said>,
+    pending: &[(Outcome, Said)],
+    names: &[String],
+) -> String {
+    if let Some(setting) = setting {
+        return setting.to_string();
+    }
     if let Some(index) = judgement.policy {
         return names.get(index).cloned().unwrap_or_default();
     }
-    let own = &judgement.own;
-    let annotations = &own.annotations;
-    if annotations.keep {
-        format!("annotation {KEEP}")
-    } else if annotations.ttl.is_some()
-        || annotations.after_succeeded.is_some()
-        || annotations.after_failed.is_some()
-        || annotations.after_finished.is_some()
-    {
-        "the object's retention.dev/ annotations".to_owned()
-    } else if !own.own.is_empty() {
-        "the object's own retention fields".to_owned()
-    } else if !own.inherited.is_empty() {
-        "its Build's retention (the snapshot its controller keeps)".to_owned()
-    } else if annotations.own_deadline().is_some() {
-        format!("a hand-written {EXPIRES_AT}")
-    } else {
-        "nothing: no annotation, field or policy applies".to_owned()
+    match pending {
+        [] => "nothing: no annotation, field or policy applies".to_owned(),
+        [(_, first), (_, second)] if first == second => format!("once it finishes: {first}"),
+        each => {
+            let each: Vec<String> = each
+                .iter()
+                .map(|(outcome, said)| match outcome {
+                    Outcome::Succeeded => format!("{said} if it succeeds"),
+                    Outcome::Failed => format!("{said} if it fails"),
+                })
+                .collect();
+            format!("once it finishes: {}", each.join("; "))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // fixtures
+
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn explained(object: Value, policies: &Policies) -> Explanation {
+        let object: DynamicObject = serde_json::from_value(object).unwrap();
+        let now = "2026-06-01T12:00:00Z".parse().unwrap();
+        explain(&Resource::new("", "v1", "U", "us"), &object, policies, now)
+    }
+
+    /// No policies, or one RetentionPolicy `team-a/NAME`.
+    fn policies(policy: Option<(&str, Value)>) -> Policies {
+        let loaded = policy.into_iter().map(|(name, spec)| {
+            let spec: PolicyRules = serde_json::from_value(spec).unwrap();
+            let (rules, errors) = Rules::read(&spec, None);
+            assert!(errors.is_empty(), "{errors:?}");
+            (name.to_owned(), rules, spec)
+        });
+        Policies {
+            namespaced: BTreeMap::from([("team-a".to_owned(), loaded.collect())]),
+            cluster: Vec::new(),
+            namespace_labels: BTreeMap::new(),
+        }
+    }
+
+    fn buildrun(annotations: Value, spec: Value, status: Value) -> Value {
+        json!({"apiVersion": "shipwright.io/v1beta1", "kind": "BuildRun",
+               "metadata": {"name": "run", "namespace": "team-a", "annotations": annotations,
+                            "labels": {"build.shipwright.io/name": "hello"}},
+               "spec": spec, "status": status})
+    }
+
+    #[test]
+    fn says_an_inherited_setting_and_the_build_it_comes_from() {
+        let failed = json!({"completionTime": "2026-06-01T11:00:00Z",
+                            "buildSpec": {"retention": {"ttlAfterFailed": "10m"}},
+                            "conditions": [{"type": "Succeeded", "status": "False"}]});
+        let it = explained(buildrun(json!({}), json!({}), failed), &policies(None));
+        assert_eq!(
+            it.source,
+            "status.buildSpec.retention.ttlAfterFailed: 10m (from Build hello)"
+        );
+        assert_eq!(it.deadline, Some("2026-06-01T11:10:00Z".parse().unwrap()));
+        assert_eq!(
+            serde_json::to_value(&it).unwrap()["setting"],
+            json!({"kind": "inherited", "name": "status.buildSpec.retention.ttlAfterFailed",
+                   "value": "10m", "from": "Build hello"})
+        );
+    }
+
+    #[test]
+    fn says_a_policy_field_as_its_spec_writes_it() {
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job",
+                         "metadata": {"name": "j", "namespace": "team-a"},
+                         "status": {"conditions": [{"type": "Failed", "status": "True",
+                                    "lastTransitionTime": "2026-06-01T11:00:00Z"}]}});
+        let spec = json!({"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
+                          "ttlAfterFailed": "120m"});
+        let it = explained(job, &policies(Some(("jobs", spec))));
+        assert_eq!(
+            it.source,
+            "RetentionPolicy team-a/jobs: ttlAfterFailed 120m"
+        );
+        assert_eq!(it.deadline, Some("2026-06-01T13:00:00Z".parse().unwrap()));
+    }
+
+    #[test]
+    fn says_what_will_decide_once_a_run_finishes() {
+        let annotations = json!({"retention.dev/ttl-after-failed": "5m"});
+        let spec = json!({"retention": {"ttlAfterSucceeded": "1h"}});
+        let it = explained(buildrun(annotations, spec, json!({})), &policies(None));
+        assert_eq!(
+            it.source,
+            "once it finishes: spec.retention.ttlAfterSucceeded: 1h if it succeeds; \
+             annotation retention.dev/ttl-after-failed: 5m if it fails"
+        );
+        let finished = json!({"retention.dev/ttl-after-finished": "30m"});
+        let it = explained(buildrun(finished, json!({}), json!({})), &policies(None));
+        assert_eq!(
+            it.source,
+            "once it finishes: annotation retention.dev/ttl-after-finished: 30m"
+        );
+        assert_eq!(it.setting, None);
     }
 }

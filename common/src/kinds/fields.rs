@@ -1,6 +1,8 @@
 //! Where a kind keeps its retention settings, as data: the reader in [`crate::policy`] walks these
 //! paths, so adding a kind with fields is a table entry, not new code.
 
+use crate::progress::Outcome;
+
 /// How a TTL field is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TtlUnit {
@@ -26,6 +28,14 @@ impl TtlFields {
 
     pub fn failed_path(&self) -> String {
         format!("{}.{}", self.within, self.failed)
+    }
+
+    /// The path of the field for `outcome`.
+    pub fn path(&self, outcome: Outcome) -> String {
+        match outcome {
+            Outcome::Succeeded => self.succeeded_path(),
+            Outcome::Failed => self.failed_path(),
+        }
     }
 }
 
@@ -58,4 +68,13 @@ pub struct Fields {
     pub snapshot: Option<TtlFields>,
     /// What it sets for its runs.
     pub runs: Option<RunFields>,
+}
+
+impl Fields {
+    /// Where a run's inherited TTLs are read, in precedence order: its parent's settings embedded
+    /// in it, then the snapshot.
+    pub fn inherited(&self) -> impl Iterator<Item = TtlFields> + use<> {
+        let embedded = self.embedded.map(|embedded| embedded.ttls);
+        embedded.into_iter().chain(self.snapshot)
+    }
 }

@@ -1,6 +1,7 @@
 //! `kubectl retention explain` and `upcoming` give the controller's decision: the deadline the
-//! controller stamped for a BuildRun and its source, a Job's deadline under a RetentionPolicy
-//! named as such, a kept Job that never goes; `upcoming` lists the deadlines soonest first.
+//! controller stamped for a BuildRun and the field that decided it, as written; a Job's deadline
+//! under a RetentionPolicy, named with the policy's field and value; a kept Job that never goes,
+//! and the annotation that keeps it; `upcoming` lists the deadlines soonest first.
 
 use std::time::Duration;
 
@@ -77,7 +78,13 @@ pub async fn explain_and_upcoming(ns: TestNamespace) -> Result<()> {
         "explain {run} against expires-at {stamped}"
     );
     ensure!(
-        run["source"] == "the object's own retention fields" && run["state"] == "succeeded",
+        run["source"] == "spec.retention.ttlAfterSucceeded: 1h" && run["state"] == "succeeded",
+        "{run}"
+    );
+    ensure!(
+        run["setting"]
+            == json!({"kind": "field", "name": "spec.retention.ttlAfterSucceeded",
+                      "value": "1h", "from": null}),
         "{run}"
     );
 
@@ -87,8 +94,15 @@ pub async fn explain_and_upcoming(ns: TestNamespace) -> Result<()> {
         nightly["deadline"] == expected.to_string(),
         "the Job's deadline: {nightly}, expected {expected}"
     );
+    let policy = format!("RetentionPolicy {}/nightly-jobs", ns.name);
     ensure!(
-        nightly["source"] == format!("RetentionPolicy {}/nightly-jobs", ns.name),
+        nightly["source"] == format!("{policy}: ttlAfterSucceeded 2h"),
+        "{nightly}"
+    );
+    ensure!(
+        nightly["setting"]
+            == json!({"kind": "policy", "name": "ttlAfterSucceeded", "value": "2h",
+                      "from": policy}),
         "{nightly}"
     );
 
@@ -96,6 +110,11 @@ pub async fn explain_and_upcoming(ns: TestNamespace) -> Result<()> {
     ensure!(kept["deadline"].is_null(), "{kept}");
     ensure!(
         kept["note"] == "never deleted: annotated retention.dev/keep: \"true\"",
+        "{kept}"
+    );
+    // `keep` decides, not the `ttl` beside it.
+    ensure!(
+        kept["source"] == "annotation retention.dev/keep: true",
         "{kept}"
     );
     let table = kube_retention_e2e::run(kubectl(&ns).args([
@@ -107,7 +126,9 @@ pub async fn explain_and_upcoming(ns: TestNamespace) -> Result<()> {
         &ns.name,
     ]))?;
     ensure!(
-        table.starts_with("NAMESPACE") && table.contains("never deleted"),
+        table.starts_with("NAMESPACE")
+            && table.contains("annotation retention.dev/keep: true")
+            && table.contains("never deleted"),
         "{table}"
     );
 
