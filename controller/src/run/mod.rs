@@ -89,7 +89,7 @@ impl Loop {
                     }
                     Observed::Metadata(kind, event) => self.on_metadata(kind, event),
                     Observed::Policy(event) => self.on_policy(event),
-                    Observed::ClusterPolicy(event) => self.on_cluster_policy(event),
+                    Observed::ClusterPolicy(event) => self.on_policy(event),
                     Observed::Namespace(event) => self.on_namespace(event),
                 },
                 Some(evaluated) = self.evaluations.results.recv() => self.on_evaluated(evaluated),

@@ -6,10 +6,9 @@
 use std::collections::{HashMap, HashSet};
 
 use kube::runtime::watcher::{self, Event};
-use kube_retention_common::api::{ClusterRetentionPolicy, PolicyStatus, RetentionPolicy};
+use kube_retention_common::api::PolicyStatus;
 use kube_retention_common::kinds::KindId;
-use kube_retention_common::policies::Rules;
-use serde_json::Value;
+use kube_retention_common::policies::{PolicyObject, PolicyScope};
 
 use super::{Discovered, Loop};
 use crate::discovery::Scan;
@@ -27,82 +26,51 @@ pub struct Extra {
     pub(super) scan: Option<Scan>,
     /// Kinds watched in full because a policy governs them.
     pub(super) governed: HashSet<KindId>,
-    /// Policies seen by the current (re)list of each scope (namespaced, cluster).
-    listing: [Option<HashSet<PolicyKey>>; 2],
+    /// RetentionPolicies seen by their watch's current (re)list.
+    listing_namespaced: Option<HashSet<PolicyKey>>,
+    /// ClusterRetentionPolicies seen by their watch's current (re)list.
+    listing_cluster: Option<HashSet<PolicyKey>>,
     pub(super) written: HashMap<PolicyKey, PolicyStatus>,
     /// Relists asked for by policy changes, at most one per kind per window.
     pub(super) relists: RelistThrottle,
 }
 
 impl Extra {
+    /// The policies of `scope` seen by the current (re)list of their watch, while one runs.
+    fn listing(&mut self, scope: PolicyScope) -> &mut Option<HashSet<PolicyKey>> {
+        match scope {
+            PolicyScope::Namespaced => &mut self.listing_namespaced,
+            PolicyScope::Cluster => &mut self.listing_cluster,
+        }
+    }
+
     pub fn new(statuses: StatusWrites) -> Self {
         Self {
             statuses,
             discovered: Discovered::default(),
             scan: None,
             governed: HashSet::new(),
-            listing: [None, None],
+            listing_namespaced: None,
+            listing_cluster: None,
             written: HashMap::new(),
             relists: RelistThrottle::default(),
         }
     }
 }
 
-type Observed<K> = Result<Event<K>, watcher::Error>;
+/// A policy watch's event.
+type PolicyEvent<K> = Result<Event<K>, watcher::Error>;
 
 impl Loop {
-    pub(super) fn on_policy(&mut self, event: Observed<RetentionPolicy>) -> Vec<Action> {
-        self.on_any_policy(0, event, |policy| {
-            let key = PolicyKey {
-                namespace: policy.metadata.namespace.clone(),
-                name: policy.metadata.name.clone().unwrap_or_default(),
-            };
-            (key, policy.metadata.generation, &policy.spec.rules, None)
-        })
-    }
-
-    pub(super) fn on_cluster_policy(
-        &mut self,
-        event: Observed<ClusterRetentionPolicy>,
-    ) -> Vec<Action> {
-        self.on_any_policy(1, event, |policy| {
-            let key = PolicyKey {
-                namespace: None,
-                name: policy.metadata.name.clone().unwrap_or_default(),
-            };
-            let selector = policy
-                .spec
-                .namespace_selector
-                .as_ref()
-                .and_then(|selector| serde_json::to_value(selector).ok());
-            (
-                key,
-                policy.metadata.generation,
-                &policy.spec.rules,
-                selector,
-            )
-        })
-    }
-
-    fn on_any_policy<K>(
-        &mut self,
-        scope: usize,
-        event: Observed<K>,
-        read: impl Fn(
-            &K,
-        ) -> (
-            PolicyKey,
-            Option<i64>,
-            &kube_retention_common::api::PolicyRules,
-            Option<Value>,
-        ),
-    ) -> Vec<Action> {
+    /// A RetentionPolicy's or ClusterRetentionPolicy's event: the state loads, changes or
+    /// forgets it, and the kinds it governs are relisted.
+    pub(super) fn on_policy<K: PolicyObject>(&mut self, event: PolicyEvent<K>) -> Vec<Action> {
         let mut kinds = Vec::new();
         match event {
-            Ok(Event::Init) => self.extra.listing[scope] = Some(HashSet::new()),
+            Ok(Event::Init) => *self.extra.listing(K::SCOPE) = Some(HashSet::new()),
             Ok(Event::InitApply(policy) | Event::Apply(policy)) => {
-                let (key, generation, spec, selector) = read(&policy);
-                if let Some(seen) = &mut self.extra.listing[scope] {
+                let (key, generation) = (policy.key(), policy.generation());
+                if let Some(seen) = self.extra.listing(K::SCOPE) {
                     seen.insert(key.clone());
                 }
                 // A status write (this controller's own) changes no generation: nothing to redo.
@@ -113,7 +81,7 @@ impl Loop {
                 if unchanged {
                     return Vec::new();
                 }
-                let (rules, errors) = Rules::read(spec, selector.as_ref());
+                let (rules, errors) = policy.rules();
                 if !errors.is_empty() {
                     tracing::warn!(policy = %key, errors = errors.len(), "policy is invalid; ignored until fixed");
                 }
@@ -125,12 +93,12 @@ impl Loop {
                 kinds = self.state.policy_applied(key, loaded);
             }
             Ok(Event::InitDone) => {
-                let seen = self.extra.listing[scope].take().unwrap_or_default();
+                let seen = self.extra.listing(K::SCOPE).take().unwrap_or_default();
                 let gone: Vec<PolicyKey> = self
                     .state
                     .policies()
                     .map(|(key, _)| key.clone())
-                    .filter(|key| key.namespace.is_some() == (scope == 0) && !seen.contains(key))
+                    .filter(|key| key.scope() == K::SCOPE && !seen.contains(key))
                     .collect();
                 for key in gone {
                     self.extra.statuses.forget(&key);
@@ -138,7 +106,7 @@ impl Loop {
                 }
             }
             Ok(Event::Delete(policy)) => {
-                let (key, ..) = read(&policy);
+                let key = policy.key();
                 self.extra.written.remove(&key);
                 self.extra.statuses.forget(&key);
                 kinds = self.state.policy_removed(&key);

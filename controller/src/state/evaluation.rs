@@ -17,14 +17,13 @@ pub type PolicyAnswers = HashMap<Arc<PolicyKey>, Answers>;
 pub type Unevaluated = Vec<(Arc<PolicyKey>, Arc<Rules>)>;
 
 impl State {
-    /// The valid policies that may apply in `namespace`: its RetentionPolicies, then the
-    /// ClusterRetentionPolicies, each in name order.
+    /// The valid policies that may apply in `namespace`, in [`PolicyKey`] order.
     pub(super) fn valid_in<'a>(
         &'a self,
         namespace: &'a str,
     ) -> impl Iterator<Item = (&'a Arc<PolicyKey>, &'a LoadedPolicy)> {
         self.policies.iter().filter(move |(key, loaded)| {
-            key.namespace.as_deref().is_none_or(|own| own == namespace) && loaded.errors.is_empty()
+            key.applies_in(namespace) && loaded.valid_rules().is_some()
         })
     }
 

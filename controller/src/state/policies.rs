@@ -8,27 +8,12 @@ use std::collections::{BTreeMap, HashMap};
 use kube_retention_common::FieldError;
 use kube_retention_common::api::ResourceRef;
 use kube_retention_common::governing::{Candidate, Judgement, Subject, judge};
+pub use kube_retention_common::policies::PolicyKey;
 
 use super::evaluation::PolicyAnswers;
 use kube_retention_common::policies::Rules;
 
 use super::*;
-
-/// A policy's name; `namespace` is `None` for a ClusterRetentionPolicy.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct PolicyKey {
-    pub namespace: Option<String>,
-    pub name: String,
-}
-
-impl std::fmt::Display for PolicyKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.namespace {
-            Some(namespace) => write!(f, "RetentionPolicy {namespace}/{}", self.name),
-            None => write!(f, "ClusterRetentionPolicy {}", self.name),
-        }
-    }
-}
 
 #[derive(Debug)]
 pub struct LoadedPolicy {
@@ -36,6 +21,13 @@ pub struct LoadedPolicy {
     pub rules: Arc<Rules>,
     pub errors: Vec<FieldError>,
     pub generation: Option<i64>,
+}
+
+impl LoadedPolicy {
+    /// Its rules, where it is valid (an invalid policy governs nothing).
+    pub fn valid_rules(&self) -> Option<&Rules> {
+        self.errors.is_empty().then_some(&*self.rules)
+    }
 }
 
 /// What a policy governs now.
@@ -124,18 +116,13 @@ impl State {
         &'a self,
         namespace: &'a str,
         answers: Option<&'a PolicyAnswers>,
-    ) -> (Vec<Arc<PolicyKey>>, Vec<Candidate<'a>>) {
-        let mut keys = Vec::new();
-        let mut candidates = Vec::new();
-        for (key, loaded) in self.valid_in(namespace) {
-            keys.push(key.clone());
-            candidates.push(Candidate {
-                namespaced: key.namespace.is_some(),
-                rules: &loaded.rules,
-                answers: answers.and_then(|answers| answers.get(key)),
-            });
-        }
-        (keys, candidates)
+    ) -> (Vec<&'a Arc<PolicyKey>>, Vec<Candidate<'a>>) {
+        kube_retention_common::policies::candidates(
+            &self.policies,
+            namespace,
+            LoadedPolicy::valid_rules,
+            |key| answers.and_then(|answers| answers.get(key)),
+        )
     }
 
     /// A dry-run policy would have deleted `key` now.
@@ -255,6 +242,11 @@ impl State {
                 .map_or("", String::as_str);
             CompactString::from(format!("{}{value}", policy_group_prefix(&key)))
         });
+        let overruled = judgement
+            .overruled
+            .iter()
+            .map(|&index| (*keys[index]).clone())
+            .collect();
         let mut limits_changed = false;
         if let Some(group) = &group {
             let group_key = GroupKey {
@@ -264,11 +256,6 @@ impl State {
             };
             limits_changed = self.limits.insert(group_key, limits) != Some(limits);
         }
-        let overruled = judgement
-            .overruled
-            .iter()
-            .map(|&index| keys[index].clone())
-            .collect();
         Governed {
             judgement,
             policy: Some(key),

@@ -16,6 +16,10 @@ use crate::limits::LIMIT_RANGE;
 use crate::policy::Ttls;
 use crate::selector::Selector;
 
+mod candidates;
+
+pub use candidates::{PolicyKey, PolicyObject, PolicyScope, candidates};
+
 /// A checked policy.
 #[derive(Debug, Default)]
 pub struct Rules {

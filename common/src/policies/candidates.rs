@@ -1,0 +1,144 @@
+//! Which policies an object is judged under, and by what names. A RetentionPolicy or
+//! ClusterRetentionPolicy is read from its API object ([`PolicyObject`]: its [`PolicyKey`], its
+//! checked [`Rules`]); the candidates for an object in a namespace are that namespace's valid
+//! RetentionPolicies and every valid ClusterRetentionPolicy, in [`PolicyKey`] order
+//! ([`candidates`]). The controller and `kubectl retention explain` both build their candidates
+//! here, so they judge an object under the same policies in the same order.
+
+use std::borrow::Borrow;
+use std::fmt;
+
+use crate::api::{ClusterRetentionPolicy, RetentionPolicy};
+use crate::field_error::FieldError;
+use crate::governing::{Answers, Candidate};
+
+use super::Rules;
+
+/// A policy's name; `namespace` is `None` for a ClusterRetentionPolicy. Ordered as candidates
+/// are judged: cluster policies, then namespaced ones, each by name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PolicyKey {
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl PolicyKey {
+    /// Whether the policy may apply to objects of `namespace`: a RetentionPolicy of it, or any
+    /// ClusterRetentionPolicy (whose `namespaceSelector` judging tells the rest).
+    pub fn applies_in(&self, namespace: &str) -> bool {
+        self.namespace.as_deref().is_none_or(|own| own == namespace)
+    }
+
+    /// Which of the two kinds of policy it names.
+    pub fn scope(&self) -> PolicyScope {
+        match self.namespace {
+            Some(_) => PolicyScope::Namespaced,
+            None => PolicyScope::Cluster,
+        }
+    }
+}
+
+impl fmt::Display for PolicyKey {
+    /// `RetentionPolicy team-a/jobs`, `ClusterRetentionPolicy jobs` — as users name them.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.namespace {
+            Some(namespace) => write!(f, "RetentionPolicy {namespace}/{}", self.name),
+            None => write!(f, "ClusterRetentionPolicy {}", self.name),
+        }
+    }
+}
+
+/// RetentionPolicy or ClusterRetentionPolicy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PolicyScope {
+    Namespaced,
+    Cluster,
+}
+
+/// A policy as the API serves it.
+pub trait PolicyObject {
+    const SCOPE: PolicyScope;
+
+    fn key(&self) -> PolicyKey;
+
+    fn generation(&self) -> Option<i64>;
+
+    /// Its spec read and checked ([`Rules::read`]), a ClusterRetentionPolicy's
+    /// `namespaceSelector` included.
+    fn rules(&self) -> (Rules, Vec<FieldError>);
+}
+
+impl PolicyObject for RetentionPolicy {
+    const SCOPE: PolicyScope = PolicyScope::Namespaced;
+
+    fn key(&self) -> PolicyKey {
+        PolicyKey {
+            namespace: Some(self.metadata.namespace.clone().unwrap_or_default()),
+            name: self.metadata.name.clone().unwrap_or_default(),
+        }
+    }
+
+    fn generation(&self) -> Option<i64> {
+        self.metadata.generation
+    }
+
+    fn rules(&self) -> (Rules, Vec<FieldError>) {
+        Rules::read(&self.spec.rules, None)
+    }
+}
+
+impl PolicyObject for ClusterRetentionPolicy {
+    const SCOPE: PolicyScope = PolicyScope::Cluster;
+
+    fn key(&self) -> PolicyKey {
+        PolicyKey {
+            namespace: None,
+            name: self.metadata.name.clone().unwrap_or_default(),
+        }
+    }
+
+    fn generation(&self) -> Option<i64> {
+        self.metadata.generation
+    }
+
+    fn rules(&self) -> (Rules, Vec<FieldError>) {
+        let selector = self
+            .spec
+            .namespace_selector
+            .as_ref()
+            .and_then(|selector| serde_json::to_value(selector).ok());
+        Rules::read(&self.spec.rules, selector.as_ref())
+    }
+}
+
+/// The policies that may apply to an object of `namespace`, as [`crate::governing::judge`]
+/// takes them, with their keys at the same indexes: of `policies` (in [`PolicyKey`] order, as a
+/// `BTreeMap` holds them), those that apply in the namespace and are valid — `valid` answers a
+/// policy's rules, `None` for an invalid one — with `answers` where its expressions were
+/// evaluated ahead.
+pub fn candidates<'a, K, P>(
+    policies: impl IntoIterator<Item = (&'a K, &'a P)>,
+    namespace: &str,
+    valid: impl Fn(&'a P) -> Option<&'a Rules>,
+    answers: impl Fn(&'a K) -> Option<&'a Answers>,
+) -> (Vec<&'a K>, Vec<Candidate<'a>>)
+where
+    K: Borrow<PolicyKey> + 'a,
+    P: 'a,
+{
+    let mut keys = Vec::new();
+    let mut candidates = Vec::new();
+    for (key, policy) in policies {
+        let name: &PolicyKey = key.borrow();
+        let Some(rules) = valid(policy).filter(|_| name.applies_in(namespace)) else {
+            continue;
+        };
+        keys.push(key);
+        candidates.push(Candidate {
+            namespaced: name.namespace.is_some(),
+            rules,
+            answers: answers(key),
+        });
+    }
+    (keys, candidates)
+}
