@@ -2,6 +2,7 @@
 //! two can never disagree: the duration grammar, annotation and field parsing, "is it finished and
 //! when", and expiry computation. Nothing here talks to a cluster.
 
+pub mod access;
 pub mod annotations;
 pub mod api;
 pub mod cel;

@@ -4,19 +4,18 @@
 
 use anyhow::Result;
 use jiff::Timestamp;
-use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
-};
+use k8s_openapi::api::authorization::v1::SubjectAccessReview;
 use kube::Client;
 use kube::api::{Api, DynamicObject, PostParams};
-use kube_retention_common::kinds::Resource;
+use kube_retention_common::access::{Request, Subject};
+use kube_retention_common::kinds::{Registry, Resource};
 
 use crate::args::{ExplainArgs, Format};
 use crate::model::{self, Explanation, Policies};
-use crate::{kinds, output};
+use crate::output;
 
-pub async fn run(client: Client, args: ExplainArgs) -> Result<()> {
-    let api_resource = kinds::resolve(&client, &args.kind).await?;
+pub async fn run(client: Client, kinds: &Registry, args: ExplainArgs) -> Result<()> {
+    let api_resource = crate::kinds::resolve(&client, &args.kind).await?;
     let namespace = args
         .namespace
         .clone()
@@ -27,14 +26,9 @@ pub async fn run(client: Client, args: ExplainArgs) -> Result<()> {
         api_version: api_resource.api_version.clone(),
         kind: api_resource.kind.clone(),
     });
-    let resource = Resource::new(
-        &api_resource.group,
-        &api_resource.version,
-        &api_resource.kind,
-        &api_resource.plural,
-    );
+    let resource = Resource::from(&api_resource);
     let policies = Policies::load(&client).await?;
-    let mut explanation = model::explain(&resource, &object, &policies, Timestamp::now());
+    let mut explanation = model::explain(kinds, &resource, &object, &policies, Timestamp::now());
     if explanation.deadline.is_some() {
         match controller_may_delete(
             &client,
@@ -90,7 +84,26 @@ pub fn row(explanation: &Explanation) -> Vec<String> {
     ]
 }
 
-/// Whether the controller's user may delete the object: its deletions use its own permissions.
+/// The question `explain` asks: whether the controller's ServiceAccount (with the groups its
+/// requests carry, as the webhook asks) may delete the object: its deletions use its own
+/// permissions.
+pub fn deletion_by(
+    user: &str,
+    resource: &kube::api::ApiResource,
+    namespace: &str,
+    name: &str,
+) -> SubjectAccessReview {
+    Request {
+        verb: "delete",
+        group: resource.group.clone(),
+        resource: resource.plural.clone(),
+        namespace: Some(namespace.to_owned()),
+        name: Some(name.to_owned()),
+    }
+    .review_for(&Subject::service_account(user))
+}
+
+/// Whether the controller's user may delete the object ([`deletion_by`]).
 async fn controller_may_delete(
     client: &Client,
     user: &str,
@@ -98,23 +111,40 @@ async fn controller_may_delete(
     namespace: &str,
     name: &str,
 ) -> Result<bool> {
-    let review = SubjectAccessReview {
-        spec: SubjectAccessReviewSpec {
-            user: Some(user.to_owned()),
-            resource_attributes: Some(ResourceAttributes {
-                verb: Some("delete".into()),
-                group: Some(resource.group.clone()),
-                resource: Some(resource.plural.clone()),
-                namespace: Some(namespace.to_owned()),
-                name: Some(name.to_owned()),
-                ..ResourceAttributes::default()
-            }),
-            ..SubjectAccessReviewSpec::default()
-        },
-        ..SubjectAccessReview::default()
-    };
+    let review = deletion_by(user, resource, namespace, name);
     let answer = Api::<SubjectAccessReview>::all(client.clone())
         .create(&PostParams::default(), &review)
         .await?;
     Ok(answer.status.is_some_and(|status| status.allowed))
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::api::{ApiResource, GroupVersionKind};
+
+    use super::*;
+
+    #[test]
+    fn asks_as_the_webhook_asks_with_the_service_accounts_groups() {
+        let user = "system:serviceaccount:kube-retention:kube-retention-controller";
+        let jobs = ApiResource::from_gvk(&GroupVersionKind::gvk("batch", "v1", "Job"));
+        let review = deletion_by(user, &jobs, "team-a", "nightly");
+        let subject = Subject::service_account(user);
+        assert_eq!(review.spec.user.as_deref(), Some(user));
+        assert_eq!(review.spec.groups, Some(subject.groups));
+        assert!(
+            review
+                .spec
+                .groups
+                .iter()
+                .flatten()
+                .any(|group| group == "system:serviceaccounts:kube-retention"),
+            "{review:?}"
+        );
+        let attributes = review.spec.resource_attributes.unwrap_or_default();
+        assert_eq!(
+            (attributes.verb.as_deref(), attributes.resource.as_deref()),
+            (Some("delete"), Some("jobs"))
+        );
+    }
 }

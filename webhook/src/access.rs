@@ -11,19 +11,17 @@
 //! also when the answer has just expired under load, share one review). A failed review is
 //! not remembered: the next asker tries again.
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
-};
+use k8s_openapi::api::authorization::v1::SubjectAccessReview;
 use kube::api::PostParams;
 use kube::{Api, Client};
 use moka::future::Cache;
 
+pub use kube_retention_common::access::{Request, Subject};
 pub use kube_retention_common::kinds::CONTROLLER_VERBS as VERBS;
 /// How long an answer is reused: a role granted or taken away counts within this time.
 pub const CACHE_FOR: Duration = Duration::from_secs(5);
@@ -53,48 +51,6 @@ impl ControllerAccess for Granted {
     fn served<'a>(&'a self, _api_version: &'a str, kind: &'a str) -> Plural<'a> {
         Box::pin(async move { Ok(Some(format!("{}s", kind.to_ascii_lowercase()))) })
     }
-}
-
-/// Who a SubjectAccessReview asks about: the controller's ServiceAccount, or the writer of an
-/// AdmissionRequest (its `userInfo`, extra and uid included).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct Subject {
-    pub user: String,
-    pub groups: Vec<String>,
-    pub uid: Option<String>,
-    pub extra: BTreeMap<String, Vec<String>>,
-}
-
-impl Subject {
-    /// A ServiceAccount by its user name, with the groups its requests carry.
-    pub fn service_account(user: &str) -> Self {
-        let mut groups = vec![
-            "system:serviceaccounts".to_owned(),
-            "system:authenticated".to_owned(),
-        ];
-        if let Some((namespace, _)) = user
-            .strip_prefix("system:serviceaccount:")
-            .and_then(|rest| rest.split_once(':'))
-        {
-            groups.push(format!("system:serviceaccounts:{namespace}"));
-        }
-        Self {
-            user: user.to_owned(),
-            groups,
-            ..Self::default()
-        }
-    }
-}
-
-/// What is asked: a verb on a resource of a group, in a namespace (`None`: cluster-wide), on one
-/// object by name or (`None`) on all of them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct Request {
-    pub verb: &'static str,
-    pub group: String,
-    pub resource: String,
-    pub namespace: Option<String>,
-    pub name: Option<String>,
 }
 
 /// Asks the API server, as the webhook's ServiceAccount (`create subjectaccessreviews`), and
@@ -141,24 +97,7 @@ impl Reviews {
     }
 
     async fn ask(&self, subject: &Subject, request: &Request) -> Result<bool, kube::Error> {
-        let review = SubjectAccessReview {
-            spec: SubjectAccessReviewSpec {
-                user: Some(subject.user.clone()),
-                groups: Some(subject.groups.clone()),
-                uid: subject.uid.clone(),
-                extra: (!subject.extra.is_empty()).then(|| subject.extra.clone()),
-                resource_attributes: Some(ResourceAttributes {
-                    group: Some(request.group.clone()),
-                    resource: Some(request.resource.clone()),
-                    verb: Some(request.verb.to_owned()),
-                    namespace: request.namespace.clone(),
-                    name: request.name.clone(),
-                    ..ResourceAttributes::default()
-                }),
-                ..SubjectAccessReviewSpec::default()
-            },
-            ..SubjectAccessReview::default()
-        };
+        let review = request.review_for(subject);
         let api: Api<SubjectAccessReview> = Api::all(self.client.clone());
         let answer = api.create(&PostParams::default(), &review).await?;
         Ok(answer.status.is_some_and(|status| status.allowed))
