@@ -26,6 +26,7 @@ use axum::routing::get;
 use kube::api::PropagationPolicy;
 use kube::runtime::events::{Recorder, Reporter};
 use kube_retention_cli::supervise::{self, Supervisor};
+use kube_retention_common::kinds::KINDS_ANNOTATION;
 use tokio::sync::{mpsc, watch};
 
 use crate::args::{Args, Propagation};
@@ -40,7 +41,7 @@ use crate::policy_status::writes::{self, StatusWrites};
 use crate::run::{Extra, Loop};
 use crate::state::State;
 use crate::watches::Watches;
-use crate::{Error, Result, discovery, kinds, startup};
+use crate::{Error, Result, discovery, startup};
 
 /// How long a stopping controller waits for the Lease's release.
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -55,7 +56,8 @@ impl Args {
             .map_err(Error::ClientConfig)?;
         let sink_policy = Arc::new(sink_policy(&args, &config.cluster_url).await?);
         let client = kube::Client::try_from(config).map_err(Error::Client)?;
-        let watched = kinds::registry(&args.kinds, &args.disabled_kinds)?;
+        let selection = args.kind_selection();
+        let watched = selection.registry()?;
         let (scans, scanning) = discovery::spawn_scans(
             client.clone(),
             watched.clone(),
@@ -97,7 +99,8 @@ impl Args {
                 &args.lease_name,
                 &identity,
                 Duration::from_secs(args.lease_duration),
-            );
+            )
+            .publishing(KINDS_ANNOTATION, selection.to_annotation());
             let (leadership, task) = elector.spawn();
             supervisor.add(task);
             leadership

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
 use kube_retention_cli::LogFormat;
+use kube_retention_common::kinds::KindSelection;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -95,6 +96,16 @@ pub struct Args {
     pub kubeconfig: Option<PathBuf>,
     #[arg(long, env = "KUBE_RETENTION_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
     pub log_format: LogFormat,
+}
+
+impl Args {
+    /// `--kind` and `--disable-kind`, as the registry and the Lease take them.
+    pub fn kind_selection(&self) -> KindSelection {
+        KindSelection {
+            kinds: self.kinds.clone(),
+            disabled_kinds: self.disabled_kinds.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -8,14 +8,7 @@ use std::net::SocketAddr;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
-    ExtraKind(#[from] kube_retention_common::kinds::ExtraKindError),
-    #[error("--kind {spec:?}: {source}")]
-    DuplicateKind {
-        spec: String,
-        source: kube_retention_common::kinds::RegistryError,
-    },
-    #[error("--disable-kind: {0}")]
-    DisableKind(#[source] kube_retention_common::kinds::RegistryError),
+    Kinds(#[from] kube_retention_common::kinds::SelectionError),
     #[error(transparent)]
     SinkPolicy(#[from] kube_retention_common::sink_policy::FlagError),
     #[error("reading the Kubernetes client configuration (--kubeconfig, else in-cluster): {0}")]
@@ -56,9 +49,7 @@ impl Error {
     /// The variant's name, for a log field or a metric label.
     pub fn metric_label(&self) -> &'static str {
         match self {
-            Self::ExtraKind(_) => "extra_kind",
-            Self::DuplicateKind { .. } => "duplicate_kind",
-            Self::DisableKind(_) => "disable_kind",
+            Self::Kinds(_) => "kinds",
             Self::SinkPolicy(_) => "sink_policy",
             Self::ClientConfig(_) => "client_config",
             Self::Client(_) => "client",

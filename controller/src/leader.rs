@@ -14,6 +14,7 @@
 //! kube-lease-manager, the obvious crate, has its followers sleep until the Lease expires, so a
 //! released Lease waited out its whole duration.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -31,6 +32,9 @@ pub struct Elector {
     identity: String,
     duration: Duration,
     retry: Duration,
+    /// Annotations the leader keeps on its Lease: what it tells `kubectl retention` about
+    /// itself (its kinds).
+    annotations: BTreeMap<String, String>,
 }
 
 /// What this replica last saw of the Lease, and when (its own clock).
@@ -54,6 +58,21 @@ impl Elector {
             identity: identity.to_owned(),
             duration,
             retry: (duration / 7).clamp(Duration::from_millis(500), Duration::from_secs(2)),
+            annotations: BTreeMap::new(),
+        }
+    }
+
+    /// Has the leader keep `key: value` among its Lease's annotations (written when it creates,
+    /// renews or takes the Lease).
+    pub fn publishing(mut self, key: &str, value: String) -> Self {
+        self.annotations.insert(key.to_owned(), value);
+        self
+    }
+
+    fn annotate(&self, metadata: &mut ObjectMeta) {
+        if !self.annotations.is_empty() {
+            let annotations = metadata.annotations.get_or_insert_default();
+            annotations.extend(self.annotations.clone());
         }
     }
 
@@ -103,7 +122,7 @@ impl Elector {
     async fn try_acquire_or_renew(&self, observed: &mut Option<Observed>) -> kube::Result<bool> {
         let now = MicroTime(Timestamp::now());
         let Some(mut lease) = self.api.get_opt(&self.name).await? else {
-            let lease = Lease {
+            let mut lease = Lease {
                 metadata: ObjectMeta {
                     name: Some(self.name.clone()),
                     ..ObjectMeta::default()
@@ -117,6 +136,7 @@ impl Elector {
                     ..LeaseSpec::default()
                 }),
             };
+            self.annotate(&mut lease.metadata);
             return match self.api.create(&PostParams::default(), &lease).await {
                 Ok(_) => Ok(true),
                 Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
@@ -164,6 +184,7 @@ impl Elector {
             lease_transitions: Some(spec.lease_transitions.unwrap_or(0) + i32::from(taking_over)),
             ..spec
         });
+        self.annotate(&mut lease.metadata);
         // replace carries the resourceVersion read above: of two replicas racing, one wins.
         match self
             .api

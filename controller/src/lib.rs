@@ -1,7 +1,6 @@
 //! kube-retention's controller: deletes objects once their `retention.dev/expires-at` has
 //! passed, stamps that annotation when a run finishes, and enforces count limits.
 //!
-//! - [`kinds`]: what is watched and how runs name their parents.
 //! - [`state`]: compact records, limits and the deadline queue; pure decisions.
 //! - [`executor`]: the API requests, within a client-side budget, deletions first.
 //! - [`evaluator`]: retention policies' CEL, on a thread of its own, fair between namespaces.
@@ -19,7 +18,6 @@ mod error;
 pub mod evaluator;
 pub mod executor;
 pub mod fair;
-pub mod kinds;
 pub mod leader;
 pub mod metrics;
 pub mod policy_status;

@@ -23,7 +23,6 @@ use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
 use kube_retention_common::kinds::{Entry, KindId, Watch};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::kinds::api_resource;
 use crate::watch_backoff::WatchBackoff;
 
 /// What a watch delivered: whole objects, the metadata of a kind's unfiltered watch, retention
@@ -108,7 +107,7 @@ impl Watches {
     }
 
     fn launch(&mut self, kind: KindId, entry: &Entry, mode: Watch) {
-        let resource = api_resource(&entry.resource);
+        let resource = entry.resource.api_resource();
         let config = watcher::Config::default().page_size(self.page_size);
         let mut handles = Vec::new();
         if mode == Watch::Managed {

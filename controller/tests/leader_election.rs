@@ -259,3 +259,34 @@ async fn a_stopping_replica_leaves_a_lease_it_does_not_hold_alone() {
         "taken meanwhile: no PUT"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_leader_keeps_what_it_publishes_on_the_lease_when_it_creates_renews_and_takes_it() {
+    let kinds = r#"{"disabledKinds":["Pod"]}"#;
+    let mut server =
+        ApiServer::start_with(|elector| elector.publishing("retention.dev/kinds", kinds.into()));
+    let created = server.lead().await;
+    assert_eq!(
+        created["metadata"]["annotations"]["retention.dev/kinds"],
+        kinds
+    );
+    server.reply(200, &lease(Some(ME), RENEWED, 0, "1")).await;
+    let renewal = server.reply(200, &lease(Some(ME), RENEWED, 0, "1")).await;
+    assert_eq!(
+        renewal["metadata"]["annotations"]["retention.dev/kinds"],
+        kinds
+    );
+
+    // Another elector's Lease, released: taken with the annotation beside what it carried.
+    let mut server =
+        ApiServer::start_with(|elector| elector.publishing("retention.dev/kinds", kinds.into()));
+    let mut released = lease(None, RENEWED, 3, "7");
+    released["metadata"]["annotations"] = json!({"team": "platform"});
+    server.reply(200, &released).await;
+    let taken = server.reply(200, &released).await;
+    assert_eq!(
+        taken["metadata"]["annotations"],
+        json!({"team": "platform", "retention.dev/kinds": kinds})
+    );
+    assert_eq!(taken["spec"]["holderIdentity"], ME);
+}

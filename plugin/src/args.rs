@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::kinds::ControllerLease;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "kubectl-retention",
@@ -16,6 +18,13 @@ pub struct Args {
     /// Kubeconfig (default: $KUBECONFIG, then ~/.kube/config).
     #[arg(long, global = true)]
     pub kubeconfig: Option<PathBuf>,
+    /// The namespace of kube-retention's controller: its Lease there says which kinds it acts
+    /// on (its --kind and --disable-kind), and the commands judge with those.
+    #[arg(long, global = true, default_value = "kube-retention")]
+    pub controller_namespace: String,
+    /// The controller's Lease (its --lease-name).
+    #[arg(long, global = true, default_value = "kube-retention-controller")]
+    pub controller_lease: String,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -124,10 +133,18 @@ impl Args {
         };
         let outcome = runtime.block_on(async {
             let client = kube_retention_cli::client(self.kubeconfig.as_deref()).await?;
+            let lease = ControllerLease {
+                namespace: self.controller_namespace,
+                name: self.controller_lease,
+            };
+            let (kinds, note) = crate::kinds::of_controller(&client, &lease).await;
+            if let Some(note) = note {
+                eprintln!("note: {note}");
+            }
             match self.command {
-                Command::Explain(args) => crate::explain::run(client, args).await,
-                Command::Upcoming(args) => crate::upcoming::run(client, args).await,
-                Command::Prune(args) => crate::prune::run(client, args).await,
+                Command::Explain(args) => crate::explain::run(client, &kinds, args).await,
+                Command::Upcoming(args) => crate::upcoming::run(client, &kinds, args).await,
+                Command::Prune(args) => crate::prune::run(client, &kinds, args).await,
             }
         });
         match outcome {

@@ -1,10 +1,13 @@
 //! KIND as kubectl takes it — plural, singular or Kind, optionally `.group` — resolved with
-//! discovery to the API resource the cluster serves (its preferred version).
+//! discovery to the API resource the cluster serves (its preferred version); and the kinds the
+//! controller acts on, as it publishes them.
 
-use anyhow::{Result, bail};
-use kube::Client;
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::ApiResource;
 use kube::discovery::{Discovery, Scope};
+use kube::{Api, Client};
+use kube_retention_common::kinds::{KINDS_ANNOTATION, KindSelection, Registry};
 
 pub async fn resolve(client: &Client, name: &str) -> Result<ApiResource> {
     let wanted = name.to_ascii_lowercase();
@@ -49,4 +52,46 @@ pub async fn resolve(client: &Client, name: &str) -> Result<ApiResource> {
             )
         }
     }
+}
+
+/// Where the controller publishes the kinds it acts on: its Lease.
+#[derive(Debug, Clone)]
+pub struct ControllerLease {
+    pub namespace: String,
+    pub name: String,
+}
+
+/// The kinds the controller acts on — its `--kind` and `--disable-kind` as its leader keeps them
+/// on its Lease ([`KINDS_ANNOTATION`]), made a table by the function the controller uses
+/// ([`KindSelection::registry`]) — and a note when they could not be read and the built-in
+/// kinds stand in (no controller there, no leader yet, or no permission to read its Lease).
+pub async fn of_controller(client: &Client, lease: &ControllerLease) -> (Registry, Option<String>) {
+    match published(client, lease).await {
+        Ok(registry) => (registry, None),
+        Err(why) => (
+            Registry::builtin().clone(),
+            Some(format!(
+                "judging with the built-in kinds: the controller's kinds were not read from \
+                 Lease {}/{}: {why:#}",
+                lease.namespace, lease.name
+            )),
+        ),
+    }
+}
+
+async fn published(client: &Client, lease: &ControllerLease) -> Result<Registry> {
+    let api: Api<Lease> = Api::namespaced(client.clone(), &lease.namespace);
+    let found = api
+        .get_opt(&lease.name)
+        .await?
+        .context("it does not exist")?;
+    let text = found
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|annotations| annotations.get(KINDS_ANNOTATION))
+        .with_context(|| format!("it has no annotation {KINDS_ANNOTATION}"))?;
+    let selection = KindSelection::from_annotation(text)
+        .with_context(|| format!("its annotation {KINDS_ANNOTATION} is not a kind selection"))?;
+    Ok(selection.registry()?)
 }

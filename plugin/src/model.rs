@@ -13,66 +13,54 @@ use kube::{Client, ResourceExt};
 use kube_retention_common::annotations::{EXPIRES_AT, KEEP};
 use kube_retention_common::api::{ClusterRetentionPolicy, PolicyRules, RetentionPolicy};
 use kube_retention_common::expiry::Expiry;
-use kube_retention_common::governing::{Candidate, Judgement, Subject, judge};
+use kube_retention_common::governing::{Judgement, Subject, judge};
 use kube_retention_common::kinds::{Entry, Registry, Resource};
-use kube_retention_common::policies::Rules;
+use kube_retention_common::policies::{self, PolicyKey, PolicyObject, Rules};
 use kube_retention_common::progress::{Outcome, Progress};
 use kube_retention_common::setting::{self, NamedPolicy, Said, Setting};
 use serde::Serialize;
 
-/// The policies of the cluster, read once: namespaced ones by namespace, then cluster ones;
-/// each by name, checked, and as written.
+/// The policies of the cluster, read once: the valid ones by name, checked and as written, and
+/// the labels of namespaces (for `namespaceSelector`).
 pub struct Policies {
-    namespaced: BTreeMap<String, Vec<(String, Rules, PolicyRules)>>,
-    cluster: Vec<(String, Rules, PolicyRules)>,
+    valid: BTreeMap<PolicyKey, (Rules, PolicyRules)>,
     namespace_labels: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl Policies {
     pub async fn load(client: &Client) -> Result<Self> {
-        let mut namespaced: BTreeMap<String, Vec<_>> = BTreeMap::new();
+        let mut policies = Self {
+            valid: BTreeMap::new(),
+            namespace_labels: BTreeMap::new(),
+        };
+        let params = ListParams::default();
         for policy in Api::<RetentionPolicy>::all(client.clone())
-            .list(&ListParams::default())
+            .list(&params)
             .await?
-            .items
         {
-            let (rules, errors) = Rules::read(&policy.spec.rules, None);
-            if errors.is_empty() {
-                namespaced
-                    .entry(policy.namespace().unwrap_or_default())
-                    .or_default()
-                    .push((policy.name_any(), rules, policy.spec.rules));
-            }
+            policies.add(&policy, policy.spec.rules.clone());
         }
-        let mut cluster = Vec::new();
         for policy in Api::<ClusterRetentionPolicy>::all(client.clone())
-            .list(&ListParams::default())
+            .list(&params)
             .await?
-            .items
         {
-            let selector = policy
-                .spec
-                .namespace_selector
-                .as_ref()
-                .and_then(|selector| serde_json::to_value(selector).ok());
-            let (rules, errors) = Rules::read(&policy.spec.rules, selector.as_ref());
-            if errors.is_empty() {
-                cluster.push((policy.name_any(), rules, policy.spec.rules));
-            }
+            policies.add(&policy, policy.spec.rules.clone());
         }
-        let namespaces = Api::<Namespace>::all(client.clone())
-            .list(&ListParams::default())
-            .await?
-            .items;
-        let namespace_labels = namespaces
-            .into_iter()
-            .map(|namespace| (namespace.name_any(), namespace.labels().clone()))
-            .collect();
-        Ok(Self {
-            namespaced,
-            cluster,
-            namespace_labels,
-        })
+        for namespace in Api::<Namespace>::all(client.clone()).list(&params).await? {
+            let labels = namespace.labels().clone();
+            policies
+                .namespace_labels
+                .insert(namespace.name_any(), labels);
+        }
+        Ok(policies)
+    }
+
+    /// Keeps `policy` if it is valid: an invalid one governs nothing, as in the controller.
+    fn add(&mut self, policy: &impl PolicyObject, spec: PolicyRules) {
+        let (rules, errors) = policy.rules();
+        if errors.is_empty() {
+            self.valid.insert(policy.key(), (rules, spec));
+        }
     }
 }
 
@@ -83,7 +71,8 @@ pub struct Explanation {
     pub kind: String,
     pub namespace: String,
     pub name: String,
-    /// running, succeeded, failed, or not-a-run.
+    /// running, succeeded, failed, not-a-run, or left-alone (a kind the controller was told to
+    /// leave alone).
     pub state: String,
     /// When it is deleted, if a deadline applies.
     pub deadline: Option<Timestamp>,
@@ -100,34 +89,34 @@ pub struct Explanation {
     pub note: Option<String>,
 }
 
-/// Judges `object` of `resource` as the controller would at `now`.
+/// Judges `object` of `resource` as the controller would at `now`, with the controller's
+/// `kinds`.
 pub fn explain(
+    kinds: &Registry,
     resource: &Resource,
     object: &DynamicObject,
     policies: &Policies,
     now: Timestamp,
 ) -> Explanation {
     let value = serde_json::to_value(object).unwrap_or_default();
-    let entry = Registry::builtin()
-        .entry_for(&value)
-        .cloned()
-        .unwrap_or_else(|| Entry::plain(resource.clone()));
     let namespace = object.namespace().unwrap_or_default();
-    let namespaced = policies.namespaced.get(&namespace).into_iter().flatten();
-    let namespaced =
-        namespaced.map(|policy| (true, format!("RetentionPolicy {namespace}/"), policy));
-    let cluster = policies.cluster.iter();
-    let cluster = cluster.map(|policy| (false, "ClusterRetentionPolicy ".to_owned(), policy));
-    let (mut names, mut specs, mut candidates) = (Vec::new(), Vec::new(), Vec::new());
-    for (namespaced, scope, (name, rules, spec)) in namespaced.chain(cluster) {
-        names.push(format!("{scope}{name}"));
-        specs.push(spec);
-        candidates.push(Candidate {
-            namespaced,
-            rules,
-            answers: None,
-        });
-    }
+    let Some(entry) = kinds.entry_for(&value) else {
+        return left_alone(resource, object, namespace);
+    };
+    // A kind no table knows is judged with a plain entry of its own, as the controller adds one.
+    let entry = if entry.resource.kind.is_empty() {
+        Entry::plain(resource.clone())
+    } else {
+        entry.clone()
+    };
+    let (keys, candidates) = policies::candidates(
+        &policies.valid,
+        &namespace,
+        |(rules, _)| Some(rules),
+        |_| None,
+    );
+    let names: Vec<String> = keys.iter().map(ToString::to_string).collect();
+    let specs: Vec<&PolicyRules> = keys.iter().map(|key| &policies.valid[*key].1).collect();
     let labels: BTreeMap<String, String> = object.labels().clone();
     let empty = BTreeMap::new();
     let subject = Subject {
@@ -169,6 +158,24 @@ pub fn explain(
             .filter_map(|&index| names.get(index).cloned())
             .collect(),
         note,
+    }
+}
+
+/// A built-in kind the controller was told to leave alone (`--disable-kind`).
+fn left_alone(resource: &Resource, object: &DynamicObject, namespace: String) -> Explanation {
+    Explanation {
+        kind: resource.kind.clone(),
+        namespace,
+        name: object.name_any(),
+        state: "left-alone".to_owned(),
+        deadline: None,
+        expires_at: object.annotations().get(EXPIRES_AT).cloned(),
+        source: format!("nothing: the controller leaves {resource} alone (--disable-kind)"),
+        setting: None,
+        overruled: Vec::new(),
+        note: Some(format!(
+            "never deleted by kube-retention: its controller runs with --disable-kind {resource}"
+        )),
     }
 }
 
@@ -220,22 +227,30 @@ mod tests {
     fn explained(object: Value, policies: &Policies) -> Explanation {
         let object: DynamicObject = serde_json::from_value(object).unwrap();
         let now = "2026-06-01T12:00:00Z".parse().unwrap();
-        explain(&Resource::new("", "v1", "U", "us"), &object, policies, now)
+        explain(
+            Registry::builtin(),
+            &Resource::new("", "v1", "U", "us"),
+            &object,
+            policies,
+            now,
+        )
     }
 
     /// No policies, or one RetentionPolicy `team-a/NAME`.
     fn policies(policy: Option<(&str, Value)>) -> Policies {
-        let loaded = policy.into_iter().map(|(name, spec)| {
-            let spec: PolicyRules = serde_json::from_value(spec).unwrap();
-            let (rules, errors) = Rules::read(&spec, None);
-            assert!(errors.is_empty(), "{errors:?}");
-            (name.to_owned(), rules, spec)
-        });
-        Policies {
-            namespaced: BTreeMap::from([("team-a".to_owned(), loaded.collect())]),
-            cluster: Vec::new(),
+        let mut policies = Policies {
+            valid: BTreeMap::new(),
             namespace_labels: BTreeMap::new(),
+        };
+        if let Some((name, spec)) = policy {
+            let policy: RetentionPolicy = serde_json::from_value(json!({
+                "apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
+                "metadata": {"name": name, "namespace": "team-a"}, "spec": spec}))
+            .unwrap();
+            policies.add(&policy, policy.spec.rules.clone());
+            assert_eq!(policies.valid.len(), 1, "{policy:?} is invalid");
         }
+        policies
     }
 
     fn buildrun(annotations: Value, spec: Value, status: Value) -> Value {
@@ -296,5 +311,32 @@ mod tests {
             "once it finishes: annotation retention.dev/ttl-after-finished: 30m"
         );
         assert_eq!(it.setting, None);
+    }
+
+    #[test]
+    fn judges_with_the_controllers_kinds_leaving_a_disabled_kind_alone() {
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job",
+                         "metadata": {"name": "j", "namespace": "team-a",
+                                      "annotations": {"retention.dev/ttl-after-finished": "1h"}},
+                         "status": {"conditions": [{"type": "Complete", "status": "True",
+                                    "lastTransitionTime": "2026-06-01T11:00:00Z"}]}});
+        let object: DynamicObject = serde_json::from_value(job).unwrap();
+        let now = "2026-06-01T12:00:00Z".parse().unwrap();
+        let jobs = Resource::new("batch", "v1", "Job", "jobs");
+        let judged = |kinds: &Registry| explain(kinds, &jobs, &object, &policies(None), now);
+        assert_eq!(
+            judged(Registry::builtin()).deadline,
+            Some("2026-06-01T12:00:00Z".parse().unwrap())
+        );
+        let selection = kube_retention_common::kinds::KindSelection {
+            disabled_kinds: vec!["Job.batch".into()],
+            ..Default::default()
+        };
+        let it = judged(&selection.registry().unwrap());
+        assert_eq!((it.state.as_str(), it.deadline), ("left-alone", None));
+        assert_eq!(
+            it.source,
+            "nothing: the controller leaves Job.batch alone (--disable-kind)"
+        );
     }
 }

@@ -6,6 +6,8 @@
 use anyhow::{Result, bail};
 use jiff::Timestamp;
 use kube::Client;
+use kube::api::ApiResource;
+use kube_retention_common::kinds::{Registry, Resource};
 use kube_retention_common::progress::Outcome;
 use kube_retention_prune::{Decision, Planned, Pruned, Pruner, Strategy, Target};
 
@@ -13,7 +15,7 @@ use crate::args::{Format, PruneArgs};
 use crate::kinds;
 use crate::output;
 
-pub async fn run(client: Client, args: PruneArgs) -> Result<()> {
+pub async fn run(client: Client, registry: &Registry, args: PruneArgs) -> Result<()> {
     let strategies = strategies(&args);
     if strategies.is_empty() {
         bail!(
@@ -23,6 +25,12 @@ pub async fn run(client: Client, args: PruneArgs) -> Result<()> {
         );
     }
     let resource = kinds::resolve(&client, &args.kind).await?;
+    if let Some(name) = left_alone(registry, &resource) {
+        eprintln!(
+            "note: the controller leaves {name} alone (--disable-kind); pruning it as asked, with \
+             kube-retention's rules for it"
+        );
+    }
     let mut target = Target::new(resource);
     if !args.scope.all_namespaces {
         let namespace = args
@@ -129,6 +137,16 @@ fn why(decision: &Decision) -> String {
         Decision::Custom { strategy } => strategy.clone(),
         other => format!("{other:?}"),
     }
+}
+
+/// The kind's `Kind.group` name where it is built in but the controller's `registry` left it out.
+fn left_alone(registry: &Registry, resource: &ApiResource) -> Option<String> {
+    let known = |table: &Registry| {
+        table
+            .find_group_kind(&resource.group, &resource.kind)
+            .is_some()
+    };
+    (known(Registry::builtin()) && !known(registry)).then(|| Resource::from(resource).to_string())
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Result;
 use jiff::{SignedDuration, Timestamp};
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::GroupVersion;
 use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
 use kube_retention_common::kinds::{Registry, Resource, Role};
@@ -17,18 +17,15 @@ use crate::explain::{COLUMNS, row};
 use crate::model::{self, Explanation, Policies};
 use crate::output;
 
-pub async fn run(client: Client, args: UpcomingArgs) -> Result<()> {
+pub async fn run(client: Client, registry: &Registry, args: UpcomingArgs) -> Result<()> {
     let policies = Policies::load(&client).await?;
     let now = Timestamp::now();
     let horizon = args
         .within
         .map(|within| now + SignedDuration::try_from(within).unwrap_or(SignedDuration::MAX));
     let mut upcoming: Vec<Explanation> = Vec::new();
-    for resource in kinds(&client).await? {
-        let api_resource = ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(&resource.group, &resource.version, &resource.kind),
-            &resource.plural,
-        );
+    for resource in kinds(&client, registry).await? {
+        let api_resource = resource.api_resource();
         let api: Api<DynamicObject> = match (&args.scope.namespace, args.scope.all_namespaces) {
             (_, true) => Api::all_with(client.clone(), &api_resource),
             (Some(namespace), false) => {
@@ -46,7 +43,7 @@ pub async fn run(client: Client, args: UpcomingArgs) -> Result<()> {
                 api_version: api_resource.api_version.clone(),
                 kind: api_resource.kind.clone(),
             });
-            let explanation = model::explain(&resource, &object, &policies, now);
+            let explanation = model::explain(registry, &resource, &object, &policies, now);
             if explanation
                 .deadline
                 .is_some_and(|at| horizon.is_none_or(|horizon| at <= horizon))
@@ -73,9 +70,9 @@ pub async fn run(client: Client, args: UpcomingArgs) -> Result<()> {
     output::print(args.output, &COLUMNS, &rows, &upcoming)
 }
 
-/// The built-in runs and annotated kinds' usual suspects, and every kind a policy names.
-async fn kinds(client: &Client) -> Result<Vec<Resource>> {
-    let mut kinds: Vec<Resource> = Registry::builtin()
+/// The controller's runs and annotated kinds' usual suspects, and every kind a policy names.
+async fn kinds(client: &Client, registry: &Registry) -> Result<Vec<Resource>> {
+    let mut kinds: Vec<Resource> = registry
         .iter()
         .filter(|(_, entry)| !matches!(entry.role, Role::Parent))
         .map(|(_, entry)| entry.resource.clone())
@@ -110,12 +107,7 @@ async fn kinds(client: &Client) -> Result<Vec<Resource>> {
         };
         let gvk = version.with_kind(&kind);
         if let Ok((resource, _)) = kube::discovery::pinned_kind(client, &gvk).await {
-            kinds.push(Resource::new(
-                &resource.group,
-                &resource.version,
-                &resource.kind,
-                &resource.plural,
-            ));
+            kinds.push(Resource::from(&resource));
         }
     }
     Ok(kinds)

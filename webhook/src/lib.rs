@@ -104,8 +104,13 @@ pub enum Error {
     Io(#[from] std::io::Error),
     #[error("Kubernetes client: {0}")]
     Kube(#[from] kube::Error),
-    #[error("--disable-kind: {0}")]
-    DisableKind(#[source] kube_retention_common::kinds::RegistryError),
+    #[error("binding the admission address {address}: {source}")]
+    Bind {
+        address: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Kinds(#[from] kube_retention_common::kinds::SelectionError),
     #[error(transparent)]
     SinkPolicy(#[from] kube_retention_common::sink_policy::FlagError),
     #[error(transparent)]

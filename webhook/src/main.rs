@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 
 use clap::Parser;
 use kube_retention_cli::supervise::Supervisor;
-use kube_retention_common::Registry;
+use kube_retention_common::kinds::KindSelection;
 use kube_retention_webhook::access::Reviews;
 use kube_retention_webhook::args::Args;
 use kube_retention_webhook::parents::ApiParents;
@@ -43,10 +43,11 @@ async fn main() -> ExitCode {
 async fn run(args: Args) -> kube_retention_webhook::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = kube_retention_cli::client(args.kubeconfig.as_deref()).await?;
-    let mut kinds = Registry::builtin().clone();
-    for name in &args.disabled_kinds {
-        kinds.remove(name).map_err(Error::DisableKind)?;
+    let kinds = KindSelection {
+        disabled_kinds: args.disabled_kinds.clone(),
+        ..KindSelection::default()
     }
+    .registry()?;
     let sink_policy = args.sink_policy.policy()?;
     let mut context = Context::new(Arc::new(ApiParents(client.clone())))
         .with_kinds(kinds)
@@ -68,7 +69,12 @@ async fn run(args: Args) -> kube_retention_webhook::Result<()> {
         args.cert_reload_interval,
     )?;
     supervisor.add(reloading);
-    let listener = tokio::net::TcpListener::bind(args.listen).await?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|source| Error::Bind {
+            address: args.listen,
+            source,
+        })?;
     tracing::info!(address = %listener.local_addr()?, "serving admission webhook");
     let router = router::router(context.clone(), args.max_body_bytes);
     let shutdown = async move {

@@ -5,8 +5,8 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use kube::api::{DynamicObject, GroupVersionKind};
-use kube::{Api, Client, discovery::ApiResource};
+use kube::api::DynamicObject;
+use kube::{Api, Client};
 use kube_retention_common::kinds::Resource;
 use serde_json::Value;
 
@@ -31,8 +31,7 @@ pub struct ApiParents(pub Client);
 impl Parents for ApiParents {
     fn get<'a>(&'a self, kind: &'a Resource, namespace: &'a str, name: &'a str) -> Lookup<'a> {
         Box::pin(async move {
-            let gvk = GroupVersionKind::gvk(&kind.group, &kind.version, &kind.kind);
-            let resource = ApiResource::from_gvk_with_plural(&gvk, &kind.plural);
+            let resource = kind.api_resource();
             let api: Api<DynamicObject> =
                 Api::namespaced_with(self.0.clone(), namespace, &resource);
             match api.get_opt(name).await? {

@@ -17,11 +17,13 @@ mod builtin;
 mod extra;
 mod fields;
 mod resource;
+mod selection;
 
 pub use builtin::{BUILD_CONFIG_ANNOTATION, BUILD_NAME_LABEL};
 pub use extra::ExtraKindError;
 pub use fields::{Fields, LimitFields, RunFields, TtlFields, TtlUnit};
 pub use resource::{Resource, group_of, qualified};
+pub use selection::{KINDS_ANNOTATION, KindSelection, SelectionError};
 
 /// A kind's place in a [`Registry`]; stable for the registry's life (entries are never removed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use kube::core::{ApiResource, GroupVersionKind};
+
 /// Where a kind is served: `group` is empty for the core group.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Resource {
@@ -30,9 +32,28 @@ impl Resource {
         }
     }
 
+    /// The kube [`ApiResource`] for requests to this kind: the one conversion, for the
+    /// controller's watches and deletions, the webhook's parent lookups and the plugin.
+    pub fn api_resource(&self) -> ApiResource {
+        let gvk = GroupVersionKind::gvk(&self.group, &self.version, &self.kind);
+        ApiResource::from_gvk_with_plural(&gvk, &self.plural)
+    }
+
     /// Whether `api_version` and `kind` name this resource (in any version).
     pub fn is(&self, api_version: &str, kind: &str) -> bool {
         kind == self.kind && group_of(api_version) == self.group
+    }
+}
+
+impl From<&ApiResource> for Resource {
+    /// A kind as discovery or kube names it.
+    fn from(resource: &ApiResource) -> Self {
+        Self::new(
+            &resource.group,
+            &resource.version,
+            &resource.kind,
+            &resource.plural,
+        )
     }
 }
 

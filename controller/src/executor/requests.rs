@@ -13,7 +13,6 @@ use serde_json::{Value, json};
 
 use super::digest::Notice;
 use super::{EventWork, Feedback, Shared};
-use crate::kinds::api_resource;
 use crate::metrics::{DeletionLabels, ErrorLabels, KindLabels};
 use crate::state::{Action, Failure, Key, Reason};
 
@@ -27,7 +26,7 @@ fn resource(shared: &Shared, key: &Key) -> Resource {
 }
 
 fn api(shared: &Shared, key: &Key) -> Api<DynamicObject> {
-    let resource = api_resource(&resource(shared, key));
+    let resource = resource(shared, key).api_resource();
     Api::namespaced_with(shared.parts.client.clone(), &key.namespace, &resource)
 }
 

@@ -89,15 +89,20 @@ pub struct ApiServer {
 impl ApiServer {
     /// An elector for [`ME`] with a Lease of [`DURATION`], started now.
     pub fn start() -> Self {
+        Self::start_with(|elector| elector)
+    }
+
+    /// As [`ApiServer::start`], the elector shaped by `shape` first.
+    pub fn start_with(shape: impl FnOnce(Elector) -> Elector) -> Self {
         let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
         let client = Client::new(service, "default");
-        let elector = Elector::new(
+        let elector = shape(Elector::new(
             client,
             "kube-retention",
             "kube-retention-controller",
             ME,
             DURATION,
-        );
+        ));
         let (leadership, task) = elector.spawn();
         Self {
             handle,

@@ -12,7 +12,7 @@ use kube::Api;
 use kube::api::{ApiResource, GroupVersionKind, Patch, PatchParams, PostParams};
 use kube_retention_e2e::components;
 use libtest_mimic::Trial;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::support::{Env, TestNamespace, object};
 use crate::workloads::{eventually, now_second, sleep_until};
@@ -187,8 +187,46 @@ async fn extra_kind(ns: TestNamespace) -> Result<()> {
         ],
     )?;
     let outcome = limits_of_runs(&ns, &runs).await;
+    let seen = match outcome {
+        Ok(()) => the_plugin_judges_with_the_kinds_of_the_controller_it_asks(&ns).await,
+        failed => failed,
+    };
     controller.stop(Duration::from_secs(5))?;
-    outcome
+    seen
+}
+
+/// `kubectl retention explain` judges with the kinds the controller whose Lease it reads
+/// publishes there: this controller leaves Jobs alone, the main one deletes them.
+async fn the_plugin_judges_with_the_kinds_of_the_controller_it_asks(
+    ns: &TestNamespace,
+) -> Result<()> {
+    let ttl = json!({"retention.dev/ttl-after-finished": "1h"});
+    crate::plugin::job(ns, "judged-twice", json!({}), ttl, Some(1)).await?;
+    let explain = |lease: &str| -> Result<Value> {
+        let said = kube_retention_e2e::run(crate::plugin::kubectl(ns).args([
+            "retention",
+            "explain",
+            "job",
+            "judged-twice",
+            "-n",
+            &ns.name,
+            "-o",
+            "json",
+            &format!("--controller-lease={lease}"),
+        ]))?;
+        Ok(serde_json::from_str(&said)?)
+    };
+    let alone = explain("e2e-extra-kind-controller")?;
+    ensure!(
+        alone["state"] == "left-alone" && alone["deadline"].is_null(),
+        "under the controller that leaves Jobs alone: {alone}"
+    );
+    let main = explain("kube-retention-controller")?;
+    ensure!(
+        main["state"] == "succeeded" && main["deadline"].is_string(),
+        "under the main controller: {main}"
+    );
+    Ok(())
 }
 
 async fn limits_of_runs(ns: &TestNamespace, runs: &ApiResource) -> Result<()> {

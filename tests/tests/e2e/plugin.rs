@@ -57,7 +57,7 @@ pub fn kubectl(ns: &TestNamespace) -> Command {
 }
 
 /// A Job labelled `labels` that finished `minutes_ago` (or runs, for `None`).
-async fn job(
+pub async fn job(
     ns: &TestNamespace,
     name: &str,
     labels: Value,
