@@ -31,7 +31,7 @@ pub use group::{Group, group};
 
 /// How a supervised task ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum TaskEnd {
     /// It returned, although it was meant to run until the process stops.
     Returned,
     /// It returned this error.
@@ -42,7 +42,7 @@ pub enum Outcome {
     Cancelled,
 }
 
-impl fmt::Display for Outcome {
+impl fmt::Display for TaskEnd {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Returned => f.write_str("returned"),
@@ -57,7 +57,7 @@ impl fmt::Display for Outcome {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ended {
     pub task: String,
-    pub outcome: Outcome,
+    pub outcome: TaskEnd,
 }
 
 impl fmt::Display for Ended {
@@ -70,20 +70,20 @@ impl std::error::Error for Ended {}
 
 /// What a task's output says about how it ended.
 pub trait TaskOutput: Send + 'static {
-    fn outcome(self) -> Outcome;
+    fn outcome(self) -> TaskEnd;
 }
 
 impl TaskOutput for () {
-    fn outcome(self) -> Outcome {
-        Outcome::Returned
+    fn outcome(self) -> TaskEnd {
+        TaskEnd::Returned
     }
 }
 
 impl<E: fmt::Display + Send + 'static> TaskOutput for Result<(), E> {
-    fn outcome(self) -> Outcome {
+    fn outcome(self) -> TaskEnd {
         match self {
-            Ok(()) => Outcome::Returned,
-            Err(error) => Outcome::Failed(error.to_string()),
+            Ok(()) => TaskEnd::Returned,
+            Err(error) => TaskEnd::Failed(error.to_string()),
         }
     }
 }
@@ -126,7 +126,7 @@ pub fn spawn<T: TaskOutput>(
     let ended = async move {
         let outcome = match handle.await {
             Ok(Ok(output)) => output.outcome(),
-            Ok(Err(injected)) => Outcome::Failed(injected.to_string()),
+            Ok(Err(injected)) => TaskEnd::Failed(injected.to_string()),
             Err(error) => joined(error),
         };
         Ended {
@@ -153,16 +153,16 @@ pub fn thread(
         .spawn(move || {
             let run = AssertUnwindSafe(|| fault::inject_blocking(name, body));
             let outcome = match std::panic::catch_unwind(run) {
-                Ok(Ok(())) => Outcome::Returned,
-                Ok(Err(injected)) => Outcome::Failed(injected.to_string()),
-                Err(payload) => Outcome::Panicked(panic_message(payload.as_ref())),
+                Ok(Ok(())) => TaskEnd::Returned,
+                Ok(Err(injected)) => TaskEnd::Failed(injected.to_string()),
+                Err(payload) => TaskEnd::Panicked(panic_message(payload.as_ref())),
             };
             done.send(outcome).ok();
         })?;
     let ended = async move {
         let outcome = finished
             .await
-            .unwrap_or_else(|_| Outcome::Failed("the thread ended without reporting".into()));
+            .unwrap_or_else(|_| TaskEnd::Failed("the thread ended without reporting".into()));
         Ended {
             task: name.to_owned(),
             outcome,
@@ -175,10 +175,10 @@ pub fn thread(
     })
 }
 
-fn joined(error: JoinError) -> Outcome {
+fn joined(error: JoinError) -> TaskEnd {
     match error.try_into_panic() {
-        Ok(payload) => Outcome::Panicked(panic_message(payload.as_ref())),
-        Err(_) => Outcome::Cancelled,
+        Ok(payload) => TaskEnd::Panicked(panic_message(payload.as_ref())),
+        Err(_) => TaskEnd::Cancelled,
     }
 }
 

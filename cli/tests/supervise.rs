@@ -6,10 +6,10 @@
 
 use std::time::Duration;
 
-use kube_retention_cli::supervise::{self, Ended, Outcome, Supervisor};
+use kube_retention_cli::supervise::{self, Ended, Supervisor, TaskEnd};
 use tokio::sync::oneshot;
 
-fn ended(task: &str, outcome: Outcome) -> Ended {
+fn ended(task: &str, outcome: TaskEnd) -> Ended {
     Ended {
         task: task.to_owned(),
         outcome,
@@ -37,7 +37,7 @@ async fn a_task_that_returns_is_reported_by_name() {
     }));
     assert_eq!(
         reported(&mut supervisor).await,
-        Some(ended("digest", Outcome::Returned))
+        Some(ended("digest", TaskEnd::Returned))
     );
     assert_eq!(supervisor.names().collect::<Vec<_>>(), ["forever"]);
     assert_eq!(reported(&mut supervisor).await, None);
@@ -53,7 +53,7 @@ async fn a_task_that_fails_is_reported_with_its_error() {
         reported(&mut supervisor).await,
         Some(ended(
             "metrics-server",
-            Outcome::Failed("address in use".into())
+            TaskEnd::Failed("address in use".into())
         ))
     );
 }
@@ -68,7 +68,7 @@ async fn a_task_that_panics_is_reported_with_its_message() {
     }));
     assert_eq!(
         reported(&mut supervisor).await,
-        Some(ended("dispatch", Outcome::Panicked("broke on 42".into())))
+        Some(ended("dispatch", TaskEnd::Panicked("broke on 42".into())))
     );
 }
 
@@ -88,11 +88,11 @@ async fn a_thread_that_ends_or_panics_is_reported() {
         supervisor.ended().await,
         ended(
             "cel-evaluator",
-            Outcome::Panicked("evaluation broke".into())
+            TaskEnd::Panicked("evaluation broke".into())
         )
     );
     supervisor.add(supervise::thread("quiet", || {}).unwrap());
-    assert_eq!(supervisor.ended().await, ended("quiet", Outcome::Returned));
+    assert_eq!(supervisor.ended().await, ended("quiet", TaskEnd::Returned));
 }
 
 #[tokio::test(start_paused = true)]
@@ -111,7 +111,7 @@ async fn a_clean_shutdown_is_not_reported() {
     assert_eq!(supervisor.watch(main).await, Ok("stopped"));
     // Still held, for the binary to await (the lease's release) rather than report.
     let lease = supervisor.remove("leader-election").unwrap();
-    assert_eq!(lease.await, ended("leader-election", Outcome::Returned));
+    assert_eq!(lease.await, ended("leader-election", TaskEnd::Returned));
 }
 
 #[tokio::test(start_paused = true)]
@@ -126,7 +126,7 @@ async fn a_task_ending_before_shutdown_stops_the_main_future() {
     };
     assert_eq!(
         supervisor.watch(main).await,
-        Err(ended("scans", Outcome::Returned))
+        Err(ended("scans", TaskEnd::Returned))
     );
 }
 
@@ -150,7 +150,7 @@ async fn a_group_reports_failed_members_not_stopped_ones() {
         reported(&mut supervisor).await,
         Some(ended(
             "watches/Pod",
-            Outcome::Failed("the watch ended".into())
+            TaskEnd::Failed("the watch ended".into())
         ))
     );
 
@@ -164,7 +164,7 @@ async fn a_group_reports_failed_members_not_stopped_ones() {
         reported(&mut supervisor).await,
         Some(ended(
             "watches/Secret",
-            Outcome::Panicked("broke on 7".into())
+            TaskEnd::Panicked("broke on 7".into())
         ))
     );
 }

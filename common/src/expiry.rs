@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::annotations::AnnotationPolicy;
 use crate::json::field;
-use crate::policy::{Policy, TtlSource};
+use crate::own_settings::{OwnSettings, TtlSource};
 use crate::progress::{Outcome, Progress};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +32,7 @@ pub enum Expiry {
     At(Timestamp),
 }
 
-/// Which of a [`Policy`]'s settings decided its [`Expiry`], and what it says: the answer to
+/// Which of an [`OwnSettings`]'s settings decided its [`Expiry`], and what it says: the answer to
 /// "why this deadline", given by [`Expiry::decide`] with the expiry itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decider {
@@ -64,7 +64,7 @@ impl Expiry {
     /// `now` stands in for times the object does not carry yet: the creation time of an object
     /// being created, the finish time of a run that says it finished but not when.
     pub fn compute(
-        policy: &Policy,
+        policy: &OwnSettings,
         created: Option<Timestamp>,
         progress: Progress,
         now: Timestamp,
@@ -76,7 +76,7 @@ impl Expiry {
     /// [`Expiry::NotYet`]). Where both a TTL from creation and one from the finish time apply,
     /// the one giving the earlier deadline decides (the one from creation on a tie).
     pub fn decide(
-        policy: &Policy,
+        policy: &OwnSettings,
         created: Option<Timestamp>,
         progress: Progress,
         now: Timestamp,
@@ -117,14 +117,14 @@ impl Expiry {
         }
     }
 
-    /// The expiry of a JSON object, read with [`Policy::read`] (invalid fields ignored).
+    /// The expiry of a JSON object, read with [`OwnSettings::read`] (invalid fields ignored).
     pub fn of(object: &Value, now: Timestamp) -> Self {
-        let (policy, _) = Policy::read(object);
+        let (policy, _) = OwnSettings::read(object);
         Self::with_policy(&policy, object, now)
     }
 
     /// The expiry of a JSON object whose policy the caller has already read.
-    pub fn with_policy(policy: &Policy, object: &Value, now: Timestamp) -> Self {
+    pub fn with_policy(policy: &OwnSettings, object: &Value, now: Timestamp) -> Self {
         let created = field(object, "metadata.creationTimestamp")
             .and_then(Value::as_str)
             .and_then(|text| text.parse().ok());

@@ -24,8 +24,8 @@ use crate::annotations::AnnotationPolicy;
 use crate::cel::EvalError;
 use crate::expiry::{Decider, Expiry};
 use crate::kinds::Entry;
+use crate::own_settings::OwnSettings;
 use crate::policies::Rules;
-use crate::policy::Policy;
 use crate::progress::{Finished, Outcome, Progress};
 use crate::setting::PolicyField;
 
@@ -35,7 +35,7 @@ pub use answers::Answers;
 
 /// A policy that may apply to an object.
 #[derive(Debug, Clone, Copy)]
-pub struct Candidate<'a> {
+pub struct CandidatePolicy<'a> {
     /// A RetentionPolicy in the object's namespace (else a ClusterRetentionPolicy).
     pub namespaced: bool,
     pub rules: &'a Rules,
@@ -56,7 +56,7 @@ pub struct Subject<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Judgement {
     /// The object's own settings (annotations and fields), which own kube-retention's stamp.
-    pub own: Policy,
+    pub own: OwnSettings,
     pub progress: Progress,
     /// The expiry that governs: the object's own, or the winning policy's.
     pub expiry: Expiry,
@@ -71,8 +71,12 @@ pub struct Judgement {
 }
 
 /// Judges `subject` under `candidates` (namespaced and cluster policies in name order).
-pub fn judge(subject: &Subject<'_>, candidates: &[Candidate<'_>], now: Timestamp) -> Judgement {
-    let (own, _) = Policy::read_as(subject.entry, subject.object);
+pub fn judge(
+    subject: &Subject<'_>,
+    candidates: &[CandidatePolicy<'_>],
+    now: Timestamp,
+) -> Judgement {
+    let (own, _) = OwnSettings::read_as(subject.entry, subject.object);
     let computed: Vec<OnceCell<Answers>> = candidates.iter().map(|_| OnceCell::new()).collect();
     let answers = |index: usize| -> &Answers {
         let candidate = &candidates[index];
@@ -148,7 +152,7 @@ pub fn judge(subject: &Subject<'_>, candidates: &[Candidate<'_>], now: Timestamp
 }
 
 fn applies<'a>(
-    candidate: &Candidate<'_>,
+    candidate: &CandidatePolicy<'_>,
     subject: &Subject<'_>,
     answers: impl FnOnce() -> &'a Answers,
 ) -> bool {
@@ -187,14 +191,14 @@ pub fn selects(rules: &Rules, namespaced: bool, object: &Selected<'_>) -> bool {
 }
 
 /// The TTLs of a policy as the settings [`Expiry::compute`] reads.
-fn as_policy(rules: &Rules) -> Policy {
-    Policy {
+fn as_policy(rules: &Rules) -> OwnSettings {
+    OwnSettings {
         annotations: AnnotationPolicy {
             ttl: rules.ttl,
             ..AnnotationPolicy::default()
         },
         own: rules.ttls,
-        ..Policy::default()
+        ..OwnSettings::default()
     }
 }
 

@@ -13,7 +13,7 @@ pub const HISTORY_LIMIT_RANGE: (u32, u32) = (0, 100);
 
 /// A run as far as limits care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Candidate<'a> {
+pub struct LimitedRun<'a> {
     pub name: &'a str,
     pub created: Timestamp,
     /// `None` while running.
@@ -24,7 +24,7 @@ pub struct Candidate<'a> {
 
 /// The indexes into `runs` of the runs beyond the limits, oldest last within each outcome.
 pub fn over_limit(
-    runs: &[Candidate<'_>],
+    runs: &[LimitedRun<'_>],
     succeeded_limit: Option<u32>,
     failed_limit: Option<u32>,
 ) -> Vec<usize> {
@@ -54,8 +54,8 @@ mod tests {
         Timestamp::from_second(1_700_000_000 + second).unwrap()
     }
 
-    fn run(name: &str, second: i64, outcome: Option<Outcome>) -> Candidate<'_> {
-        Candidate {
+    fn run(name: &str, second: i64, outcome: Option<Outcome>) -> LimitedRun<'_> {
+        LimitedRun {
             name,
             created: at(second),
             outcome,
@@ -63,7 +63,7 @@ mod tests {
         }
     }
 
-    fn names<'a>(runs: &[Candidate<'a>], indexes: Vec<usize>) -> Vec<&'a str> {
+    fn names<'a>(runs: &[LimitedRun<'a>], indexes: Vec<usize>) -> Vec<&'a str> {
         indexes.into_iter().map(|index| runs[index].name).collect()
     }
 

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::annotations;
 use crate::json::field;
 use crate::kinds::{Entry, Fields, Resource, TtlFields};
-use crate::policy::{Policy, Ttls};
+use crate::own_settings::{OwnSettings, Ttls};
 
 /// Whose deletion a setting governs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -125,7 +125,7 @@ impl Settings {
 
     fn read(fields: &Fields, object: &Value, from_parent: Ttls) -> Self {
         // Invalid values are the validator's to deny; only what is certain is compared here.
-        let policy = Policy::read_as(
+        let policy = OwnSettings::read_as(
             &reader(Fields {
                 snapshot: None,
                 ..*fields
@@ -138,7 +138,7 @@ impl Settings {
                 own: Some(snapshot),
                 ..Fields::default()
             };
-            Policy::read_as(&reader(only), object).0.own
+            OwnSettings::read_as(&reader(only), object).0.own
         });
         let notes = &policy.annotations;
         let finished = setting(

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)] // test helpers unwrap fixtures
 
 use kube_retention_common::expiry::StampChange;
-use kube_retention_common::{Expiry, Policy};
+use kube_retention_common::{Expiry, OwnSettings};
 use serde_json::{Value, json};
 
 fn now() -> jiff::Timestamp {
@@ -95,7 +95,7 @@ fn keep_wins_and_no_ttl_leaves_expires_at_to_the_user() {
 fn a_stamp_without_a_ttl_behind_it_is_stale_and_never_a_deadline() {
     let stamp = "2026-06-01T11:00:12Z";
     let stale = json!({"retention.dev/expires-at": stamp, "retention.dev/stamped": stamp});
-    let (policy, errors) = Policy::read(&job(stale.clone(), succeeded()));
+    let (policy, errors) = OwnSettings::read(&job(stale.clone(), succeeded()));
     assert_eq!(errors, []);
     let expiry = Expiry::of(&job(stale, succeeded()), now());
     assert_eq!(expiry, Expiry::Never);
@@ -112,7 +112,7 @@ fn a_changed_ttl_restamps_and_a_current_stamp_is_left_alone() {
     let extended = json!({"retention.dev/ttl-after-succeeded": "1m",
         "retention.dev/expires-at": old, "retention.dev/stamped": old});
     let object = job(extended, succeeded());
-    let (policy, _) = Policy::read(&object);
+    let (policy, _) = OwnSettings::read(&object);
     let expiry = Expiry::of(&object, now());
     assert_eq!(expiry, at("2026-06-01T11:31:00Z"));
     assert_eq!(
@@ -122,7 +122,7 @@ fn a_changed_ttl_restamps_and_a_current_stamp_is_left_alone() {
     let current = "2026-06-01T11:31:00Z";
     let stamped = json!({"retention.dev/ttl-after-succeeded": "1m",
         "retention.dev/expires-at": current, "retention.dev/stamped": current});
-    let (policy, _) = Policy::read(&job(stamped, succeeded()));
+    let (policy, _) = OwnSettings::read(&job(stamped, succeeded()));
     assert_eq!(expiry.stamp_change(&policy.annotations), None);
 }
 
@@ -131,7 +131,7 @@ fn a_deadline_the_user_wrote_over_a_stamp_is_theirs() {
     let mine = json!({"retention.dev/expires-at": "2027-01-01T00:00:00Z",
         "retention.dev/stamped": "2026-06-01T11:00:12Z"});
     let object = job(mine, failed());
-    let (policy, _) = Policy::read(&object);
+    let (policy, _) = OwnSettings::read(&object);
     let expiry = Expiry::of(&object, now());
     assert_eq!(
         expiry,
@@ -146,7 +146,7 @@ fn a_run_that_is_running_again_loses_its_stamp_but_kept_objects_are_untouched() 
     let annotations = json!({"retention.dev/ttl-after-finished": "12s",
         "retention.dev/expires-at": stamp, "retention.dev/stamped": stamp});
     let object = job(annotations, json!({}));
-    let (policy, _) = Policy::read(&object);
+    let (policy, _) = OwnSettings::read(&object);
     let expiry = Expiry::of(&object, now());
     assert_eq!(expiry, Expiry::NotYet);
     assert_eq!(

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use kube_retention_common::api::PolicyRules;
-use kube_retention_common::governing::{Candidate, Judgement, Subject, judge};
+use kube_retention_common::governing::{CandidatePolicy, Judgement, Subject, judge};
 use kube_retention_common::policies::Rules;
 use kube_retention_common::{Expiry, Outcome, Progress, Registry};
 use serde_json::{Value, json};
@@ -34,7 +34,7 @@ fn failed_job(annotations: Value) -> Value {
                                       "lastTransitionTime": "2026-06-01T11:30:00Z"}]}})
 }
 
-fn judged(object: &Value, candidates: &[Candidate<'_>]) -> Judgement {
+fn judged(object: &Value, candidates: &[CandidatePolicy<'_>]) -> Judgement {
     let entry = Registry::entry_of(object);
     let labels = BTreeMap::new();
     let subject = Subject {
@@ -57,7 +57,7 @@ fn jobs(ttl_after_failed: &str) -> Rules {
 #[test]
 fn annotations_win_over_policies_and_keep_over_everything() {
     let policy = jobs("1m");
-    let cluster = [Candidate {
+    let cluster = [CandidatePolicy {
         namespaced: false,
         rules: &policy,
         answers: None,
@@ -83,17 +83,17 @@ fn annotations_win_over_policies_and_keep_over_everything() {
 fn a_namespaced_policy_wins_over_cluster_ones_and_the_earlier_deadline_within_a_scope() {
     let (long, short, middle) = (jobs("1h"), jobs("1m"), jobs("10m"));
     let candidates = [
-        Candidate {
+        CandidatePolicy {
             namespaced: true,
             rules: &long,
             answers: None,
         },
-        Candidate {
+        CandidatePolicy {
             namespaced: false,
             rules: &short,
             answers: None,
         },
-        Candidate {
+        CandidatePolicy {
             namespaced: true,
             rules: &middle,
             answers: None,
@@ -128,7 +128,7 @@ fn policies_apply_only_to_their_kinds_selected_labels_and_matches() {
     for policy in [&selective, &other_kind, &unmatched] {
         let judgement = judged(
             &failed_job(json!({})),
-            &[Candidate {
+            &[CandidatePolicy {
                 namespaced: false,
                 rules: policy,
                 answers: None,
@@ -150,7 +150,7 @@ fn cel_finish_rules_decide_for_kinds_without_a_built_in_one() {
                "metadata": {"name": "w", "namespace": "ns"},
                "status": {"phase": phase, "finishedAt": "2026-06-01T11:50:00Z"}})
     };
-    let candidates = [Candidate {
+    let candidates = [CandidatePolicy {
         namespaced: false,
         rules: &policy,
         answers: None,

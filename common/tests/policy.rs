@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use kube_retention_common::{Policy, RunPolicy, Ttls, field_error::summary};
+use kube_retention_common::{OwnSettings, RunPolicy, Ttls, field_error::summary};
 use serde_json::{Value, json};
 
 fn build(retention: Value) -> Value {
@@ -13,7 +13,7 @@ fn build(retention: Value) -> Value {
 }
 
 fn messages(object: &Value) -> Vec<String> {
-    Policy::read(object)
+    OwnSettings::read(object)
         .1
         .iter()
         .map(ToString::to_string)
@@ -24,7 +24,7 @@ const HOUR: Duration = Duration::from_secs(3600);
 
 #[test]
 fn reads_a_shipwright_build() {
-    let (policy, errors) = Policy::read(&build(json!({
+    let (policy, errors) = OwnSettings::read(&build(json!({
         "ttlAfterSucceeded": "1h", "ttlAfterFailed": "1.5h",
         "succeededLimit": 100, "failedLimit": 1, "atBuildDeletion": true,
     })));
@@ -69,7 +69,7 @@ fn reports_all_errors_of_an_object_together() {
         "ttlAfterFailed": "2 weeks", "ttlAfterSucceeded": "-1h", "succeededLimit": 101,
         "failedLimit": "ten", "atBuildDeletion": "yes",
     }));
-    let (_, errors) = Policy::read(&object);
+    let (_, errors) = OwnSettings::read(&object);
     assert_eq!(errors.len(), 5, "{errors:#?}");
     let text = summary(&errors);
     assert!(
@@ -114,7 +114,7 @@ fn reads_a_buildrun_with_its_own_and_inherited_ttls() {
         },
         "status": {"buildSpec": {"retention": {"ttlAfterFailed": "5h"}}},
     });
-    let (policy, errors) = Policy::read(&object);
+    let (policy, errors) = OwnSettings::read(&object);
     assert_eq!(errors, []);
     assert_eq!(
         policy.own,
@@ -145,7 +145,7 @@ fn falls_back_to_the_status_snapshot_and_never_denies_it() {
         "apiVersion": "shipwright.io/v1beta1", "kind": "BuildRun", "spec": {"build": {"name": "b"}},
         "status": {"buildSpec": {"retention": {"ttlAfterFailed": "5h", "ttlAfterSucceeded": "bogus"}}},
     });
-    let (policy, errors) = Policy::read(&object);
+    let (policy, errors) = OwnSettings::read(&object);
     assert_eq!(errors, []);
     assert_eq!(
         policy.ttls(),
@@ -179,7 +179,7 @@ fn annotations_come_before_fields() {
         "metadata": {"annotations": {"retention.dev/ttl-after-finished": "5m", "retention.dev/ttl-after-failed": "1m"}},
         "spec": {"retention": {"ttlAfterSucceeded": "10m", "ttlAfterFailed": "10m"}},
     });
-    let (policy, _) = Policy::read(&object);
+    let (policy, _) = OwnSettings::read(&object);
     assert_eq!(
         policy.ttls(),
         Ttls {
@@ -193,7 +193,7 @@ fn annotations_come_before_fields() {
 fn reads_openshift_builds_and_buildconfigs() {
     let object = json!({"apiVersion": "build.openshift.io/v1", "kind": "Build",
                         "spec": {"successfulBuildTTLSeconds": 60, "failedBuildTTLSeconds": 0}});
-    let (policy, errors) = Policy::read(&object);
+    let (policy, errors) = OwnSettings::read(&object);
     assert_eq!(errors, []);
     assert_eq!(
         policy.own,
@@ -205,7 +205,7 @@ fn reads_openshift_builds_and_buildconfigs() {
 
     let config = json!({"apiVersion": "build.openshift.io/v1", "kind": "BuildConfig", "spec": {
         "defaultSuccessfulBuildTTLSeconds": 3600, "successfulBuildsHistoryLimit": 0, "failedBuildsHistoryLimit": 100}});
-    let (policy, errors) = Policy::read(&config);
+    let (policy, errors) = OwnSettings::read(&config);
     assert_eq!(errors, []);
     assert_eq!(policy.runs.ttls.after_succeeded, Some(HOUR));
     assert_eq!(
@@ -238,7 +238,7 @@ fn any_kind_is_governed_by_annotations() {
         )]
     );
     let plain = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}});
-    let (policy, errors) = Policy::read(&plain);
+    let (policy, errors) = OwnSettings::read(&plain);
     assert_eq!(errors, []);
     assert!(!policy.has_ttl());
 }

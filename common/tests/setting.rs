@@ -13,9 +13,9 @@ use kube_retention_common::annotations::{
 };
 use kube_retention_common::api::PolicyRules;
 use kube_retention_common::expiry::Decider;
-use kube_retention_common::governing::{Candidate, Subject, judge};
+use kube_retention_common::governing::{CandidatePolicy, Subject, judge};
+use kube_retention_common::own_settings::TtlSource;
 use kube_retention_common::policies::Rules;
-use kube_retention_common::policy::TtlSource;
 use kube_retention_common::setting::{self, Origin, Parent, PolicyField, Setting};
 use kube_retention_common::{Expiry, Outcome, Registry};
 use serde_json::{Value, json};
@@ -24,7 +24,7 @@ const CREATED: &str = "2026-06-01T10:00:00Z";
 const FINISHED: &str = "2026-06-01T11:00:00Z";
 
 /// The deciding setting of `object` under `candidates`, with the expiry judged.
-fn decided(object: &Value, candidates: &[Candidate<'_>]) -> (Expiry, Option<Setting>) {
+fn decided(object: &Value, candidates: &[CandidatePolicy<'_>]) -> (Expiry, Option<Setting>) {
     let labels = BTreeMap::new();
     let subject = Subject {
         entry: Registry::entry_of(object),
@@ -189,7 +189,7 @@ fn names_the_policy_field_that_decided() {
     let spec: PolicyRules = serde_json::from_value(spec).unwrap();
     let (rules, errors) = Rules::read(&spec, None);
     assert_eq!(errors, []);
-    let candidates = [Candidate {
+    let candidates = [CandidatePolicy {
         namespaced: true,
         rules: &rules,
         answers: None,

@@ -16,7 +16,7 @@ use kube_retention_common::annotations::{
 use kube_retention_common::api::PolicyRules;
 use kube_retention_common::duration;
 use kube_retention_common::expiry::Decider;
-use kube_retention_common::governing::{Candidate, Subject, judge};
+use kube_retention_common::governing::{CandidatePolicy, Subject, judge};
 use kube_retention_common::json::{field, metadata_entry};
 use kube_retention_common::policies::Rules;
 use kube_retention_common::setting::{self, Origin, PolicyField};
@@ -195,9 +195,9 @@ fn parse(text: &str) -> Duration {
 fn check(case: &Case) -> Result<(), TestCaseError> {
     let object = object(case);
     let policy = policy(case, &object);
-    let candidates: Vec<Candidate<'_>> = policy
+    let candidates: Vec<CandidatePolicy<'_>> = policy
         .iter()
-        .map(|(_, rules)| Candidate {
+        .map(|(_, rules)| CandidatePolicy {
             namespaced: true,
             rules,
             answers: None,

@@ -29,14 +29,14 @@ use thread_priority::{ThreadPriority, set_current_thread_priority};
 use tokio::sync::mpsc;
 
 use crate::fair::FairQueue;
-use crate::state::{Key, PolicyAnswers, Unevaluated, model_value};
+use crate::state::{ObjectKey, PolicyAnswers, Unevaluated, model_value};
 
 /// An object whose policies' expressions are to be evaluated.
 pub struct Job {
     /// Orders the versions of one object: only the latest is evaluated and applied.
     pub seq: u64,
     /// The object's kind, namespace and name.
-    pub key: Key,
+    pub key: ObjectKey,
     /// Its kind's resource, for the apiVersion and kind the model reads.
     pub resource: Resource,
     pub object: DynamicObject,
@@ -85,10 +85,10 @@ impl Evaluator {
 /// The thread's body: serves `queued` until it closes; public so that tests can drive it.
 pub fn serve(queued: &channel::Receiver<Job>, results: &mpsc::UnboundedSender<Evaluated>) {
     let mut queue: FairQueue<Arc<str>, Job> = FairQueue::default();
-    let mut latest: HashMap<Key, u64> = HashMap::new();
+    let mut latest: HashMap<ObjectKey, u64> = HashMap::new();
     let mut owed = Duration::ZERO;
     let enqueue =
-        |queue: &mut FairQueue<Arc<str>, Job>, latest: &mut HashMap<Key, u64>, job: Job| {
+        |queue: &mut FairQueue<Arc<str>, Job>, latest: &mut HashMap<ObjectKey, u64>, job: Job| {
             latest.insert(job.key.clone(), job.seq);
             queue.push(job.key.namespace.clone(), job);
         };

@@ -38,7 +38,7 @@ pub struct Elector {
 }
 
 /// What this replica last saw of the Lease, and when (its own clock).
-struct Observed {
+struct SeenLease {
     holder: Option<String>,
     renew_time: Option<MicroTime>,
     at: Instant,
@@ -82,7 +82,7 @@ impl Elector {
     pub fn spawn(self) -> (watch::Receiver<bool>, Supervised) {
         let (sender, receiver) = watch::channel(false);
         let task = supervise::spawn("leader-election", async move {
-            let mut observed: Option<Observed> = None;
+            let mut observed: Option<SeenLease> = None;
             // While leading: when it last renewed.
             let mut renewed_at: Option<Instant> = None;
             let renew_deadline = self.duration.saturating_sub(self.retry);
@@ -119,7 +119,7 @@ impl Elector {
         (receiver, task)
     }
 
-    async fn try_acquire_or_renew(&self, observed: &mut Option<Observed>) -> kube::Result<bool> {
+    async fn try_acquire_or_renew(&self, observed: &mut Option<SeenLease>) -> kube::Result<bool> {
         let now = MicroTime(Timestamp::now());
         let Some(mut lease) = self.api.get_opt(&self.name).await? else {
             let mut lease = Lease {
@@ -152,7 +152,7 @@ impl Elector {
             .as_ref()
             .is_none_or(|seen| seen.holder != holder || seen.renew_time != spec.renew_time);
         if changed {
-            *observed = Some(Observed {
+            *observed = Some(SeenLease {
                 holder: holder.clone(),
                 renew_time: spec.renew_time.clone(),
                 at: Instant::now(),

@@ -27,7 +27,7 @@ use crate::watch_backoff::WatchBackoff;
 
 /// What a watch delivered: whole objects, the metadata of a kind's unfiltered watch, retention
 /// policies, or namespaces (for policies' `namespaceSelector`).
-pub enum Observed {
+pub enum WatchEvent {
     Object(KindId, Result<Event<DynamicObject>, watcher::Error>),
     Metadata(
         KindId,
@@ -43,7 +43,7 @@ pub struct Watches {
     page_size: u32,
     /// A permit per list under way.
     lists: Arc<Semaphore>,
-    streams: SelectAll<BoxStream<'static, Observed>>,
+    streams: SelectAll<BoxStream<'static, WatchEvent>>,
     running: HashMap<KindId, (Watch, Vec<Stop>)>,
     /// The watches' tasks, supervised.
     tasks: Group,
@@ -116,7 +116,7 @@ impl Watches {
             let unlabelled =
                 watcher::watcher(metadata, config.clone()).backoff(WatchBackoff::default());
             let unlabelled = taking_turns(unlabelled, self.lists.clone())
-                .map(move |event| Observed::Metadata(kind, event));
+                .map(move |event| WatchEvent::Metadata(kind, event));
             let name = format!("{} metadata", entry.resource);
             handles.push(self.push(name, unlabelled.boxed()));
         }
@@ -127,7 +127,7 @@ impl Watches {
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
         let objects = watcher::watcher(api, config).backoff(WatchBackoff::default());
         let objects = taking_turns(objects, self.lists.clone())
-            .map(move |event| Observed::Object(kind, event));
+            .map(move |event| WatchEvent::Object(kind, event));
         handles.push(self.push(entry.resource.to_string(), objects.boxed()));
         self.running.insert(kind, (mode, handles));
     }
@@ -153,26 +153,26 @@ impl Watches {
             config.clone(),
         )
         .backoff(WatchBackoff::default())
-        .map(Observed::Policy);
+        .map(WatchEvent::Policy);
         self.push("RetentionPolicy".into(), policies.boxed());
         let cluster = watcher::watcher(
             Api::<ClusterRetentionPolicy>::all(self.client.clone()),
             config.clone(),
         )
         .backoff(WatchBackoff::default())
-        .map(Observed::ClusterPolicy);
+        .map(WatchEvent::ClusterPolicy);
         self.push("ClusterRetentionPolicy".into(), cluster.boxed());
         let namespaces: Api<PartialObjectMeta<Namespace>> = Api::all(self.client.clone());
         let namespaces = watcher::watcher(namespaces, config)
             .backoff(WatchBackoff::default())
-            .map(Observed::Namespace);
+            .map(WatchEvent::Namespace);
         self.push("Namespace".into(), namespaces.boxed());
     }
 
     /// Runs `events` in a task of its own, the member `name` of the supervised group, decoded up
     /// to [`FORWARDED`] ahead of the loop. [`Stop`] ends the task and drops what it decoded
     /// ahead: nothing of a stopped watch reaches the loop.
-    fn push(&mut self, name: String, mut events: BoxStream<'static, Observed>) -> Stop {
+    fn push(&mut self, name: String, mut events: BoxStream<'static, WatchEvent>) -> Stop {
         let (consumer, consuming) = AbortHandle::new_pair();
         let (mut sender, receiver) = futures::channel::mpsc::channel(FORWARDED);
         let producer = self.tasks.spawn(name, async move {
@@ -190,7 +190,7 @@ impl Watches {
     }
 
     /// The next event of any watch; pending (never `None`) while no watch runs.
-    pub async fn next(&mut self) -> Observed {
+    pub async fn next(&mut self) -> WatchEvent {
         loop {
             match self.streams.next().await {
                 Some(observed) => return observed,

@@ -137,7 +137,7 @@ fn five_config_maps() -> Clean {
         })
         .collect();
     Clean {
-        cleaner: book::Key {
+        cleaner: book::CleanerKey {
             namespace: "team".into(),
             name: "cleaner".into(),
         },

@@ -91,7 +91,7 @@ async fn cleaning(group: Clean, answers: Answers) -> (Result<Vec<String>, String
 
 fn group(objects: usize, release: Option<&str>) -> Clean {
     Clean {
-        cleaner: book::Key {
+        cleaner: book::CleanerKey {
             namespace: "team".into(),
             name: "tidy".into(),
         },

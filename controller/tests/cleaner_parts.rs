@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube_retention_common::cleaner::{CleanerSpec, Verdict};
-use kube_retention_controller::cleaners::helm::{self, HelmError, Resource};
+use kube_retention_controller::cleaners::helm::{self, HelmError, ManifestObject};
 use kube_retention_controller::cleaners::sink;
 use kube_retention_controller::cleaners::status::{self, Problem};
 use serde_json::{Value, json};
@@ -37,8 +37,8 @@ fn record(version: i64, hooks: Value) -> Secret {
     .expect("a Secret")
 }
 
-fn resource(kind: &str, name: &str, namespace: Option<&str>) -> Resource {
-    Resource {
+fn resource(kind: &str, name: &str, namespace: Option<&str>) -> ManifestObject {
+    ManifestObject {
         api_version: "v1".into(),
         kind: kind.into(),
         namespace: namespace.map(str::to_owned),

@@ -4,7 +4,7 @@
 use jiff::Timestamp;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube_retention_common::cleaner::{Cleaner, Verdict};
-use kube_retention_controller::cleaners::book::{Book, Key};
+use kube_retention_controller::cleaners::book::{Book, CleanerKey};
 use kube_retention_controller::cleaners::status::Problem;
 use serde_json::{Value, json};
 
@@ -55,8 +55,8 @@ fn object(kind: &GroupVersionKind, name: &str, labels: Value, status: Value) -> 
     .expect("an object")
 }
 
-fn key(name: &str) -> Key {
-    Key {
+fn key(name: &str) -> CleanerKey {
+    CleanerKey {
         namespace: "previews".into(),
         name: name.into(),
     }
@@ -96,13 +96,13 @@ fn after_a_restart_each_cleaner_is_evaluated_once_when_every_target_kind_is_list
     let mut book = listed(&["p42", "p43"], vec![active]);
     assert_eq!(
         book.take_due(at(NOW)),
-        Vec::<Key>::new(),
+        Vec::<CleanerKey>::new(),
         "the kinds are still listing"
     );
     book.objects_listed(&revision());
     assert_eq!(
         book.take_due(at(NOW)),
-        Vec::<Key>::new(),
+        Vec::<CleanerKey>::new(),
         "ConfigMaps are still listing"
     );
     book.objects_listed(&config_map());
@@ -119,7 +119,7 @@ fn after_a_restart_each_cleaner_is_evaluated_once_when_every_target_kind_is_list
     assert_eq!(clean.verdict, Ok(Verdict::Clean), "p43 has none");
     assert_eq!(
         book.take_due(at(NOW)),
-        Vec::<Key>::new(),
+        Vec::<CleanerKey>::new(),
         "evaluated once each"
     );
     assert_eq!(book.next_deadline(), Some(at("2026-11-22T13:00:00Z")));
@@ -193,7 +193,7 @@ fn a_cleaner_being_cleaned_is_not_evaluated_again_and_a_failed_clean_is_retried(
     let evaluation = book.evaluate(&key("p42"), at(NOW)).expect("tracked");
     assert!(evaluation.clean.is_some());
     book.object_deleted(&config_map(), "previews", "p42-settings");
-    assert_eq!(book.take_due(at(NOW)), Vec::<Key>::new(), "cleaning");
+    assert_eq!(book.take_due(at(NOW)), Vec::<CleanerKey>::new(), "cleaning");
     book.clean_done(&key("p42"), false, at(NOW));
     assert_eq!(book.next_deadline(), Some(at("2026-11-22T12:00:30Z")));
     assert_eq!(book.take_due(at("2026-11-22T12:00:30Z")), vec![key("p42")]);
@@ -208,7 +208,10 @@ fn a_cleaner_being_cleaned_is_not_evaluated_again_and_a_failed_clean_is_retried(
         object(&config_map(), "p42-settings", json!({}), json!({})),
     );
     book.object_deleted(&config_map(), "previews", "p42-settings");
-    assert_eq!(book.take_due(at("2026-11-22T14:00:00Z")), Vec::<Key>::new());
+    assert_eq!(
+        book.take_due(at("2026-11-22T14:00:00Z")),
+        Vec::<CleanerKey>::new()
+    );
     assert_eq!(book.next_deadline(), None);
 }
 
@@ -221,7 +224,7 @@ fn its_own_status_write_does_not_wake_a_cleaner_but_a_new_spec_does() {
     let mut with_status = cleaner("p42", &[NOT_ACTIVE]);
     with_status.status = Some(Default::default());
     book.applied(&with_status);
-    assert_eq!(book.take_due(at(NOW)), Vec::<Key>::new());
+    assert_eq!(book.take_due(at(NOW)), Vec::<CleanerKey>::new());
     book.applied(&cleaner("p42", &["revisions.items.size() > 5"]));
     assert_eq!(book.take_due(at(NOW)), vec![key("p42")]);
 }

@@ -15,7 +15,7 @@ use kube_retention_common::governing::Answers;
 use kube_retention_common::policies::Rules;
 use kube_retention_controller::evaluator::{Job, evaluate, serve};
 use kube_retention_controller::policy_status::{self, Inputs};
-use kube_retention_controller::state::{Key, LoadedPolicy, PolicyAnswers, PolicyKey, State};
+use kube_retention_controller::state::{LoadedPolicy, ObjectKey, PolicyAnswers, PolicyKey, State};
 use serde_json::{Value, json};
 use support::{JOB, at, kind, leader, object};
 
@@ -81,7 +81,7 @@ fn judge(state: &mut State, object: &DynamicObject, value: &Value, answers: &Pol
 
 fn job_of(state: &State, seq: u64, object: DynamicObject) -> Job {
     let namespace = object.metadata.namespace.clone().unwrap();
-    let key = Key {
+    let key = ObjectKey {
         kind: kind(JOB),
         namespace: namespace.as_str().into(),
         name: object.metadata.name.as_deref().unwrap().into(),

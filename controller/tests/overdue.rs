@@ -49,7 +49,7 @@ fn overdue_counts_finished_runs_past_their_deadline_until_they_are_gone() {
         "a DELETE in flight is still backlog"
     );
 
-    let key = kube_retention_controller::state::Key {
+    let key = kube_retention_controller::state::ObjectKey {
         kind: kind(BUILDRUN),
         namespace: "ns".into(),
         name: "done".into(),
@@ -80,7 +80,7 @@ fn one_reading_of_the_gauges_counts_tracked_by_kind_backoff_and_backlog() {
 
     let late = at("2026-01-01T00:00:10Z");
     assert_eq!(deletes(&state.due(late)).len(), 2);
-    let key = kube_retention_controller::state::Key {
+    let key = kube_retention_controller::state::ObjectKey {
         kind: kind(BUILDRUN),
         namespace: "ns".into(),
         name: "a".into(),

@@ -2,7 +2,7 @@
 //! package gives Go operator authors, with kube-retention's finish rules.
 //!
 //! Choose kinds, namespaces and label selectors ([`Target`]), one or more [`Strategy`],
-//! optionally override or extend the per-kind finish [`Rules`], veto objects with a hook, and
+//! optionally override or extend the per-kind finish [`FinishRules`], veto objects with a hook, and
 //! either [`Pruner::plan`] (a dry run) or [`Pruner::prune`] (deletes with uid preconditions).
 //! Running objects, objects annotated `retention.dev/keep: "true"` and objects already being
 //! deleted are never pruned.
@@ -89,5 +89,5 @@ mod strategy;
 pub use error::{Error, Result};
 pub use plan::{Decision, HookFn, Plan, Planned, Settings, plan};
 pub use pruner::{Pruned, Pruner, Target};
-pub use rules::{FinishFn, Rules};
-pub use strategy::{Candidate, ChooseFn, Strategy};
+pub use rules::{FinishFn, FinishRules};
+pub use strategy::{ChooseFn, FinishedObject, Strategy};

@@ -15,8 +15,8 @@ use kube_retention_common::limits;
 use kube_retention_common::progress::{Outcome, Progress};
 use serde::{Serialize, Serializer};
 
-use crate::rules::Rules;
-use crate::strategy::{Candidate, Group, Strategy};
+use crate::rules::FinishRules;
+use crate::strategy::{FinishedObject, Group, Strategy};
 
 /// Called before an object is pruned; an `Err` keeps it, with the reason.
 pub type HookFn = Arc<dyn Fn(&DynamicObject) -> Result<(), String> + Send + Sync>;
@@ -111,7 +111,7 @@ impl Plan {
 #[derive(Clone, Default)]
 pub struct Settings {
     pub strategies: Vec<Strategy>,
-    pub rules: Rules,
+    pub rules: FinishRules,
     pub hook: Option<HookFn>,
 }
 
@@ -182,7 +182,7 @@ pub fn plan(objects: &[DynamicObject], settings: &Settings, now: Timestamp) -> P
 /// strategies say, with why.
 fn gather<'a>(
     members: &[&'a DynamicObject],
-    rules: &Rules,
+    rules: &FinishRules,
     now: Timestamp,
 ) -> (Group<'a>, Vec<(&'a DynamicObject, Decision)>) {
     let mut candidates = Vec::new();
@@ -210,7 +210,7 @@ fn gather<'a>(
         };
         if progress != Progress::NotARun {
             // As the controller keeps a run for its limits (`controller/src/state/limits.rs`).
-            runs.push(limits::Candidate {
+            runs.push(limits::LimitedRun {
                 name: object.metadata.name.as_deref().unwrap_or_default(),
                 created: created.unwrap_or(now),
                 outcome: finished.map(|finished| finished.outcome),
@@ -226,7 +226,7 @@ fn gather<'a>(
                 if let Some(slot) = candidate_of_run.last_mut() {
                     *slot = Some(candidates.len());
                 }
-                candidates.push(Candidate {
+                candidates.push(FinishedObject {
                     object,
                     outcome: finished.outcome,
                     finished: finished.at.or(created).unwrap_or(now),

@@ -10,7 +10,7 @@ use kube::api::{
 
 use crate::error::{Error, Result};
 use crate::plan::{HookFn, Plan, Settings, plan};
-use crate::rules::Rules;
+use crate::rules::FinishRules;
 use crate::strategy::Strategy;
 
 /// Objects of one kind: in some namespaces (all when none are named), matching a label selector.
@@ -81,8 +81,8 @@ impl Pruner {
         self
     }
 
-    /// Replaces the finish rules (start from [`Rules::default`] to keep the built-in ones).
-    pub fn rules(mut self, rules: Rules) -> Self {
+    /// Replaces the finish rules (start from [`FinishRules::default`] to keep the built-in ones).
+    pub fn rules(mut self, rules: FinishRules) -> Self {
         self.settings.rules = rules;
         self
     }

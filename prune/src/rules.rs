@@ -18,20 +18,20 @@ pub type FinishFn = Arc<dyn Fn(&Value) -> Progress + Send + Sync>;
 /// their own use the fallback — by default the Knative-style `Succeeded` condition, so an
 /// object without one is never pruned.
 #[derive(Clone)]
-pub struct Rules {
+pub struct FinishRules {
     by_kind: HashMap<String, FinishFn>,
     fallback: FinishFn,
 }
 
-impl fmt::Debug for Rules {
+impl fmt::Debug for FinishRules {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut kinds: Vec<&String> = self.by_kind.keys().collect();
         kinds.sort();
-        write!(f, "Rules({kinds:?})")
+        write!(f, "FinishRules({kinds:?})")
     }
 }
 
-impl Default for Rules {
+impl Default for FinishRules {
     /// kube-retention's built-in rules.
     fn default() -> Self {
         let mut by_kind: HashMap<String, FinishFn> = HashMap::new();
@@ -51,7 +51,7 @@ impl Default for Rules {
     }
 }
 
-impl Rules {
+impl FinishRules {
     /// Sets the rule of `kind` in `group` (`""` for the core group), replacing a built-in one.
     pub fn with(
         mut self,

@@ -19,7 +19,7 @@ use crate::plan::Decision;
 /// A finished object the strategies choose from: neither annotated `retention.dev/keep` nor
 /// already being deleted.
 #[derive(Debug, Clone)]
-pub struct Candidate<'a> {
+pub struct FinishedObject<'a> {
     pub object: &'a DynamicObject,
     pub outcome: Outcome,
     /// When it finished (its creation time when it does not say).
@@ -27,7 +27,7 @@ pub struct Candidate<'a> {
 }
 
 /// Chooses, from one kind's finished objects in one namespace (newest first), which to prune.
-pub type ChooseFn = Arc<dyn Fn(&[Candidate<'_>], Timestamp) -> Vec<usize> + Send + Sync>;
+pub type ChooseFn = Arc<dyn Fn(&[FinishedObject<'_>], Timestamp) -> Vec<usize> + Send + Sync>;
 
 /// Which finished objects go. With several strategies, an object goes when any chooses it.
 #[derive(Clone)]
@@ -72,10 +72,10 @@ impl fmt::Debug for Strategy {
 /// One kind's objects in one namespace, as the strategies see them.
 pub(crate) struct Group<'a> {
     /// The finished objects the strategies choose from, newest finished first.
-    pub(crate) candidates: Vec<Candidate<'a>>,
+    pub(crate) candidates: Vec<FinishedObject<'a>>,
     /// Every run of the group (finished, running, kept, being deleted), as the controller
     /// counts them for its limits.
-    pub(crate) runs: Vec<limits::Candidate<'a>>,
+    pub(crate) runs: Vec<limits::LimitedRun<'a>>,
     /// The index into `candidates` of each run, for those that are candidates.
     pub(crate) candidate_of_run: Vec<Option<usize>>,
 }

@@ -8,7 +8,7 @@ mod support;
 
 use std::collections::BTreeMap;
 
-use kube_retention_common::limits::{Candidate, over_limit};
+use kube_retention_common::limits::{LimitedRun, over_limit};
 use kube_retention_common::progress::Outcome;
 use kube_retention_prune::{Decision, Strategy};
 use proptest::prelude::*;
@@ -23,9 +23,9 @@ fn controller_removes(
 ) -> BTreeMap<Key, Decision> {
     let mut removed = BTreeMap::new();
     for members in groups(runs).values() {
-        let candidates: Vec<Candidate<'_>> = members
+        let candidates: Vec<LimitedRun<'_>> = members
             .iter()
-            .map(|run| Candidate {
+            .map(|run| LimitedRun {
                 name: &run.name,
                 created: at(run.created),
                 outcome: run.outcome(),

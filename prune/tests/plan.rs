@@ -7,7 +7,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use kube::api::DynamicObject;
 use kube_retention_common::progress::{Finished, Outcome, Progress};
-use kube_retention_prune::{Decision, Rules, Settings, Strategy, plan};
+use kube_retention_prune::{Decision, FinishRules, Settings, Strategy, plan};
 use serde_json::{Value, json};
 
 const NOW: &str = "2026-11-22T12:00:00Z";
@@ -185,18 +185,19 @@ fn finish_rules_are_kube_retentions_and_can_be_overridden_or_extended() {
         decided.contains(&("ci/w".to_owned(), Decision::NotARun)),
         "{decided:?}"
     );
-    let extended = Settings {
-        rules: Rules::default().with("example.com", "Widget", |object| {
-            match object["status"]["done"].as_bool() {
-                Some(true) => Progress::Finished(Finished {
-                    outcome: Outcome::Succeeded,
-                    at: None,
-                }),
-                _ => Progress::Running,
-            }
-        }),
-        ..all
-    };
+    let extended =
+        Settings {
+            rules: FinishRules::default().with("example.com", "Widget", |object| {
+                match object["status"]["done"].as_bool() {
+                    Some(true) => Progress::Finished(Finished {
+                        outcome: Outcome::Succeeded,
+                        at: None,
+                    }),
+                    _ => Progress::Running,
+                }
+            }),
+            ..all
+        };
     let decided = decisions(&objects, &extended);
     assert!(
         decided.contains(&("ci/w".to_owned(), Decision::NewestFinished { limit: 0 })),

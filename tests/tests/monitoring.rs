@@ -108,12 +108,18 @@ fn controller_exposition() -> String {
 }
 
 fn webhook_exposition() -> String {
-    use kube_retention_webhook::metrics::{Metrics, Outcome};
+    use kube_retention_webhook::metrics::{AdmissionOutcome, Metrics};
     use kube_retention_webhook::review::Hook;
     let metrics = Metrics::default();
     for hook in [Hook::Validate, Hook::Mutate] {
         let started = std::time::Instant::now();
-        metrics.observe(hook, "BuildRun", "CREATE", Outcome::Allowed, started);
+        metrics.observe(
+            hook,
+            "BuildRun",
+            "CREATE",
+            AdmissionOutcome::Allowed,
+            started,
+        );
     }
     metrics.encode()
 }

@@ -13,7 +13,7 @@ use prometheus_client::registry::Registry;
 use crate::review::Hook;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, EncodeLabelValue)]
-pub enum Outcome {
+pub enum AdmissionOutcome {
     Allowed,
     Patched,
     Denied,
@@ -29,7 +29,7 @@ struct RequestLabels {
     hook: &'static str,
     kind: String,
     operation: String,
-    outcome: Outcome,
+    outcome: AdmissionOutcome,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -77,7 +77,7 @@ impl Metrics {
         hook: Hook,
         kind: &str,
         operation: &str,
-        outcome: Outcome,
+        outcome: AdmissionOutcome,
         started: Instant,
     ) {
         let hook = match hook {

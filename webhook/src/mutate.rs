@@ -15,7 +15,7 @@ use kube_retention_common::annotations::{EXPIRES_AT, MANAGED_LABEL, STAMPED};
 use kube_retention_common::expiry::format_timestamp;
 use kube_retention_common::json::field;
 use kube_retention_common::kinds::{Entry, Registry, Resource};
-use kube_retention_common::{Expiry, Policy, StampChange};
+use kube_retention_common::{Expiry, OwnSettings, StampChange};
 use serde_json::{Map, Value, json};
 
 use crate::parents::Parents;
@@ -73,7 +73,7 @@ pub fn stamp(object: &mut Value, now: Timestamp) {
 }
 
 fn stamp_as(entry: &Entry, object: &mut Value, now: Timestamp) {
-    let (policy, _) = Policy::read_as(entry, object);
+    let (policy, _) = OwnSettings::read_as(entry, object);
     let created = field(object, "metadata.creationTimestamp")
         .and_then(Value::as_str)
         .and_then(|text| text.parse().ok());
@@ -113,7 +113,7 @@ async fn inherit(parents: &dyn Parents, run: &Entry, parent: &Parent<'_>, mutate
     let Some(found) = lookup(parents, parent, mutated).await else {
         return;
     };
-    let (policy, _) = Policy::read_as(parent.entry, &found);
+    let (policy, _) = OwnSettings::read_as(parent.entry, &found);
     let ttls = policy.runs.ttls;
     for (from, to, name, valid) in [
         (

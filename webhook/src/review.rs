@@ -15,7 +15,7 @@ use kube_retention_common::kinds::qualified;
 use serde_json::Value;
 
 use crate::Context;
-use crate::metrics::Outcome;
+use crate::metrics::AdmissionOutcome;
 use crate::{mutate, validate, writers};
 
 /// Which webhook endpoint was called.
@@ -41,9 +41,13 @@ pub async fn handle(
     let request = match request {
         Ok(request) => request,
         Err(reason) => {
-            context
-                .metrics
-                .observe(hook, "unknown", "unknown", Outcome::Malformed, started);
+            context.metrics.observe(
+                hook,
+                "unknown",
+                "unknown",
+                AdmissionOutcome::Malformed,
+                started,
+            );
             return (
                 StatusCode::BAD_REQUEST,
                 AdmissionResponse::invalid(reason).into_review(),
@@ -83,15 +87,15 @@ fn object_json(
 async fn validate_request(
     context: &Context,
     request: &AdmissionRequest<DynamicObject>,
-) -> (AdmissionResponse, Outcome) {
+) -> (AdmissionResponse, AdmissionOutcome) {
     let response = AdmissionResponse::from(request);
     if !matches!(request.operation, Operation::Create | Operation::Update) {
-        return (response, Outcome::Allowed);
+        return (response, AdmissionOutcome::Allowed);
     }
     let Some(object) = object_json(request, request.object.as_ref()) else {
         return (
             response.deny("the request carries no object to validate"),
-            Outcome::Malformed,
+            AdmissionOutcome::Malformed,
         );
     };
     let old = object_json(request, request.old_object.as_ref());
@@ -99,7 +103,7 @@ async fn validate_request(
     if !errors.is_empty() {
         return (
             deny(response, request, &errors, Denial::Invalid),
-            Outcome::Denied,
+            AdmissionOutcome::Denied,
         );
     }
     match writers::refusals(context, request, &object, old.as_ref()).await {
@@ -107,12 +111,15 @@ async fn validate_request(
         Ok(refusals) => {
             return (
                 deny(response, request, &refusals, Denial::Forbidden),
-                Outcome::Forbidden,
+                AdmissionOutcome::Forbidden,
             );
         }
         Err(unchecked) => {
             tracing::warn!(error = %unchecked, "refused a write whose writer could not be checked");
-            return (response.deny(unchecked.to_string()), Outcome::Unchecked);
+            return (
+                response.deny(unchecked.to_string()),
+                AdmissionOutcome::Unchecked,
+            );
         }
     }
     let mut response = response;
@@ -126,7 +133,7 @@ async fn validate_request(
     if !warnings.is_empty() {
         response.warnings = Some(warnings);
     }
-    (response, Outcome::Allowed)
+    (response, AdmissionOutcome::Allowed)
 }
 
 /// Why a write is denied: settings that are wrong, or a writer who may not make them.
@@ -182,19 +189,19 @@ async fn mutate_request(
     context: &Context,
     request: &AdmissionRequest<DynamicObject>,
     now: Timestamp,
-) -> (AdmissionResponse, Outcome) {
+) -> (AdmissionResponse, AdmissionOutcome) {
     let response = AdmissionResponse::from(request);
     let creating = match request.operation {
         Operation::Create => true,
         Operation::Update => false,
-        Operation::Delete | Operation::Connect => return (response, Outcome::Allowed),
+        Operation::Delete | Operation::Connect => return (response, AdmissionOutcome::Allowed),
     };
     let Some(object) = object_json(request, request.object.as_ref()) else {
-        return (response, Outcome::Allowed);
+        return (response, AdmissionOutcome::Allowed);
     };
     // Invalid settings are the validating webhook's to deny; mutating them would only confuse.
     if !validate::new_errors(&context.kinds, &object, None).is_empty() {
-        return (response, Outcome::Allowed);
+        return (response, AdmissionOutcome::Allowed);
     }
     let namespace = request.namespace.as_deref();
     let mutated = mutate::mutate(context.lookups(), &object, namespace, creating, now).await;
@@ -206,7 +213,7 @@ async fn mutate_request(
             Ok(patched) => patched,
             Err(error) => {
                 tracing::error!(%error, "could not encode a patch");
-                return (AdmissionResponse::from(request), Outcome::Allowed);
+                return (AdmissionResponse::from(request), AdmissionOutcome::Allowed);
             }
         }
     };
@@ -215,9 +222,9 @@ async fn mutate_request(
         warnings.push(warning);
     }
     let outcome = if response.patch.is_some() {
-        Outcome::Patched
+        AdmissionOutcome::Patched
     } else {
-        Outcome::Allowed
+        AdmissionOutcome::Allowed
     };
     if !warnings.is_empty() {
         response.warnings = Some(warnings);

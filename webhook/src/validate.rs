@@ -1,4 +1,4 @@
-//! Validation: the model's own readers are the validators — [`Policy::read`] for objects,
+//! Validation: the model's own readers are the validators — [`OwnSettings::read`] for objects,
 //! [`Rules::read`] for RetentionPolicies — so what the webhook denies is exactly what the
 //! controller would refuse to act on.
 //!
@@ -8,7 +8,7 @@
 use kube_retention_common::api::{GROUP, PolicyRules};
 use kube_retention_common::kinds::group_of;
 use kube_retention_common::policies::Rules;
-use kube_retention_common::{FieldError, Policy, Registry, cleaner};
+use kube_retention_common::{FieldError, OwnSettings, Registry, cleaner};
 use serde_json::Value;
 
 /// The kinds whose spec is a policy.
@@ -27,11 +27,11 @@ pub fn new_errors(kinds: &Registry, object: &Value, old: Option<&Value>) -> Vec<
     let Some(entry) = kinds.entry_for(object) else {
         return Vec::new();
     };
-    let (_, errors) = Policy::read_as(entry, object);
+    let (_, errors) = OwnSettings::read_as(entry, object);
     let Some(old) = old else {
         return errors;
     };
-    let (_, old_errors) = Policy::read_as(entry, old);
+    let (_, old_errors) = OwnSettings::read_as(entry, old);
     errors
         .into_iter()
         .filter(|error| !old_errors.contains(error))

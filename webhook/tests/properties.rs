@@ -1,6 +1,6 @@
 //! Property tests: whatever arrives — arbitrary bytes, arbitrary JSON, reviews wrapping
 //! arbitrary objects full of retention-looking fields — the handler answers 200 or 400 with a
-//! review, and never panics; nor does the model (`Policy::read`, expiry, progress) on such
+//! review, and never panics; nor does the model (`OwnSettings::read`, expiry, progress) on such
 //! objects. 400 cases each in `make test`; `make chaos` sets `PROPTEST_CASES=1000000`.
 
 #![allow(clippy::unwrap_used)] // test code
@@ -10,7 +10,7 @@ mod support;
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use kube_retention_common::{Expiry, Policy, Progress};
+use kube_retention_common::{Expiry, OwnSettings, Progress};
 use kube_retention_webhook::Context;
 use kube_retention_webhook::review::{Hook, handle};
 use proptest::prelude::*;
@@ -127,7 +127,7 @@ proptest! {
         object["apiVersion"] = json!(api_version);
         object["kind"] = json!(kind.2);
         let now = jiff::Timestamp::UNIX_EPOCH;
-        let (policy, _errors) = Policy::read(&object);
+        let (policy, _errors) = OwnSettings::read(&object);
         let expiry = Expiry::with_policy(&policy, &object, now);
         let _ = expiry.stamp_change(&policy.annotations);
         let _ = Progress::of(&object);

@@ -10,7 +10,7 @@ use std::future::Future;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-use super::{Ended, Outcome, Supervised, catch_unwind, fault, panic_message};
+use super::{Ended, Supervised, TaskEnd, catch_unwind, fault, panic_message};
 
 /// Starts members of the group it was made with.
 #[derive(Clone)]
@@ -51,9 +51,9 @@ impl Group {
         let handle = tokio::spawn(async move {
             let outcome = match catch_unwind(fault::inject(group, task)).await {
                 Ok(Ok(Ok(()))) => return,
-                Ok(Ok(Err(error))) => Outcome::Failed(error.to_string()),
-                Ok(Err(injected)) => Outcome::Failed(injected.to_string()),
-                Err(payload) => Outcome::Panicked(panic_message(payload.as_ref())),
+                Ok(Ok(Err(error))) => TaskEnd::Failed(error.to_string()),
+                Ok(Err(injected)) => TaskEnd::Failed(injected.to_string()),
+                Err(payload) => TaskEnd::Panicked(panic_message(payload.as_ref())),
             };
             let ended = Ended {
                 task: task_name,

@@ -10,7 +10,7 @@ use std::fmt;
 
 use crate::api::{ClusterRetentionPolicy, RetentionPolicy};
 use crate::field_error::FieldError;
-use crate::governing::{Answers, Candidate};
+use crate::governing::{Answers, CandidatePolicy};
 
 use super::Rules;
 
@@ -121,7 +121,7 @@ pub fn candidates<'a, K, P>(
     namespace: &str,
     valid: impl Fn(&'a P) -> Option<&'a Rules>,
     answers: impl Fn(&'a K) -> Option<&'a Answers>,
-) -> (Vec<&'a K>, Vec<Candidate<'a>>)
+) -> (Vec<&'a K>, Vec<CandidatePolicy<'a>>)
 where
     K: Borrow<PolicyKey> + 'a,
     P: 'a,
@@ -134,7 +134,7 @@ where
             continue;
         };
         keys.push(key);
-        candidates.push(Candidate {
+        candidates.push(CandidatePolicy {
             namespaced: name.namespace.is_some(),
             rules,
             answers: answers(key),

@@ -13,7 +13,7 @@ use crate::duration;
 use crate::field_error::FieldError;
 use crate::kinds::group_of;
 use crate::limits::LIMIT_RANGE;
-use crate::policy::Ttls;
+use crate::own_settings::Ttls;
 use crate::selector::Selector;
 
 mod candidates;

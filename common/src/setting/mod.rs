@@ -3,11 +3,11 @@
 //! RetentionPolicy's `ttlAfterFailed`. The model decides — [`Expiry::decide`] and
 //! [`governing::judge`] record a [`Decider`] beside the deadline they compute — and this module
 //! only names it, so `kubectl retention explain` says the very setting the controller acts on
-//! and the precedence is written once (in [`Policy::ttl_after`] and [`Expiry::decide`]).
+//! and the precedence is written once (in [`OwnSettings::ttl_after`] and [`Expiry::decide`]).
 //!
 //! [`Said`] puts a setting in words.
 //!
-//! [`Policy::ttl_after`]: crate::policy::Policy::ttl_after
+//! [`OwnSettings::ttl_after`]: crate::own_settings::OwnSettings::ttl_after
 
 use serde_json::Value;
 
@@ -17,7 +17,7 @@ use crate::expiry::{Decider, Expiry};
 use crate::governing::{self, Judgement, Subject};
 use crate::json::{field, metadata_entry};
 use crate::kinds::Entry;
-use crate::policy::{TtlSource, inherited_ttl};
+use crate::own_settings::{TtlSource, inherited_ttl};
 use crate::progress::Outcome;
 
 mod said;
@@ -125,7 +125,7 @@ pub fn pending(judgement: &Judgement, subject: &Subject<'_>) -> Vec<(Outcome, Se
         .collect()
 }
 
-/// Names a [`Decider`] of the object's own settings ([`crate::Policy::read_as`] of `object` by
+/// Names a [`Decider`] of the object's own settings ([`crate::OwnSettings::read_as`] of `object` by
 /// `entry`).
 pub fn named(decider: Decider, entry: &Entry, object: &Value) -> Option<Setting> {
     let annotation = |key: &'static str| Setting {

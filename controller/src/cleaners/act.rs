@@ -19,7 +19,7 @@ use kube_retention_common::cleaner::Cleaner;
 use serde_json::json;
 
 use super::book::{Clean, Doomed};
-use super::helm::{self, Resource};
+use super::helm::{self, ManifestObject};
 use super::metrics::CleanerMetrics;
 use super::sink::{self, Undelivered};
 use super::status::Problem;
@@ -120,8 +120,8 @@ async fn resolve(
     cleaning: &Cleaning,
     release: &helm::Release,
     namespace: &str,
-    objects: Vec<Resource>,
-) -> Result<Vec<(ApiResource, Resource)>, Problem> {
+    objects: Vec<ManifestObject>,
+) -> Result<Vec<(ApiResource, ManifestObject)>, Problem> {
     let mut resolved = Vec::new();
     let mut cluster_scoped = Vec::new();
     for resource in objects {
@@ -152,7 +152,7 @@ async fn delete_manifest_object(
     cleaning: &Cleaning,
     namespace: &str,
     api: &ApiResource,
-    resource: &Resource,
+    resource: &ManifestObject,
 ) -> kube::Result<bool> {
     let api: Api<DynamicObject> = Api::namespaced_with(cleaning.client.clone(), namespace, api);
     let params = DeleteParams {

@@ -78,7 +78,7 @@ pub struct Hook {
 
 /// An object of a release's manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resource {
+pub struct ManifestObject {
     pub api_version: String,
     pub kind: String,
     pub namespace: Option<String>,
@@ -88,8 +88,8 @@ pub struct Resource {
 /// What uninstalling a release deletes and leaves.
 #[derive(Debug, Default, PartialEq)]
 pub struct Uninstall {
-    pub delete: Vec<Resource>,
-    pub keep: Vec<Resource>,
+    pub delete: Vec<ManifestObject>,
+    pub keep: Vec<ManifestObject>,
 }
 
 /// The release a record holds.
@@ -131,7 +131,7 @@ pub fn latest(records: &[Secret]) -> Option<&Secret> {
     })
 }
 
-impl Resource {
+impl ManifestObject {
     /// `Kind/name`, or `Kind/namespace/name` when it names a namespace.
     pub fn described(&self) -> String {
         match &self.namespace {
@@ -170,7 +170,7 @@ pub fn plan(release: &Release, namespace: &str) -> Result<Uninstall, HelmError> 
         else {
             continue;
         };
-        let resource = Resource {
+        let resource = ManifestObject {
             api_version: api_version.to_owned(),
             kind: kind.to_owned(),
             namespace: text("/metadata/namespace").map(str::to_owned),
@@ -195,7 +195,7 @@ pub fn plan(release: &Release, namespace: &str) -> Result<Uninstall, HelmError> 
                 .as_deref()
                 .is_some_and(|ns| ns != namespace)
         })
-        .map(Resource::described)
+        .map(ManifestObject::described)
         .collect();
     if !outside.is_empty() {
         return Err(outside_namespace(release, namespace, outside));

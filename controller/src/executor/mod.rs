@@ -24,7 +24,7 @@ use kube_retention_cli::supervise::{self, Supervised};
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::metrics::Metrics;
-use crate::state::{Action, Failure, Key, PolicyKey};
+use crate::state::{Action, Failure, ObjectKey, PolicyKey};
 use kube_retention_common::kinds::{Entry, Registry};
 
 mod budget;
@@ -39,15 +39,15 @@ use queue::{Backlog, EventWork, Work};
 #[derive(Debug)]
 pub enum Feedback {
     DeleteFailed {
-        key: Key,
+        key: ObjectKey,
         failure: Failure,
     },
     StampFailed {
-        key: Key,
+        key: ObjectKey,
         failure: Failure,
     },
     LabelFailed {
-        key: Key,
+        key: ObjectKey,
         failure: Failure,
     },
     /// A deletion a retention policy caused succeeded.

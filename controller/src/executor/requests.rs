@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 use super::digest::Notice;
 use super::{EventWork, Feedback, Shared};
 use crate::metrics::{DeletionLabels, ErrorLabels, KindLabels};
-use crate::state::{Action, Failure, Key, Reason};
+use crate::state::{Action, Failure, ObjectKey, Reason};
 
-fn resource(shared: &Shared, key: &Key) -> Resource {
+fn resource(shared: &Shared, key: &ObjectKey) -> Resource {
     let kinds = shared
         .parts
         .kinds
@@ -25,20 +25,20 @@ fn resource(shared: &Shared, key: &Key) -> Resource {
     kinds[key.kind].resource.clone()
 }
 
-fn api(shared: &Shared, key: &Key) -> Api<DynamicObject> {
+fn api(shared: &Shared, key: &ObjectKey) -> Api<DynamicObject> {
     let resource = resource(shared, key).api_resource();
     Api::namespaced_with(shared.parts.client.clone(), &key.namespace, &resource)
 }
 
 /// The kind as metrics and logs name it (`Job.batch`).
-fn kind_of(shared: &Shared, key: &Key) -> String {
+fn kind_of(shared: &Shared, key: &ObjectKey) -> String {
     resource(shared, key).to_string()
 }
 
 /// What a failed request means: `None` when the object is gone (nothing left to do).
 fn failure(
     shared: &Shared,
-    key: &Key,
+    key: &ObjectKey,
     operation: &'static str,
     error: kube::Error,
 ) -> Option<Failure> {
@@ -153,7 +153,12 @@ pub(super) async fn delete(shared: &Shared, action: Action) {
     }
 }
 
-pub(super) async fn stamp(shared: &Shared, key: Key, change: StampChange, resource_version: &str) {
+pub(super) async fn stamp(
+    shared: &Shared,
+    key: ObjectKey,
+    change: StampChange,
+    resource_version: &str,
+) {
     let patch = match change {
         StampChange::Set(at) => {
             let stamp = format_timestamp(at);
@@ -184,7 +189,7 @@ pub(super) async fn stamp(shared: &Shared, key: Key, change: StampChange, resour
     }
 }
 
-pub(super) async fn label(shared: &Shared, key: Key) {
+pub(super) async fn label(shared: &Shared, key: ObjectKey) {
     let patch = json!({"metadata": {"labels": {MANAGED_LABEL: "true"}}});
     match merge_patch(shared, &key, &patch).await {
         Ok(()) => {
@@ -201,7 +206,7 @@ pub(super) async fn label(shared: &Shared, key: Key) {
     }
 }
 
-async fn merge_patch(shared: &Shared, key: &Key, patch: &Value) -> kube::Result<()> {
+async fn merge_patch(shared: &Shared, key: &ObjectKey, patch: &Value) -> kube::Result<()> {
     api(shared, key)
         .patch(&key.name, &PatchParams::default(), &Patch::Merge(patch))
         .await

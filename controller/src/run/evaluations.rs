@@ -15,13 +15,13 @@ use tokio::sync::mpsc;
 use super::Loop;
 use crate::evaluator::{Evaluated, Evaluator, Job};
 use crate::metrics::Metrics;
-use crate::state::{Action, Key};
+use crate::state::{Action, ObjectKey};
 
 /// The evaluations under way, by object: the latest version's sequence number.
 pub struct Evaluations {
     evaluator: Evaluator,
     pub(super) results: mpsc::UnboundedReceiver<Evaluated>,
-    pending: HashMap<Key, u64>,
+    pending: HashMap<ObjectKey, u64>,
     next: u64,
 }
 
@@ -52,7 +52,7 @@ impl Evaluations {
     }
 
     /// `key` changed or went otherwise: whatever is under way for it no longer counts.
-    pub(super) fn forget(&mut self, key: &Key) {
+    pub(super) fn forget(&mut self, key: &ObjectKey) {
         self.pending.remove(key);
     }
 }
@@ -62,8 +62,8 @@ fn gauge(n: usize) -> i64 {
 }
 
 /// The key of an object of `kind`, where it has a namespace and a name.
-pub(super) fn key_of(kind: KindId, object: &DynamicObject) -> Option<Key> {
-    Some(Key {
+pub(super) fn key_of(kind: KindId, object: &DynamicObject) -> Option<ObjectKey> {
+    Some(ObjectKey {
         kind,
         namespace: Arc::from(object.metadata.namespace.as_deref()?),
         name: object.metadata.name.as_deref()?.into(),

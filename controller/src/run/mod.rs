@@ -20,7 +20,7 @@ use crate::discovery::Scan;
 use crate::executor::{Executor, Feedback};
 use crate::metrics::{ErrorLabels, KindLabels, Metrics};
 use crate::state::{Action, State};
-use crate::watches::{Observed, Watches};
+use crate::watches::{WatchEvent, Watches};
 
 pub struct Loop {
     pub state: State,
@@ -81,16 +81,16 @@ impl Loop {
             let relist = self.extra.relists.next().unwrap_or(far);
             let actions = tokio::select! {
                 observed = self.watches.next() => match observed {
-                    Observed::Object(kind, event) => {
+                    WatchEvent::Object(kind, event) => {
                         if matches!(event, Ok(Event::InitDone)) && listed.insert(kind) && listed.len() == self.served.len() {
                             self.ready.store(true, Ordering::Relaxed);
                         }
                         self.on_event(kind, event)
                     }
-                    Observed::Metadata(kind, event) => self.on_metadata(kind, event),
-                    Observed::Policy(event) => self.on_policy(event),
-                    Observed::ClusterPolicy(event) => self.on_policy(event),
-                    Observed::Namespace(event) => self.on_namespace(event),
+                    WatchEvent::Metadata(kind, event) => self.on_metadata(kind, event),
+                    WatchEvent::Policy(event) => self.on_policy(event),
+                    WatchEvent::ClusterPolicy(event) => self.on_policy(event),
+                    WatchEvent::Namespace(event) => self.on_namespace(event),
                 },
                 Some(evaluated) = self.evaluations.results.recv() => self.on_evaluated(evaluated),
                 Some(scan) = self.scans.recv() => {

@@ -71,13 +71,13 @@ pub enum Action {
     /// stale one (a merge patch carrying `resource_version`, so it applies only to the version
     /// judged and a user's concurrent edit is never lost).
     Stamp {
-        key: Key,
+        key: ObjectKey,
         change: StampChange,
         resource_version: CompactString,
     },
     /// Delete with uid and resourceVersion preconditions.
     Delete {
-        key: Key,
+        key: ObjectKey,
         uid: CompactString,
         resource_version: CompactString,
         reason: Reason,
@@ -88,10 +88,10 @@ pub enum Action {
         policy: Option<Governance>,
     },
     /// Label an object the webhook never saw `retention.dev/managed`, so the watch takes it in.
-    Label { key: Key },
+    Label { key: ObjectKey },
     /// Record a Warning Event on the object.
     Warn {
-        key: Key,
+        key: ObjectKey,
         target: EventTarget,
         warning: Warning,
         note: String,
@@ -103,7 +103,7 @@ impl State {
     /// deletion reported on its policy instead. `eligible_at` is when it became deletable.
     pub(super) fn delete(
         &mut self,
-        key: Key,
+        key: ObjectKey,
         reason: Reason,
         eligible_at: Timestamp,
     ) -> Option<Action> {
@@ -132,7 +132,7 @@ impl State {
     pub(super) fn event_target(
         kinds: &Registry,
         parent_uids: &HashMap<GroupKey, CompactString>,
-        key: &Key,
+        key: &ObjectKey,
         record: &Record,
     ) -> EventTarget {
         let parent = kinds.parent_of(key.kind);

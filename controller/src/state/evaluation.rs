@@ -67,7 +67,7 @@ impl State {
     /// An object whose evaluation is under way was listed again: its record stays through the
     /// relist's end.
     pub fn listed(&mut self, kind: KindId, namespace: &str, name: &str) {
-        let key = Key {
+        let key = ObjectKey {
             kind,
             namespace: self.intern(namespace),
             name: name.into(),
@@ -79,7 +79,7 @@ impl State {
 
     /// Which policies' expressions went past a limit on `key`, from its latest answers (none,
     /// where it was judged without evaluating any).
-    pub(super) fn note_exceeded(&mut self, key: &Key, answers: Option<&PolicyAnswers>) {
+    pub(super) fn note_exceeded(&mut self, key: &ObjectKey, answers: Option<&PolicyAnswers>) {
         for objects in self.exceeded.values_mut() {
             objects.remove(key);
         }

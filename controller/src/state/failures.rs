@@ -7,7 +7,7 @@
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::{Action, EventTarget, Key, State, Warning};
+use super::{Action, EventTarget, ObjectKey, State, Warning};
 use kube_retention_common::kinds::Registry;
 
 pub const FIRST_RETRY: SignedDuration = SignedDuration::from_secs(1);
@@ -44,7 +44,12 @@ impl Failure {
 
 impl State {
     /// A DELETE did not happen.
-    pub fn delete_failed(&mut self, key: &Key, failure: Failure, now: Timestamp) -> Vec<Action> {
+    pub fn delete_failed(
+        &mut self,
+        key: &ObjectKey,
+        failure: Failure,
+        now: Timestamp,
+    ) -> Vec<Action> {
         if let Some(record) = self.runs.get_mut(key) {
             record.pending = false;
         }
@@ -52,7 +57,12 @@ impl State {
     }
 
     /// A stamp did not happen.
-    pub fn stamp_failed(&mut self, key: &Key, failure: Failure, now: Timestamp) -> Vec<Action> {
+    pub fn stamp_failed(
+        &mut self,
+        key: &ObjectKey,
+        failure: Failure,
+        now: Timestamp,
+    ) -> Vec<Action> {
         if let Some(record) = self.runs.get_mut(key) {
             record.forget_stamp_request();
         }
@@ -61,7 +71,7 @@ impl State {
 
     fn back_off(
         &mut self,
-        key: &Key,
+        key: &ObjectKey,
         warning: Warning,
         failure: Failure,
         now: Timestamp,
@@ -107,7 +117,7 @@ impl Step {
     pub(super) fn warning(
         self,
         kinds: &Registry,
-        key: &Key,
+        key: &ObjectKey,
         uid: &str,
         warning: Warning,
     ) -> Option<Action> {
@@ -124,7 +134,7 @@ impl Step {
 }
 
 /// The object itself as an Event's subject.
-pub(super) fn object_target(kinds: &Registry, key: &Key, uid: &str) -> EventTarget {
+pub(super) fn object_target(kinds: &Registry, key: &ObjectKey, uid: &str) -> EventTarget {
     let resource = &kinds[key.kind].resource;
     EventTarget {
         api_version: resource.api_version(),

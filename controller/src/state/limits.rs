@@ -1,9 +1,9 @@
 //! Parents and their limits: a Build or BuildConfig sets how many finished runs it keeps, and a
 //! change on either side re-applies the limit to the parent's group of runs at once.
 
-use kube_retention_common::Policy;
+use kube_retention_common::OwnSettings;
 use kube_retention_common::kinds::LabelLimits;
-use kube_retention_common::limits::{Candidate, over_limit};
+use kube_retention_common::limits::{LimitedRun, over_limit};
 
 use super::*;
 
@@ -14,7 +14,7 @@ impl State {
 
     pub(super) fn parent_applied(&mut self, seen: &Seen<'_>, now: Timestamp) -> Vec<Action> {
         let (kind, namespace, name) = (seen.kind, &seen.namespace, seen.name);
-        let (policy, _) = Policy::read_as(&self.kinds[kind], seen.value);
+        let (policy, _) = OwnSettings::read_as(&self.kinds[kind], seen.value);
         let limits = Limits {
             succeeded: policy.runs.succeeded_limit,
             failed: policy.runs.failed_limit,
@@ -64,7 +64,7 @@ impl State {
         let mut keys = Vec::new();
         let mut candidates = Vec::new();
         for name in members {
-            let key = Key {
+            let key = ObjectKey {
                 kind: group.kind,
                 namespace: group.namespace.clone(),
                 name: name.clone(),
@@ -72,7 +72,7 @@ impl State {
             let Some(record) = self.runs.get(&key) else {
                 continue;
             };
-            candidates.push(Candidate {
+            candidates.push(LimitedRun {
                 name,
                 created: record.created.get(),
                 outcome: record.outcome,
@@ -80,7 +80,7 @@ impl State {
             });
             keys.push(key);
         }
-        let removed: Vec<Key> = over_limit(&candidates, limits.succeeded, limits.failed)
+        let removed: Vec<ObjectKey> = over_limit(&candidates, limits.succeeded, limits.failed)
             .into_iter()
             .map(|index| keys[index].clone())
             .collect();

@@ -47,7 +47,7 @@ pub fn model_value(resource: &Resource, object: &DynamicObject) -> Option<Value>
 
 /// Identifies a tracked object: its kind, namespace and name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Key {
+pub struct ObjectKey {
     pub kind: KindId,
     pub namespace: Arc<str>,
     pub name: CompactString,
@@ -86,26 +86,26 @@ pub struct State {
     kinds: Registry,
     /// Boxed, so the table's slots stay small: a table grows by doubling and holds both its
     /// old and new slots while it does, which at 100,000 records was the listing's peak.
-    runs: HashMap<Key, Box<Record>>,
+    runs: HashMap<ObjectKey, Box<Record>>,
     limits: HashMap<GroupKey, Limits>,
     parent_uids: HashMap<GroupKey, CompactString>,
     groups: HashMap<GroupKey, HashSet<CompactString>>,
-    queue: BTreeSet<(CompactTime, Key)>,
+    queue: BTreeSet<(CompactTime, ObjectKey)>,
     namespaces: HashSet<Arc<str>>,
     /// Kinds being listed afresh, with the parents listed so far for parent kinds. Runs' records
     /// carry a `listed` mark instead: a set of 100,000 names would cost megabytes at the peak.
     relisting: HashMap<KindId, HashSet<NamespacedName>>,
     /// Groups whose limits wait for the end of their kind's list.
     deferred: HashSet<GroupKey>,
-    stragglers: HashMap<Key, stragglers::Straggler>,
+    stragglers: HashMap<ObjectKey, stragglers::Straggler>,
     policies: BTreeMap<Arc<PolicyKey>, LoadedPolicy>,
     namespace_labels: HashMap<Arc<str>, BTreeMap<String, String>>,
-    would_delete: HashMap<Arc<PolicyKey>, BTreeMap<Key, (Timestamp, Reason)>>,
+    would_delete: HashMap<Arc<PolicyKey>, BTreeMap<ObjectKey, (Timestamp, Reason)>>,
     /// Per policy, the objects on which its expressions went past a limit, and how.
-    exceeded: HashMap<Arc<PolicyKey>, BTreeMap<Key, String>>,
+    exceeded: HashMap<Arc<PolicyKey>, BTreeMap<ObjectKey, String>>,
     deletions: HashMap<PolicyKey, u64>,
     /// Objects two or more policies of a scope applied to: those that lost.
-    contested: HashMap<Key, Vec<Arc<PolicyKey>>>,
+    contested: HashMap<ObjectKey, Vec<Arc<PolicyKey>>>,
     /// Only the leader acts; a follower keeps its records warm and acts once it leads.
     leader: bool,
 }
@@ -160,7 +160,7 @@ impl State {
     }
 
     /// Puts `key`'s record in the queue at the time it next needs attention, if any.
-    fn reschedule(&mut self, key: &Key) {
+    fn reschedule(&mut self, key: &ObjectKey) {
         let Some(record) = self.runs.get_mut(key) else {
             return;
         };
@@ -219,7 +219,7 @@ impl State {
             seen.insert((namespace.clone(), name.into()));
         }
         if answers.is_some() || !self.exceeded.is_empty() {
-            let key = Key {
+            let key = ObjectKey {
                 kind,
                 namespace: namespace.clone(),
                 name: name.into(),
@@ -260,7 +260,7 @@ impl State {
             }
             return;
         }
-        let key = Key {
+        let key = ObjectKey {
             kind,
             namespace: namespace.clone(),
             name: name.into(),

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use kube_retention_common::FieldError;
 use kube_retention_common::api::ResourceRef;
-use kube_retention_common::governing::{Candidate, Judgement, Subject, judge};
+use kube_retention_common::governing::{CandidatePolicy, Judgement, Subject, judge};
 pub use kube_retention_common::policies::PolicyKey;
 
 use super::evaluation::PolicyAnswers;
@@ -36,10 +36,10 @@ pub struct Summary {
     pub matched: u64,
     pub next_deletion: Option<Timestamp>,
     /// In dry run: what would have gone, when and why, oldest first.
-    pub would_delete: Vec<(Key, Timestamp, Reason)>,
+    pub would_delete: Vec<(ObjectKey, Timestamp, Reason)>,
     /// Objects on which its expressions went past their cost or time limit: how many, and
     /// the first by name with what went wrong.
-    pub exceeded: Option<(usize, Key, String)>,
+    pub exceeded: Option<(usize, ObjectKey, String)>,
 }
 
 /// How many would-be deletions a dry-run policy reports.
@@ -61,7 +61,7 @@ impl State {
         let Some((key, loaded)) = self.policies.remove_entry(key) else {
             return Vec::new();
         };
-        let governed: Vec<Key> = self
+        let governed: Vec<ObjectKey> = self
             .runs
             .iter()
             .filter(|(_, record)| record.policy.as_ref() == Some(&key))
@@ -116,7 +116,7 @@ impl State {
         &'a self,
         namespace: &'a str,
         answers: Option<&'a PolicyAnswers>,
-    ) -> (Vec<&'a Arc<PolicyKey>>, Vec<Candidate<'a>>) {
+    ) -> (Vec<&'a Arc<PolicyKey>>, Vec<CandidatePolicy<'a>>) {
         kube_retention_common::policies::candidates(
             &self.policies,
             namespace,
@@ -126,7 +126,7 @@ impl State {
     }
 
     /// A dry-run policy would have deleted `key` now.
-    pub(super) fn would_have_deleted(&mut self, key: &Key, at: Timestamp, reason: Reason) {
+    pub(super) fn would_have_deleted(&mut self, key: &ObjectKey, at: Timestamp, reason: Reason) {
         let Some(record) = self.runs.get_mut(key) else {
             return;
         };
@@ -167,7 +167,7 @@ impl State {
         }
         for (policy, report) in &self.would_delete {
             let summary = summaries.entry((**policy).clone()).or_default();
-            let mut entries: Vec<(Key, Timestamp, Reason)> = report
+            let mut entries: Vec<(ObjectKey, Timestamp, Reason)> = report
                 .iter()
                 .map(|(key, (at, reason))| (key.clone(), *at, *reason))
                 .collect();

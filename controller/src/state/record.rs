@@ -7,7 +7,7 @@ use jiff::Timestamp;
 use kube_retention_common::{Outcome, StampChange};
 
 use super::compact::CompactTime;
-use super::{Action, EventTarget, Key, PolicyKey};
+use super::{Action, EventTarget, ObjectKey, PolicyKey};
 
 /// An object's uid: 16 bytes when it is the UUID the API server assigns (always, in practice),
 /// its text otherwise, so the precondition always carries exactly what the server sent.
@@ -142,7 +142,7 @@ impl Record {
 
     /// The stamp to write now, if one is needed, not asked for yet, and not backing off. A
     /// deadline already passed is not announced: the DELETE is the only request it needs.
-    pub(super) fn stamp_action(&mut self, key: &Key, now: Timestamp) -> Option<Action> {
+    pub(super) fn stamp_action(&mut self, key: &ObjectKey, now: Timestamp) -> Option<Action> {
         let stamps = self.stamps();
         let change = stamps.needed?;
         let worth_it = match change {

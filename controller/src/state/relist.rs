@@ -13,7 +13,7 @@ impl State {
 
     /// A kind no longer watched: its records go (its entry stays, so its id stays valid).
     pub fn forget_kind(&mut self, kind: KindId) {
-        let keys: Vec<Key> = self
+        let keys: Vec<ObjectKey> = self
             .runs
             .keys()
             .filter(|key| key.kind == kind)

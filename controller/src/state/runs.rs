@@ -19,7 +19,7 @@ impl State {
             value,
             ..
         } = *seen;
-        let key = Key {
+        let key = ObjectKey {
             kind,
             namespace: namespace.clone(),
             name: name.into(),

@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_retention_common::annotations::{self, MANAGED_LABEL};
 
 use super::failures::{Failure, Step};
-use super::{Action, Key, KindId, State, Warning};
+use super::{Action, KindId, ObjectKey, State, Warning};
 
 #[derive(Debug)]
 pub(super) struct Straggler {
@@ -32,7 +32,7 @@ impl State {
         let (Some(namespace), Some(name)) = (&metadata.namespace, &metadata.name) else {
             return Vec::new();
         };
-        let key = Key {
+        let key = ObjectKey {
             kind,
             namespace: self.intern(namespace),
             name: name.into(),
@@ -72,7 +72,7 @@ impl State {
 
     /// An object of `kind` is gone from the metadata watch.
     pub fn metadata_gone(&mut self, kind: KindId, namespace: &str, name: &str) {
-        let key = Key {
+        let key = ObjectKey {
             kind,
             namespace: self.intern(namespace),
             name: name.into(),
@@ -91,7 +91,12 @@ impl State {
     }
 
     /// A label request failed.
-    pub fn label_failed(&mut self, key: &Key, failure: Failure, now: Timestamp) -> Vec<Action> {
+    pub fn label_failed(
+        &mut self,
+        key: &ObjectKey,
+        failure: Failure,
+        now: Timestamp,
+    ) -> Vec<Action> {
         let Some(straggler) = self.stragglers.get_mut(key) else {
             return Vec::new();
         };

@@ -6,11 +6,11 @@ use jiff::Timestamp;
 use kube::runtime::events::EventType;
 use kube_retention_common::{Registry, StampChange};
 use kube_retention_controller::executor::queue::{EventWork, Work};
-use kube_retention_controller::state::{Action, EventTarget, Key, Reason, Warning};
+use kube_retention_controller::state::{Action, EventTarget, ObjectKey, Reason, Warning};
 
 /// The Job `name` in `namespace`.
-pub fn key(namespace: &str, name: &str) -> Key {
-    Key {
+pub fn key(namespace: &str, name: &str) -> ObjectKey {
+    ObjectKey {
         kind: Registry::builtin().named("Job.batch").unwrap(),
         namespace: namespace.into(),
         name: name.into(),

@@ -4,7 +4,7 @@
 use kube::api::DynamicObject;
 use kube::core::admission::AdmissionRequest;
 use kube_retention_common::tightening::{Reach, tightenings};
-use kube_retention_common::{Policy, Ttls};
+use kube_retention_common::{OwnSettings, Ttls};
 use serde_json::Value;
 
 use super::Need;
@@ -95,7 +95,7 @@ pub(super) async fn parent_ttls(
         .get(&parent_entry.resource, namespace, name)
         .await
     {
-        Ok(Some(found)) => Some(Policy::read_as(parent_entry, &found).0.runs.ttls),
+        Ok(Some(found)) => Some(OwnSettings::read_as(parent_entry, &found).0.runs.ttls),
         Ok(None) | Err(_) => None,
     }
 }

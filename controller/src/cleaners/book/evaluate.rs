@@ -7,13 +7,13 @@ use kube_retention_common::cel::Variables;
 use kube_retention_common::cleaner::{ERROR_RETRY, Verdict};
 use serde_json::{Value, json};
 
-use super::{Book, Clean, Doomed, Evaluation, Key, KindState};
+use super::{Book, Clean, CleanerKey, Doomed, Evaluation, KindState};
 use crate::cleaners::status::Problem;
 use crate::cleaners::targets::{describe, kind_of};
 
 impl Book {
     /// Evaluates the Cleaner `key` at `now`; `None` when it is gone.
-    pub fn evaluate(&mut self, key: &Key, now: Timestamp) -> Option<Evaluation> {
+    pub fn evaluate(&mut self, key: &CleanerKey, now: Timestamp) -> Option<Evaluation> {
         let tracked = self.cleaners.get(key)?;
         let mut resolved = Vec::new();
         let mut values: Vec<(&str, Value)> = Vec::new();
@@ -95,7 +95,7 @@ impl Book {
     /// A clean ended. A failed one is tried again soon; after a successful one the Cleaner is
     /// never evaluated again — the deletions it caused must not clean the group a second time —
     /// and its own deletion takes it out of the book.
-    pub fn clean_done(&mut self, key: &Key, succeeded: bool, now: Timestamp) {
+    pub fn clean_done(&mut self, key: &CleanerKey, succeeded: bool, now: Timestamp) {
         if succeeded {
             self.woken.remove(key);
             return;
@@ -106,7 +106,7 @@ impl Book {
         self.set_next(key, Some(retry_after_error(now)));
     }
 
-    fn set_next(&mut self, key: &Key, next: Option<Timestamp>) {
+    fn set_next(&mut self, key: &CleanerKey, next: Option<Timestamp>) {
         let Some(tracked) = self.cleaners.get_mut(key) else {
             return;
         };

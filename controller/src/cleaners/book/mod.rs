@@ -15,12 +15,12 @@ use super::targets::{KindObjects, kind_of};
 
 /// A Cleaner by namespace and name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Key {
+pub struct CleanerKey {
     pub namespace: String,
     pub name: String,
 }
 
-impl std::fmt::Display for Key {
+impl std::fmt::Display for CleanerKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.namespace, self.name)
     }
@@ -48,7 +48,7 @@ pub struct Doomed {
 /// What cleaning a group does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Clean {
-    pub cleaner: Key,
+    pub cleaner: CleanerKey,
     pub uid: String,
     pub objects: Vec<Doomed>,
     pub release: Option<String>,
@@ -75,14 +75,14 @@ struct Tracked {
 
 #[derive(Debug, Default)]
 pub struct Book {
-    cleaners: BTreeMap<Key, Tracked>,
+    cleaners: BTreeMap<CleanerKey, Tracked>,
     kinds: HashMap<GroupVersionKind, KindState>,
     /// (kind, namespace) → the Cleaners with a target of that kind there.
-    wanted: HashMap<(GroupVersionKind, String), BTreeSet<Key>>,
-    schedule: BTreeSet<(Timestamp, Key)>,
-    woken: BTreeSet<Key>,
+    wanted: HashMap<(GroupVersionKind, String), BTreeSet<CleanerKey>>,
+    schedule: BTreeSet<(Timestamp, CleanerKey)>,
+    woken: BTreeSet<CleanerKey>,
     /// Cleaners seen by a list under way.
-    relisting: Option<BTreeSet<Key>>,
+    relisting: Option<BTreeSet<CleanerKey>>,
     cleaners_listed: bool,
 }
 
@@ -94,7 +94,7 @@ impl Book {
     /// Ends a list of Cleaners: those it did not deliver are gone, the others all evaluated.
     pub fn relist_done(&mut self) {
         let seen = self.relisting.take().unwrap_or_default();
-        let gone: Vec<Key> = self
+        let gone: Vec<CleanerKey> = self
             .cleaners
             .keys()
             .filter(|key| !seen.contains(key))
@@ -113,7 +113,7 @@ impl Book {
         let (Some(namespace), name) = (cleaner.namespace(), cleaner.name_any()) else {
             return;
         };
-        let key = Key { namespace, name };
+        let key = CleanerKey { namespace, name };
         if let Some(seen) = self.relisting.as_mut() {
             seen.insert(key.clone());
         }
@@ -157,13 +157,13 @@ impl Book {
         self.forget_unwanted_kinds();
     }
 
-    pub fn removed(&mut self, key: &Key) {
+    pub fn removed(&mut self, key: &CleanerKey) {
         self.forget(key);
         self.forget_unwanted_kinds();
     }
 
     /// Takes the Cleaner `key` out of the schedule and the index.
-    fn forget(&mut self, key: &Key) {
+    fn forget(&mut self, key: &CleanerKey) {
         let Some(tracked) = self.cleaners.remove(key) else {
             return;
         };
@@ -190,13 +190,13 @@ impl Book {
     }
 
     /// A Cleaner's uid and spec.
-    pub fn identity(&self, key: &Key) -> Option<(String, &CleanerSpec)> {
+    pub fn identity(&self, key: &CleanerKey) -> Option<(String, &CleanerSpec)> {
         let tracked = self.cleaners.get(key)?;
         Some((tracked.uid.clone(), &tracked.spec))
     }
 
     /// When the Cleaner `key` is evaluated next, if scheduled.
-    pub fn next_of(&self, key: &Key) -> Option<Timestamp> {
+    pub fn next_of(&self, key: &CleanerKey) -> Option<Timestamp> {
         self.cleaners.get(key)?.next
     }
 
@@ -206,7 +206,7 @@ impl Book {
     }
 
     /// The Cleaners to evaluate now: woken or due, with every target kind known, not cleaning.
-    pub fn take_due(&mut self, now: Timestamp) -> Vec<Key> {
+    pub fn take_due(&mut self, now: Timestamp) -> Vec<CleanerKey> {
         while let Some((at, key)) = self.schedule.first().cloned()
             && at <= now
         {
@@ -219,7 +219,7 @@ impl Book {
         if !self.cleaners_listed {
             return Vec::new();
         }
-        let ready: Vec<Key> = self
+        let ready: Vec<CleanerKey> = self
             .woken
             .iter()
             .filter(|key| {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 
-use super::{Book, Key, KindState};
+use super::{Book, CleanerKey, KindState};
 use crate::cleaners::targets::{KindObjects, kind_of, selects};
 
 impl Book {
@@ -86,7 +86,7 @@ impl Book {
 
     fn wake_kind(&mut self, kind: &GroupVersionKind) {
         let keys = self.wanted.iter().filter(|((wanted, _), _)| wanted == kind);
-        let keys: Vec<Key> = keys.flat_map(|(_, keys)| keys.iter().cloned()).collect();
+        let keys: Vec<CleanerKey> = keys.flat_map(|(_, keys)| keys.iter().cloned()).collect();
         self.woken.extend(keys);
     }
 

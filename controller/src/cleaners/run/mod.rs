@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::act::{Cleaned, Cleaning};
-use super::book::{Book, Clean, Key, KindState};
+use super::book::{Book, Clean, CleanerKey, KindState};
 use super::metrics::KindLabels;
 use super::status::Problem;
 use crate::watch_backoff::WatchBackoff;
@@ -27,7 +27,7 @@ use crate::watch_backoff::WatchBackoff;
 /// How often kinds that could not be watched are looked up again.
 const REDISCOVER: Duration = Duration::from_secs(30);
 
-enum Observed {
+enum CleanerEvent {
     Cleaner(Result<Event<Cleaner>, watcher::Error>),
     Target(
         GroupVersionKind,
@@ -46,13 +46,13 @@ pub struct Cleaners {
     page_size: u32,
     cleaning: Arc<Cleaning>,
     book: Book,
-    streams: SelectAll<BoxStream<'static, Observed>>,
+    streams: SelectAll<BoxStream<'static, CleanerEvent>>,
     watching: HashMap<GroupVersionKind, AbortHandle>,
     resolving: HashSet<GroupVersionKind>,
     resolutions: Channel<Resolution>,
     finished: Channel<Finished>,
     /// What was last written to each Cleaner's status.
-    written: HashMap<Key, CleanerStatus>,
+    written: HashMap<CleanerKey, CleanerStatus>,
 }
 
 impl Cleaners {
@@ -63,7 +63,7 @@ impl Cleaners {
             watcher::Config::default(),
         )
         .backoff(WatchBackoff::default())
-        .map(Observed::Cleaner);
+        .map(CleanerEvent::Cleaner);
         let mut streams = SelectAll::new();
         streams.push(cleaners.boxed());
         Self {
@@ -112,14 +112,14 @@ impl Cleaners {
         }
     }
 
-    fn observe(&mut self, observed: Observed) {
+    fn observe(&mut self, observed: CleanerEvent) {
         match observed {
-            Observed::Cleaner(Ok(event)) => match event {
+            CleanerEvent::Cleaner(Ok(event)) => match event {
                 Event::Init => self.book.relist_started(),
                 Event::InitApply(cleaner) | Event::Apply(cleaner) => self.book.applied(&cleaner),
                 Event::InitDone => self.book.relist_done(),
                 Event::Delete(cleaner) => {
-                    let key = Key {
+                    let key = CleanerKey {
                         namespace: cleaner.namespace().unwrap_or_default(),
                         name: cleaner.name_any(),
                     };
@@ -127,7 +127,7 @@ impl Cleaners {
                     self.book.removed(&key);
                 }
             },
-            Observed::Target(kind, Ok(event)) => match event {
+            CleanerEvent::Target(kind, Ok(event)) => match event {
                 Event::Init => {
                     if let Some(objects) = self.book.objects_mut(&kind) {
                         objects.relist_started();
@@ -149,10 +149,10 @@ impl Cleaners {
                         .object_deleted(&kind, &namespace, &object.name_any());
                 }
             },
-            Observed::Cleaner(Err(error)) => {
+            CleanerEvent::Cleaner(Err(error)) => {
                 tracing::warn!(%error, "watching Cleaners failed; retrying")
             }
-            Observed::Target(kind, Err(error)) => {
+            CleanerEvent::Target(kind, Err(error)) => {
                 tracing::warn!(kind = %kind.kind, group = %kind.group, %error, "watching Cleaner targets failed; retrying");
                 if let watcher::Error::InitialListFailed(kube::Error::Api(status))
                 | watcher::Error::WatchFailed(kube::Error::Api(status)) = &error
@@ -203,7 +203,7 @@ impl Cleaners {
             let label = kind.clone();
             let events = watcher::watcher(api, config)
                 .backoff(WatchBackoff::default())
-                .map(move |event| Observed::Target(label.clone(), event));
+                .map(move |event| CleanerEvent::Target(label.clone(), event));
             let (handle, registration) = AbortHandle::new_pair();
             self.streams
                 .push(Abortable::new(events, registration).boxed());

@@ -10,12 +10,12 @@ use serde_json::json;
 
 use super::Cleaners;
 use crate::cleaners::act::{self, Cleaned};
-use crate::cleaners::book::{Clean, Key};
+use crate::cleaners::book::{Clean, CleanerKey};
 use crate::cleaners::metrics::OutcomeLabels;
 use crate::cleaners::status::{self, Problem};
 
 impl Cleaners {
-    pub(super) async fn evaluate(&mut self, key: &Key, now: Timestamp) {
+    pub(super) async fn evaluate(&mut self, key: &CleanerKey, now: Timestamp) {
         let Some(evaluation) = self.book.evaluate(key, now) else {
             return;
         };
@@ -103,7 +103,7 @@ impl Cleaners {
     /// Writes the status when it changed, with a Warning Event when it newly says Ready=False.
     async fn report(
         &mut self,
-        key: &Key,
+        key: &CleanerKey,
         verdict: &Result<Verdict, Problem>,
         resolved: Vec<String>,
         now: Timestamp,

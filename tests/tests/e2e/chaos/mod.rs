@@ -169,7 +169,7 @@ fn main_section(cluster_version: &str, rows: &[Row]) -> String {
          thousands expire together it is the controller's request budget (50 deletions/s by\n\
          default) at work, and where the controller is frozen or killed, the time it was gone.\n\n\
          {}\n\
-         Fuzzing (`make chaos`): the webhook's handler and `Policy::read` each take 1,000,000\n\
+         Fuzzing (`make chaos`): the webhook's handler and `OwnSettings::read` each take 1,000,000\n\
          generated inputs (proptest, `PROPTEST_CASES=1000000`) with no panic.",
         table(rows)
     )

@@ -1,7 +1,8 @@
-//! An object's retention policy, read from its annotations and its kind's own fields, with every
-//! invalid field reported. The webhook denies an object when [`Policy::read`] reports errors; the
+//! An object's own retention settings ([`OwnSettings`]; a RetentionPolicy's are in
+//! [`crate::policies`]), read from its annotations and its kind's own fields, with every invalid
+//! field reported. The webhook denies an object when [`OwnSettings::read`] reports errors; the
 //! controller acts on the valid part only. One reader for both, so they never disagree. Which
-//! setting gives the TTL after an outcome is [`Policy::ttl_after`]'s rule, said once: the
+//! setting gives the TTL after an outcome is [`OwnSettings::ttl_after`]'s rule, said once: the
 //! deadline ([`crate::expiry`]) and the explanation of it ([`crate::setting`]) both ask it.
 
 use std::time::Duration;
@@ -47,7 +48,7 @@ pub struct RunPolicy {
     pub at_build_deletion: bool,
 }
 
-/// Which of an object's settings gives the TTL after an outcome (see [`Policy::ttl_after`]).
+/// Which of an object's settings gives the TTL after an outcome (see [`OwnSettings::ttl_after`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TtlSource {
     /// This annotation: the outcome's own (`ttl-after-succeeded`, `ttl-after-failed`) or
@@ -59,9 +60,10 @@ pub enum TtlSource {
     Inherited,
 }
 
-/// Everything an object says about retention.
+/// Everything an object says about retention itself: its annotations, its kind's fields, what it
+/// inherited (a RetentionPolicy's settings are [`crate::policies::Rules`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Policy {
+pub struct OwnSettings {
     pub annotations: AnnotationPolicy,
     /// The object's own TTL fields (BuildRun `spec.retention`, OpenShift Build TTL seconds).
     pub own: Ttls,
@@ -72,7 +74,7 @@ pub struct Policy {
     pub runs: RunPolicy,
 }
 
-impl Policy {
+impl OwnSettings {
     /// Reads the policy of a JSON object (apiVersion, kind, metadata, spec, status) by the
     /// built-in entry of its kind.
     pub fn read(object: &Value) -> (Self, Vec<FieldError>) {
@@ -98,7 +100,7 @@ impl Policy {
             reader.runs(&embedded);
         }
         let inherited = |outcome| inherited_ttl(fields, object, outcome).map(|(ttl, _)| ttl);
-        let policy = Policy {
+        let policy = OwnSettings {
             annotations,
             own,
             inherited: Ttls {
@@ -132,7 +134,7 @@ impl Policy {
         .find_map(|(source, ttl)| Some((ttl?, source)))
     }
 
-    /// The TTL that applies after each outcome ([`Policy::ttl_after`]).
+    /// The TTL that applies after each outcome ([`OwnSettings::ttl_after`]).
     pub fn ttls(&self) -> Ttls {
         let ttl = |outcome| self.ttl_after(outcome).map(|(ttl, _)| ttl);
         Ttls {
@@ -150,7 +152,7 @@ impl Policy {
 /// The TTL a run of a kind with `fields` inherited for `outcome`, and the fields it was read
 /// from: the first of [`Fields::inherited`] that sets a valid one. Read without errors — the
 /// snapshot is another system's, never a reason to deny, and the embedded settings are
-/// validated by [`Policy::read_as`].
+/// validated by [`OwnSettings::read_as`].
 pub fn inherited_ttl(
     fields: &Fields,
     object: &Value,
