@@ -115,9 +115,13 @@ impl Selector {
     }
 }
 
+/// The rule a label key breaks, as a denial says it.
+pub const LABEL_KEY_RULE: &str = "is not a label key: [a DNS subdomain/]a name of up to 63 letters, \
+                                  digits, '-', '_' or '.', e.g. tekton.dev/pipeline";
+
 /// A label key as Kubernetes allows it: `[prefix/]name`, the name at most 63 characters of
 /// alphanumerics, `-`, `_` and `.` (alphanumeric at both ends), the prefix a DNS subdomain.
-pub fn check_label_key(key: &str) -> Result<(), String> {
+pub fn check_label_key(key: &str) -> Result<(), &'static str> {
     let (prefix, name) = match key.rsplit_once('/') {
         Some((prefix, name)) => (Some(prefix), name),
         None => (None, key),
@@ -151,7 +155,7 @@ pub fn check_label_key(key: &str) -> Result<(), String> {
     if name_ok && prefix_ok {
         Ok(())
     } else {
-        Err("is not a label key: [a DNS subdomain/]a name of up to 63 letters, digits, '-', '_' or '.', e.g. tekton.dev/pipeline".into())
+        Err(LABEL_KEY_RULE)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The controller put together: flags to kinds, start-up checks, metrics endpoint, leader
 //! election, executor and loop. `main` only parses the flags and calls [`Args::run`].
 //!
-//! Every background task is supervised ([`kube_retention_cli::supervise`]): when one ends or
+//! Every background task is supervised ([`kube_retention_runtime::supervise`]): when one ends or
 //! panics, [`Args::run`] names it and fails, the process exits non-zero and the kubelet restarts
 //! the container; SIGTERM still ends the loop, and the run, cleanly. The tasks, by the names the
 //! log and `KUBE_RETENTION_FAULT` (builds with the `fault-injection` feature) use:
@@ -25,8 +25,8 @@ use axum::http::{StatusCode, header};
 use axum::routing::get;
 use kube::api::PropagationPolicy;
 use kube::runtime::events::{Recorder, Reporter};
-use kube_retention_cli::supervise::{self, Supervisor};
 use kube_retention_common::kinds::KINDS_ANNOTATION;
+use kube_retention_runtime::supervise::{self, Supervisor};
 use tokio::sync::{mpsc, watch};
 
 use crate::args::{Args, Propagation};
@@ -51,7 +51,7 @@ impl Args {
     pub async fn run(self) -> Result<()> {
         let args = self;
         let mut supervisor = Supervisor::default();
-        let config = kube_retention_cli::config(args.kubeconfig.as_deref())
+        let config = kube_retention_runtime::config(args.kubeconfig.as_deref())
             .await
             .map_err(Error::ClientConfig)?;
         let sink_policy = Arc::new(sink_policy(&args, &config.cluster_url).await?);
@@ -182,7 +182,7 @@ impl Args {
             ready,
         };
         let stopped = supervisor
-            .watch(control.run(kube_retention_cli::shutdown_signal()))
+            .watch(control.run(kube_retention_runtime::shutdown_signal()))
             .await;
         // Stopping either way: the Lease is released so that a successor takes over within a
         // retry period instead of after it expires. The elector releases it once every

@@ -4,8 +4,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
-use kube_retention_cli::LogFormat;
 use kube_retention_common::kinds::KindSelection;
+use kube_retention_runtime::LogFormat;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -87,7 +87,7 @@ pub struct Args {
     #[arg(long, env = "KUBE_RETENTION_CLEANERS", default_value_t = true, action = clap::ArgAction::Set)]
     pub cleaners: bool,
     #[command(flatten)]
-    pub sink_policy: kube_retention_cli::SinkPolicyFlags,
+    pub sink_policy: kube_retention_runtime::SinkPolicyFlags,
     /// This pod's IP (the downward API's status.podIP): CloudEvents may not be sent to it.
     #[arg(long, env = "POD_IP")]
     pub pod_ip: Option<std::net::IpAddr>,

@@ -11,8 +11,8 @@ use k8s_openapi::api::authorization::v1::{
 use kube::api::PostParams;
 use kube::discovery::{Discovery, Scope};
 use kube::{Api, Client};
-use kube_retention_cli::supervise::{self, Supervised};
 use kube_retention_common::kinds::{CONTROLLER_VERBS as VERBS, Entry, Registry, Resource, Watch};
+use kube_retention_runtime::supervise::{self, Supervised};
 
 use crate::Result;
 

@@ -42,7 +42,7 @@ pub enum Error {
     #[error("Kubernetes client: {0}")]
     Kube(#[from] kube::Error),
     #[error(transparent)]
-    TaskEnded(#[from] kube_retention_cli::supervise::Ended),
+    TaskEnded(#[from] kube_retention_runtime::supervise::Ended),
 }
 
 impl Error {

@@ -20,10 +20,10 @@ use std::sync::mpsc as channel;
 use std::time::{Duration, Instant};
 
 use kube::api::DynamicObject;
-use kube_retention_cli::supervise::{self, Supervised};
 use kube_retention_common::cel::Converted;
 use kube_retention_common::governing::Answers;
 use kube_retention_common::kinds::Resource;
+use kube_retention_runtime::supervise::{self, Supervised};
 use serde_json::Value;
 use thread_priority::{ThreadPriority, set_current_thread_priority};
 use tokio::sync::mpsc;

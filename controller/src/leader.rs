@@ -22,7 +22,7 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
-use kube_retention_cli::supervise::{self, Supervised};
+use kube_retention_runtime::supervise::{self, Supervised};
 use tokio::sync::watch;
 use tokio::time::Instant;
 

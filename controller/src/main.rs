@@ -10,7 +10,7 @@ use kube_retention_memcpy as _;
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    kube_retention_cli::init_logging(args.log_format);
+    kube_retention_runtime::init_logging(args.log_format);
     match args.run().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

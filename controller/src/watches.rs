@@ -18,9 +18,9 @@ use kube::api::{DynamicObject, PartialObjectMeta};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
-use kube_retention_cli::supervise::Group;
 use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
 use kube_retention_common::kinds::{Entry, KindId, Watch};
+use kube_retention_runtime::supervise::Group;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::watch_backoff::WatchBackoff;

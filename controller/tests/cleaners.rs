@@ -4,7 +4,7 @@
 use jiff::Timestamp;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube_retention_common::cleaner::{Cleaner, Verdict};
-use kube_retention_controller::cleaners::book::{Book, CleanerKey};
+use kube_retention_controller::cleaners::book::{Book, CleanerKey, Unavailable};
 use kube_retention_controller::cleaners::status::Problem;
 use serde_json::{Value, json};
 
@@ -235,7 +235,8 @@ fn a_target_kind_that_cannot_be_watched_is_a_problem_retried_soon() {
     book.relist_started();
     book.applied(&cleaner("p42", &[]));
     book.relist_done();
-    book.resolved(&revision(), Err("not served by this cluster".into()));
+    let unserved = Unavailable::NotServed("404 page not found".into());
+    book.resolved(&revision(), Err(unserved));
     book.resolved(&config_map(), Ok(resource(&config_map(), "configmaps")));
     book.objects_listed(&config_map());
     assert_eq!(book.take_due(at(NOW)), vec![key("p42")]);
@@ -247,7 +248,7 @@ fn a_target_kind_that_cannot_be_watched_is_a_problem_retried_soon() {
         (kind.as_str(), reason.as_str()),
         (
             "e2e.retention.dev/v1/Revision",
-            "not served by this cluster"
+            "not served by this cluster: 404 page not found"
         )
     );
     assert!(

@@ -132,7 +132,7 @@ impl Args {
             }
         };
         let outcome = runtime.block_on(async {
-            let client = kube_retention_cli::client(self.kubeconfig.as_deref()).await?;
+            let client = kube_retention_runtime::client(self.kubeconfig.as_deref()).await?;
             let lease = ControllerLease {
                 namespace: self.controller_namespace,
                 name: self.controller_lease,

@@ -30,7 +30,7 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let client = kube_retention_cli::client(args.kubeconfig.as_deref()).await?;
+    let client = kube_retention_runtime::client(args.kubeconfig.as_deref()).await?;
     let jobs = ApiResource::from_gvk(&GroupVersionKind::gvk("batch", "v1", "Job"));
     let pruner = Pruner::new(client)
         .target(

@@ -87,7 +87,7 @@ mod rules;
 mod strategy;
 
 pub use error::{Error, Result};
-pub use plan::{Decision, HookFn, Plan, Planned, Settings, plan};
+pub use plan::{Decision, HookFn, Plan, Planned, Settings, Veto, plan};
 pub use pruner::{Pruned, Pruner, Target};
 pub use rules::{FinishFn, FinishRules};
 pub use strategy::{ChooseFn, FinishedObject, Strategy};

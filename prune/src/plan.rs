@@ -19,7 +19,23 @@ use crate::rules::FinishRules;
 use crate::strategy::{FinishedObject, Group, Strategy};
 
 /// Called before an object is pruned; an `Err` keeps it, with the reason.
-pub type HookFn = Arc<dyn Fn(&DynamicObject) -> Result<(), String> + Send + Sync>;
+pub type HookFn = Arc<dyn Fn(&DynamicObject) -> Result<(), Veto> + Send + Sync>;
+
+/// A hook's "no", with its reason (`Err("held for audit".into())`), reported in the plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Veto(pub String);
+
+impl From<&str> for Veto {
+    fn from(reason: &str) -> Self {
+        Self(reason.to_owned())
+    }
+}
+
+impl From<String> for Veto {
+    fn from(reason: String) -> Self {
+        Self(reason)
+    }
+}
 
 /// Why an object is pruned or kept.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -159,7 +175,7 @@ pub fn plan(objects: &[DynamicObject], settings: &Settings, now: Timestamp) -> P
             let decision = match (decision, &settings.hook) {
                 (Some(decision), Some(hook)) => match hook(candidate.object) {
                     Ok(()) => decision,
-                    Err(reason) => Decision::Vetoed { reason },
+                    Err(Veto(reason)) => Decision::Vetoed { reason },
                 },
                 (Some(decision), None) => decision,
                 (None, _) => Decision::Kept,

@@ -9,7 +9,7 @@ use kube::api::{
 };
 
 use crate::error::{Error, Result};
-use crate::plan::{HookFn, Plan, Settings, plan};
+use crate::plan::{HookFn, Plan, Settings, Veto, plan};
 use crate::rules::FinishRules;
 use crate::strategy::Strategy;
 
@@ -90,7 +90,7 @@ impl Pruner {
     /// Called for each object about to be pruned; an `Err` keeps it.
     pub fn before_delete(
         mut self,
-        hook: impl Fn(&DynamicObject) -> Result<(), String> + Send + Sync + 'static,
+        hook: impl Fn(&DynamicObject) -> Result<(), Veto> + Send + Sync + 'static,
     ) -> Self {
         let hook: HookFn = std::sync::Arc::new(hook);
         self.settings.hook = Some(hook);

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use kube_retention_cli::LogFormat;
+use kube_retention_runtime::LogFormat;
 
 use crate::router::DEFAULT_MAX_BODY_BYTES;
 
@@ -59,7 +59,7 @@ pub struct Args {
     /// Where Cleaners' CloudEvents may go, as the controller is told: admission warns about a
     /// sink outside it.
     #[command(flatten)]
-    pub sink_policy: kube_retention_cli::SinkPolicyFlags,
+    pub sink_policy: kube_retention_runtime::SinkPolicyFlags,
     /// Kubeconfig to reach the API server with (default: in-cluster, then $KUBECONFIG).
     #[arg(long, env = "KUBE_RETENTION_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,

@@ -98,10 +98,10 @@ impl Context {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("TLS certificate or key: {0}")]
-    Tls(String),
-    #[error("I/O: {0}")]
-    Io(#[from] std::io::Error),
+    #[error("the serving certificate: {0}")]
+    Tls(#[from] tls::TlsError),
+    #[error("serving admission requests: {0}")]
+    Serve(#[source] std::io::Error),
     #[error("Kubernetes client: {0}")]
     Kube(#[from] kube::Error),
     #[error("binding the admission address {address}: {source}")]
@@ -114,7 +114,7 @@ pub enum Error {
     #[error(transparent)]
     SinkPolicy(#[from] kube_retention_common::sink_policy::FlagError),
     #[error(transparent)]
-    TaskEnded(#[from] kube_retention_cli::supervise::Ended),
+    TaskEnded(#[from] kube_retention_runtime::supervise::Ended),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,7 +1,7 @@
 //! `kube-retention-webhook`: validating and mutating admission for retention settings.
 //!
 //! Its one background task beside the server, `tls-reload` (the certificate's reload), is
-//! supervised ([`kube_retention_cli::supervise`]): if it ends or panics the webhook names it and
+//! supervised ([`kube_retention_runtime::supervise`]): if it ends or panics the webhook names it and
 //! exits non-zero, for the kubelet to restart it; SIGTERM still drains and exits 0. Builds with
 //! the `fault-injection` feature end it on `KUBE_RETENTION_FAULT=tls-reload` (`:panic` to panic)
 //! after `KUBE_RETENTION_FAULT_AFTER_SECONDS`.
@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use clap::Parser;
-use kube_retention_cli::supervise::Supervisor;
 use kube_retention_common::kinds::KindSelection;
+use kube_retention_runtime::supervise::Supervisor;
 use kube_retention_webhook::access::Reviews;
 use kube_retention_webhook::args::Args;
 use kube_retention_webhook::parents::ApiParents;
@@ -30,7 +30,7 @@ use kube_retention_memcpy as _;
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    kube_retention_cli::init_logging(args.log_format);
+    kube_retention_runtime::init_logging(args.log_format);
     match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -42,7 +42,7 @@ async fn main() -> ExitCode {
 
 async fn run(args: Args) -> kube_retention_webhook::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = kube_retention_cli::client(args.kubeconfig.as_deref()).await?;
+    let client = kube_retention_runtime::client(args.kubeconfig.as_deref()).await?;
     let kinds = KindSelection {
         disabled_kinds: args.disabled_kinds.clone(),
         ..KindSelection::default()
@@ -75,10 +75,14 @@ async fn run(args: Args) -> kube_retention_webhook::Result<()> {
             address: args.listen,
             source,
         })?;
-    tracing::info!(address = %listener.local_addr()?, "serving admission webhook");
+    let address = listener.local_addr().map_err(|source| Error::Bind {
+        address: args.listen,
+        source,
+    })?;
+    tracing::info!(%address, "serving admission webhook");
     let router = router::router(context.clone(), args.max_body_bytes);
     let shutdown = async move {
-        kube_retention_cli::shutdown_signal().await;
+        kube_retention_runtime::shutdown_signal().await;
         context.draining.store(true, Ordering::Relaxed);
         tracing::info!(delay = ?args.shutdown_delay, "not ready; serving until the endpoints catch up");
         tokio::time::sleep(args.shutdown_delay).await;
@@ -86,7 +90,8 @@ async fn run(args: Args) -> kube_retention_webhook::Result<()> {
     };
     supervisor
         .watch(server::serve(listener, tls, router, shutdown))
-        .await??;
+        .await?
+        .map_err(Error::Serve)?;
     tracing::info!("stopped");
     Ok(())
 }

@@ -8,14 +8,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use kube_retention_cli::supervise::{self, Supervised};
+use kube_retention_runtime::supervise::{self, Supervised};
 use rustls::ServerConfig;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::{Error, Result};
+use crate::Result;
 
 /// Serves whichever certificate was loaded last.
 pub struct ReloadingResolver {
@@ -34,6 +34,26 @@ impl ResolvesServerCert for ReloadingResolver {
     }
 }
 
+/// Why a certificate and key could not be served, naming the file or the part that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("reading {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the certificate file: {0}")]
+    Certificate(#[source] rustls_pki_types::pem::Error),
+    #[error("the certificate file holds no certificate")]
+    NoCertificate,
+    #[error("the key file: {0}")]
+    Key(#[source] rustls_pki_types::pem::Error),
+    #[error("the certificate and key do not match: {0}")]
+    Mismatch(#[source] rustls::Error),
+    #[error("the TLS versions: {0}")]
+    Versions(#[source] rustls::Error),
+}
+
 /// The certificate chain and key files, and what they held when last read.
 pub struct CertificateFiles {
     pub cert: PathBuf,
@@ -43,7 +63,10 @@ pub struct CertificateFiles {
 impl CertificateFiles {
     fn read(&self) -> Result<(Vec<u8>, Vec<u8>)> {
         let read = |path: &Path| {
-            std::fs::read(path).map_err(|error| Error::Tls(format!("{}: {error}", path.display())))
+            std::fs::read(path).map_err(|source| TlsError::Read {
+                path: path.to_owned(),
+                source,
+            })
         };
         Ok((read(&self.cert)?, read(&self.key)?))
     }
@@ -52,17 +75,13 @@ impl CertificateFiles {
 fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<Arc<CertifiedKey>> {
     let chain = CertificateDer::pem_slice_iter(cert_pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|error| Error::Tls(format!("certificate: {error}")))?;
+        .map_err(TlsError::Certificate)?;
     if chain.is_empty() {
-        return Err(Error::Tls(
-            "the certificate file holds no certificate".into(),
-        ));
+        return Err(TlsError::NoCertificate.into());
     }
-    let key = PrivateKeyDer::from_pem_slice(key_pem)
-        .map_err(|error| Error::Tls(format!("key: {error}")))?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(TlsError::Key)?;
     let provider = rustls::crypto::ring::default_provider();
-    let certified = CertifiedKey::from_der(chain, key, &provider)
-        .map_err(|error| Error::Tls(format!("certificate and key do not match: {error}")))?;
+    let certified = CertifiedKey::from_der(chain, key, &provider).map_err(TlsError::Mismatch)?;
     Ok(Arc::new(certified))
 }
 
@@ -80,7 +99,7 @@ pub fn server_config(
     let mut config =
         ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
             .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-            .map_err(|error| Error::Tls(error.to_string()))?
+            .map_err(TlsError::Versions)?
             .with_no_client_auth()
             .with_cert_resolver(resolver.clone());
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];

@@ -77,7 +77,7 @@ struct Ensure {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    kube_retention_cli::init_logging(kube_retention_cli::LogFormat::Json);
+    kube_retention_runtime::init_logging(kube_retention_runtime::LogFormat::Json);
     let outcome = match Args::parse().command {
         Command::Ensure(ensure) => run(ensure).await,
         Command::Ready { out_dir } => ready(&out_dir),
@@ -102,7 +102,7 @@ fn ready(out_dir: &Path) -> Result<()> {
 }
 
 async fn run(args: Ensure) -> Result<()> {
-    let client = kube_retention_cli::client(args.kubeconfig.as_deref()).await?;
+    let client = kube_retention_runtime::client(args.kubeconfig.as_deref()).await?;
     loop {
         match ensure(&client, &args).await {
             Ok(()) => {}

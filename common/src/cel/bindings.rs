@@ -8,6 +8,17 @@ use jiff::Timestamp;
 use kube_cel::cel::Value as CelValue;
 use serde_json::Value;
 
+/// A value CEL cannot represent, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConversionError {
+    #[error("the object is not representable in CEL: {0}")]
+    Object(String),
+    #[error("`{name}` is not representable in CEL: {reason}")]
+    Variable { name: String, reason: String },
+    #[error("{0} is out of CEL's range")]
+    Time(Timestamp),
+}
+
 /// An object converted to CEL once, for every expression that judges it.
 #[derive(Clone)]
 pub struct Converted(pub(super) CelValue);
@@ -20,10 +31,10 @@ impl fmt::Debug for Converted {
 
 impl Converted {
     /// `object` as CEL sees it.
-    pub fn new(object: &Value) -> Result<Self, String> {
+    pub fn new(object: &Value) -> Result<Self, ConversionError> {
         kube_cel::cel::to_value(object)
             .map(Converted)
-            .map_err(|error| format!("the object is not representable in CEL: {error}"))
+            .map_err(|error| ConversionError::Object(error.to_string()))
     }
 }
 
@@ -43,22 +54,27 @@ impl fmt::Debug for Variables {
 
 impl Variables {
     /// `values` by name.
-    pub fn new<'a>(values: impl IntoIterator<Item = (&'a str, &'a Value)>) -> Result<Self, String> {
+    pub fn new<'a>(
+        values: impl IntoIterator<Item = (&'a str, &'a Value)>,
+    ) -> Result<Self, ConversionError> {
         let values = values
             .into_iter()
             .map(|(name, value)| {
-                let converted = kube_cel::cel::to_value(value)
-                    .map_err(|error| format!("`{name}` is not representable in CEL: {error}"))?;
+                let converted =
+                    kube_cel::cel::to_value(value).map_err(|error| ConversionError::Variable {
+                        name: name.to_owned(),
+                        reason: error.to_string(),
+                    })?;
                 Ok((name.to_owned(), converted))
             })
-            .collect::<Result<_, String>>()?;
+            .collect::<Result<_, ConversionError>>()?;
         Ok(Self { values })
     }
 }
 
-pub(super) fn timestamp_value(at: Timestamp) -> Result<CelValue, String> {
+pub(super) fn timestamp_value(at: Timestamp) -> Result<CelValue, ConversionError> {
     let utc =
         chrono::DateTime::from_timestamp(at.as_second(), at.subsec_nanosecond().unsigned_abs())
-            .ok_or_else(|| format!("{at} is out of CEL's range"))?;
+            .ok_or(ConversionError::Time(at))?;
     Ok(CelValue::Timestamp(utc.fixed_offset()))
 }

@@ -53,7 +53,7 @@ pub mod meter;
 mod variables;
 
 use bindings::timestamp_value;
-pub use bindings::{Converted, Variables};
+pub use bindings::{ConversionError, Converted, Variables};
 use checks::{has_function, is_operator, wrong_result};
 pub use cost::{ASSUMED_BYTES, ASSUMED_ITEMS, COST_LIMIT};
 pub use errors::{CompileError, EvalError};
@@ -200,7 +200,7 @@ impl Expression {
         let time = time
             .map(|(name, at)| timestamp_value(at).map(|value| (name, value)))
             .transpose();
-        let time = time.map_err(|reason| self.error(reason))?;
+        let time = time.map_err(|reason| self.error(reason.to_string()))?;
         let (result, _) = self.run(Budget::default(), |context| {
             for (name, value) in &variables.values {
                 context.add_variable_from_value(name.clone(), value.clone());
@@ -216,7 +216,7 @@ impl Expression {
     }
 
     fn convert(&self, object: &Value) -> Result<Converted, EvalError> {
-        Converted::new(object).map_err(|reason| self.error(reason))
+        Converted::new(object).map_err(|reason| self.error(reason.to_string()))
     }
 
     fn evaluate(&self, object: &Converted) -> Result<CelValue, EvalError> {

@@ -205,7 +205,7 @@ pub fn announce(cleaning: Arc<Cleaning>, clean: &Clean, cleaned: &Cleaned) {
                 let delivery = sink::Delivery::default();
                 cleaning.sender.deliver(&sink, event, &delivery).await
             }
-            Err(error) => Err(Undelivered::Unsendable(error)),
+            Err(error) => Err(Undelivered::Unsendable(error.to_string())),
         };
         let Err(undelivered) = delivered else {
             return;

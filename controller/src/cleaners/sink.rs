@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cloudevents::binding::http::{Builder, Serializer};
+use cloudevents::event::EventBuilderError;
 use cloudevents::message::{BinaryDeserializer, Error as MessageError};
 use cloudevents::{Event, EventBuilder, EventBuilderV10};
 use http::{Request, header::HeaderValue};
@@ -50,7 +51,7 @@ impl Default for Delivery {
 }
 
 /// The event for the Cleaner `source` (`/apis/retention.dev/v1alpha1/namespaces/NS/cleaners/NAME`).
-pub fn event(id: &str, source: &str, data: Value) -> Result<Event, String> {
+pub fn event(id: &str, source: &str, data: Value) -> Result<Event, EventBuilderError> {
     EventBuilderV10::new()
         .id(id)
         .ty(EVENT_TYPE)
@@ -58,7 +59,6 @@ pub fn event(id: &str, source: &str, data: Value) -> Result<Event, String> {
         .time(chrono::Utc::now())
         .data("application/json", data)
         .build()
-        .map_err(|error| error.to_string())
 }
 
 struct RequestBuilder(Option<http::request::Builder>);
@@ -81,10 +81,9 @@ impl Builder<Request<Vec<u8>>> for RequestBuilder {
 }
 
 /// `event` as a binary-mode POST to `sink`.
-pub fn request(sink: &str, event: Event) -> Result<Request<Vec<u8>>, String> {
+pub fn request(sink: &str, event: Event) -> Result<Request<Vec<u8>>, MessageError> {
     let builder = http::Request::post(sink);
     BinaryDeserializer::deserialize_binary(event, Serializer::new(RequestBuilder(Some(builder))))
-        .map_err(|error| error.to_string())
 }
 
 /// Why an event was not delivered.
@@ -94,7 +93,7 @@ pub enum Undelivered {
     Refused(Refusal),
     /// Every attempt failed: no connection, no answer in time, or an answer other than 2xx.
     Failed { attempts: u32 },
-    /// The event or its request could not be built.
+    /// The event or its request could not be built: why.
     Unsendable(String),
 }
 
@@ -157,7 +156,7 @@ impl Sender {
         let mut backoff = delivery.first_backoff;
         for attempt in 1..=delivery.attempts {
             let request = request(sink, event.clone())
-                .map_err(Undelivered::Unsendable)?
+                .map_err(|error| Undelivered::Unsendable(error.to_string()))?
                 .map(|body| Full::new(Bytes::from(body)));
             let started = Instant::now();
             let error =

@@ -16,7 +16,7 @@ pub enum Problem {
     #[error("targets of {kind} cannot be read: {reason}")]
     TargetKind { kind: String, reason: String },
     #[error("the targets cannot be given to CEL: {0}")]
-    Values(String),
+    Values(#[source] kube_retention_common::cel::ConversionError),
     #[error(transparent)]
     Helm(#[from] HelmError),
     #[error("cleaning failed, retried: {0}")]

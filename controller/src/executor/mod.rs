@@ -20,7 +20,7 @@ use jiff::{SignedDuration, Timestamp};
 use kube::Client;
 use kube::api::PropagationPolicy;
 use kube::runtime::events::{EventType, Recorder};
-use kube_retention_cli::supervise::{self, Supervised};
+use kube_retention_runtime::supervise::{self, Supervised};
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::metrics::Metrics;

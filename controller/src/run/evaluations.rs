@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use kube::api::DynamicObject;
-use kube_retention_cli::supervise::Supervised;
 use kube_retention_common::kinds::KindId;
+use kube_retention_runtime::supervise::Supervised;
 use tokio::sync::mpsc;
 
 use super::Loop;

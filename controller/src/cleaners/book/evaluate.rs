@@ -53,7 +53,10 @@ impl Book {
             }
         }
         let verdict = match (&tracked.judge, problem) {
-            (Err(errors), _) => Err(Problem::InvalidSpec(errors.clone())),
+            (Err(errors), _) => {
+                let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+                Err(Problem::InvalidSpec(errors.join("; ")))
+            }
             (Ok(_), Some(problem)) => Err(problem),
             (Ok(judge), None) => {
                 let named = values.iter().map(|(name, value)| (*name, value));

@@ -68,7 +68,8 @@ struct Tracked {
     uid: String,
     created: Timestamp,
     spec: CleanerSpec,
-    judge: Result<Judge, String>,
+    /// The judge of its spec, or what is wrong with the spec.
+    judge: Result<Judge, Vec<kube_retention_common::FieldError>>,
     next: Option<Timestamp>,
     acting: bool,
 }
@@ -130,10 +131,7 @@ impl Book {
             .creation_timestamp
             .as_ref()
             .map_or(Timestamp::UNIX_EPOCH, |time| time.0);
-        let judge = Judge::new(&cleaner.spec).map_err(|errors| {
-            let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
-            errors.join("; ")
-        });
+        let judge = Judge::new(&cleaner.spec);
         for target in &cleaner.spec.targets {
             let kind = kind_of(&target.reference);
             self.kinds
@@ -248,3 +246,5 @@ impl Book {
 
 mod evaluate;
 mod objects;
+
+pub use objects::Unavailable;

@@ -15,13 +15,13 @@ impl Book {
     }
 
     /// Discovery's answer for `kind`; its Cleaners are evaluated again.
-    pub fn resolved(&mut self, kind: &GroupVersionKind, answer: Result<ApiResource, String>) {
+    pub fn resolved(&mut self, kind: &GroupVersionKind, answer: Result<ApiResource, Unavailable>) {
         let Some(state) = self.kinds.get_mut(kind) else {
             return;
         };
         *state = match answer {
             Ok(resource) => KindState::Served(KindObjects::new(resource)),
-            Err(reason) => KindState::Unavailable(reason),
+            Err(reason) => KindState::Unavailable(reason.to_string()),
         };
         self.wake_kind(kind);
     }
@@ -98,4 +98,15 @@ impl Book {
             }
         }
     }
+}
+
+/// Why the targets of a kind cannot be watched, as a Cleaner's status says it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    /// Discovery did not find the kind (its message).
+    #[error("not served by this cluster: {0}")]
+    NotServed(String),
+    /// The API server refused the list or watch (its message).
+    #[error("the controller may not list and watch them: {0}")]
+    Forbidden(String),
 }

@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::act::{Cleaned, Cleaning};
-use super::book::{Book, Clean, CleanerKey, KindState};
+use super::book::{Book, Clean, CleanerKey, KindState, Unavailable};
 use super::metrics::KindLabels;
 use super::status::Problem;
 use crate::watch_backoff::WatchBackoff;
@@ -36,7 +36,7 @@ enum CleanerEvent {
 }
 
 /// Discovery's answer for a kind.
-type Resolution = (GroupVersionKind, Result<ApiResource, String>);
+type Resolution = (GroupVersionKind, Result<ApiResource, Unavailable>);
 /// A clean's outcome.
 type Finished = (Clean, Result<Cleaned, Problem>);
 type Channel<T> = (mpsc::UnboundedSender<T>, mpsc::UnboundedReceiver<T>);
@@ -159,10 +159,7 @@ impl Cleaners {
                     && status.code == 403
                 {
                     self.stop(&kind);
-                    let reason = format!(
-                        "the controller may not list and watch them: {}",
-                        status.message
-                    );
+                    let reason = Unavailable::Forbidden(status.message.clone());
                     self.book.resolved(&kind, Err(reason));
                 }
             }
@@ -193,7 +190,7 @@ impl Cleaners {
                 let answer = kube::discovery::pinned_kind(&client, &kind)
                     .await
                     .map(|(resource, _)| resource)
-                    .map_err(|error| format!("not served by this cluster: {error}"));
+                    .map_err(|error| Unavailable::NotServed(error.to_string()));
                 answers.send((kind, answer)).ok();
             });
         }

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use kube_retention_cli::supervise::{self, Ended, Supervisor, TaskEnd};
+use kube_retention_runtime::supervise::{self, Ended, Supervisor, TaskEnd};
 use tokio::sync::oneshot;
 
 fn ended(task: &str, outcome: TaskEnd) -> Ended {

@@ -46,25 +46,36 @@ pub struct Fault {
     pub after: Duration,
 }
 
+/// What is wrong with the fault the environment names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FaultError {
+    #[error("{FAULT}: {0:?} is neither end nor panic")]
+    How(String),
+    #[error("{FAULT}: no task named")]
+    NoTask,
+    #[error("{FAULT_AFTER_SECONDS}: {0:?} is not whole seconds")]
+    After(String),
+}
+
 impl Fault {
     /// The fault that [`FAULT`]'s value `fault` and [`FAULT_AFTER_SECONDS`]'s value `after` say,
     /// or which is wrong and why.
-    pub fn parse(fault: &str, after: Option<&str>) -> Result<Self, String> {
+    pub fn parse(fault: &str, after: Option<&str>) -> Result<Self, FaultError> {
         let (task, how) = fault.split_once(':').unwrap_or((fault, "end"));
         let panic = match how {
             "end" => false,
             "panic" => true,
-            other => return Err(format!("{FAULT}: {other:?} is neither end nor panic")),
+            other => return Err(FaultError::How(other.to_owned())),
         };
         if task.is_empty() {
-            return Err(format!("{FAULT}: no task named"));
+            return Err(FaultError::NoTask);
         }
         let after = match after.map(str::trim).filter(|after| !after.is_empty()) {
             None => Duration::ZERO,
             Some(seconds) => seconds
                 .parse()
                 .map(Duration::from_secs)
-                .map_err(|_| format!("{FAULT_AFTER_SECONDS}: {seconds:?} is not whole seconds"))?,
+                .map_err(|_| FaultError::After(seconds.to_owned()))?,
         };
         Ok(Self {
             task: task.to_owned(),
@@ -166,7 +177,9 @@ mod tests {
 
     #[test]
     fn a_fault_names_a_task_how_and_when() {
-        let parsed = |fault: &str, after: Option<&str>| Fault::parse(fault, after);
+        let parsed = |fault: &str, after: Option<&str>| {
+            Fault::parse(fault, after).map_err(|error| error.to_string())
+        };
         let fault = |task: &str, panic: bool, seconds: u64| Fault {
             task: task.to_owned(),
             panic,
