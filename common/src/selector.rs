@@ -1,30 +1,25 @@
 //! Kubernetes label selectors (`matchLabels`, `matchExpressions`), checked as the API server
-//! checks them and matched against an object's labels.
+//! checks them — every invalid part reported with its field path, which kube's own conversion
+//! from a `LabelSelector` does not do — and matched against an object's labels by
+//! [`kube::core::Selector`], kube's matching.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
+use kube::core::{Expression, SelectorExt};
 use serde_json::Value;
 
 use crate::field_error::FieldError;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Requirement {
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-    Exists(String),
-    DoesNotExist(String),
-}
-
-/// A selector; the default (empty) selects everything.
+/// A checked selector; the default (empty) selects everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Selector {
-    pub requirements: Vec<Requirement>,
+    selector: kube::core::Selector,
 }
 
 impl Selector {
     /// Reads a `LabelSelector` at `path`, reporting each invalid part.
     pub fn read(path: &str, value: &Value, errors: &mut Vec<FieldError>) -> Self {
-        let mut requirements = Vec::new();
+        let mut requirements: Vec<Expression> = Vec::new();
         if let Some(labels) = value.get("matchLabels").and_then(Value::as_object) {
             for (key, wanted) in labels {
                 let at = format!("{path}.matchLabels[{key}]");
@@ -33,7 +28,7 @@ impl Selector {
                 }
                 match wanted.as_str() {
                     Some(wanted) => {
-                        requirements.push(Requirement::In(key.clone(), vec![wanted.to_owned()]))
+                        requirements.push(Expression::Equal(key.clone(), wanted.to_owned()))
                     }
                     None => errors.push(FieldError::new(&at, wanted, "is not a string")),
                 }
@@ -54,7 +49,7 @@ impl Selector {
                     rule,
                 ));
             }
-            let values: Vec<String> = expression
+            let values: BTreeSet<String> = expression
                 .get("values")
                 .and_then(Value::as_array)
                 .into_iter()
@@ -76,16 +71,16 @@ impl Selector {
                 };
                 errors.push(FieldError::new(
                     format!("{at}.values"),
-                    &Value::from(values.clone()),
+                    &Value::from(values.iter().cloned().collect::<Vec<_>>()),
                     rule,
                 ));
                 continue;
             }
             requirements.push(match operator {
-                "In" => Requirement::In(key, values),
-                "NotIn" => Requirement::NotIn(key, values),
-                "Exists" => Requirement::Exists(key),
-                "DoesNotExist" => Requirement::DoesNotExist(key),
+                "In" => Expression::In(key, values),
+                "NotIn" => Expression::NotIn(key, values),
+                "Exists" => Expression::Exists(key),
+                "DoesNotExist" => Expression::DoesNotExist(key),
                 other => {
                     errors.push(FieldError::new(
                         format!("{at}.operator"),
@@ -96,22 +91,18 @@ impl Selector {
                 }
             });
         }
-        Self { requirements }
+        Self {
+            selector: requirements.into_iter().collect(),
+        }
+    }
+
+    /// Whether it selects every object (no requirement).
+    pub fn selects_all(&self) -> bool {
+        self.selector.selects_all()
     }
 
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.requirements
-            .iter()
-            .all(|requirement| match requirement {
-                Requirement::In(key, values) => {
-                    labels.get(key).is_some_and(|value| values.contains(value))
-                }
-                Requirement::NotIn(key, values) => {
-                    labels.get(key).is_none_or(|value| !values.contains(value))
-                }
-                Requirement::Exists(key) => labels.contains_key(key),
-                Requirement::DoesNotExist(key) => !labels.contains_key(key),
-            })
+        self.selector.matches(labels)
     }
 }
 

@@ -23,7 +23,7 @@ use kube_retention_common::kinds::{Entry, KindId, Watch};
 use kube_retention_runtime::supervise::Group;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::watch_backoff::WatchBackoff;
+use crate::watch_backoff::watch_backoff;
 
 /// What a watch delivered: whole objects, the metadata of a kind's unfiltered watch, retention
 /// policies, or namespaces (for policies' `namespaceSelector`).
@@ -113,8 +113,7 @@ impl Watches {
         if mode == Watch::Managed {
             let metadata: Api<PartialObjectMeta<DynamicObject>> =
                 Api::all_with(self.client.clone(), &resource);
-            let unlabelled =
-                watcher::watcher(metadata, config.clone()).backoff(WatchBackoff::default());
+            let unlabelled = watcher::watcher(metadata, config.clone()).backoff(watch_backoff());
             let unlabelled = taking_turns(unlabelled, self.lists.clone())
                 .map(move |event| WatchEvent::Metadata(kind, event));
             let name = format!("{} metadata", entry.resource);
@@ -125,7 +124,7 @@ impl Watches {
             None => config,
         };
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
-        let objects = watcher::watcher(api, config).backoff(WatchBackoff::default());
+        let objects = watcher::watcher(api, config).backoff(watch_backoff());
         let objects = taking_turns(objects, self.lists.clone())
             .map(move |event| WatchEvent::Object(kind, event));
         handles.push(self.push(entry.resource.to_string(), objects.boxed()));
@@ -152,19 +151,19 @@ impl Watches {
             Api::<RetentionPolicy>::all(self.client.clone()),
             config.clone(),
         )
-        .backoff(WatchBackoff::default())
+        .backoff(watch_backoff())
         .map(WatchEvent::Policy);
         self.push("RetentionPolicy".into(), policies.boxed());
         let cluster = watcher::watcher(
             Api::<ClusterRetentionPolicy>::all(self.client.clone()),
             config.clone(),
         )
-        .backoff(WatchBackoff::default())
+        .backoff(watch_backoff())
         .map(WatchEvent::ClusterPolicy);
         self.push("ClusterRetentionPolicy".into(), cluster.boxed());
         let namespaces: Api<PartialObjectMeta<Namespace>> = Api::all(self.client.clone());
         let namespaces = watcher::watcher(namespaces, config)
-            .backoff(WatchBackoff::default())
+            .backoff(watch_backoff())
             .map(WatchEvent::Namespace);
         self.push("Namespace".into(), namespaces.boxed());
     }

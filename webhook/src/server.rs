@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::server::graceful::GracefulShutdown;
@@ -17,26 +18,36 @@ use tokio_rustls::TlsAcceptor;
 
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The pause after a failed accept: 5 ms doubling to 1 s while failures continue, so a process
-/// out of file descriptors neither spins nor stays deaf long once they free up.
-#[derive(Debug, Default)]
+/// The pause after a failed accept: 5 ms doubling to 1 s while failures continue (backon's
+/// exponential backoff, without jitter: one listener, nothing to spread), so a process out of
+/// file descriptors neither spins nor stays deaf long once they free up.
+#[derive(Debug)]
 pub struct AcceptBackoff {
-    failures: u32,
+    pauses: ExponentialBackoff,
 }
 
 impl AcceptBackoff {
-    const FIRST: Duration = Duration::from_millis(5);
-    const MAX: Duration = Duration::from_secs(1);
+    const PAUSES: ExponentialBuilder = ExponentialBuilder::new()
+        .with_min_delay(Duration::from_millis(5))
+        .with_max_delay(Duration::from_secs(1))
+        .with_factor(2.0)
+        .without_max_times();
 
     /// The pause after one more failure.
     pub fn failed(&mut self) -> Duration {
-        let pause = Self::FIRST.saturating_mul(1 << self.failures.min(16));
-        self.failures = self.failures.saturating_add(1);
-        pause.min(Self::MAX)
+        self.pauses.next().unwrap_or(Duration::from_secs(1))
     }
 
     pub fn succeeded(&mut self) {
-        self.failures = 0;
+        self.pauses = Self::PAUSES.build();
+    }
+}
+
+impl Default for AcceptBackoff {
+    fn default() -> Self {
+        Self {
+            pauses: Self::PAUSES.build(),
+        }
     }
 }
 
@@ -108,8 +119,15 @@ mod tests {
     #[test]
     fn accept_errors_pause_5ms_doubling_to_a_second_and_reset() {
         let mut backoff = AcceptBackoff::default();
-        let pauses: Vec<u128> = (0..10).map(|_| backoff.failed().as_millis()).collect();
-        assert_eq!(pauses, [5, 10, 20, 40, 80, 160, 320, 640, 1000, 1000]);
+        // backon computes in f32: 40 ms comes out as 39.999..., so to the nearest millisecond.
+        let millis = |pause: Duration| (pause.as_secs_f64() * 1000.0).round();
+        let pauses: Vec<f64> = (0..10).map(|_| millis(backoff.failed())).collect();
+        assert_eq!(
+            pauses,
+            [
+                5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0, 640.0, 1000.0, 1000.0
+            ]
+        );
         // A thousand failures in a row take minutes, not a busy loop.
         let total: Duration = (0..1000).map(|_| backoff.failed()).sum();
         assert!(total >= Duration::from_secs(990), "{total:?}");

@@ -5,7 +5,9 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
 use std::time::Duration;
 
 use kube_retention_runtime::supervise::{self, Supervised};
@@ -19,7 +21,8 @@ use crate::Result;
 
 /// Serves whichever certificate was loaded last.
 pub struct ReloadingResolver {
-    current: RwLock<Arc<CertifiedKey>>,
+    /// Swapped whole on reload: a handshake reads it without a lock (`arc-swap`).
+    current: ArcSwap<CertifiedKey>,
 }
 
 impl fmt::Debug for ReloadingResolver {
@@ -30,7 +33,7 @@ impl fmt::Debug for ReloadingResolver {
 
 impl ResolvesServerCert for ReloadingResolver {
     fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        self.current.read().ok().map(|current| Arc::clone(&current))
+        Some(self.current.load_full())
     }
 }
 
@@ -94,7 +97,7 @@ pub fn server_config(
 ) -> Result<(Arc<ServerConfig>, Supervised)> {
     let (cert, key) = files.read()?;
     let resolver = Arc::new(ReloadingResolver {
-        current: RwLock::new(certified_key(&cert, &key)?),
+        current: ArcSwap::new(certified_key(&cert, &key)?),
     });
     let mut config =
         ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
@@ -124,10 +127,8 @@ async fn reload(
         }
         match certified_key(&read.0, &read.1) {
             Ok(certified) => {
-                if let Ok(mut current) = resolver.current.write() {
-                    *current = certified;
-                    tracing::info!(cert = %files.cert.display(), "reloaded the serving certificate");
-                }
+                resolver.current.store(certified);
+                tracing::info!(cert = %files.cert.display(), "reloaded the serving certificate");
             }
             // Typically mid-rotation (new certificate, old key): the next change completes it.
             Err(error) => {

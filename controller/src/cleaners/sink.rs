@@ -13,6 +13,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use backon::{BackoffBuilder, ExponentialBuilder};
 use cloudevents::binding::http::{Builder, Serializer};
 use cloudevents::event::EventBuilderError;
 use cloudevents::message::{BinaryDeserializer, Error as MessageError};
@@ -30,8 +31,10 @@ use tokio::time::Instant;
 
 use super::guard::{self, Guarded, Lookup};
 
-/// How an event is delivered: attempts `first_backoff` apart, doubling, each given `timeout`;
-/// a failed attempt lasts its whole `timeout`, however soon it failed.
+/// How an event is delivered: attempts `first_backoff` apart, doubling, each pause plus up to as
+/// much again of jitter (backon's), so Cleaners failing together do not retry in step; each
+/// attempt given `timeout`, and a failed attempt lasts its whole `timeout`, however soon it
+/// failed (how long a failure took says nothing about what answered).
 #[derive(Debug, Clone)]
 pub struct Delivery {
     pub attempts: u32,
@@ -153,7 +156,13 @@ impl Sender {
         delivery: &Delivery,
     ) -> Result<(), Undelivered> {
         self.policy.check_url(sink).map_err(Undelivered::Refused)?;
-        let mut backoff = delivery.first_backoff;
+        let mut pauses = ExponentialBuilder::new()
+            .with_min_delay(delivery.first_backoff)
+            .with_factor(2.0)
+            .with_jitter()
+            .without_max_delay()
+            .without_max_times()
+            .build();
         for attempt in 1..=delivery.attempts {
             let request = request(sink, event.clone())
                 .map_err(|error| Undelivered::Unsendable(error.to_string()))?
@@ -172,8 +181,7 @@ impl Sender {
             tracing::debug!(sink, attempt, %error, "CloudEvent not delivered");
             tokio::time::sleep_until(started + delivery.timeout).await;
             if attempt < delivery.attempts {
-                tokio::time::sleep(backoff).await;
-                backoff *= 2;
+                tokio::time::sleep(pauses.next().unwrap_or(delivery.first_backoff)).await;
             }
         }
         Err(Undelivered::Failed {

@@ -28,7 +28,7 @@ impl Loop {
         let name = namespace.metadata.name.unwrap_or_default();
         let labels = namespace.metadata.labels.unwrap_or_default();
         let selecting = self.state.policies().any(|(key, loaded)| {
-            key.namespace.is_none() && !loaded.rules.namespace_selector.requirements.is_empty()
+            key.namespace.is_none() && !loaded.rules.namespace_selector.selects_all()
         });
         if self.state.namespace_applied(&name, labels) && selecting {
             let kinds = self.state.policy_kinds();

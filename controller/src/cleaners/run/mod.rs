@@ -22,7 +22,7 @@ use super::act::{Cleaned, Cleaning};
 use super::book::{Book, Clean, CleanerKey, KindState, Unavailable};
 use super::metrics::KindLabels;
 use super::status::Problem;
-use crate::watch_backoff::WatchBackoff;
+use crate::watch_backoff::watch_backoff;
 
 /// How often kinds that could not be watched are looked up again.
 const REDISCOVER: Duration = Duration::from_secs(30);
@@ -62,7 +62,7 @@ impl Cleaners {
             Api::<Cleaner>::all(client.clone()),
             watcher::Config::default(),
         )
-        .backoff(WatchBackoff::default())
+        .backoff(watch_backoff())
         .map(CleanerEvent::Cleaner);
         let mut streams = SelectAll::new();
         streams.push(cleaners.boxed());
@@ -199,7 +199,7 @@ impl Cleaners {
             let config = watcher::Config::default().page_size(self.page_size);
             let label = kind.clone();
             let events = watcher::watcher(api, config)
-                .backoff(WatchBackoff::default())
+                .backoff(watch_backoff())
                 .map(move |event| CleanerEvent::Target(label.clone(), event));
             let (handle, registration) = AbortHandle::new_pair();
             self.streams
