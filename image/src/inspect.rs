@@ -8,7 +8,14 @@ use std::path::Path;
 use anyhow::{Context, Result, ensure};
 use serde_json::Value;
 
-use crate::{CONFIG, INDEX, LAYER, MANIFEST, sha256};
+use crate::sha256;
+
+// The media types as the OCI image spec writes them, spelled out here rather than taken from
+// oci-spec, which the builder uses: the check does not share the builder's mistakes.
+const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+const INDEX: &str = "application/vnd.oci.image.index.v1+json";
+const CONFIG: &str = "application/vnd.oci.image.config.v1+json";
+const LAYER: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
 
 /// An image read from its archive, every digest checked.
 pub struct Inspected {

@@ -1,6 +1,6 @@
 //! kube-retention's OCI image, built without a container engine: one layer holding the static
 //! (musl) binaries at the root of the file system, a config that runs as 65532:65532, and the
-//! manifest and index of an OCI image layout, written as one tar archive (`oci-archive:` for
+//! manifest and index of an OCI image layout (oci-spec's types), written as one tar archive (`oci-archive:` for
 //! skopeo and podman, `crane push` for registries, `ctr images import` for containerd). Byte for
 //! byte reproducible: every time stamp is the epoch and every file owned by root.
 //!
@@ -10,14 +10,16 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
-use ring::digest::{SHA256, digest};
-use serde_json::{Value, json};
+use std::collections::HashMap;
 
-pub const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
-pub const INDEX: &str = "application/vnd.oci.image.index.v1+json";
-pub const CONFIG: &str = "application/vnd.oci.image.config.v1+json";
-pub const LAYER: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
+use anyhow::{Context, Result};
+use oci_spec::image::{
+    Arch, ConfigBuilder, Descriptor, Digest, HistoryBuilder, ImageConfigurationBuilder,
+    ImageIndexBuilder, ImageManifestBuilder, MediaType, Os, Platform, PlatformBuilder,
+    RootFsBuilder, SCHEMA_VERSION,
+};
+use ring::digest::{SHA256, digest};
+
 /// The user the containers run as (deploy/ sets the same in each pod's securityContext).
 pub const USER: &str = "65532:65532";
 const EPOCH: &str = "1970-01-01T00:00:00Z";
@@ -62,8 +64,27 @@ pub fn sha256(bytes: &[u8]) -> String {
     format!("sha256:{hex}")
 }
 
-fn descriptor(media_type: &str, bytes: &[u8]) -> Value {
-    json!({"mediaType": media_type, "digest": sha256(bytes), "size": bytes.len()})
+/// The descriptor of a blob: its media type, digest and size.
+fn descriptor(media_type: MediaType, bytes: &[u8]) -> Result<Descriptor> {
+    let digest: Digest = sha256(bytes).parse()?;
+    Ok(Descriptor::new(
+        media_type,
+        u64::try_from(bytes.len())?,
+        digest,
+    ))
+}
+
+/// `value` as JSON with its keys sorted: oci-spec keeps labels and annotations in `HashMap`s,
+/// whose order would change the digests from one build to the next.
+fn canonical(value: &impl serde::Serialize) -> Result<Vec<u8>> {
+    Ok(serde_json::to_vec(&serde_json::to_value(value)?)?)
+}
+
+fn linux_amd64() -> Result<Platform> {
+    Ok(PlatformBuilder::default()
+        .architecture(Arch::Amd64)
+        .os(Os::Linux)
+        .build()?)
 }
 
 /// Writes the image as an OCI layout in a tar archive at `out`; returns the manifest's digest.
@@ -72,41 +93,63 @@ pub fn build(image: &Image, out: &Path) -> Result<String> {
     let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     gzip.write_all(&layer)?;
     let compressed = gzip.finish()?;
-    let mut settings = json!({
-        "User": image.user,
-        "Env": ["PATH=/"],
-        "Labels": {
-            "org.opencontainers.image.title": image.title,
-            "org.opencontainers.image.version": image.version,
-            "org.opencontainers.image.source": "https://github.com/kube-retention/kube-retention",
-            "org.opencontainers.image.licenses": "Apache-2.0"
-        }
-    });
+    let labels: HashMap<String, String> = HashMap::from([
+        ("org.opencontainers.image.title", image.title.as_str()),
+        ("org.opencontainers.image.version", image.version.as_str()),
+        (
+            "org.opencontainers.image.source",
+            "https://github.com/kube-retention/kube-retention",
+        ),
+        ("org.opencontainers.image.licenses", "Apache-2.0"),
+    ])
+    .into_iter()
+    .map(|(key, value)| (key.to_owned(), value.to_owned()))
+    .collect();
+    let mut settings = ConfigBuilder::default()
+        .user(image.user.clone())
+        .env(vec!["PATH=/".to_owned()])
+        .labels(labels);
     if !image.entrypoint.is_empty() {
-        settings["Entrypoint"] = json!(image.entrypoint);
+        settings = settings.entrypoint(image.entrypoint.clone());
     }
-    let config = serde_json::to_vec(&json!({
-        "created": EPOCH,
-        "architecture": "amd64",
-        "os": "linux",
-        "config": settings,
-        "rootfs": {"type": "layers", "diff_ids": [sha256(&layer)]},
-        "history": [{"created": EPOCH, "created_by": format!("make image: {}", image.title)}]
-    }))?;
-    let manifest = serde_json::to_vec(&json!({
-        "schemaVersion": 2,
-        "mediaType": MANIFEST,
-        "config": descriptor(CONFIG, &config),
-        "layers": [descriptor(LAYER, &compressed)]
-    }))?;
-    let mut manifest_descriptor = descriptor(MANIFEST, &manifest);
-    manifest_descriptor["annotations"] = json!({"org.opencontainers.image.ref.name": image.tag});
-    manifest_descriptor["platform"] = json!({"architecture": "amd64", "os": "linux"});
-    let index = serde_json::to_vec(&json!({
-        "schemaVersion": 2,
-        "mediaType": INDEX,
-        "manifests": [manifest_descriptor]
-    }))?;
+    let config = ImageConfigurationBuilder::default()
+        .created(EPOCH.to_owned())
+        .architecture(Arch::Amd64)
+        .os(Os::Linux)
+        .config(settings.build()?)
+        .rootfs(
+            RootFsBuilder::default()
+                .typ("layers")
+                .diff_ids(vec![sha256(&layer)])
+                .build()?,
+        )
+        .history(vec![
+            HistoryBuilder::default()
+                .created(EPOCH.to_owned())
+                .created_by(format!("make image: {}", image.title))
+                .build()?,
+        ])
+        .build()?;
+    let config = canonical(&config)?;
+    let manifest = ImageManifestBuilder::default()
+        .schema_version(SCHEMA_VERSION)
+        .media_type(MediaType::ImageManifest)
+        .config(descriptor(MediaType::ImageConfig, &config)?)
+        .layers(vec![descriptor(MediaType::ImageLayerGzip, &compressed)?])
+        .build()?;
+    let manifest = canonical(&manifest)?;
+    let mut manifest_descriptor = descriptor(MediaType::ImageManifest, &manifest)?;
+    manifest_descriptor.set_annotations(Some(HashMap::from([(
+        "org.opencontainers.image.ref.name".to_owned(),
+        image.tag.clone(),
+    )])));
+    manifest_descriptor.set_platform(Some(linux_amd64()?));
+    let index = ImageIndexBuilder::default()
+        .schema_version(SCHEMA_VERSION)
+        .media_type(MediaType::ImageIndex)
+        .manifests(vec![manifest_descriptor])
+        .build()?;
+    let index = canonical(&index)?;
     let mut archive = tar::Builder::new(
         std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?,
     );
