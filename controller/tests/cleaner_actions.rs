@@ -10,11 +10,9 @@
 use std::sync::Arc;
 
 use base64::Engine;
-use http::{Request, Response, StatusCode};
+use http::StatusCode;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::Client;
 use kube::api::{ApiResource, PropagationPolicy};
-use kube::client::Body;
 use kube::runtime::events::{Recorder, Reporter};
 use kube_retention_common::sink_policy::SinkPolicy;
 use kube_retention_controller::cleaners::act::{Cleaning, clean, retire};
@@ -22,7 +20,6 @@ use kube_retention_controller::cleaners::book::{self, Clean, Doomed};
 use kube_retention_controller::cleaners::sink::Sender;
 use kube_retention_controller::executor::Budget;
 use serde_json::{Value, json};
-use tower_test::mock;
 
 /// A request the API server saw: `METHOD path?query`, and its body.
 type Seen = (String, Value);
@@ -43,29 +40,16 @@ fn refusal(code: StatusCode, message: &str) -> (StatusCode, Value) {
 /// Runs `clean` (and the Cleaner's own deletion if it succeeded) against an API server that
 /// answers with `answers`; returns what it answered and every request seen, in order.
 async fn cleaning(group: Clean, answers: Answers) -> (Result<Vec<String>, String>, Vec<Seen>) {
-    let (service, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
+    let (client, mut api) = kube_retention_apimock::pair();
     let server = tokio::spawn(async move {
         let mut seen = Vec::new();
-        while let Some((request, send)) = handle.next_request().await {
-            let method = request.method().to_string();
-            let path = request.uri().path().to_owned();
-            let query = match request.uri().query() {
-                Some(query) if !query.is_empty() => format!("?{query}"),
-                _ => String::new(),
-            };
-            let bytes = request.into_body().collect_bytes().await.unwrap();
-            let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-            let (status, answer) = answers(&method, &path);
-            seen.push((format!("{method} {path}{query}"), body));
-            let response = Response::builder()
-                .status(status)
-                .body(Body::from(serde_json::to_vec(&answer).unwrap()))
-                .unwrap();
-            send.send_response(response);
+        while let Some(received) = api.next().await {
+            let (status, answer) = answers(&received.method, &received.path);
+            seen.push((received.line(), received.body.clone()));
+            received.reply(status.as_u16(), &answer);
         }
         seen
     });
-    let client = Client::new(service, "default");
     let reporter = Reporter {
         controller: "test".into(),
         instance: None,

@@ -12,11 +12,9 @@ mod work_support;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use http::{Request, Response, StatusCode};
+use http::StatusCode;
 use jiff::Timestamp;
-use kube::Client;
 use kube::api::PropagationPolicy;
-use kube::client::Body;
 use kube::runtime::events::{Recorder, Reporter};
 use kube_retention_common::{Registry, StampChange};
 use kube_retention_controller::executor::{Budget, Executor, Feedback, Parts, Settings};
@@ -24,13 +22,12 @@ use kube_retention_controller::metrics::{DeletionLabels, KindLabels, Metrics};
 use kube_retention_controller::state::{Action, Failure};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use tower_test::mock::{self, Handle};
 use work_support::{deletion, key, labelling, stamping};
 
 const JOB: &str = "/apis/batch/v1/namespaces/team/jobs/done";
 
 struct ApiServer {
-    handle: Handle<Request<Body>, Response<Body>>,
+    server: kube_retention_apimock::ApiServer,
     executor: Executor,
     feedback: mpsc::UnboundedReceiver<Feedback>,
     metrics: Metrics,
@@ -38,8 +35,7 @@ struct ApiServer {
 
 impl ApiServer {
     fn start(propagation: PropagationPolicy) -> Self {
-        let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
-        let client = Client::new(service, "default");
+        let (client, server) = kube_retention_apimock::pair();
         let metrics = Metrics::default();
         let (feedback_tx, feedback) = mpsc::unbounded_channel();
         let recorder = Recorder::new(
@@ -64,7 +60,7 @@ impl ApiServer {
             feedback: feedback_tx,
         });
         Self {
-            handle,
+            server,
             executor,
             feedback,
             metrics,
@@ -73,22 +69,21 @@ impl ApiServer {
 
     /// The next request: its method, path, content type and body; answered with `status` and a
     /// Status object saying `message`.
+    /// Answers the next request with a Status of `status` saying `message`; returns its
+    /// method, path, content type and body.
     async fn answer(
         &mut self,
         status: StatusCode,
         message: &str,
     ) -> (String, String, String, Value) {
-        let (request, send) = self.handle.next_request().await.expect("a request");
-        let seen = describe(request).await;
-        let reason = if status.is_success() { "" } else { "Refused" };
-        let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                          "status": if status.is_success() { "Success" } else { "Failure" },
-                          "message": message, "reason": reason, "code": status.as_u16()});
-        let response = Response::builder()
-            .status(status)
-            .body(Body::from(serde_json::to_vec(&body).unwrap()))
-            .unwrap();
-        send.send_response(response);
+        let received = self.server.next().await.expect("a request");
+        let seen = (
+            received.method.clone(),
+            received.path.clone(),
+            received.content_type.clone(),
+            received.body.clone(),
+        );
+        received.refuse(status.as_u16(), message);
         seen
     }
 
@@ -99,19 +94,6 @@ impl ApiServer {
             .ok()
             .flatten()
     }
-}
-
-async fn describe(request: Request<Body>) -> (String, String, String, Value) {
-    let method = request.method().to_string();
-    let path = request.uri().path().to_owned();
-    let content_type = request
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .map(|value| value.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    let bytes = request.into_body().collect_bytes().await.unwrap();
-    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    (method, path, content_type, body)
 }
 
 fn delete_failure(feedback: Option<Feedback>) -> Option<Failure> {
@@ -210,8 +192,8 @@ async fn each_refusal_of_a_deletion_means_what_it_says() {
 async fn no_answer_at_all_is_the_api_server_unavailable() {
     let mut server = ApiServer::start(PropagationPolicy::Background);
     server.executor.submit(deletion("team", "done"));
-    let (_request, send) = server.handle.next_request().await.unwrap();
-    send.send_error(std::io::Error::other("connection reset"));
+    let received = server.server.next().await.unwrap();
+    received.break_off("connection reset");
     let failure = delete_failure(server.feedback().await);
     assert!(
         matches!(&failure, Some(Failure::Unavailable(message)) if message.contains("connection reset")),

@@ -8,15 +8,11 @@
 use std::time::Duration;
 
 use backon::ExponentialBuilder;
-use http::{Request, Response, StatusCode};
-use kube::Client;
-use kube::client::Body;
+use kube_retention_apimock::Received;
 use kube_retention_common::api::{PolicyStatus, RetentionPolicy, RetentionPolicySpec};
 use kube_retention_controller::policy_status::writes::{self, StatusWrites};
 use kube_retention_controller::state::PolicyKey;
-use serde_json::json;
 use tokio::time::Instant;
-use tower_test::mock::{self, Handle, SendResponse};
 
 const PATH: &str =
     "/apis/retention.dev/v1alpha1/namespaces/team-a/retentionpolicies/nightly/status";
@@ -47,17 +43,17 @@ fn call(at: u64, matched: u64) -> Call {
 }
 
 struct ApiServer {
-    handle: Handle<Request<Body>, Response<Body>>,
+    server: kube_retention_apimock::ApiServer,
     started: Instant,
     calls: Vec<Call>,
 }
 
 impl ApiServer {
     fn start(retry: ExponentialBuilder) -> (Self, StatusWrites) {
-        let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
-        let (writes, _task) = StatusWrites::spawn(Client::new(service, "default"), retry);
+        let (client, server) = kube_retention_apimock::pair();
+        let (writes, _task) = StatusWrites::spawn(client, retry);
         let server = Self {
-            handle,
+            server,
             started: Instant::now(),
             calls: Vec::new(),
         };
@@ -65,41 +61,27 @@ impl ApiServer {
     }
 
     /// The next request, recorded; `None` if none comes within an hour.
-    async fn next(&mut self) -> Option<SendResponse<Response<Body>>> {
-        let next = self.handle.next_request();
-        let (request, respond) = tokio::time::timeout(Duration::from_secs(3600), next)
-            .await
-            .ok()??;
-        let method = request.method().to_string();
-        let path = request.uri().path().to_owned();
-        let body = request.into_body().collect_bytes().await.unwrap();
-        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    async fn next(&mut self) -> Option<Received> {
+        let received = self.server.next().await?;
         self.calls.push(Call {
             at: self.started.elapsed(),
-            method,
-            path,
-            matched: body["status"]["matched"].as_u64().unwrap(),
+            method: received.method.clone(),
+            path: received.path.clone(),
+            matched: received.body["status"]["matched"].as_u64().unwrap(),
         });
-        Some(respond)
+        Some(received)
     }
 
     /// Answers the next request with `code` (a Status), or with the policy when it is 200.
     async fn answer(&mut self, code: u16) {
-        let respond = self.next().await.expect("a request");
-        let body = if code == 200 {
+        let received = self.next().await.expect("a request");
+        if code == 200 {
             let mut policy = RetentionPolicy::new("nightly", RetentionPolicySpec::default());
             policy.metadata.namespace = Some("team-a".into());
-            serde_json::to_vec(&policy).unwrap()
+            received.reply(200, &serde_json::to_value(&policy).unwrap());
         } else {
-            let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                                "status": "Failure", "message": "refused", "code": code});
-            serde_json::to_vec(&status).unwrap()
-        };
-        let response = Response::builder()
-            .status(StatusCode::from_u16(code).unwrap())
-            .body(Body::from(body))
-            .unwrap();
-        respond.send_response(response);
+            received.refuse(code, "refused");
+        }
     }
 
     /// Whether no further request comes within an hour.
@@ -171,7 +153,7 @@ async fn a_newer_status_waits_for_the_write_under_way() {
         [call(0, 3)],
         "one write of a policy at a time"
     );
-    first.send_error("connection reset");
+    first.break_off("connection reset");
     server.answer(200).await;
     assert!(server.quiet().await);
     assert_eq!(server.calls, [call(0, 3), call(5, 4)]);

@@ -1,33 +1,16 @@
-//! The start-up checks against a mocked API server (tower-test): discovery decides which kinds
+//! The start-up checks against a mocked API server (`kube-retention-apimock`): discovery decides which kinds
 //! are watched (an optional kind not served is skipped, a required one stops the controller, an
 //! API server that cannot answer is an error naming what was asked, not "not served"), and the
 //! permission check asks one SelfSubjectAccessReview per verb and lists every one refused.
 
 #![allow(clippy::unwrap_used)]
 
-use http::{Request, Response, StatusCode};
-use kube::Client;
-use kube::client::Body;
 use kube_retention_common::Registry;
 use kube_retention_common::kinds::{Entry, Resource};
 use kube_retention_controller::{Error, startup};
 use serde_json::{Value, json};
-use tower_test::mock::{self, Handle};
 
-type ApiServer = Handle<Request<Body>, Response<Body>>;
-
-fn client() -> (Client, ApiServer) {
-    let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
-    (Client::new(service, "default"), handle)
-}
-
-fn respond(send: mock::SendResponse<Response<Body>>, status: StatusCode, body: &Value) {
-    let response = Response::builder()
-        .status(status)
-        .body(Body::from(serde_json::to_vec(body).unwrap()))
-        .unwrap();
-    send.send_response(response);
-}
+use kube_retention_apimock::{ApiServer, pair as client};
 
 fn resource_list(group_version: &str, plurals: &[&str]) -> Value {
     let resources: Vec<Value> = plurals
@@ -41,17 +24,12 @@ fn resource_list(group_version: &str, plurals: &[&str]) -> Value {
            "resources": resources})
 }
 
-fn not_found() -> Value {
-    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 404,
-           "reason": "NotFound", "message": "the server could not find the requested resource"})
-}
-
 /// Answers discovery: the core and batch groups are served, Shipwright and OpenShift are not
 /// (or, with `failing`, that group version's request fails with 503).
 async fn discovery(mut server: ApiServer, failing: Option<&'static str>) -> Vec<String> {
     let mut asked = Vec::new();
-    while let Some((request, send)) = server.next_request().await {
-        let path = request.uri().path().to_owned();
+    while let Some(received) = server.next().await {
+        let path = received.path.clone();
         asked.push(path.clone());
         let served = match path.as_str() {
             "/api/v1" => Some(resource_list("v1", &["pods"])),
@@ -60,12 +38,10 @@ async fn discovery(mut server: ApiServer, failing: Option<&'static str>) -> Vec<
         };
         match served {
             _ if failing.is_some_and(|failing| path.ends_with(failing)) => {
-                let unavailable = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                                         "code": 503, "message": "etcd is unhappy"});
-                respond(send, StatusCode::SERVICE_UNAVAILABLE, &unavailable);
+                received.refuse(503, "etcd is unhappy");
             }
-            Some(list) => respond(send, StatusCode::OK, &list),
-            None => respond(send, StatusCode::NOT_FOUND, &not_found()),
+            Some(list) => received.reply(200, &list),
+            None => received.refuse(404, "the server could not find the requested resource"),
         }
     }
     asked
@@ -133,16 +109,12 @@ async fn access_reviews(
     broken: fn(&str, &str) -> bool,
 ) -> Vec<String> {
     let mut asked = Vec::new();
-    while let Some((request, send)) = server.next_request().await {
+    while let Some(received) = server.next().await {
         assert_eq!(
-            (request.method().as_str(), request.uri().path()),
-            (
-                "POST",
-                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
-            )
+            received.line(),
+            "POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
         );
-        let body = request.into_body().collect_bytes().await.unwrap();
-        let review: Value = serde_json::from_slice(&body).unwrap();
+        let review = received.body.clone();
         let attributes = &review["spec"]["resourceAttributes"];
         let text = |key: &str| attributes[key].as_str().unwrap_or_default().to_owned();
         let (verb, resource) = (text("verb"), text("resource"));
@@ -152,15 +124,13 @@ async fn access_reviews(
             text("namespace")
         ));
         if broken(&verb, &resource) {
-            let failing = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                                 "code": 500, "message": "webhook authorizer timed out"});
-            respond(send, StatusCode::INTERNAL_SERVER_ERROR, &failing);
+            received.refuse(500, "webhook authorizer timed out");
             continue;
         }
         let allowed = !refused(&verb, &resource);
         let mut answer = review.clone();
         answer["status"] = json!({"allowed": allowed});
-        respond(send, StatusCode::CREATED, &answer);
+        received.reply(201, &answer);
     }
     asked
 }

@@ -8,7 +8,7 @@ mod api_server;
 
 use std::sync::Arc;
 
-use api_server::{code, ok, start};
+use api_server::{code, start};
 use kube_retention_webhook::access::{CACHE_FOR, ControllerAccess, Reviews};
 use serde_json::{Value, json};
 
@@ -56,8 +56,7 @@ async fn served_finds_the_plural_by_discovery_of_the_group_version() {
         };
         let seen = server.next().await.expect("a discovery request");
         assert_eq!((seen.method.as_str(), seen.path.as_str()), ("GET", path));
-        seen.respond
-            .send_response(ok(resources(api_version, &listed)));
+        seen.reply(200, &resources(api_version, &listed));
         assert_eq!(
             served.await.unwrap().unwrap().as_deref(),
             plural,

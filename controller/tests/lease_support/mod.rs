@@ -1,4 +1,5 @@
-//! A mocked API server for the leader elector's tests (tower-test), on paused time: it records
+//! The mocked API server (`kube-retention-apimock`) for the leader elector's tests, on paused
+//! time: it records
 //! each request to the Lease (when, since the elector started; its method and path) and each
 //! leadership the elector published and when, and answers each request as the test says.
 
@@ -6,15 +7,15 @@
 
 use std::time::Duration;
 
-use http::{Request, Response, StatusCode};
-use kube::Client;
+use http::Response;
 use kube::client::Body;
+use kube_retention_apimock::Received;
 use kube_retention_controller::leader::Elector;
 use kube_retention_runtime::supervise::Supervised;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio::time::Instant;
-use tower_test::mock::{self, Handle, SendResponse};
+use tower_test::mock::SendResponse;
 
 /// This replica.
 pub const ME: &str = "replica-a";
@@ -76,7 +77,7 @@ pub fn lease(holder: Option<&str>, renewed: &str, transitions: i32, version: &st
 }
 
 pub struct ApiServer {
-    handle: Handle<Request<Body>, Response<Body>>,
+    server: kube_retention_apimock::ApiServer,
     /// Dropped by [`ApiServer::stop`]: the elector's signal to step down.
     leadership: Option<watch::Receiver<bool>>,
     task: Supervised,
@@ -94,8 +95,7 @@ impl ApiServer {
 
     /// As [`ApiServer::start`], the elector shaped by `shape` first.
     pub fn start_with(shape: impl FnOnce(Elector) -> Elector) -> Self {
-        let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
-        let client = Client::new(service, "default");
+        let (client, server) = kube_retention_apimock::pair();
         let elector = shape(Elector::new(
             client,
             "kube-retention",
@@ -105,7 +105,7 @@ impl ApiServer {
         ));
         let (leadership, task) = elector.spawn();
         Self {
-            handle,
+            server,
             leadership: Some(leadership),
             task,
             started: Instant::now(),
@@ -114,69 +114,58 @@ impl ApiServer {
         }
     }
 
-    /// The next request, recorded, with its body (`Null` for none); `None` if none comes within
-    /// an hour. Leadership published meanwhile is recorded as it happens.
-    pub async fn next(&mut self) -> Option<(Value, SendResponse<Response<Body>>)> {
-        let quiet = Instant::now() + Duration::from_secs(3600);
+    /// The next request, recorded; `None` if none comes within an hour. Leadership published
+    /// meanwhile is recorded as it happens.
+    pub async fn next(&mut self) -> Option<Received> {
         let Self {
-            handle,
+            server,
             leadership,
             started,
             published,
             ..
         } = &mut *self;
-        let (request, respond) = loop {
+        let received = loop {
             let changed = async {
                 match leadership {
                     Some(leadership) => leadership.changed().await.map(|()| *leadership.borrow()),
                     None => std::future::pending().await,
                 }
             };
+            // `next` takes a request whole in one poll (its body is already in memory), so the
+            // other branch never cancels it halfway.
             tokio::select! {
-                next = handle.next_request() => break next?,
+                next = server.next() => break next?,
                 Ok(leading) = changed => published.push((started.elapsed(), leading)),
-                () = tokio::time::sleep_until(quiet) => return None,
             }
         };
         self.calls.push(Call {
             at: self.started.elapsed(),
-            method: request.method().to_string(),
-            path: request.uri().path().to_owned(),
+            method: received.method.clone(),
+            path: received.path.clone(),
         });
-        let bytes = request.into_body().collect_bytes().await.unwrap();
-        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Some((body, respond))
+        Some(received)
     }
 
     /// Answers the next request with `code` and `body`; returns the request's body.
     pub async fn reply(&mut self, code: u16, body: &Value) -> Value {
-        let (request, respond) = self.next().await.expect("a request");
-        let response = Response::builder()
-            .status(StatusCode::from_u16(code).unwrap())
-            .body(Body::from(serde_json::to_vec(body).unwrap()))
-            .unwrap();
-        respond.send_response(response);
-        request
+        let received = self.next().await.expect("a request");
+        let asked = received.body.clone();
+        received.reply(code, body);
+        asked
     }
 
-    /// Answers the next request with a Status of `code`; returns the request's body.
+    /// Answers the next request with the API server's Status for `code`; returns the request's
+    /// body.
     pub async fn refuse(&mut self, code: u16) -> Value {
-        // kube's get_opt knows a missing object by its reason, as the API server gives it.
-        let reason = match code {
-            404 => "NotFound",
-            409 => "Conflict",
-            403 => "Forbidden",
-            _ => "InternalError",
-        };
-        let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                            "status": "Failure", "message": "refused", "reason": reason,
-                            "code": code});
-        self.reply(code, &status).await
+        let received = self.next().await.expect("a request");
+        let asked = received.body.clone();
+        received.refuse(code, "refused");
+        asked
     }
 
     /// Takes the next request and leaves it unanswered while the returned sender lives.
     pub async fn hang(&mut self) -> SendResponse<Response<Body>> {
-        self.next().await.expect("a request").1
+        self.next().await.expect("a request").unanswered()
     }
 
     /// No Lease yet: the elector creates it and leads (resourceVersion 1). Returns what it posted.

@@ -1,5 +1,5 @@
-//! A mocked API server (tower-test) for `access::Reviews`, in the style of controller-rs's
-//! `ApiServerVerifier`: the test takes each request the client sends, checks it, and answers it.
+//! The mocked API server (`kube-retention-apimock`) for `access::Reviews`: the test takes each
+//! request the client sends, checks it, and answers it.
 //! Shared by the access tests (`access_reviews`, `access_served`).
 
 #![allow(dead_code, clippy::unwrap_used)] // each test file uses a subset
@@ -8,71 +8,42 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::{Response, StatusCode};
-use kube::Client;
-use kube::client::Body;
+use kube_retention_apimock::Received;
 use kube_retention_webhook::access::{Request, Reviews, Subject};
 use serde_json::{Value, json};
-use tower_test::mock::{self, Handle, SendResponse};
 
 pub const CONTROLLER: &str = "system:serviceaccount:kube-retention:kube-retention-controller";
 pub const REVIEWS: &str = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
 
-pub struct ApiServer {
-    handle: Handle<http::Request<Body>, Response<Body>>,
-}
-
-/// A request the API server saw (its query string left out: none of these requests has
-/// parameters, so it must be empty), and the means to answer it.
-pub struct Seen {
-    pub method: String,
-    pub path: String,
-    pub body: Value,
-    pub respond: SendResponse<Response<Body>>,
-}
-
 pub fn start(time_to_live: Duration) -> (ApiServer, Arc<Reviews>) {
-    let (service, handle) = mock::pair::<http::Request<Body>, Response<Body>>();
-    let client = Client::new(service, "default");
+    let (client, server) = kube_retention_apimock::pair();
     let reviews = Reviews::caching_for(client, CONTROLLER, time_to_live);
-    (ApiServer { handle }, Arc::new(reviews))
+    (ApiServer(server), Arc::new(reviews))
 }
+
+/// The mocked API server, with the answers these tests give.
+pub struct ApiServer(pub kube_retention_apimock::ApiServer);
 
 impl ApiServer {
-    /// The next request; `None` if none comes within an hour.
-    pub async fn next(&mut self) -> Option<Seen> {
-        let next = self.handle.next_request();
-        let (request, respond) = tokio::time::timeout(Duration::from_secs(3600), next)
-            .await
-            .ok()??;
-        let method = request.method().to_string();
-        let path = request.uri().path().to_owned();
-        let query = request.uri().query().unwrap_or_default();
-        assert!(query.is_empty(), "{method} {path}?{query}");
-        let bytes = request.into_body().collect_bytes().await.unwrap();
-        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Some(Seen {
-            method,
-            path,
-            body,
-            respond,
-        })
+    /// The next request, which has no query string (none of these requests has parameters);
+    /// `None` if none comes.
+    pub async fn next(&mut self) -> Option<Received> {
+        let received = self.0.next().await?;
+        assert!(received.query.is_empty(), "{}", received.line());
+        Some(received)
     }
 
     /// Answers the next request, which must be a SubjectAccessReview, with `allowed`; returns
     /// the review's spec.
     pub async fn review(&mut self, allowed: bool) -> Value {
         let seen = self.next().await.expect("a SubjectAccessReview");
-        assert_eq!(
-            (seen.method.as_str(), seen.path.as_str()),
-            ("POST", REVIEWS)
-        );
+        assert_eq!(seen.line(), format!("POST {REVIEWS}"));
         assert_eq!(seen.body["apiVersion"], "authorization.k8s.io/v1");
         assert_eq!(seen.body["kind"], "SubjectAccessReview");
         let spec = seen.body["spec"].clone();
         let answer = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
                             "metadata": {}, "spec": spec, "status": {"allowed": allowed}});
-        seen.respond.send_response(ok(answer));
+        seen.reply(200, &answer);
         spec
     }
 
@@ -80,27 +51,15 @@ impl ApiServer {
     /// and path.
     pub async fn fail(&mut self, code: u16) -> (String, String) {
         let seen = self.next().await.expect("a request");
-        let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                            "status": "Failure", "message": "refused", "code": code});
-        let response = Response::builder()
-            .status(StatusCode::from_u16(code).unwrap())
-            .body(Body::from(serde_json::to_vec(&status).unwrap()))
-            .unwrap();
-        seen.respond.send_response(response);
-        (seen.method, seen.path)
+        let asked = (seen.method.clone(), seen.path.clone());
+        seen.refuse(code, "refused");
+        asked
     }
 
-    /// Whether no further request comes within an hour.
+    /// Whether no further request comes.
     pub async fn quiet(&mut self) -> bool {
-        self.next().await.is_none()
+        self.0.quiet().await
     }
-}
-
-pub fn ok(body: Value) -> Response<Body> {
-    Response::builder()
-        .status(StatusCode::OK)
-        .body(Body::from(serde_json::to_vec(&body).unwrap()))
-        .unwrap()
 }
 
 pub fn writer(user: &str) -> Subject {
