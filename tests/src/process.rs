@@ -79,6 +79,23 @@ impl Tracked {
         (ours && !zombie).then_some(Pid::from_raw(pid))
     }
 
+    /// SIGKILLs the running process and waits until it is gone (at most 5 s); an error if it
+    /// was not running or survives.
+    pub fn kill(&self) -> Result<()> {
+        let pid = self
+            .live_pid()
+            .with_context(|| format!("{} is not running", self.name))?;
+        kill(pid, Signal::SIGKILL)?;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.live_pid().is_some() {
+            if Instant::now() > deadline {
+                bail!("{} (pid {pid}) survived SIGKILL", self.name);
+            }
+            sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
     /// Stops the process: SIGTERM, then SIGKILL after `grace`. Removes the pid file either way.
     pub fn stop(&self, grace: Duration) -> Result<bool> {
         let stopped = match self.live_pid() {
@@ -89,14 +106,7 @@ impl Tracked {
                     sleep(Duration::from_millis(50));
                 }
                 if self.live_pid().is_some() {
-                    kill(pid, Signal::SIGKILL).ok();
-                    let deadline = Instant::now() + Duration::from_secs(5);
-                    while self.live_pid().is_some() {
-                        if Instant::now() > deadline {
-                            bail!("{} (pid {pid}) survived SIGKILL", self.name);
-                        }
-                        sleep(Duration::from_millis(20));
-                    }
+                    self.kill()?;
                 }
                 true
             }

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Result, ensure};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::batch::v1::Job;
 use kube::Api;
@@ -15,7 +15,6 @@ use kube_retention_e2e::cluster::CONTROLLER_SERVICE_ACCOUNT;
 use kube_retention_e2e::components::{self, CONTROLLER, SECOND_CONTROLLER};
 use kube_retention_e2e::process::tracked;
 use libtest_mimic::Trial;
-use nix::sys::signal::{Signal, kill};
 use serde_json::json;
 
 use crate::audit;
@@ -61,12 +60,7 @@ async fn create_jobs(
 async fn restart(ns: TestNamespace) -> Result<()> {
     let cluster = ns.env.cluster.clone();
     let controller = tracked(&cluster.layout.state_dir, &[CONTROLLER]).remove(0);
-    let pid = controller.live_pid().context("the controller runs")?;
-    kill(pid, Signal::SIGKILL)?;
-    eventually(Duration::from_secs(5), "the controller gone", || async {
-        Ok(controller.live_pid().is_none())
-    })
-    .await?;
+    controller.kill()?;
 
     let outcome = async {
         let ttl = json!({"retention.dev/ttl-after-finished": "2s"});

@@ -146,12 +146,7 @@ async fn sigkills(ns: TestNamespace) -> Result<()> {
     let outcome = async {
         for _ in 0..kills {
             tokio::time::sleep(Duration::from_secs(2) + jitter(&mut seed, 4000)).await;
-            let pid = controller.live_pid().context("the controller runs")?;
-            kill(pid, Signal::SIGKILL)?;
-            eventually(Duration::from_secs(5), "the controller gone", || async {
-                Ok(controller.live_pid().is_none())
-            })
-            .await?;
+            controller.kill()?;
             tokio::time::sleep(Duration::from_millis(200) + jitter(&mut seed, 800)).await;
             restarts.push(Timestamp::now());
             components::start_controller(&cluster, CONTROLLER, cluster.controller_port, &[])?;

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use jiff::Timestamp;
 use kube::Api;
 use kube_retention_common::cleaner::Cleaner;
@@ -12,7 +12,6 @@ use kube_retention_e2e::LocalCluster;
 use kube_retention_e2e::cluster::CONTROLLER_SERVICE_ACCOUNT;
 use kube_retention_e2e::components::{self, CONTROLLER};
 use kube_retention_e2e::process::tracked;
-use nix::sys::signal::{Signal, kill};
 use serde_json::json;
 
 use super::{create_cleaner, expect, revision, revisions};
@@ -44,12 +43,7 @@ pub async fn evaluated_once(ns: TestNamespace) -> Result<()> {
 
     let cluster = ns.env.cluster.clone();
     let controller = tracked(&cluster.layout.state_dir, &[CONTROLLER]).remove(0);
-    let pid = controller.live_pid().context("the controller runs")?;
-    kill(pid, Signal::SIGKILL)?;
-    eventually(Duration::from_secs(5), "the controller gone", || async {
-        Ok(controller.live_pid().is_none())
-    })
-    .await?;
+    controller.kill()?;
     let all: Api<Cleaner> = Api::all(ns.env.client.clone());
     let existing = all.list(&Default::default()).await?.items.len();
     let restarted_at = Timestamp::now();
