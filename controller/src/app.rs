@@ -16,8 +16,8 @@
 //! - `policy-status-writer`: policies' status writes and their retries.
 
 use std::num::NonZeroU32;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use axum::Router;
@@ -140,7 +140,6 @@ impl Args {
         }
         let (executor, executing) = Executor::spawn(Parts {
             client: client.clone(),
-            kinds: Arc::new(RwLock::new(watched.clone())),
             settings: Settings {
                 budget,
                 propagation,

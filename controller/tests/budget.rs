@@ -8,7 +8,7 @@
 mod work_support;
 
 use std::num::NonZeroU32;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -56,7 +56,6 @@ fn executor(client: &Client, budget: Budget, metrics: &Metrics) -> Executor {
     let (feedback, _) = mpsc::unbounded_channel();
     let (executor, _tasks) = Executor::spawn(Parts {
         client: client.clone(),
-        kinds: Arc::new(RwLock::new(Registry::builtin().clone())),
         settings: Settings {
             budget,
             propagation: PropagationPolicy::Background,
@@ -87,9 +86,9 @@ async fn a_namespaces_single_deletion_goes_out_right_after_anothers_first() {
     let executor = executor(&client, Budget::unlimited(), &metrics);
     // All submitted before the executor's task first runs (one thread): one backlog.
     for n in 0..2_000 {
-        executor.submit(deletion("flood", &format!("job-{n}")));
+        executor.submit(deletion("flood", &format!("job-{n}")), Registry::builtin());
     }
-    executor.submit(deletion("quiet", "due"));
+    executor.submit(deletion("quiet", "due"), Registry::builtin());
     eventually("three DELETEs", || seen.lock().unwrap().len() >= 3).await;
     let first: Vec<String> = seen.lock().unwrap()[..3].to_vec();
     assert_eq!(
@@ -110,7 +109,7 @@ async fn informational_work_beyond_the_bound_is_dropped_and_counted() {
     let executor = executor(&client, budget, &metrics);
     let bound = kube_retention_controller::executor::queue::MAX_QUEUED_EVENTS;
     for n in 0..bound + 50 {
-        executor.submit(warning("loud", &n.to_string()));
+        executor.submit(warning("loud", &n.to_string()), Registry::builtin());
     }
     eventually("50 dropped", || metrics.events_dropped.get() >= 50).await;
     assert_eq!(metrics.events_dropped.get(), 50);

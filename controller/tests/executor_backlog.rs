@@ -11,22 +11,22 @@ use std::collections::HashMap;
 use jiff::{SignedDuration, Timestamp};
 use kube_retention_controller::executor::queue::{Backlog, MAX_QUEUED_EVENTS, Work};
 use proptest::prelude::*;
-use work_support::{deletion, event, labelling, named, stamping, warning};
+use work_support::{deletion, event, jobs, labelling, named, stamping, warning};
 
 fn delete(namespace: &str, name: &str) -> Work {
-    Work::Action(deletion(namespace, name))
+    Work::Action(deletion(namespace, name), jobs())
 }
 
 fn stamp(namespace: &str, name: &str, at: Timestamp) -> Work {
-    Work::Action(stamping(namespace, name, at))
+    Work::Action(stamping(namespace, name, at), jobs())
 }
 
 fn label(namespace: &str, name: &str) -> Work {
-    Work::Action(labelling(namespace, name))
+    Work::Action(labelling(namespace, name), jobs())
 }
 
 fn warn(namespace: &str, name: &str) -> Work {
-    Work::Action(warning(namespace, name))
+    Work::Action(warning(namespace, name), jobs())
 }
 
 fn now() -> Timestamp {

@@ -9,7 +9,6 @@
 
 mod work_support;
 
-use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use http::StatusCode;
@@ -47,7 +46,6 @@ impl ApiServer {
         );
         let (executor, _tasks) = Executor::spawn(Parts {
             client,
-            kinds: Arc::new(RwLock::new(Registry::builtin().clone())),
             settings: Settings {
                 budget: Budget::unlimited(),
                 propagation,
@@ -118,7 +116,9 @@ async fn a_deletion_carries_uid_and_resource_version_preconditions_and_the_propa
         (PropagationPolicy::Orphan, "Orphan"),
     ] {
         let mut server = ApiServer::start(propagation);
-        server.executor.submit(deletion("team", "done"));
+        server
+            .executor
+            .submit(deletion("team", "done"), Registry::builtin());
         let (method, path, _, body) = server.answer(StatusCode::OK, "").await;
         assert_eq!((method.as_str(), path.as_str()), ("DELETE", JOB));
         assert_eq!(
@@ -166,7 +166,9 @@ async fn each_refusal_of_a_deletion_means_what_it_says() {
     ];
     for (status, expected) in cases {
         let mut server = ApiServer::start(PropagationPolicy::Background);
-        server.executor.submit(deletion("team", "done"));
+        server
+            .executor
+            .submit(deletion("team", "done"), Registry::builtin());
         server.answer(status, "said by the server").await;
         assert_eq!(
             delete_failure(server.feedback().await),
@@ -191,7 +193,9 @@ async fn each_refusal_of_a_deletion_means_what_it_says() {
 #[tokio::test(start_paused = true)]
 async fn no_answer_at_all_is_the_api_server_unavailable() {
     let mut server = ApiServer::start(PropagationPolicy::Background);
-    server.executor.submit(deletion("team", "done"));
+    server
+        .executor
+        .submit(deletion("team", "done"), Registry::builtin());
     let received = server.server.next().await.unwrap();
     received.break_off("connection reset");
     let failure = delete_failure(server.feedback().await);
@@ -205,7 +209,9 @@ async fn no_answer_at_all_is_the_api_server_unavailable() {
 async fn a_stamp_is_a_merge_patch_and_its_removal_is_conditional_on_the_version_judged() {
     let mut server = ApiServer::start(PropagationPolicy::Background);
     let at = Timestamp::from_second(1_800_000_000).unwrap();
-    server.executor.submit(stamping("team", "done", at));
+    server
+        .executor
+        .submit(stamping("team", "done", at), Registry::builtin());
     let (method, path, content_type, body) = server.answer(StatusCode::OK, "").await;
     assert_eq!((method.as_str(), path.as_str()), ("PATCH", JOB));
     assert_eq!(content_type, "application/merge-patch+json");
@@ -215,11 +221,14 @@ async fn a_stamp_is_a_merge_patch_and_its_removal_is_conditional_on_the_version_
         json!({"metadata": {"annotations": {
             "retention.dev/expires-at": stamp, "retention.dev/stamped": stamp}}})
     );
-    server.executor.submit(Action::Stamp {
-        key: key("team", "done"),
-        change: StampChange::Remove(at),
-        resource_version: "7".into(),
-    });
+    server.executor.submit(
+        Action::Stamp {
+            key: key("team", "done"),
+            change: StampChange::Remove(at),
+            resource_version: "7".into(),
+        },
+        Registry::builtin(),
+    );
     let (_, _, _, body) = server.answer(StatusCode::CONFLICT, "changed").await;
     assert_eq!(
         body,
@@ -235,7 +244,9 @@ async fn a_stamp_is_a_merge_patch_and_its_removal_is_conditional_on_the_version_
 #[tokio::test(start_paused = true)]
 async fn an_object_the_webhook_never_saw_is_labelled_and_a_refusal_fed_back() {
     let mut server = ApiServer::start(PropagationPolicy::Background);
-    server.executor.submit(labelling("team", "done"));
+    server
+        .executor
+        .submit(labelling("team", "done"), Registry::builtin());
     let (method, path, _, body) = server.answer(StatusCode::OK, "").await;
     assert_eq!((method.as_str(), path.as_str()), ("PATCH", JOB));
     assert_eq!(
@@ -247,7 +258,9 @@ async fn an_object_the_webhook_never_saw_is_labelled_and_a_refusal_fed_back() {
         "a label done is not fed back"
     );
     assert_eq!(server.metrics.labelled.get(), 1);
-    server.executor.submit(labelling("team", "done"));
+    server
+        .executor
+        .submit(labelling("team", "done"), Registry::builtin());
     server
         .answer(StatusCode::FORBIDDEN, "no patch for you")
         .await;

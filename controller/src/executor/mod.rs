@@ -11,7 +11,7 @@
 //! another's single due object. The budget itself ([`Budget`]) is shared with the Cleaners,
 //! whose DELETEs wait on it too.
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use std::time::Duration;
 
@@ -25,7 +25,7 @@ use tokio::sync::{Semaphore, mpsc};
 
 use crate::metrics::Metrics;
 use crate::state::{Action, Failure, ObjectKey, PolicyKey};
-use kube_retention_common::kinds::{Entry, Registry};
+use kube_retention_common::kinds::Registry;
 
 mod budget;
 pub mod digest;
@@ -69,8 +69,6 @@ pub struct Settings {
 /// The executor's fixed collaborators.
 pub struct Parts {
     pub client: Client,
-    /// The kinds actions refer to; grows when the loop adds one.
-    pub kinds: Arc<RwLock<Registry>>,
     pub settings: Settings,
     pub metrics: Metrics,
     pub recorder: Recorder,
@@ -80,7 +78,6 @@ pub struct Parts {
 #[derive(Clone)]
 pub struct Executor {
     tx: mpsc::UnboundedSender<Work>,
-    kinds: Arc<RwLock<Registry>>,
 }
 
 struct Shared {
@@ -94,29 +91,20 @@ impl Executor {
     pub fn spawn(parts: Parts) -> (Self, [Supervised; 2]) {
         let (tx, rx) = mpsc::unbounded_channel();
         let budget = parts.settings.budget.clone();
-        let kinds = parts.kinds.clone();
         let (notices, notices_rx) = mpsc::unbounded_channel();
         let window = SignedDuration::try_from(parts.settings.event_window).unwrap_or_default();
         let digest = digest_events(Digest::new(window), notices_rx, tx.clone());
         let digest = supervise::spawn("event-digest", digest);
         let shared = Arc::new(Shared { parts, notices });
         let dispatch = supervise::spawn("executor-dispatch", dispatch(shared, rx, budget));
-        (Self { tx, kinds }, [dispatch, digest])
+        (Self { tx }, [dispatch, digest])
     }
 
-    /// A kind the loop added to its state: actions may refer to it from now on.
-    pub fn add_kind(&self, entry: Entry) {
-        let mut kinds = self
-            .kinds
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Err(error) = kinds.add(entry) {
-            tracing::warn!(%error, "executor already knows the kind");
-        }
-    }
-
-    pub fn submit(&self, action: Action) {
-        self.tx.send(Work::Action(action)).ok();
+    /// Queues `action`, its kind looked up in `kinds`: the state's own table, the one registry
+    /// (the executor keeps no copy to keep in step).
+    pub fn submit(&self, action: Action, kinds: &Registry) {
+        let resource = kinds[action.key().kind].resource.clone();
+        self.tx.send(Work::Action(action, resource)).ok();
     }
 }
 
@@ -207,12 +195,15 @@ async fn dispatch(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Work>, bu
 
 async fn perform(shared: &Shared, work: Work) {
     match work {
-        Work::Action(Action::Warn {
-            key,
-            target,
-            warning,
-            note,
-        }) => {
+        Work::Action(
+            Action::Warn {
+                key,
+                target,
+                warning,
+                note,
+            },
+            _,
+        ) => {
             let event = EventWork {
                 target,
                 namespace: key.namespace.to_string(),
@@ -223,13 +214,20 @@ async fn perform(shared: &Shared, work: Work) {
             };
             requests::record(shared, event).await;
         }
-        Work::Action(action @ Action::Delete { .. }) => requests::delete(shared, action).await,
-        Work::Action(Action::Stamp {
-            key,
-            change,
-            resource_version,
-        }) => requests::stamp(shared, key, change, &resource_version).await,
-        Work::Action(Action::Label { key }) => requests::label(shared, key).await,
+        Work::Action(action @ Action::Delete { .. }, resource) => {
+            requests::delete(shared, action, &resource).await;
+        }
+        Work::Action(
+            Action::Stamp {
+                key,
+                change,
+                resource_version,
+            },
+            resource,
+        ) => requests::stamp(shared, key, &resource, change, &resource_version).await,
+        Work::Action(Action::Label { key }, resource) => {
+            requests::label(shared, key, &resource).await;
+        }
         Work::Event(event) => requests::record(shared, event).await,
     }
 }

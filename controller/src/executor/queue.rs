@@ -29,6 +29,7 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use kube::runtime::events::EventType;
 use kube_retention_common::StampChange;
+use kube_retention_common::kinds::Resource;
 
 use crate::fair::FairQueue;
 use crate::state::{Action, EventTarget};
@@ -54,7 +55,8 @@ pub struct EventWork {
 /// One request's worth of work.
 #[derive(Debug, Clone)]
 pub enum Work {
-    Action(Action),
+    /// An action on an object of this kind.
+    Action(Action, Resource),
     Event(EventWork),
 }
 
@@ -62,9 +64,9 @@ impl Work {
     /// 0 for deletions, 1 for stamps and labels, 2 for Events and Warnings.
     pub fn priority(&self) -> usize {
         match self {
-            Work::Action(Action::Delete { .. }) => 0,
-            Work::Action(Action::Stamp { .. } | Action::Label { .. }) => 1,
-            Work::Action(Action::Warn { .. }) | Work::Event(_) => INFORMATIONAL,
+            Work::Action(Action::Delete { .. }, _) => 0,
+            Work::Action(Action::Stamp { .. } | Action::Label { .. }, _) => 1,
+            Work::Action(Action::Warn { .. }, _) | Work::Event(_) => INFORMATIONAL,
         }
     }
 
@@ -76,6 +78,7 @@ impl Work {
                 | Action::Stamp { key, .. }
                 | Action::Label { key }
                 | Action::Warn { key, .. },
+                _,
             ) => key.namespace.clone(),
             Work::Event(event) => Arc::from(event.namespace.as_str()),
         }
@@ -86,7 +89,7 @@ impl Work {
     fn stale(&self, now: Timestamp) -> bool {
         matches!(
             self,
-            Work::Action(Action::Stamp { change: StampChange::Set(at), .. }) if *at <= now
+            Work::Action(Action::Stamp { change: StampChange::Set(at), .. }, _) if *at <= now
         )
     }
 }

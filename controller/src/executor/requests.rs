@@ -16,33 +16,21 @@ use super::{EventWork, Feedback, Shared};
 use crate::metrics::{DeletionLabels, ErrorLabels, KindLabels};
 use crate::state::{Action, Failure, ObjectKey, Reason};
 
-fn resource(shared: &Shared, key: &ObjectKey) -> Resource {
-    let kinds = shared
-        .parts
-        .kinds
-        .read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    kinds[key.kind].resource.clone()
-}
-
-fn api(shared: &Shared, key: &ObjectKey) -> Api<DynamicObject> {
-    let resource = resource(shared, key).api_resource();
+fn api(shared: &Shared, key: &ObjectKey, resource: &Resource) -> Api<DynamicObject> {
+    let resource = resource.api_resource();
     Api::namespaced_with(shared.parts.client.clone(), &key.namespace, &resource)
-}
-
-/// The kind as metrics and logs name it (`Job.batch`).
-fn kind_of(shared: &Shared, key: &ObjectKey) -> String {
-    resource(shared, key).to_string()
 }
 
 /// What a failed request means: `None` when the object is gone (nothing left to do).
 fn failure(
     shared: &Shared,
     key: &ObjectKey,
+    resource: &Resource,
     operation: &'static str,
     error: kube::Error,
 ) -> Option<Failure> {
-    let kind = kind_of(shared, key);
+    // The kind as metrics and logs name it (`Job.batch`).
+    let kind = resource.to_string();
     match error {
         kube::Error::Api(status) if status.code == 404 => None,
         kube::Error::Api(status) if status.code == 409 => {
@@ -82,7 +70,7 @@ fn failure(
     }
 }
 
-pub(super) async fn delete(shared: &Shared, action: Action) {
+pub(super) async fn delete(shared: &Shared, action: Action, resource: &Resource) {
     let Action::Delete {
         key,
         uid,
@@ -95,7 +83,6 @@ pub(super) async fn delete(shared: &Shared, action: Action) {
     else {
         return;
     };
-    let resource = resource(shared, &key);
     let kind = resource.to_string();
     let params = DeleteParams {
         preconditions: Some(Preconditions {
@@ -105,8 +92,8 @@ pub(super) async fn delete(shared: &Shared, action: Action) {
         propagation_policy: Some(shared.parts.settings.propagation.clone()),
         ..DeleteParams::default()
     };
-    if let Err(error) = api(shared, &key).delete(&key.name, &params).await {
-        if let Some(failure) = failure(shared, &key, "delete", error) {
+    if let Err(error) = api(shared, &key, resource).delete(&key.name, &params).await {
+        if let Some(failure) = failure(shared, &key, resource, "delete", error) {
             let feedback = Feedback::DeleteFailed { key, failure };
             shared.parts.feedback.send(feedback).ok();
         }
@@ -144,7 +131,7 @@ pub(super) async fn delete(shared: &Shared, action: Action) {
         let notice = Notice {
             target: event_target,
             namespace: key.namespace.to_string(),
-            kind: resource.kind,
+            kind: resource.kind.clone(),
             name: key.name.to_string(),
             reason,
             by,
@@ -156,6 +143,7 @@ pub(super) async fn delete(shared: &Shared, action: Action) {
 pub(super) async fn stamp(
     shared: &Shared,
     key: ObjectKey,
+    resource: &Resource,
     change: StampChange,
     resource_version: &str,
 ) {
@@ -170,9 +158,9 @@ pub(super) async fn stamp(
             "resourceVersion": resource_version,
             "annotations": {EXPIRES_AT: Value::Null, STAMPED: Value::Null}}}),
     };
-    match merge_patch(shared, &key, &patch).await {
+    match merge_patch(shared, &key, resource, &patch).await {
         Ok(()) => {
-            let kind = kind_of(shared, &key);
+            let kind = resource.to_string();
             shared
                 .parts
                 .metrics
@@ -181,7 +169,7 @@ pub(super) async fn stamp(
                 .inc();
         }
         Err(error) => {
-            if let Some(failure) = failure(shared, &key, "patch", error) {
+            if let Some(failure) = failure(shared, &key, resource, "patch", error) {
                 let feedback = Feedback::StampFailed { key, failure };
                 shared.parts.feedback.send(feedback).ok();
             }
@@ -189,16 +177,16 @@ pub(super) async fn stamp(
     }
 }
 
-pub(super) async fn label(shared: &Shared, key: ObjectKey) {
+pub(super) async fn label(shared: &Shared, key: ObjectKey, resource: &Resource) {
     let patch = json!({"metadata": {"labels": {MANAGED_LABEL: "true"}}});
-    match merge_patch(shared, &key, &patch).await {
+    match merge_patch(shared, &key, resource, &patch).await {
         Ok(()) => {
-            let kind = kind_of(shared, &key);
+            let kind = resource.to_string();
             tracing::info!(kind = %kind, namespace = %key.namespace, name = %key.name, "labelled an object the webhook never saw");
             shared.parts.metrics.labelled.inc();
         }
         Err(error) => {
-            if let Some(failure) = failure(shared, &key, "label", error) {
+            if let Some(failure) = failure(shared, &key, resource, "label", error) {
                 let feedback = Feedback::LabelFailed { key, failure };
                 shared.parts.feedback.send(feedback).ok();
             }
@@ -206,8 +194,13 @@ pub(super) async fn label(shared: &Shared, key: ObjectKey) {
     }
 }
 
-async fn merge_patch(shared: &Shared, key: &ObjectKey, patch: &Value) -> kube::Result<()> {
-    api(shared, key)
+async fn merge_patch(
+    shared: &Shared,
+    key: &ObjectKey,
+    resource: &Resource,
+    patch: &Value,
+) -> kube::Result<()> {
+    api(shared, key, resource)
         .patch(&key.name, &PatchParams::default(), &Patch::Merge(patch))
         .await
         .map(|_| ())

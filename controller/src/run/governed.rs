@@ -122,11 +122,8 @@ impl Loop {
             watch: Watch::ManagedOnly,
             ..Entry::plain(resource)
         };
-        match self.state.add_kind(entry.clone()) {
-            Ok(id) => {
-                self.executor.add_kind(entry);
-                Some(id)
-            }
+        match self.state.add_kind(entry) {
+            Ok(id) => Some(id),
             Err(error) => {
                 tracing::warn!(%error, "cannot add a policy's kind");
                 None

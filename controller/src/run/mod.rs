@@ -156,7 +156,7 @@ impl Loop {
 
     fn submit(&self, actions: Vec<Action>) {
         for action in actions {
-            self.executor.submit(action);
+            self.executor.submit(action, self.state.kinds());
         }
     }
 

@@ -27,11 +27,8 @@ impl Loop {
                 .find_group_kind(&entry.resource.group, &entry.resource.kind);
             let kind = match existing {
                 Some(kind) => kind,
-                None => match self.state.add_kind(entry.clone()) {
-                    Ok(kind) => {
-                        self.executor.add_kind(entry);
-                        kind
-                    }
+                None => match self.state.add_kind(entry) {
+                    Ok(kind) => kind,
                     Err(error) => {
                         tracing::warn!(%error, "cannot watch a discovered kind");
                         continue;

@@ -98,6 +98,18 @@ pub enum Action {
     },
 }
 
+impl Action {
+    /// The object it acts on.
+    pub fn key(&self) -> &ObjectKey {
+        match self {
+            Self::Stamp { key, .. }
+            | Self::Delete { key, .. }
+            | Self::Label { key }
+            | Self::Warn { key, .. } => key,
+        }
+    }
+}
+
 impl State {
     /// The preconditioned DELETE of `key`, which is pending from now on; in a dry run none, the
     /// deletion reported on its policy instead. `eligible_at` is when it became deletable.

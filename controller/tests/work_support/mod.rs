@@ -4,6 +4,7 @@
 
 use jiff::Timestamp;
 use kube::runtime::events::EventType;
+use kube_retention_common::kinds::Resource;
 use kube_retention_common::{Registry, StampChange};
 use kube_retention_controller::executor::queue::{EventWork, Work};
 use kube_retention_controller::state::{Action, EventTarget, ObjectKey, Reason, Warning};
@@ -76,12 +77,12 @@ pub fn event(namespace: &str, name: &str) -> Work {
 /// `namespace/name` of the work.
 pub fn named(work: &Work) -> String {
     match work {
-        Work::Action(
-            Action::Delete { key, .. }
-            | Action::Stamp { key, .. }
-            | Action::Label { key }
-            | Action::Warn { key, .. },
-        ) => format!("{}/{}", key.namespace, key.name),
+        Work::Action(action, _) => format!("{}/{}", action.key().namespace, action.key().name),
         Work::Event(event) => format!("{}/{}", event.namespace, event.target.name),
     }
+}
+
+/// Jobs, as the executor's work names their kind.
+pub fn jobs() -> Resource {
+    Resource::new("batch", "v1", "Job", "jobs")
 }
