@@ -7,6 +7,7 @@ use k8s_openapi::api::authorization::v1::{
 };
 use kube::api::PostParams;
 use kube::{Api, Client};
+use kube_retention_runtime::discovery;
 
 use kube_retention_common::kinds::{CONTROLLER_VERBS, KindId, Registry, Role};
 
@@ -17,21 +18,10 @@ pub async fn served_kinds(client: &Client, kinds: &Registry) -> Result<Vec<KindI
     let mut served = Vec::new();
     for (id, entry) in kinds.iter() {
         let resource = &entry.resource;
-        let list = if resource.group.is_empty() {
-            client.list_core_api_resources(&resource.version).await
-        } else {
-            client
-                .list_api_group_resources(&resource.api_version())
-                .await
-        };
-        // A group version the cluster does not serve answers 404; any other failure is the API
-        // server unable to say, which must not pass for "not served".
-        let found = match list {
-            Ok(list) => list
-                .resources
-                .iter()
-                .any(|served| served.name == resource.plural),
-            Err(kube::Error::Api(status)) if status.code == 404 => false,
+        // Any failure but "not served" is the API server unable to say, which must not pass for
+        // "not served".
+        let found = match discovery::served(client, &resource.api_version(), &resource.kind).await {
+            Ok(served) => served.is_some_and(|served| served.resource.plural == resource.plural),
             Err(source) => {
                 return Err(Error::Discovery {
                     api_version: resource.api_version(),

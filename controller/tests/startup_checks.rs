@@ -12,12 +12,17 @@ use serde_json::{Value, json};
 
 use kube_retention_apimock::{ApiServer, pair as client};
 
-fn resource_list(group_version: &str, plurals: &[&str]) -> Value {
-    let resources: Vec<Value> = plurals
+/// A group version's resources, each by plural and kind, with its status subresource.
+fn resource_list(group_version: &str, served: &[(&str, &str)]) -> Value {
+    let resources: Vec<Value> = served
         .iter()
-        .map(|plural| {
-            json!({"name": plural, "singularName": "", "namespaced": true,
-                             "kind": "", "verbs": ["list"]})
+        .flat_map(|(plural, kind)| {
+            [
+                json!({"name": format!("{plural}/status"), "singularName": "", "namespaced": true,
+                       "kind": kind, "verbs": ["get", "patch"]}),
+                json!({"name": plural, "singularName": "", "namespaced": true,
+                       "kind": kind, "verbs": ["list"]}),
+            ]
         })
         .collect();
     json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
@@ -32,8 +37,8 @@ async fn discovery(mut server: ApiServer, failing: Option<&'static str>) -> Vec<
         let path = received.path.clone();
         asked.push(path.clone());
         let served = match path.as_str() {
-            "/api/v1" => Some(resource_list("v1", &["pods"])),
-            "/apis/batch/v1" => Some(resource_list("batch/v1", &["jobs"])),
+            "/api/v1" => Some(resource_list("v1", &[("pods", "Pod")])),
+            "/apis/batch/v1" => Some(resource_list("batch/v1", &[("jobs", "Job")])),
             _ => None,
         };
         match served {

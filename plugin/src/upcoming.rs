@@ -8,9 +8,9 @@ use anyhow::Result;
 use jiff::{SignedDuration, Timestamp};
 use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
-use kube::core::GroupVersion;
 use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
 use kube_retention_common::kinds::{Registry, Resource, Role};
+use kube_retention_runtime::discovery::served;
 
 use crate::args::UpcomingArgs;
 use crate::explain::{COLUMNS, row};
@@ -102,12 +102,8 @@ async fn kinds(client: &Client, registry: &Registry) -> Result<Vec<Resource>> {
         if kinds.iter().any(|known| known.is(&api_version, &kind)) {
             continue;
         }
-        let Ok(version) = api_version.parse::<GroupVersion>() else {
-            continue;
-        };
-        let gvk = version.with_kind(&kind);
-        if let Ok((resource, _)) = kube::discovery::pinned_kind(client, &gvk).await {
-            kinds.push(Resource::from(&resource));
+        if let Ok(Some(served)) = served(client, &api_version, &kind).await {
+            kinds.push(Resource::from(&served.resource));
         }
     }
     Ok(kinds)

@@ -9,6 +9,7 @@ use clap::ValueEnum;
 use kube_retention_common::sink_policy::{FlagError, SinkPolicy};
 use tracing_subscriber::EnvFilter;
 
+pub mod discovery;
 pub mod supervise;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

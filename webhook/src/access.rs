@@ -19,6 +19,7 @@ use std::time::Duration;
 use k8s_openapi::api::authorization::v1::SubjectAccessReview;
 use kube::api::PostParams;
 use kube::{Api, Client};
+use kube_retention_runtime::discovery::served;
 use moka::future::Cache;
 
 pub use kube_retention_common::access::{Request, Subject};
@@ -118,19 +119,8 @@ fn unshared(error: Arc<kube::Error>) -> kube::Error {
 impl ControllerAccess for Reviews {
     fn served<'a>(&'a self, api_version: &'a str, kind: &'a str) -> Plural<'a> {
         Box::pin(async move {
-            let listed = match api_version.split_once('/') {
-                None => self.client.list_core_api_resources(api_version).await,
-                Some(_) => self.client.list_api_group_resources(api_version).await,
-            };
-            let resources = match listed {
-                Ok(list) => list.resources,
-                Err(kube::Error::Api(status)) if status.code == 404 => return Ok(None),
-                Err(error) => return Err(error),
-            };
-            Ok(resources
-                .into_iter()
-                .find(|resource| resource.kind == kind && !resource.name.contains('/'))
-                .map(|resource| resource.name))
+            let served = served(&self.client, api_version, kind).await?;
+            Ok(served.map(|served| served.resource.plural))
         })
     }
 

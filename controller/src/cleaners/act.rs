@@ -11,11 +11,10 @@ use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy,
 };
-use kube::core::GroupVersion;
-use kube::discovery::Scope;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Client, Resource as _};
 use kube_retention_common::cleaner::Cleaner;
+use kube_retention_runtime::discovery;
 use serde_json::json;
 
 use super::book::{Clean, Doomed};
@@ -127,17 +126,14 @@ async fn resolve(
     for resource in objects {
         let unresolved =
             |error: String| Problem::CleanFailed(format!("{}: {error}", resource.described()));
-        let kind = resource
-            .api_version
-            .parse::<GroupVersion>()
-            .map_err(|error| unresolved(error.to_string()))?
-            .with_kind(&resource.kind);
-        let (api, capabilities) = kube::discovery::pinned_kind(&cleaning.client, &kind)
+        let served = discovery::served(&cleaning.client, &resource.api_version, &resource.kind)
             .await
-            .map_err(|error| unresolved(error.to_string()))?;
-        match capabilities.scope {
-            Scope::Cluster => cluster_scoped.push(resource.described()),
-            Scope::Namespaced => resolved.push((api, resource)),
+            .map_err(|error| unresolved(error.to_string()))?
+            .ok_or_else(|| unresolved("not served by this cluster".to_owned()))?;
+        if served.namespaced {
+            resolved.push((served.resource, resource));
+        } else {
+            cluster_scoped.push(resource.described());
         }
     }
     if !cluster_scoped.is_empty() {

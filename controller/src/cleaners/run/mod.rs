@@ -19,6 +19,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::act::{Cleaned, Cleaning};
+use kube_retention_runtime::discovery::served;
+
 use super::book::{Book, Clean, CleanerKey, KindState, Unavailable};
 use super::metrics::KindLabels;
 use super::status::Problem;
@@ -187,10 +189,15 @@ impl Cleaners {
             self.resolving.insert(kind.clone());
             let (client, answers) = (self.client.clone(), self.resolutions.0.clone());
             tokio::spawn(async move {
-                let answer = kube::discovery::pinned_kind(&client, &kind)
-                    .await
-                    .map(|(resource, _)| resource)
-                    .map_err(|error| Unavailable::NotServed(error.to_string()));
+                let answer = match served(&client, &kind.api_version(), &kind.kind).await {
+                    Ok(Some(served)) => Ok(served.resource),
+                    Ok(None) => Err(Unavailable::NotServed(format!(
+                        "{} serves no {}",
+                        kind.api_version(),
+                        kind.kind
+                    ))),
+                    Err(error) => Err(Unavailable::NotServed(error.to_string())),
+                };
                 answers.send((kind, answer)).ok();
             });
         }
