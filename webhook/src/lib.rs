@@ -8,6 +8,7 @@
 //! - [`tls`] and [`server`]: HTTPS over rustls with certificate hot-reload (a supervised task).
 
 pub mod access;
+pub mod app;
 pub mod args;
 pub mod metrics;
 pub mod mutate;
