@@ -179,6 +179,7 @@ impl Args {
             leadership,
             metrics,
             ready,
+            clock: crate::run::Clock::System,
         };
         let stopped = supervisor
             .watch(control.run(kube_retention_runtime::shutdown_signal()))

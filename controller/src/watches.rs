@@ -97,6 +97,14 @@ impl Watches {
         }
     }
 
+    /// Delivers `events` as `kind`'s watch in `mode`, in place of one on the API server: the seam
+    /// through which tests drive the loop with events of their own (on paused time).
+    pub fn replay(&mut self, kind: KindId, mode: Watch, events: BoxStream<'static, WatchEvent>) {
+        self.stop(kind);
+        let handle = self.push(format!("replayed kind {kind:?}"), events);
+        self.running.insert(kind, (mode, vec![handle]));
+    }
+
     /// Lists `kind` afresh in its current mode.
     pub fn relist(&mut self, kind: KindId, entry: &Entry) {
         if let Some((mode, _)) = self.running.get(&kind) {

@@ -121,7 +121,7 @@ impl Loop {
             tracing::warn!(namespace = %job.key.namespace, name = %job.key.name, field = exceeded.0, error = %exceeded.1, "a policy's expression went past its limit; the object is treated as not matching");
             self.metrics.cel_limit_exceeded.inc();
         }
-        let now = Timestamp::now();
+        let now = self.clock.now();
         let current = self.state.unevaluated(job.key.kind, &job.object);
         if current.is_empty() {
             return self.state.applied(job.key.kind, &job.object, now);

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use jiff::Timestamp;
 use kube::api::{DynamicObject, ObjectMeta, PartialObjectMeta};
 use kube::runtime::watcher::{self, Event};
 use kube_retention_common::kinds::KindId;
@@ -39,6 +38,8 @@ pub struct Loop {
     pub extra: Extra,
     /// Policies' expressions, evaluated off the loop.
     pub evaluations: Evaluations,
+    /// The time the state is judged at.
+    pub clock: Clock,
 }
 
 /// Kinds watched because a scan found them, and kinds reported for lacking permissions.
@@ -49,16 +50,13 @@ pub struct Discovered {
     pub(crate) unpermitted: HashMap<String, String>,
 }
 
-fn instant_at(at: Timestamp) -> Instant {
-    let wait = at.duration_since(Timestamp::now());
-    Instant::now() + Duration::try_from(wait).unwrap_or(Duration::ZERO)
-}
-
+mod clock;
 mod evaluations;
 mod governed;
 mod policies;
 mod scan;
 
+pub use clock::Clock;
 pub use evaluations::Evaluations;
 pub use policies::Extra;
 
@@ -74,10 +72,13 @@ impl Loop {
         let mut listed = HashSet::new();
         let initial = *self.leadership.borrow_and_update();
         self.metrics.leader.set(i64::from(initial));
-        let actions = self.state.set_leader(initial, Timestamp::now());
+        let actions = self.state.set_leader(initial, self.clock.now());
         self.submit(actions);
         loop {
-            let deadline = self.state.next_deadline().map_or(far, instant_at);
+            let deadline = self
+                .state
+                .next_deadline()
+                .map_or(far, |at| self.clock.instant_at(at));
             let relist = self.extra.relists.next().unwrap_or(far);
             let actions = tokio::select! {
                 observed = self.watches.next() => match observed {
@@ -98,7 +99,7 @@ impl Loop {
                     Vec::new()
                 }
                 Some(feedback) = self.feedback.recv() => {
-                    let now = Timestamp::now();
+                    let now = self.clock.now();
                     match feedback {
                         Feedback::DeleteFailed { key, failure } => self.state.delete_failed(&key, failure, now),
                         Feedback::StampFailed { key, failure } => self.state.stamp_failed(&key, failure, now),
@@ -109,7 +110,7 @@ impl Loop {
                         }
                     }
                 }
-                () = tokio::time::sleep_until(deadline) => self.state.due(Timestamp::now()),
+                () = tokio::time::sleep_until(deadline) => self.state.due(self.clock.now()),
                 () = tokio::time::sleep_until(relist) => {
                     self.relist_due();
                     Vec::new()
@@ -122,7 +123,7 @@ impl Loop {
                         self.extra.statuses.forget_all();
                     }
                     self.metrics.leader.set(i64::from(leader));
-                    self.state.set_leader(leader, Timestamp::now())
+                    self.state.set_leader(leader, self.clock.now())
                 }
                 _ = gauges.tick() => {
                     self.update_gauges();
@@ -130,7 +131,7 @@ impl Loop {
                     Vec::new()
                 }
                 // Labels whose backoff ended.
-                _ = label_retries.tick() => self.state.label_stragglers(Timestamp::now()),
+                _ = label_retries.tick() => self.state.label_stragglers(self.clock.now()),
                 () = &mut shutdown => return,
             };
             self.submit(actions);
@@ -139,7 +140,7 @@ impl Loop {
 
     fn update_gauges(&self) {
         let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
-        let gauges = self.state.gauges(Timestamp::now());
+        let gauges = self.state.gauges(self.clock.now());
         for (kind, tracked) in gauges.tracked {
             let label = KindLabels {
                 kind: self.state.kinds()[kind].resource.to_string(),
@@ -177,7 +178,7 @@ impl Loop {
         kind: KindId,
         event: Result<Event<DynamicObject>, watcher::Error>,
     ) -> Vec<Action> {
-        let now = Timestamp::now();
+        let now = self.clock.now();
         match event {
             Ok(Event::Init) => {
                 self.state.relist_started(kind);
@@ -225,7 +226,7 @@ impl Loop {
             }
             Ok(Event::InitApply(object) | Event::Apply(object)) => {
                 self.state
-                    .metadata_seen(kind, &object.metadata, Timestamp::now())
+                    .metadata_seen(kind, &object.metadata, self.clock.now())
             }
             Ok(Event::InitDone) => Vec::new(),
             Ok(Event::Delete(object)) => {
