@@ -38,13 +38,13 @@ impl Policies {
             .list(&params)
             .await?
         {
-            policies.add(&policy, policy.spec.rules.clone());
+            policies.add(&policy);
         }
         for policy in Api::<ClusterRetentionPolicy>::all(client.clone())
             .list(&params)
             .await?
         {
-            policies.add(&policy, policy.spec.rules.clone());
+            policies.add(&policy);
         }
         for namespace in Api::<Namespace>::all(client.clone()).list(&params).await? {
             let labels = namespace.labels().clone();
@@ -56,10 +56,11 @@ impl Policies {
     }
 
     /// Keeps `policy` if it is valid: an invalid one governs nothing, as in the controller.
-    fn add(&mut self, policy: &impl PolicyObject, spec: PolicyRules) {
+    fn add(&mut self, policy: &impl PolicyObject) {
         let (rules, errors) = policy.rules();
         if errors.is_empty() {
-            self.valid.insert(policy.key(), (rules, spec));
+            self.valid
+                .insert(policy.key(), (rules, policy.spec().clone()));
         }
     }
 }
@@ -247,7 +248,7 @@ mod tests {
                 "apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
                 "metadata": {"name": name, "namespace": "team-a"}, "spec": spec}))
             .unwrap();
-            policies.add(&policy, policy.spec.rules.clone());
+            policies.add(&policy);
             assert_eq!(policies.valid.len(), 1, "{policy:?} is invalid");
         }
         policies

@@ -8,7 +8,7 @@
 use std::borrow::Borrow;
 use std::fmt;
 
-use crate::api::{ClusterRetentionPolicy, RetentionPolicy};
+use crate::api::{ClusterRetentionPolicy, PolicyRules, RetentionPolicy};
 use crate::field_error::FieldError;
 use crate::governing::{Answers, CandidatePolicy};
 
@@ -63,6 +63,9 @@ pub trait PolicyObject {
 
     fn generation(&self) -> Option<i64>;
 
+    /// Its spec as written.
+    fn spec(&self) -> &PolicyRules;
+
     /// Its spec read and checked ([`Rules::read`]), a ClusterRetentionPolicy's
     /// `namespaceSelector` included.
     fn rules(&self) -> (Rules, Vec<FieldError>);
@@ -82,6 +85,10 @@ impl PolicyObject for RetentionPolicy {
         self.metadata.generation
     }
 
+    fn spec(&self) -> &PolicyRules {
+        &self.spec.rules
+    }
+
     fn rules(&self) -> (Rules, Vec<FieldError>) {
         Rules::read(&self.spec.rules, None)
     }
@@ -99,6 +106,10 @@ impl PolicyObject for ClusterRetentionPolicy {
 
     fn generation(&self) -> Option<i64> {
         self.metadata.generation
+    }
+
+    fn spec(&self) -> &PolicyRules {
+        &self.spec.rules
     }
 
     fn rules(&self) -> (Rules, Vec<FieldError>) {

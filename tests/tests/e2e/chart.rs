@@ -45,6 +45,16 @@ const HELM_LABELS: [&str; 4] = [
     "app.kubernetes.io/version",
 ];
 
+/// `kubectl apply --dry-run=server` of `yaml`: what the API server says it would create.
+fn apply_dry_run(ns: &TestNamespace, yaml: &str) -> Result<String> {
+    kube_retention_e2e::run_with_input(
+        ns.env
+            .kubectl()
+            .args(["apply", "--dry-run=server", "-f", "-"]),
+        yaml,
+    )
+}
+
 fn render(ns: &TestNamespace, extra: &[&str]) -> Result<String> {
     let chart = ns.env.cluster.layout.repo_root.join(CHART);
     kube_retention_e2e::run(
@@ -183,12 +193,7 @@ async fn server_dry_run(ns: TestNamespace) -> Result<()> {
     install_prometheus_operator_crds(&ns)?;
     let extra_rules = r#"controller.extraRules=[{"apiGroups":["example.com"],"resources":["widgets"],"verbs":["list","watch","delete"]}]"#;
     let rendered = render(&ns, &["--set-json", extra_rules, "--set", MONITORING])?;
-    let applied = kube_retention_e2e::run_with_input(
-        ns.env
-            .kubectl()
-            .args(["apply", "--dry-run=server", "-f", "-"]),
-        &rendered,
-    )?;
+    let applied = apply_dry_run(&ns, &rendered)?;
     let lines = applied.lines().count();
     ensure!(
         applied

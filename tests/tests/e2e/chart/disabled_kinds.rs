@@ -12,7 +12,7 @@ use anyhow::{Context, Result, ensure};
 use libtest_mimic::Trial;
 use serde_json::{Value, json};
 
-use super::{objects, render};
+use super::{apply_dry_run, objects, render};
 use crate::cleaners::helm;
 use crate::support::{Env, TestNamespace};
 use crate::workloads::eventually;
@@ -86,12 +86,7 @@ async fn rendered(ns: TestNamespace) -> Result<()> {
             "{key}: the {container} container's --disable-kind flags are {flags:?}"
         );
     }
-    let applied = kube_retention_e2e::run_with_input(
-        ns.env
-            .kubectl()
-            .args(["apply", "--dry-run=server", "-f", "-"]),
-        &yaml,
-    )?;
+    let applied = apply_dry_run(&ns, &yaml)?;
     ensure!(
         applied
             .lines()
