@@ -209,33 +209,39 @@ fn unlabelled_objects_with_settings_are_labelled_by_the_leader_alone() {
     let now = at("2026-01-01T00:00:00Z");
     let mut follower = State::new(Registry::builtin().clone());
     assert_eq!(
-        follower.metadata_seen(kind(JOB), &metadata(json!({}), ttl.clone()), now),
+        follower
+            .labelling()
+            .seen(kind(JOB), &metadata(json!({}), ttl.clone()), now),
         []
     );
-    assert_eq!(follower.stragglers(), 1);
+    assert_eq!(follower.gauges(now).stragglers, 1);
     let actions = follower.set_leader(true, now);
     assert!(matches!(&actions[..], [Action::Label { key }] if &*key.namespace == "kube-system"));
 
     let mut state = leader();
     let plain = metadata(json!({}), json!({"example.com/note": "x"}));
-    assert_eq!(state.metadata_seen(kind(JOB), &plain, now), []);
-    let actions = state.metadata_seen(kind(JOB), &metadata(json!({}), ttl.clone()), now);
+    assert_eq!(state.labelling().seen(kind(JOB), &plain, now), []);
+    let actions = state
+        .labelling()
+        .seen(kind(JOB), &metadata(json!({}), ttl.clone()), now);
     let [Action::Label { key }] = &actions[..] else {
         panic!("{actions:?}")
     };
     assert_eq!(
-        state.metadata_seen(kind(JOB), &metadata(json!({}), ttl.clone()), now),
+        state
+            .labelling()
+            .seen(kind(JOB), &metadata(json!({}), ttl.clone()), now),
         [],
         "asked once"
     );
     let failure = Failure::Error("forbidden".into());
-    let warned = state.label_failed(&key.clone(), failure, now);
+    let warned = state.labelling().failed(&key.clone(), failure, now);
     assert_eq!(warnings(&warned), [Warning::LabelFailing]);
-    assert_eq!(state.label_stragglers(at("2026-01-01T00:00:00.5Z")), []);
-    assert_eq!(state.label_stragglers(at("2026-01-01T00:00:01Z")).len(), 1);
+    assert_eq!(state.labelling().retry(at("2026-01-01T00:00:00.5Z")), []);
+    assert_eq!(state.labelling().retry(at("2026-01-01T00:00:01Z")).len(), 1);
     let labelled = metadata(json!({"retention.dev/managed": "true"}), ttl);
-    assert_eq!(state.metadata_seen(kind(JOB), &labelled, now), []);
-    assert_eq!(state.stragglers(), 0);
+    assert_eq!(state.labelling().seen(kind(JOB), &labelled, now), []);
+    assert_eq!(state.gauges(now).stragglers, 0);
 }
 
 #[test]

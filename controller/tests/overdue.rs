@@ -33,18 +33,18 @@ fn overdue_counts_finished_runs_past_their_deadline_until_they_are_gone() {
         &buildrun("kept", "u3", "1", created, FINISHED, kept),
         now,
     );
-    assert_eq!(state.overdue(now), 0, "the 3 s TTL has not passed");
+    assert_eq!(state.gauges(now).overdue, 0, "the 3 s TTL has not passed");
 
     let late = at("2026-01-01T00:00:10Z");
     assert_eq!(
-        state.overdue(late),
+        state.gauges(late).overdue,
         1,
         "only the finished, unkept run is overdue"
     );
     let deletes = deletes(&state.due(late));
     assert_eq!(deletes.len(), 1, "{deletes:?}");
     assert_eq!(
-        state.overdue(late),
+        state.gauges(late).overdue,
         1,
         "a DELETE in flight is still backlog"
     );
@@ -55,10 +55,14 @@ fn overdue_counts_finished_runs_past_their_deadline_until_they_are_gone() {
         name: "done".into(),
     };
     state.delete_failed(&key, Failure::Unavailable("etcd timeout".into()), late);
-    assert_eq!(state.overdue(late), 1, "a backing-off DELETE is backlog");
+    assert_eq!(
+        state.gauges(late).overdue,
+        1,
+        "a backing-off DELETE is backlog"
+    );
 
     state.removed(kind(BUILDRUN), "ns", "done");
-    assert_eq!(state.overdue(late), 0, "gone");
+    assert_eq!(state.gauges(late).overdue, 0, "gone");
 }
 
 #[test]

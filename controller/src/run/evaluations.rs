@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use super::Loop;
 use crate::evaluator::{Evaluated, Evaluator, Job};
 use crate::metrics::Metrics;
-use crate::state::{Action, ObjectKey};
+use crate::state::{Action, ObjectKey, answers_current};
 
 /// The evaluations under way, by object: the latest version's sequence number.
 pub struct Evaluations {
@@ -126,7 +126,7 @@ impl Loop {
         if current.is_empty() {
             return self.state.applied(job.key.kind, &job.object, now);
         }
-        if !self.state.answers_current(&current, &job.policies) {
+        if !answers_current(&current, &job.policies) {
             return self.on_applied(job.key.kind, job.object, now);
         }
         let Some(value) = value else {

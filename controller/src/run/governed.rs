@@ -27,11 +27,11 @@ impl Loop {
         };
         let name = namespace.metadata.name.unwrap_or_default();
         let labels = namespace.metadata.labels.unwrap_or_default();
-        let selecting = self.state.policies().any(|(key, loaded)| {
+        let selecting = self.state.policies().iter().any(|(key, loaded)| {
             key.namespace.is_none() && !loaded.rules.namespace_selector.selects_all()
         });
         if self.state.namespace_applied(&name, labels) && selecting {
-            let kinds = self.state.policy_kinds();
+            let kinds = self.state.policies().kinds();
             self.refresh(&kinds);
         }
         Vec::new()
@@ -73,7 +73,8 @@ impl Loop {
         if let Some(scan) = &self.extra.scan {
             let usable: Vec<Resource> = self
                 .state
-                .policy_kinds()
+                .policies()
+                .kinds()
                 .iter()
                 .filter_map(|kind| scan.served(group_of(&kind.api_version), &kind.kind))
                 .filter(|resource| scan.missing(resource).is_empty())

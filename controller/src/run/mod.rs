@@ -103,7 +103,7 @@ impl Loop {
                     match feedback {
                         Feedback::DeleteFailed { key, failure } => self.state.delete_failed(&key, failure, now),
                         Feedback::StampFailed { key, failure } => self.state.stamp_failed(&key, failure, now),
-                        Feedback::LabelFailed { key, failure } => self.state.label_failed(&key, failure, now),
+                        Feedback::LabelFailed { key, failure } => self.state.labelling().failed(&key, failure, now),
                         Feedback::Deleted { policy } => {
                             self.state.policy_deleted(&policy);
                             Vec::new()
@@ -131,7 +131,7 @@ impl Loop {
                     Vec::new()
                 }
                 // Labels whose backoff ended.
-                _ = label_retries.tick() => self.state.label_stragglers(self.clock.now()),
+                _ = label_retries.tick() => { let now = self.clock.now(); self.state.labelling().retry(now) },
                 () = &mut shutdown => return,
             };
             self.submit(actions);
@@ -152,7 +152,7 @@ impl Loop {
         }
         self.metrics.in_backoff.set(count(gauges.in_backoff));
         self.metrics.overdue.set(count(gauges.overdue));
-        self.metrics.stragglers.set(count(self.state.stragglers()));
+        self.metrics.stragglers.set(count(gauges.stragglers));
     }
 
     fn submit(&self, actions: Vec<Action>) {
@@ -221,17 +221,17 @@ impl Loop {
     ) -> Vec<Action> {
         match event {
             Ok(Event::Init) => {
-                self.state.metadata_relisted(kind);
+                self.state.labelling().relisted(kind);
                 Vec::new()
             }
             Ok(Event::InitApply(object) | Event::Apply(object)) => {
-                self.state
-                    .metadata_seen(kind, &object.metadata, self.clock.now())
+                let now = self.clock.now();
+                self.state.labelling().seen(kind, &object.metadata, now)
             }
             Ok(Event::InitDone) => Vec::new(),
             Ok(Event::Delete(object)) => {
                 if let Some((namespace, name)) = namespaced_name(&object.metadata) {
-                    self.state.metadata_gone(kind, namespace, name);
+                    self.state.labelling().gone(kind, namespace, name);
                 }
                 Vec::new()
             }

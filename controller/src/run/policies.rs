@@ -74,10 +74,10 @@ impl Loop {
                     seen.insert(key.clone());
                 }
                 // A status write (this controller's own) changes no generation: nothing to redo.
-                let unchanged = self
-                    .state
-                    .policy(&key)
-                    .is_some_and(|loaded| generation.is_some() && loaded.generation == generation);
+                let unchanged =
+                    self.state.policies().get(&key).is_some_and(|loaded| {
+                        generation.is_some() && loaded.generation == generation
+                    });
                 if unchanged {
                     return Vec::new();
                 }
@@ -97,6 +97,7 @@ impl Loop {
                 let gone: Vec<PolicyKey> = self
                     .state
                     .policies()
+                    .iter()
                     .map(|(key, _)| key.clone())
                     .filter(|key| key.scope() == K::SCOPE && !seen.contains(key))
                     .collect();
@@ -128,12 +129,12 @@ impl Loop {
         let summaries = self.state.summaries();
         let kinds = self.state.kinds();
         let mut writes = Vec::new();
-        for (key, loaded) in self.state.policies() {
+        for (key, loaded) in self.state.policies().iter() {
             let inputs = policy_status::Inputs {
                 loaded,
                 scan: self.extra.scan.as_ref(),
                 summary: summaries.get(key).cloned().unwrap_or_default(),
-                deletions: self.state.deletions(key),
+                deletions: self.state.policies().deletions(key),
                 kinds,
                 previous: self.extra.written.get(key),
             };

@@ -1,10 +1,18 @@
 //! What the state asks of the API server, and where deletions are reported.
 
+use std::sync::Arc;
+
 use compact_str::CompactString;
 use jiff::Timestamp;
 use kube_retention_common::StampChange;
 
-use super::*;
+use kube_retention_common::kinds::Registry;
+
+use super::failures::object_target;
+use super::groups::LimitGroups;
+use super::keys::{GroupKey, ObjectKey};
+use super::policies::PolicyKey;
+use super::record::Record;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Reason {
@@ -110,61 +118,25 @@ impl Action {
     }
 }
 
-impl State {
-    /// The preconditioned DELETE of `key`, which is pending from now on; in a dry run none, the
-    /// deletion reported on its policy instead. `eligible_at` is when it became deletable.
-    pub(super) fn delete(
-        &mut self,
-        key: ObjectKey,
-        reason: Reason,
-        eligible_at: Timestamp,
-    ) -> Option<Action> {
-        let record = self.runs.get_mut(&key)?;
-        if record.dry_run {
-            self.would_have_deleted(&key, eligible_at, reason);
-            return None;
-        }
-        record.pending = true;
-        let event_target = Self::event_target(&self.kinds, &self.parent_uids, &key, record);
-        Some(Action::Delete {
-            uid: record.uid.text(),
-            resource_version: record.resource_version.clone(),
-            reason,
-            eligible_at,
-            event_target,
-            policy: record.policy.clone().map(|policy| Governance {
-                policy,
-                overruled: self.contested.get(&key).cloned().unwrap_or_default(),
-            }),
-            key,
-        })
+/// Where a deletion's Event is recorded: the parent, else the owner, else the object itself.
+pub(super) fn event_target(
+    kinds: &Registry,
+    groups: &LimitGroups,
+    key: &ObjectKey,
+    record: &Record,
+) -> EventTarget {
+    if let (Some(parent), Some(name)) = (kinds.parent_of(key.kind), &record.group) {
+        let group = GroupKey::of(key, name.clone());
+        let resource = &kinds[parent].resource;
+        return EventTarget {
+            api_version: resource.api_version(),
+            kind: resource.kind.clone(),
+            name: name.to_string(),
+            uid: groups.parent_uid(&group).map(ToString::to_string),
+        };
     }
-
-    /// Where a deletion's Event is recorded: the parent, else the owner, else the object itself.
-    pub(super) fn event_target(
-        kinds: &Registry,
-        parent_uids: &HashMap<GroupKey, CompactString>,
-        key: &ObjectKey,
-        record: &Record,
-    ) -> EventTarget {
-        let parent = kinds.parent_of(key.kind);
-        if let (Some(parent), Some(name)) = (parent, &record.group) {
-            let group = GroupKey {
-                kind: key.kind,
-                namespace: key.namespace.clone(),
-                parent: name.clone(),
-            };
-            let resource = &kinds[parent].resource;
-            return EventTarget {
-                api_version: resource.api_version(),
-                kind: resource.kind.clone(),
-                name: name.to_string(),
-                uid: parent_uids.get(&group).map(ToString::to_string),
-            };
-        }
-        if let Some(owner) = &record.owner {
-            return (**owner).clone();
-        }
-        super::failures::object_target(kinds, key, &record.uid.text())
+    if let Some(owner) = &record.owner {
+        return (**owner).clone();
     }
+    object_target(kinds, key, &record.uid.text())
 }

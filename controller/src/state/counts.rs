@@ -1,7 +1,13 @@
 //! What the controller's gauges count, all in one pass over the records: runs tracked by kind,
 //! those backing off, and the backlog of overdue ones.
 
-use super::*;
+use std::collections::HashMap;
+
+use jiff::Timestamp;
+use kube_retention_common::kinds::{KindId, Registry};
+
+use super::runs::Runs;
+use super::stragglers::Stragglers;
 
 /// One reading of the gauges.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -12,35 +18,29 @@ pub struct Gauges {
     pub in_backoff: usize,
     /// Past their deadline and not deleted yet: the backlog alerts watch.
     pub overdue: usize,
+    /// Objects waiting for the managed label.
+    pub stragglers: usize,
 }
 
-impl State {
-    /// How many runs of `kind` are tracked.
-    pub fn tracked(&self, kind: KindId) -> usize {
-        self.runs.keys().filter(|key| key.kind == kind).count()
-    }
-
-    /// Every gauge, in one pass over the records.
-    pub fn gauges(&self, now: Timestamp) -> Gauges {
-        let mut gauges = Gauges {
-            tracked: self.kinds.iter().map(|(id, _)| (id, 0)).collect(),
-            ..Gauges::default()
+impl Gauges {
+    /// Every gauge at `now`, in one pass over the records.
+    pub(super) fn read(
+        kinds: &Registry,
+        runs: &Runs,
+        stragglers: &Stragglers,
+        now: Timestamp,
+    ) -> Self {
+        let mut gauges = Self {
+            tracked: kinds.iter().map(|(id, _)| (id, 0)).collect(),
+            ..Self::default()
         };
-        for (key, record) in &self.runs {
+        for (key, record) in runs.iter() {
             *gauges.tracked.entry(key.kind).or_default() += 1;
             gauges.in_backoff += usize::from(record.failures > 0);
             gauges.overdue += usize::from(record.overdue(now));
         }
-        gauges.in_backoff += self
-            .stragglers
-            .values()
-            .filter(|straggler| straggler.failures > 0)
-            .count();
+        gauges.in_backoff += stragglers.in_backoff();
+        gauges.stragglers = stragglers.len();
         gauges
-    }
-
-    /// How many runs are past their deadline and not deleted yet.
-    pub fn overdue(&self, now: Timestamp) -> usize {
-        self.gauges(now).overdue
     }
 }

@@ -7,7 +7,7 @@
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::{Action, EventTarget, ObjectKey, State, Warning};
+use super::{Action, EventTarget, ObjectKey, Warning};
 use kube_retention_common::kinds::Registry;
 
 pub const FIRST_RETRY: SignedDuration = SignedDuration::from_secs(1);
@@ -39,52 +39,6 @@ impl Failure {
             Self::Unavailable(_) => retry_delay(failures).min(MAX_UNAVAILABLE_RETRY),
             Self::Conflict | Self::Error(_) => retry_delay(failures),
         }
-    }
-}
-
-impl State {
-    /// A DELETE did not happen.
-    pub fn delete_failed(
-        &mut self,
-        key: &ObjectKey,
-        failure: Failure,
-        now: Timestamp,
-    ) -> Vec<Action> {
-        if let Some(record) = self.runs.get_mut(key) {
-            record.pending = false;
-        }
-        self.back_off(key, Warning::DeleteFailing, failure, now)
-    }
-
-    /// A stamp did not happen.
-    pub fn stamp_failed(
-        &mut self,
-        key: &ObjectKey,
-        failure: Failure,
-        now: Timestamp,
-    ) -> Vec<Action> {
-        if let Some(record) = self.runs.get_mut(key) {
-            record.forget_stamp_request();
-        }
-        self.back_off(key, Warning::StampFailing, failure, now)
-    }
-
-    fn back_off(
-        &mut self,
-        key: &ObjectKey,
-        warning: Warning,
-        failure: Failure,
-        now: Timestamp,
-    ) -> Vec<Action> {
-        let Some(record) = self.runs.get_mut(key) else {
-            return Vec::new();
-        };
-        let step = Step::take(&mut record.failures, &mut record.retry_at, failure, now);
-        let uid = record.uid.text();
-        self.reschedule(key);
-        step.warning(&self.kinds, key, &uid, warning)
-            .into_iter()
-            .collect()
     }
 }
 

@@ -1,113 +1,58 @@
-//! The controller's memory and decisions: a compact record per tracked run (never the whole
-//! object), the limits each parent sets, a queue of deadlines and retries, and the objects the
-//! webhook never labelled. Pure: it is fed watch events, outcomes of its requests and the clock,
-//! and answers with the [`Action`]s to take. Every rule comes from `common`.
+//! The controller's memory and decisions. Pure: it is fed watch events, outcomes of its requests
+//! and the clock, and answers with the [`Action`]s to take. Every rule comes from `common`.
+//!
+//! [`State`] joins parts that each own one concern, with their own types: the deletion engine
+//! ([`tracker`]: the records of runs and their queue in [`runs`], the groups that share limits
+//! in [`groups`]), the policies and what they report ([`policies`], [`evaluation`]), and the
+//! objects the webhook never labelled ([`stragglers`]). Here is only what an input means across
+//! them: an object seen or gone, a list begun or ended, a policy changed, a write failed.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
 
-use compact_str::CompactString;
 use jiff::Timestamp;
 use kube::api::DynamicObject;
+use kube_retention_common::api::ResourceRef;
+use kube_retention_common::kinds::{Entry, KindId, Registry, RegistryError, Role};
 use serde_json::Value;
-
-use kube_retention_common::kinds::{KindId, Registry, Resource, Role};
 
 mod action;
 mod compact;
 mod counts;
-mod due;
 mod evaluation;
 mod failures;
-mod limits;
+mod governing;
+mod groups;
+mod keys;
+mod lists;
 mod policies;
 mod record;
-mod relist;
+mod recording;
 mod runs;
 mod stragglers;
+mod tracker;
 
 pub use action::{Action, EventTarget, Governance, Reason, Warning};
-use compact::CompactTime;
 pub use counts::Gauges;
-pub use evaluation::{PolicyAnswers, Unevaluated};
+pub use evaluation::{PolicyAnswers, Unevaluated, answers_current};
 pub use failures::{FIRST_RETRY, Failure, MAX_RETRY, retry_delay};
-pub use policies::{LoadedPolicy, PolicyKey, Summary, WOULD_DELETE_SHOWN};
-use record::{Record, Stamps, Uid};
+pub use keys::ObjectKey;
+pub use policies::{LoadedPolicy, PolicyBook, PolicyKey, Summary, WOULD_DELETE_SHOWN};
+pub use recording::model_value;
+pub use stragglers::{Labelling, Stragglers};
 
-/// An object of `resource` as the model reads it: JSON with its apiVersion and kind (list items
-/// of built-in kinds carry neither).
-pub fn model_value(resource: &Resource, object: &DynamicObject) -> Option<Value> {
-    let mut value = serde_json::to_value(object).ok()?;
-    if let Some(map) = value.as_object_mut() {
-        map.insert("apiVersion".into(), Value::String(resource.api_version()));
-        map.insert("kind".into(), Value::String(resource.kind.clone()));
-    }
-    Some(value)
-}
-
-/// Identifies a tracked object: its kind, namespace and name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjectKey {
-    pub kind: KindId,
-    pub namespace: Arc<str>,
-    pub name: CompactString,
-}
-
-/// A group of runs that share limits: runs of `kind` in `namespace` under parent `parent`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct GroupKey {
-    kind: KindId,
-    namespace: Arc<str>,
-    parent: CompactString,
-}
-
-/// Namespace and name of an object seen during a relist.
-type NamespacedName = (Arc<str>, CompactString);
-
-/// An object as a watch delivered it, with its JSON form for the model.
-struct Seen<'a> {
-    kind: KindId,
-    namespace: Arc<str>,
-    name: &'a str,
-    object: &'a DynamicObject,
-    value: &'a Value,
-    /// Its policies' expressions, evaluated ahead (off the loop); `None` where none has any.
-    answers: Option<&'a PolicyAnswers>,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Limits {
-    succeeded: Option<u32>,
-    failed: Option<u32>,
-}
+use keys::{GroupKey, Namespaces};
+use lists::Lists;
+use recording::{Seen, changed_for_limits};
+use tracker::{Enforce, Tracker, Write};
 
 #[derive(Default)]
 pub struct State {
     kinds: Registry,
-    /// Boxed, so the table's slots stay small: a table grows by doubling and holds both its
-    /// old and new slots while it does, which at 100,000 records was the listing's peak.
-    runs: HashMap<ObjectKey, Box<Record>>,
-    limits: HashMap<GroupKey, Limits>,
-    parent_uids: HashMap<GroupKey, CompactString>,
-    groups: HashMap<GroupKey, HashSet<CompactString>>,
-    queue: BTreeSet<(CompactTime, ObjectKey)>,
-    namespaces: HashSet<Arc<str>>,
-    /// Kinds being listed afresh, with the parents listed so far for parent kinds. Runs' records
-    /// carry a `listed` mark instead: a set of 100,000 names would cost megabytes at the peak.
-    relisting: HashMap<KindId, HashSet<NamespacedName>>,
-    /// Groups whose limits wait for the end of their kind's list.
-    deferred: HashSet<GroupKey>,
-    stragglers: HashMap<ObjectKey, stragglers::Straggler>,
-    policies: BTreeMap<Arc<PolicyKey>, LoadedPolicy>,
-    namespace_labels: HashMap<Arc<str>, BTreeMap<String, String>>,
-    would_delete: HashMap<Arc<PolicyKey>, BTreeMap<ObjectKey, (Timestamp, Reason)>>,
-    /// Per policy, the objects on which its expressions went past a limit, and how.
-    exceeded: HashMap<Arc<PolicyKey>, BTreeMap<ObjectKey, String>>,
-    deletions: HashMap<PolicyKey, u64>,
-    /// Objects two or more policies of a scope applied to: those that lost.
-    contested: HashMap<ObjectKey, Vec<Arc<PolicyKey>>>,
-    /// Only the leader acts; a follower keeps its records warm and acts once it leads.
-    leader: bool,
+    namespaces: Namespaces,
+    tracker: Tracker,
+    policies: PolicyBook,
+    stragglers: Stragglers,
+    lists: Lists,
 }
 
 impl State {
@@ -118,68 +63,36 @@ impl State {
         }
     }
 
-    /// Leadership changed. A new leader gets every action a follower held back: stamps,
-    /// labels, limits and due deletions.
-    pub fn set_leader(&mut self, leader: bool, now: Timestamp) -> Vec<Action> {
-        let was = std::mem::replace(&mut self.leader, leader);
-        if !leader {
-            for record in self.runs.values_mut() {
-                record.pending = false;
-                record.forget_stamp_request();
-            }
-            self.forget_label_requests();
-            return Vec::new();
-        }
-        if was {
-            return Vec::new();
-        }
-        let mut actions: Vec<Action> = self
-            .runs
-            .iter_mut()
-            .filter_map(|(key, record)| record.stamp_action(key, now))
-            .collect();
-        actions.extend(self.label_stragglers(now));
-        let groups: Vec<GroupKey> = self.groups.keys().cloned().collect();
-        for group in groups {
-            actions.extend(self.enforce_limits(&group, now));
-        }
-        actions.extend(self.due(now));
-        actions
-    }
-
     pub fn kinds(&self) -> &Registry {
         &self.kinds
     }
 
+    pub fn policies(&self) -> &PolicyBook {
+        &self.policies
+    }
+
+    /// Leadership changed: a new leader gets all a follower held back, labels included.
+    pub fn set_leader(&mut self, leader: bool, now: Timestamp) -> Vec<Action> {
+        let was = self.tracker.leads();
+        let mut actions = self
+            .tracker
+            .set_leader(&self.kinds, &mut self.policies, leader, now);
+        if !leader {
+            self.stragglers.forget_requests();
+        } else if !was {
+            actions.extend(self.stragglers.label_all(now));
+        }
+        actions
+    }
+
     /// When [`State::due`] next has something to do (never, for a follower).
     pub fn next_deadline(&self) -> Option<Timestamp> {
-        self.queue
-            .first()
-            .map(|(at, _)| at.get())
-            .filter(|_| self.leader)
+        self.tracker.next_deadline()
     }
 
-    /// Puts `key`'s record in the queue at the time it next needs attention, if any.
-    fn reschedule(&mut self, key: &ObjectKey) {
-        let Some(record) = self.runs.get_mut(key) else {
-            return;
-        };
-        if let Some(at) = record.queued.take() {
-            self.queue.remove(&(at, key.clone()));
-        }
-        if let Some(at) = record.wake_at(None) {
-            record.queued = Some(at);
-            self.queue.insert((at, key.clone()));
-        }
-    }
-
-    fn intern(&mut self, namespace: &str) -> Arc<str> {
-        if let Some(interned) = self.namespaces.get(namespace) {
-            return interned.clone();
-        }
-        let interned: Arc<str> = Arc::from(namespace);
-        self.namespaces.insert(interned.clone());
-        interned
+    /// Deletions that are due at `now`, overdue first, and stamps whose backoff ended.
+    pub fn due(&mut self, now: Timestamp) -> Vec<Action> {
+        self.tracker.due(&self.kinds, &mut self.policies, now)
     }
 
     /// An object of `kind` was added or changed. Its policies' expressions are evaluated here:
@@ -212,73 +125,175 @@ impl State {
         ) else {
             return Vec::new();
         };
-        let namespace = self.intern(namespace);
-        if self.kinds[kind].role == Role::Parent
-            && let Some(seen) = self.relisting.get_mut(&kind)
-        {
-            seen.insert((namespace.clone(), name.into()));
-        }
-        if answers.is_some() || !self.exceeded.is_empty() {
-            let key = ObjectKey {
-                kind,
-                namespace: namespace.clone(),
-                name: name.into(),
-            };
-            self.note_exceeded(&key, answers);
+        let key = self.namespaces.key(kind, namespace, name);
+        if answers.is_some() || !self.policies.exceeded.is_empty() {
+            self.policies.exceeded.note(&key, answers);
         }
         let seen = Seen {
             kind,
-            namespace,
+            namespace: key.namespace.clone(),
             name,
             object,
             value,
             answers,
         };
         match self.kinds[kind].role {
-            Role::Parent => self.parent_applied(&seen, now),
-            Role::Run { .. } | Role::Object => self.run_applied(&seen, now),
+            Role::Parent => {
+                let parent = (seen.namespace.clone(), seen.name.into());
+                self.lists.parent_listed(kind, parent);
+                let (kinds, book) = (&self.kinds, &mut self.policies);
+                self.tracker.parent_seen(kinds, book, &seen, now)
+            }
+            Role::Run { .. } | Role::Object => self.run_applied(key, &seen, now),
         }
+    }
+
+    fn run_applied(&mut self, key: ObjectKey, seen: &Seen<'_>, now: Timestamp) -> Vec<Action> {
+        let entry = &self.kinds[seen.kind];
+        let governed = governing::govern(&self.policies, entry, seen, seen.created(), now);
+        let limits_changed = governed.group.as_ref().is_some_and(|(name, limits)| {
+            let group = GroupKey::of(&key, name.clone());
+            self.tracker.groups.set_limits(group, *limits, None)
+        });
+        self.policies
+            .set_overruled(&key, governed.overruled.clone());
+        let previous = self.tracker.untrack(&key);
+        let (record, future_finish) =
+            recording::record_of(seen, entry, &governed, previous.as_deref(), now);
+        let mut actions: Vec<Action> = future_finish
+            .map(|at| recording::skew_warning(&self.kinds, &key, &record, at, now))
+            .into_iter()
+            .collect();
+        let enforce = match limits_changed || changed_for_limits(previous.as_deref(), &record) {
+            false => Enforce::Not,
+            true if self.lists.under_way(key.kind) => Enforce::AtListEnd,
+            true => Enforce::Now,
+        };
+        let (kinds, book) = (&self.kinds, &mut self.policies);
+        let change = self.tracker.track(kinds, book, key, record, enforce, now);
+        actions.extend(change);
+        actions
     }
 
     /// An object of `kind` is gone.
     pub fn removed(&mut self, kind: KindId, namespace: &str, name: &str) {
-        let namespace = self.intern(namespace);
         if self.kinds[kind].role == Role::Parent {
-            let groups: Vec<GroupKey> = self
-                .limits
-                .keys()
-                .filter(|group| {
-                    self.parent_kind(group.kind) == Some(kind)
-                        && group.namespace == namespace
-                        && &*group.parent == name
-                })
-                .cloned()
-                .collect();
-            for group in groups {
-                self.limits.remove(&group);
-                self.parent_uids.remove(&group);
-            }
-            return;
+            let groups = &mut self.tracker.groups;
+            groups.parent_gone(&self.kinds, kind, namespace, name);
+        } else {
+            let key = self.namespaces.key(kind, namespace, name);
+            self.tracker.forget_run(&mut self.policies, &key);
         }
-        let key = ObjectKey {
-            kind,
-            namespace: namespace.clone(),
-            name: name.into(),
+    }
+
+    /// A kind to track from now on (found by discovery, or a policy's).
+    pub fn add_kind(&mut self, entry: Entry) -> Result<KindId, RegistryError> {
+        self.kinds.add(entry)
+    }
+
+    /// A kind no longer watched: its records go (its entry stays, so its id stays valid).
+    pub fn forget_kind(&mut self, kind: KindId) {
+        for key in self.tracker.runs.keys_of(kind) {
+            self.tracker.forget_run(&mut self.policies, &key);
+        }
+        self.stragglers.forget_kind(kind);
+        self.lists.forget(kind);
+        self.tracker.groups.forget_kind(kind);
+    }
+
+    /// A (re)list of `kind` begins: objects not seen again by [`State::relist_done`] are gone.
+    pub fn relist_started(&mut self, kind: KindId) {
+        self.lists.started(kind, &mut self.tracker);
+    }
+
+    /// An object whose evaluation is under way was listed again: its record stays.
+    pub fn listed(&mut self, kind: KindId, namespace: &str, name: &str) {
+        let key = self.namespaces.key(kind, namespace, name);
+        if let Some(record) = self.tracker.runs.get_mut(&key) {
+            record.listed = true;
+        }
+    }
+
+    /// The (re)list of `kind` is complete: what it did not list is gone, and the limits of the
+    /// groups it changed are enforced now, once per group, with every member known.
+    pub fn relist_done(&mut self, kind: KindId, now: Timestamp) -> Vec<Action> {
+        let (kinds, book) = (&self.kinds, &mut self.policies);
+        self.lists.done(kind, kinds, &mut self.tracker, book, now)
+    }
+
+    /// A policy was added or changed; answers the kinds to list afresh (before and after).
+    pub fn policy_applied(&mut self, key: PolicyKey, loaded: LoadedPolicy) -> Vec<ResourceRef> {
+        let mut kinds = self.policy_removed(&key);
+        kinds.extend(loaded.rules.kinds.iter().cloned());
+        self.policies.insert(key.into(), loaded);
+        kinds
+    }
+
+    /// A policy is gone or about to change ([`Tracker::release`]); answers its kinds.
+    pub fn policy_removed(&mut self, key: &PolicyKey) -> Vec<ResourceRef> {
+        let Some((key, loaded)) = self.policies.remove(key) else {
+            return Vec::new();
         };
-        self.contested.remove(&key);
-        self.note_exceeded(&key, None);
-        if let Some(record) = self.runs.remove(&key) {
-            if let Some(at) = record.queued {
-                self.queue.remove(&(at, key.clone()));
-            }
-            if let Some(policy) = &record.policy
-                && let Some(report) = self.would_delete.get_mut(policy)
-            {
-                report.remove(&key);
-            }
-            if let Some(parent) = record.group {
-                self.leave_group(kind, &namespace, &parent, name);
-            }
+        self.tracker.release(&key);
+        loaded.rules.kinds.clone()
+    }
+
+    /// A namespace's labels; answers whether they changed (cluster policies may now differ).
+    pub fn namespace_applied(&mut self, name: &str, labels: BTreeMap<String, String>) -> bool {
+        let name = self.namespaces.intern(name);
+        self.policies.set_namespace_labels(name, labels)
+    }
+
+    /// The valid policies that select `object` (of `kind`) and have expressions to evaluate on
+    /// it; empty where the object can be judged at once.
+    pub fn unevaluated(&self, kind: KindId, object: &DynamicObject) -> Unevaluated {
+        evaluation::unevaluated(&self.policies, &self.kinds[kind], object)
+    }
+
+    /// What each policy governs now.
+    pub fn summaries(&self) -> HashMap<PolicyKey, Summary> {
+        self.policies.summaries(&self.tracker.runs)
+    }
+
+    /// A deletion `key` caused succeeded.
+    pub fn policy_deleted(&mut self, key: &PolicyKey) {
+        self.policies.deleted(key);
+    }
+
+    /// A DELETE did not happen.
+    pub fn delete_failed(
+        &mut self,
+        key: &ObjectKey,
+        fault: Failure,
+        now: Timestamp,
+    ) -> Vec<Action> {
+        let tracker = &mut self.tracker;
+        Vec::from_iter(tracker.write_failed(&self.kinds, key, Write::Delete, fault, now))
+    }
+
+    /// A stamp did not happen.
+    pub fn stamp_failed(&mut self, key: &ObjectKey, fault: Failure, now: Timestamp) -> Vec<Action> {
+        let tracker = &mut self.tracker;
+        Vec::from_iter(tracker.write_failed(&self.kinds, key, Write::Stamp, fault, now))
+    }
+
+    /// The metadata watch's events and label requests (see [`Labelling`]).
+    pub fn labelling(&mut self) -> Labelling<'_> {
+        Labelling {
+            stragglers: &mut self.stragglers,
+            namespaces: &mut self.namespaces,
+            kinds: &self.kinds,
+            leader: self.tracker.leads(),
         }
+    }
+
+    /// How many runs of `kind` are tracked.
+    pub fn tracked(&self, kind: KindId) -> usize {
+        self.tracker.runs.tracked(kind)
+    }
+
+    /// Every gauge, in one pass over the records.
+    pub fn gauges(&self, now: Timestamp) -> Gauges {
+        Gauges::read(&self.kinds, &self.tracker.runs, &self.stragglers, now)
     }
 }

@@ -1,19 +1,23 @@
-//! Retention policies in the state: the checked policies by name, the labels of namespaces (for
-//! `namespaceSelector`), and per policy what it governs now — for its status, and in dry run
-//! what it would have deleted. A changed policy takes its objects' deadlines away at once; the
-//! relist the loop starts for its kinds judges them afresh under the new settings.
+//! Retention policies as the state keeps them ([`PolicyBook`]): the checked policies by name, the
+//! labels of namespaces (for `namespaceSelector`), and per policy what it governs now — for its
+//! status: deletions made, objects contested with another policy, in dry run what it would have
+//! deleted, and where its expressions went past a limit. A changed policy takes its objects'
+//! deadlines away at once; the relist the loop starts for its kinds judges them afresh.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
+use jiff::Timestamp;
 use kube_retention_common::FieldError;
 use kube_retention_common::api::ResourceRef;
-use kube_retention_common::governing::{CandidatePolicy, Judgement, Subject, judge};
+use kube_retention_common::governing::CandidatePolicy;
 pub use kube_retention_common::policies::PolicyKey;
-
-use super::evaluation::PolicyAnswers;
 use kube_retention_common::policies::Rules;
 
-use super::*;
+use super::Reason;
+use super::evaluation::{Exceeded, PolicyAnswers};
+use super::keys::ObjectKey;
+use super::runs::Runs;
 
 #[derive(Debug)]
 pub struct LoadedPolicy {
@@ -45,52 +49,40 @@ pub struct Summary {
 /// How many would-be deletions a dry-run policy reports.
 pub const WOULD_DELETE_SHOWN: usize = 20;
 
-impl State {
-    /// A policy was added or changed; answers the kinds to list afresh (before and after).
-    pub fn policy_applied(&mut self, key: PolicyKey, loaded: LoadedPolicy) -> Vec<ResourceRef> {
-        let key = Arc::new(key);
-        let mut kinds = self.policy_removed(&key);
-        kinds.extend(loaded.rules.kinds.iter().cloned());
+#[derive(Debug, Default)]
+pub struct PolicyBook {
+    policies: BTreeMap<Arc<PolicyKey>, LoadedPolicy>,
+    namespace_labels: HashMap<Arc<str>, BTreeMap<String, String>>,
+    would_delete: HashMap<Arc<PolicyKey>, BTreeMap<ObjectKey, (Timestamp, Reason)>>,
+    pub(super) exceeded: Exceeded,
+    deletions: HashMap<PolicyKey, u64>,
+    /// Objects two or more policies of a scope applied to: those that lost.
+    contested: HashMap<ObjectKey, Vec<Arc<PolicyKey>>>,
+}
+
+impl PolicyBook {
+    pub(super) fn insert(&mut self, key: Arc<PolicyKey>, loaded: LoadedPolicy) {
         self.policies.insert(key, loaded);
-        kinds
     }
 
-    /// A policy is gone (or about to change): its objects wait to be judged afresh. Answers its
-    /// kinds.
-    pub fn policy_removed(&mut self, key: &PolicyKey) -> Vec<ResourceRef> {
-        let Some((key, loaded)) = self.policies.remove_entry(key) else {
-            return Vec::new();
-        };
-        let governed: Vec<ObjectKey> = self
-            .runs
-            .iter()
-            .filter(|(_, record)| record.policy.as_ref() == Some(&key))
-            .map(|(run, _)| run.clone())
-            .collect();
-        for run in governed {
-            if let Some(record) = self.runs.get_mut(&run) {
-                record.deadline = None;
-                record.policy = None;
-            }
-            self.reschedule(&run);
-        }
+    /// Takes a policy out with what it reported; answers its key as the records hold it.
+    pub(super) fn remove(&mut self, key: &PolicyKey) -> Option<(Arc<PolicyKey>, LoadedPolicy)> {
+        let (key, loaded) = self.policies.remove_entry(key)?;
         self.would_delete.remove(&key);
-        self.exceeded.remove(&key);
-        let prefix = policy_group_prefix(&key);
-        self.limits
-            .retain(|group, _| !group.parent.starts_with(&prefix));
-        loaded.rules.kinds.clone()
+        self.exceeded.forget_policy(&key);
+        Some((key, loaded))
     }
 
-    /// A namespace's labels; answers whether they changed (cluster policies may select it
-    /// differently now).
-    pub fn namespace_applied(&mut self, name: &str, labels: BTreeMap<String, String>) -> bool {
-        let name = self.intern(name);
-        self.namespace_labels.insert(name, labels.clone()) != Some(labels)
+    pub fn get(&self, key: &PolicyKey) -> Option<&LoadedPolicy> {
+        self.policies.get(key)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&PolicyKey, &LoadedPolicy)> {
+        self.policies.iter().map(|(key, loaded)| (&**key, loaded))
     }
 
     /// The kinds the valid policies govern.
-    pub fn policy_kinds(&self) -> Vec<ResourceRef> {
+    pub fn kinds(&self) -> Vec<ResourceRef> {
         let mut kinds: Vec<ResourceRef> = self
             .policies
             .values()
@@ -102,12 +94,37 @@ impl State {
         kinds
     }
 
-    pub fn policy(&self, key: &PolicyKey) -> Option<&LoadedPolicy> {
-        self.policies.get(key)
+    /// How many deletions `key` caused.
+    pub fn deletions(&self, key: &PolicyKey) -> u64 {
+        self.deletions.get(key).copied().unwrap_or(0)
     }
 
-    pub fn policies(&self) -> impl Iterator<Item = (&PolicyKey, &LoadedPolicy)> {
-        self.policies.iter().map(|(key, loaded)| (&**key, loaded))
+    pub(super) fn deleted(&mut self, key: &PolicyKey) {
+        *self.deletions.entry(key.clone()).or_default() += 1;
+    }
+
+    /// A namespace's labels; answers whether they changed.
+    pub(super) fn set_namespace_labels(
+        &mut self,
+        name: Arc<str>,
+        labels: BTreeMap<String, String>,
+    ) -> bool {
+        self.namespace_labels.insert(name, labels.clone()) != Some(labels)
+    }
+
+    pub(super) fn namespace_labels(&self, namespace: &str) -> &BTreeMap<String, String> {
+        static EMPTY: BTreeMap<String, String> = BTreeMap::new();
+        self.namespace_labels.get(namespace).unwrap_or(&EMPTY)
+    }
+
+    /// The valid policies that may apply in `namespace`, in [`PolicyKey`] order.
+    pub(super) fn valid_in<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> impl Iterator<Item = (&'a Arc<PolicyKey>, &'a LoadedPolicy)> {
+        self.policies.iter().filter(move |(key, loaded)| {
+            key.applies_in(namespace) && loaded.valid_rules().is_some()
+        })
     }
 
     /// The valid policies that may apply in `namespace`, as the model judges with them, with
@@ -125,31 +142,46 @@ impl State {
         )
     }
 
-    /// A dry-run policy would have deleted `key` now.
-    pub(super) fn would_have_deleted(&mut self, key: &ObjectKey, at: Timestamp, reason: Reason) {
-        let Some(record) = self.runs.get_mut(key) else {
-            return;
-        };
-        record.pending = true;
-        if let Some(policy) = record.policy.clone() {
-            let report = self.would_delete.entry(policy).or_default();
-            report.insert(key.clone(), (at, reason));
+    /// The policies that applied to `key` and lost (none: it is no longer contested).
+    pub(super) fn set_overruled(&mut self, key: &ObjectKey, overruled: Vec<Arc<PolicyKey>>) {
+        if overruled.is_empty() {
+            self.contested.remove(key);
+        } else {
+            self.contested.insert(key.clone(), overruled);
         }
     }
 
-    /// A deletion a policy caused succeeded.
-    pub fn policy_deleted(&mut self, key: &PolicyKey) {
-        *self.deletions.entry(key.clone()).or_default() += 1;
+    pub(super) fn overruled(&self, key: &ObjectKey) -> Vec<Arc<PolicyKey>> {
+        self.contested.get(key).cloned().unwrap_or_default()
     }
 
-    pub fn deletions(&self, key: &PolicyKey) -> u64 {
-        self.deletions.get(key).copied().unwrap_or(0)
+    /// A dry-run `policy` would have deleted `key` now.
+    pub(super) fn would_have_deleted(
+        &mut self,
+        policy: Arc<PolicyKey>,
+        key: &ObjectKey,
+        at: Timestamp,
+        reason: Reason,
+    ) {
+        let report = self.would_delete.entry(policy).or_default();
+        report.insert(key.clone(), (at, reason));
     }
 
-    /// What each policy governs now.
-    pub fn summaries(&self) -> HashMap<PolicyKey, Summary> {
+    /// `key`, governed by `policy`, is gone: no report names it any more.
+    pub(super) fn forget_object(&mut self, key: &ObjectKey, policy: Option<&Arc<PolicyKey>>) {
+        self.contested.remove(key);
+        self.exceeded.note(key, None);
+        if let Some(policy) = policy
+            && let Some(report) = self.would_delete.get_mut(policy)
+        {
+            report.remove(key);
+        }
+    }
+
+    /// What each policy governs now, from the records of `runs`.
+    pub(super) fn summaries(&self, runs: &Runs) -> HashMap<PolicyKey, Summary> {
         let mut summaries: HashMap<PolicyKey, Summary> = HashMap::new();
-        for record in self.runs.values() {
+        for (_, record) in runs.iter() {
             let Some(policy) = &record.policy else {
                 continue;
             };
@@ -175,95 +207,11 @@ impl State {
             entries.truncate(WOULD_DELETE_SHOWN);
             summary.would_delete = entries;
         }
-        for (policy, objects) in &self.exceeded {
-            if let Some((key, how)) = objects.first_key_value() {
-                let summary = summaries.entry((**policy).clone()).or_default();
-                summary.exceeded = Some((objects.len(), key.clone(), how.clone()));
-            }
+        for (policy, count, key, how) in self.exceeded.first_each() {
+            let summary = summaries.entry((**policy).clone()).or_default();
+            summary.exceeded = Some((count, key.clone(), how.to_owned()));
         }
         summaries
-    }
-}
-
-/// How an object is governed, as the state keeps it.
-pub(super) struct Governed {
-    pub(super) judgement: Judgement,
-    pub(super) policy: Option<Arc<PolicyKey>>,
-    pub(super) dry_run: bool,
-    /// The limits group of the governing policy, if it sets limits.
-    pub(super) group: Option<CompactString>,
-    /// The group's limits are new or changed: enforce them whatever changed in the object.
-    pub(super) limits_changed: bool,
-    /// The other policies of its scope that applied, and lost.
-    pub(super) overruled: Vec<Arc<PolicyKey>>,
-}
-
-impl State {
-    /// Judges a seen object under its own settings and the policies that may apply.
-    pub(super) fn govern(
-        &mut self,
-        seen: &Seen<'_>,
-        created: Option<Timestamp>,
-        now: Timestamp,
-    ) -> Governed {
-        let empty = BTreeMap::new();
-        let labels = seen.object.metadata.labels.as_ref().unwrap_or(&empty);
-        let (keys, candidates) = self.candidates(&seen.namespace, seen.answers);
-        let subject = Subject {
-            entry: &self.kinds[seen.kind],
-            object: seen.value,
-            labels,
-            namespace_labels: self.namespace_labels.get(&seen.namespace).unwrap_or(&empty),
-            created,
-        };
-        let judgement = judge(&subject, &candidates, now);
-        let Some(index) = judgement.policy else {
-            return Governed {
-                judgement,
-                policy: None,
-                dry_run: false,
-                group: None,
-                limits_changed: false,
-                overruled: Vec::new(),
-            };
-        };
-        let rules = candidates[index].rules;
-        let key = keys[index].clone();
-        let dry_run = rules.dry_run;
-        let limits = Limits {
-            succeeded: rules.succeeded_limit,
-            failed: rules.failed_limit,
-        };
-        let group = (limits != Limits::default()).then(|| {
-            let value = rules
-                .group_by
-                .as_ref()
-                .and_then(|label| labels.get(label))
-                .map_or("", String::as_str);
-            CompactString::from(format!("{}{value}", policy_group_prefix(&key)))
-        });
-        let overruled = judgement
-            .overruled
-            .iter()
-            .map(|&index| (*keys[index]).clone())
-            .collect();
-        let mut limits_changed = false;
-        if let Some(group) = &group {
-            let group_key = GroupKey {
-                kind: seen.kind,
-                namespace: seen.namespace.clone(),
-                parent: group.clone(),
-            };
-            limits_changed = self.limits.insert(group_key, limits) != Some(limits);
-        }
-        Governed {
-            judgement,
-            policy: Some(key),
-            dry_run,
-            group,
-            limits_changed,
-            overruled,
-        }
     }
 }
 

@@ -1,211 +1,138 @@
-//! Runs: turning a watched object into its compact record, its deadline and any change to
-//! kube-retention's stamp, and keeping the group it belongs to for limits.
+//! The records of tracked runs and the queue of when each next needs attention (a deadline, the
+//! end of a backoff). One type, so a record and its place in the queue never disagree: every
+//! change that can move a record's time goes through [`Runs::reschedule`].
 
-use jiff::SignedDuration;
-use kube_retention_common::{Expiry, Progress};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
-use super::*;
+use jiff::Timestamp;
+use kube_retention_common::kinds::KindId;
 
-/// A finish time further ahead than this is reported as clock skew.
-const SKEW_TOLERANCE: SignedDuration = SignedDuration::from_secs(1);
+use super::PolicyKey;
+use super::compact::CompactTime;
+use super::keys::ObjectKey;
+use super::record::Record;
 
-impl State {
-    pub(super) fn run_applied(&mut self, seen: &Seen<'_>, now: Timestamp) -> Vec<Action> {
-        let Seen {
-            kind,
-            ref namespace,
-            name,
-            object,
-            value,
-            ..
-        } = *seen;
-        let key = ObjectKey {
-            kind,
-            namespace: namespace.clone(),
-            name: name.into(),
-        };
-        let created = object
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map(|time| time.0);
-        let governed = self.govern(seen, created, now);
-        let entry = &self.kinds[kind];
-        let progress = governed.judgement.progress;
-        let own = &governed.judgement.own;
-        let group = group_of(object, value, &entry.role).or(governed.group);
-        let owner = owner_of(object, &entry.role);
-        let deadline = match progress {
-            Progress::Running => None,
-            Progress::Finished(_) | Progress::NotARun => governed.judgement.expiry.deadline(),
-        };
-        // kube-retention's stamp tells the object's own settings, never a policy's.
-        let stamp = Expiry::compute(own, created, progress, now).stamp_change(&own.annotations);
-        let future_finish = progress
-            .finished()
-            .and_then(|finished| finished.at)
-            .filter(|at| *at > now + SKEW_TOLERANCE);
-        if governed.overruled.is_empty() {
-            self.contested.remove(&key);
-        } else {
-            self.contested
-                .insert(key.clone(), governed.overruled.clone());
-        }
-        let previous = self.runs.remove(&key);
-        if let Some(at) = previous.as_ref().and_then(|previous| previous.queued) {
+#[derive(Debug, Default)]
+pub(super) struct Runs {
+    /// Boxed, so the table's slots stay small: a table grows by doubling and holds both its
+    /// old and new slots while it does, which at 100,000 records was the listing's peak.
+    records: HashMap<ObjectKey, Box<Record>>,
+    queue: BTreeSet<(CompactTime, ObjectKey)>,
+}
+
+impl Runs {
+    pub(super) fn get(&self, key: &ObjectKey) -> Option<&Record> {
+        self.records.get(key).map(|record| &**record)
+    }
+
+    /// A record to change; whatever changes its times must [`Runs::reschedule`] it after.
+    pub(super) fn get_mut(&mut self, key: &ObjectKey) -> Option<&mut Record> {
+        self.records.get_mut(key).map(|record| &mut **record)
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&ObjectKey, &Record)> {
+        self.records.iter().map(|(key, record)| (key, &**record))
+    }
+
+    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = (&ObjectKey, &mut Record)> {
+        self.records
+            .iter_mut()
+            .map(|(key, record)| (key, &mut **record))
+    }
+
+    /// The records of `kind`, by key.
+    pub(super) fn keys_of(&self, kind: KindId) -> Vec<ObjectKey> {
+        self.records
+            .keys()
+            .filter(|key| key.kind == kind)
+            .cloned()
+            .collect()
+    }
+
+    /// How many runs of `kind` are tracked.
+    pub(super) fn tracked(&self, kind: KindId) -> usize {
+        self.records.keys().filter(|key| key.kind == kind).count()
+    }
+
+    /// Takes `key`'s record out, and out of the queue.
+    pub(super) fn take(&mut self, key: &ObjectKey) -> Option<Box<Record>> {
+        let record = self.records.remove(key)?;
+        if let Some(at) = record.queued {
             self.queue.remove(&(at, key.clone()));
         }
-        let resource_version: CompactString = object
-            .metadata
-            .resource_version
-            .as_deref()
-            .unwrap_or_default()
-            .into();
-        let uid = Uid::new(object.metadata.uid.as_deref().unwrap_or_default());
-        // The same object, unchanged since it was last seen (a relist): its history stands.
-        let same = previous.as_ref().filter(|previous| {
-            previous.resource_version == resource_version && previous.uid == uid
-        });
-        let same_object = previous.as_ref().filter(|previous| previous.uid == uid);
-        let stamps = Stamps {
-            needed: stamp,
-            requested: same_object.and_then(|previous| previous.stamps().requested),
-        };
-        let record = Record {
-            uid,
-            resource_version,
-            created: created.unwrap_or(now).into(),
-            deadline: deadline.map(CompactTime::new),
-            retry_at: same.and_then(|previous| previous.retry_at),
-            queued: None,
-            stamps: stamps.boxed(),
-            group,
-            owner,
-            policy: governed.policy,
-            outcome: progress.finished().map(|finished| finished.outcome),
-            failures: same.map_or(0, |previous| previous.failures),
-            keep: own.annotations.keep,
-            deleting: object.metadata.deletion_timestamp.is_some(),
-            pending: same.is_some_and(|previous| previous.pending),
-            skew_reported: same_object.is_some_and(|previous| previous.skew_reported)
-                || future_finish.is_some(),
-            dry_run: governed.dry_run,
-            listed: true,
-        };
-        let mut actions = Vec::new();
-        if let Some(finished_at) = future_finish
-            && !same_object.is_some_and(|previous| previous.skew_reported)
-        {
-            tracing::warn!(namespace = %namespace, name, %finished_at, "finish time is in the future (clock skew?); waiting");
-            actions.push(Action::Warn {
-                key: key.clone(),
-                target: super::failures::object_target(&self.kinds, &key, &record.uid.text()),
-                warning: Warning::FinishInFuture,
-                note: format!(
-                    "finished at {finished_at}, {}s ahead of kube-retention's clock (clock skew?): \
-                     its TTL counts from that time",
-                    finished_at.duration_since(now).as_secs()
-                ),
-            });
-        }
-        let changed_for_limits = governed.limits_changed
-            || previous.as_ref().is_none_or(|previous| {
-                previous.outcome != record.outcome
-                    || previous.keep != record.keep
-                    || previous.deleting != record.deleting
-                    || previous.group != record.group
-            });
-        let old_group = previous.and_then(|previous| previous.group);
-        let new_group = record.group.clone();
-        self.runs.insert(key.clone(), Box::new(record));
-        if self.leader
-            && let Some(record) = self.runs.get_mut(&key)
-            && let Some(stamp) = record.stamp_action(&key, now)
-        {
-            actions.push(stamp);
-        }
+        Some(record)
+    }
+
+    /// Keeps `record` for `key` and queues it (no record of `key` may be kept already).
+    pub(super) fn insert(&mut self, key: ObjectKey, record: Record) {
+        self.records.insert(key.clone(), Box::new(record));
         self.reschedule(&key);
-        if old_group != new_group
-            && let Some(old) = old_group
-        {
-            self.leave_group(kind, namespace, &old, name);
-        }
-        if let Some(parent) = new_group {
-            let group = GroupKey {
-                kind,
-                namespace: namespace.clone(),
-                parent,
-            };
-            self.groups
-                .entry(group.clone())
-                .or_default()
-                .insert(name.into());
-            if changed_for_limits {
-                // While a list is under way, once at its end: not once per member listed.
-                if self.relisting.contains_key(&kind) {
-                    self.deferred.insert(group);
-                } else {
-                    actions.extend(self.enforce_limits(&group, now));
-                }
-            }
-        }
-        actions
     }
 
-    pub(super) fn leave_group(
-        &mut self,
-        kind: KindId,
-        namespace: &Arc<str>,
-        parent: &str,
-        name: &str,
-    ) {
-        let group = GroupKey {
-            kind,
-            namespace: namespace.clone(),
-            parent: parent.into(),
+    /// Puts `key`'s record in the queue at the time it next needs attention, if any.
+    pub(super) fn reschedule(&mut self, key: &ObjectKey) {
+        let Some(record) = self.records.get_mut(key) else {
+            return;
         };
-        if let Some(members) = self.groups.get_mut(&group) {
-            members.remove(name);
-            if members.is_empty() {
-                self.groups.remove(&group);
-            }
+        if let Some(at) = record.queued.take() {
+            self.queue.remove(&(at, key.clone()));
+        }
+        if let Some(at) = record.wake_at(None) {
+            record.queued = Some(at);
+            self.queue.insert((at, key.clone()));
         }
     }
-}
 
-/// The name of the parent (or the label value) whose limits a run counts against.
-fn group_of(object: &DynamicObject, value: &Value, role: &Role) -> Option<CompactString> {
-    match role {
-        Role::Run {
-            parent: Some(parent),
-            ..
-        } => parent.name_in(value).map(CompactString::from),
-        Role::Run {
-            limits: Some(limits),
-            ..
-        } => object
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|labels| labels.get(&limits.label))
-            .map(|value| value.as_str().into()),
-        Role::Run { .. } | Role::Parent | Role::Object => None,
+    /// After its turn at `now`: what comes later (a deadline behind a stamp retry) waits in the
+    /// queue again, unless a DELETE is on its way.
+    pub(super) fn requeue_after(&mut self, key: &ObjectKey, now: Timestamp) {
+        let Some(record) = self.records.get_mut(key) else {
+            return;
+        };
+        if !record.pending
+            && let Some(later) = record.wake_at(Some(now))
+        {
+            record.queued = Some(later);
+            self.queue.insert((later, key.clone()));
+        }
     }
-}
 
-/// The first owner, where a run has no parent kind of its own to record Events on.
-fn owner_of(object: &DynamicObject, role: &Role) -> Option<Box<EventTarget>> {
-    if let Role::Run {
-        parent: Some(_), ..
-    } = role
-    {
-        return None;
+    /// When the queue next has something, if anything.
+    pub(super) fn next_wake(&self) -> Option<Timestamp> {
+        self.queue.first().map(|(at, _)| at.get())
     }
-    let owner = object.metadata.owner_references.as_ref()?.first()?;
-    Some(Box::new(EventTarget {
-        api_version: owner.api_version.clone(),
-        kind: owner.kind.clone(),
-        name: owner.name.clone(),
-        uid: Some(owner.uid.clone()),
-    }))
+
+    /// The next record whose time has come by `now`, out of the queue (stale entries skipped).
+    pub(super) fn pop_due(&mut self, now: Timestamp) -> Option<ObjectKey> {
+        while let Some((at, _)) = self.queue.first()
+            && at.get() <= now
+        {
+            let (at, key) = self.queue.pop_first()?;
+            if let Some(record) = self.records.get_mut(&key)
+                && record.queued == Some(at)
+            {
+                record.queued = None;
+                return Some(key);
+            }
+        }
+        None
+    }
+
+    /// The runs `policy` governed wait to be judged afresh: no deadline until then.
+    pub(super) fn release(&mut self, policy: &Arc<PolicyKey>) {
+        let governed: Vec<ObjectKey> = self
+            .records
+            .iter()
+            .filter(|(_, record)| record.policy.as_ref() == Some(policy))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in governed {
+            if let Some(record) = self.records.get_mut(&key) {
+                record.deadline = None;
+                record.policy = None;
+            }
+            self.reschedule(&key);
+        }
+    }
 }

@@ -4,39 +4,63 @@
 //! kube-retention was installed, or in a namespace the webhook skips — is labelled, and the
 //! labelled watch takes it in from there. Only such stragglers are remembered, never the rest.
 
+use std::collections::HashMap;
+
 use compact_str::CompactString;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_retention_common::annotations::{self, MANAGED_LABEL};
+use kube_retention_common::kinds::{KindId, Registry};
 
 use super::failures::{Failure, Step};
-use super::{Action, KindId, ObjectKey, State, Warning};
+use super::keys::{Namespaces, ObjectKey};
+use super::{Action, Warning};
 
 #[derive(Debug)]
-pub(super) struct Straggler {
+struct Straggler {
     uid: CompactString,
     /// A label request is on its way.
     requested: bool,
-    pub(super) failures: u8,
+    failures: u8,
     retry_at: Option<Timestamp>,
 }
 
-impl State {
-    /// The metadata of an object of `kind` (a kind watched through the managed label) was seen.
-    pub fn metadata_seen(
+impl Straggler {
+    fn waiting(&self, now: Timestamp) -> bool {
+        self.requested || self.retry_at.is_some_and(|at| at > now)
+    }
+}
+
+/// The objects waiting for the managed label.
+#[derive(Debug, Default)]
+pub struct Stragglers(HashMap<ObjectKey, Straggler>);
+
+impl Stragglers {
+    /// How many objects wait for the label.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Those whose last label request failed and that wait to retry.
+    pub(super) fn in_backoff(&self) -> usize {
+        self.0
+            .values()
+            .filter(|straggler| straggler.failures > 0)
+            .count()
+    }
+
+    /// The metadata of `key` was seen; the label request it needs now, if the `leader` asks.
+    pub(super) fn seen(
         &mut self,
-        kind: KindId,
+        key: ObjectKey,
         metadata: &ObjectMeta,
+        leader: bool,
         now: Timestamp,
-    ) -> Vec<Action> {
-        let (Some(namespace), Some(name)) = (&metadata.namespace, &metadata.name) else {
-            return Vec::new();
-        };
-        let key = ObjectKey {
-            kind,
-            namespace: self.intern(namespace),
-            name: name.into(),
-        };
+    ) -> Option<Action> {
         let labelled = metadata.labels.as_ref().is_some_and(|labels| {
             labels
                 .get(MANAGED_LABEL)
@@ -47,59 +71,48 @@ impl State {
             policy.has_settings()
         });
         if labelled || !settings || metadata.deletion_timestamp.is_some() {
-            self.stragglers.remove(&key);
-            return Vec::new();
+            self.0.remove(&key);
+            return None;
         }
         let uid: CompactString = metadata.uid.as_deref().unwrap_or_default().into();
-        let leader = self.leader;
         let fresh = || Straggler {
             uid: uid.clone(),
             requested: false,
             failures: 0,
             retry_at: None,
         };
-        let straggler = self.stragglers.entry(key.clone()).or_insert_with(fresh);
+        let straggler = self.0.entry(key.clone()).or_insert_with(fresh);
         if straggler.uid != uid {
             // Re-created under the same name: a new object, with no history of failures.
             *straggler = fresh();
         }
-        if !leader || straggler.requested || straggler.retry_at.is_some_and(|at| at > now) {
-            return Vec::new();
+        if !leader || straggler.waiting(now) {
+            return None;
         }
         straggler.requested = true;
-        vec![Action::Label { key }]
+        Some(Action::Label { key })
     }
 
-    /// An object of `kind` is gone from the metadata watch.
-    pub fn metadata_gone(&mut self, kind: KindId, namespace: &str, name: &str) {
-        let key = ObjectKey {
-            kind,
-            namespace: self.intern(namespace),
-            name: name.into(),
-        };
-        self.stragglers.remove(&key);
+    /// `key` is gone from the metadata watch.
+    pub(super) fn gone(&mut self, key: &ObjectKey) {
+        self.0.remove(key);
     }
 
-    /// The metadata watch of `kind` lists afresh: what it lists again is all that is left.
-    pub fn metadata_relisted(&mut self, kind: KindId) {
-        self.stragglers.retain(|key, _| key.kind != kind);
+    /// The metadata watch of `kind` lists afresh (or stops): what it lists again is all that is
+    /// left.
+    pub(super) fn forget_kind(&mut self, kind: KindId) {
+        self.0.retain(|key, _| key.kind != kind);
     }
 
-    /// Objects waiting for the managed label.
-    pub fn stragglers(&self) -> usize {
-        self.stragglers.len()
-    }
-
-    /// A label request failed.
-    pub fn label_failed(
+    /// A label request failed: the Warning it deserves, if any.
+    pub(super) fn failed(
         &mut self,
+        kinds: &Registry,
         key: &ObjectKey,
         failure: Failure,
         now: Timestamp,
-    ) -> Vec<Action> {
-        let Some(straggler) = self.stragglers.get_mut(key) else {
-            return Vec::new();
-        };
+    ) -> Option<Action> {
+        let straggler = self.0.get_mut(key)?;
         straggler.requested = false;
         let step = Step::take(
             &mut straggler.failures,
@@ -107,20 +120,14 @@ impl State {
             failure,
             now,
         );
-        let uid = straggler.uid.clone();
-        step.warning(&self.kinds, key, &uid, Warning::LabelFailing)
-            .into_iter()
-            .collect()
+        step.warning(kinds, key, &straggler.uid, Warning::LabelFailing)
     }
 
-    /// Label requests for every straggler not asked for yet and not backing off (the leader only).
-    pub fn label_stragglers(&mut self, now: Timestamp) -> Vec<Action> {
-        if !self.leader {
-            return Vec::new();
-        }
+    /// Label requests for every straggler not asked for yet and not backing off.
+    pub(super) fn label_all(&mut self, now: Timestamp) -> Vec<Action> {
         let mut actions = Vec::new();
-        for (key, straggler) in &mut self.stragglers {
-            if straggler.requested || straggler.retry_at.is_some_and(|at| at > now) {
+        for (key, straggler) in &mut self.0 {
+            if straggler.waiting(now) {
                 continue;
             }
             straggler.requested = true;
@@ -129,9 +136,58 @@ impl State {
         actions
     }
 
-    pub(super) fn forget_label_requests(&mut self) {
-        for straggler in self.stragglers.values_mut() {
+    /// Requests asked for may be asked for again (a new leader takes over).
+    pub(super) fn forget_requests(&mut self) {
+        for straggler in self.0.values_mut() {
             straggler.requested = false;
+        }
+    }
+}
+
+/// The metadata watch's way into the state ([`super::State::labelling`]): its events and the
+/// outcome of its label requests, with what it needs from the rest (the kinds for Events, the
+/// namespaces to name objects with, whether this replica leads).
+pub struct Labelling<'a> {
+    pub(super) stragglers: &'a mut Stragglers,
+    pub(super) namespaces: &'a mut Namespaces,
+    pub(super) kinds: &'a Registry,
+    pub(super) leader: bool,
+}
+
+impl Labelling<'_> {
+    /// The metadata of an object of `kind` (a kind watched through the managed label) was seen.
+    pub fn seen(&mut self, kind: KindId, metadata: &ObjectMeta, now: Timestamp) -> Vec<Action> {
+        let (Some(namespace), Some(name)) = (&metadata.namespace, &metadata.name) else {
+            return Vec::new();
+        };
+        let key = self.namespaces.key(kind, namespace, name);
+        let label = self.stragglers.seen(key, metadata, self.leader, now);
+        label.into_iter().collect()
+    }
+
+    /// An object of `kind` is gone from the metadata watch.
+    pub fn gone(&mut self, kind: KindId, namespace: &str, name: &str) {
+        let key = self.namespaces.key(kind, namespace, name);
+        self.stragglers.gone(&key);
+    }
+
+    /// The metadata watch of `kind` lists afresh: what it lists again is all that is left.
+    pub fn relisted(&mut self, kind: KindId) {
+        self.stragglers.forget_kind(kind);
+    }
+
+    /// A label request failed: the Warning it deserves, if any.
+    pub fn failed(&mut self, key: &ObjectKey, failure: Failure, now: Timestamp) -> Vec<Action> {
+        let warning = self.stragglers.failed(self.kinds, key, failure, now);
+        warning.into_iter().collect()
+    }
+
+    /// Label requests for every straggler not asked for yet and not backing off (the leader
+    /// only).
+    pub fn retry(&mut self, now: Timestamp) -> Vec<Action> {
+        match self.leader {
+            true => self.stragglers.label_all(now),
+            false => Vec::new(),
         }
     }
 }

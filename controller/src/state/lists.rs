@@ -1,0 +1,81 @@
+//! Lists under way. A watch that lists afresh (at start, after a 410 Gone) sends every object
+//! again and then says it is done; what it did not send again is gone. Runs carry a `listed`
+//! mark in their record (a set of 100,000 names would cost megabytes at the peak); parents are
+//! few, so the names listed are kept here. Limits of the groups a list changed wait for its end,
+//! so they are enforced once per group with every member known, not once per member listed.
+
+use std::collections::{HashMap, HashSet};
+
+use jiff::Timestamp;
+use kube_retention_common::kinds::{KindId, Registry, Role};
+
+use super::Action;
+use super::keys::{NamespacedName, ObjectKey};
+use super::policies::PolicyBook;
+use super::tracker::Tracker;
+
+#[derive(Debug, Default)]
+pub(super) struct Lists(HashMap<KindId, HashSet<NamespacedName>>);
+
+impl Lists {
+    /// A list of `kind` begins: its runs are unlisted until sent again.
+    pub(super) fn started(&mut self, kind: KindId, tracker: &mut Tracker) {
+        self.0.insert(kind, HashSet::new());
+        for (_, record) in tracker.runs.iter_mut().filter(|(key, _)| key.kind == kind) {
+            record.listed = false;
+        }
+    }
+
+    pub(super) fn under_way(&self, kind: KindId) -> bool {
+        self.0.contains_key(&kind)
+    }
+
+    /// A parent of `kind` was sent.
+    pub(super) fn parent_listed(&mut self, kind: KindId, parent: NamespacedName) {
+        if let Some(listed) = self.0.get_mut(&kind) {
+            listed.insert(parent);
+        }
+    }
+
+    /// `kind` is no longer watched.
+    pub(super) fn forget(&mut self, kind: KindId) {
+        self.0.remove(&kind);
+    }
+
+    /// The list of `kind` is complete: what it did not send again is gone, and the limits of the
+    /// groups it changed are enforced now.
+    pub(super) fn done(
+        &mut self,
+        kind: KindId,
+        kinds: &Registry,
+        tracker: &mut Tracker,
+        book: &mut PolicyBook,
+        now: Timestamp,
+    ) -> Vec<Action> {
+        let Some(listed) = self.0.remove(&kind) else {
+            return Vec::new();
+        };
+        if kinds[kind].role == Role::Parent {
+            for (namespace, name) in tracker.groups.parents(kinds, kind) {
+                if !listed.contains(&(namespace.clone(), name.clone())) {
+                    tracker.groups.parent_gone(kinds, kind, &namespace, &name);
+                }
+            }
+        } else {
+            let gone: Vec<ObjectKey> = tracker
+                .runs
+                .iter()
+                .filter(|(key, record)| key.kind == kind && !record.listed)
+                .map(|(key, _)| key.clone())
+                .collect();
+            for key in gone {
+                tracker.forget_run(book, &key);
+            }
+        }
+        let mut actions = Vec::new();
+        for group in tracker.groups.take_deferred(kind) {
+            actions.extend(tracker.enforce_limits(kinds, book, &group, now));
+        }
+        actions
+    }
+}

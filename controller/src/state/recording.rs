@@ -1,0 +1,188 @@
+//! What a watched run becomes in the state: its compact [`Record`] (deadline, stamp to write,
+//! limits group, owner for Events), carried over from the record of the version seen before
+//! where that history still stands, and a Warning when it claims to have finished in the future.
+
+use std::sync::Arc;
+
+use compact_str::CompactString;
+use jiff::{SignedDuration, Timestamp};
+use kube::api::DynamicObject;
+use kube_retention_common::kinds::{Entry, KindId, Registry, Resource, Role};
+use kube_retention_common::{Expiry, Progress};
+use serde_json::Value;
+
+use super::compact::CompactTime;
+use super::evaluation::PolicyAnswers;
+use super::failures::object_target;
+use super::governing::Governed;
+use super::keys::ObjectKey;
+use super::record::{Record, Stamps, Uid};
+use super::{Action, EventTarget, Warning};
+
+/// An object of `resource` as the model reads it: JSON with its apiVersion and kind (list items
+/// of built-in kinds carry neither).
+pub fn model_value(resource: &Resource, object: &DynamicObject) -> Option<Value> {
+    let mut value = serde_json::to_value(object).ok()?;
+    if let Some(map) = value.as_object_mut() {
+        map.insert("apiVersion".into(), Value::String(resource.api_version()));
+        map.insert("kind".into(), Value::String(resource.kind.clone()));
+    }
+    Some(value)
+}
+
+/// A finish time further ahead than this is reported as clock skew.
+const SKEW_TOLERANCE: SignedDuration = SignedDuration::from_secs(1);
+
+/// An object as a watch delivered it, with its JSON form for the model.
+pub(super) struct Seen<'a> {
+    pub(super) kind: KindId,
+    pub(super) namespace: Arc<str>,
+    pub(super) name: &'a str,
+    pub(super) object: &'a DynamicObject,
+    pub(super) value: &'a Value,
+    /// Its policies' expressions, evaluated ahead (off the loop); `None` where none has any.
+    pub(super) answers: Option<&'a PolicyAnswers>,
+}
+
+impl Seen<'_> {
+    pub(super) fn created(&self) -> Option<Timestamp> {
+        self.object
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|time| time.0)
+    }
+}
+
+/// The record of `seen` (of the kind `entry`) as `governed`, after `previous`; and the finish
+/// time it claims, where that lies in the future.
+pub(super) fn record_of(
+    seen: &Seen<'_>,
+    entry: &Entry,
+    governed: &Governed,
+    previous: Option<&Record>,
+    now: Timestamp,
+) -> (Record, Option<Timestamp>) {
+    let object = seen.object;
+    let created = seen.created();
+    let progress = governed.judgement.progress;
+    let own = &governed.judgement.own;
+    let deadline = match progress {
+        Progress::Running => None,
+        Progress::Finished(_) | Progress::NotARun => governed.judgement.expiry.deadline(),
+    };
+    // kube-retention's stamp tells the object's own settings, never a policy's.
+    let stamp = Expiry::compute(own, created, progress, now).stamp_change(&own.annotations);
+    let future_finish = progress
+        .finished()
+        .and_then(|finished| finished.at)
+        .filter(|at| *at > now + SKEW_TOLERANCE);
+    let resource_version: CompactString = object
+        .metadata
+        .resource_version
+        .as_deref()
+        .unwrap_or_default()
+        .into();
+    let uid = Uid::new(object.metadata.uid.as_deref().unwrap_or_default());
+    // The same object, unchanged since it was last seen (a relist): its history stands.
+    let same = previous
+        .filter(|previous| previous.resource_version == resource_version && previous.uid == uid);
+    let same_object = previous.filter(|previous| previous.uid == uid);
+    let stamps = Stamps {
+        needed: stamp,
+        requested: same_object.and_then(|previous| previous.stamps().requested),
+    };
+    let group = group_of(object, seen.value, &entry.role)
+        .or(governed.group.as_ref().map(|(name, _)| name.clone()));
+    let record = Record {
+        uid,
+        resource_version,
+        created: created.unwrap_or(now).into(),
+        deadline: deadline.map(CompactTime::new),
+        retry_at: same.and_then(|previous| previous.retry_at),
+        queued: None,
+        stamps: stamps.boxed(),
+        group,
+        owner: owner_of(object, &entry.role),
+        policy: governed.policy.clone(),
+        outcome: progress.finished().map(|finished| finished.outcome),
+        failures: same.map_or(0, |previous| previous.failures),
+        keep: own.annotations.keep,
+        deleting: object.metadata.deletion_timestamp.is_some(),
+        pending: same.is_some_and(|previous| previous.pending),
+        skew_reported: same_object.is_some_and(|previous| previous.skew_reported)
+            || future_finish.is_some(),
+        dry_run: governed.dry_run,
+        listed: true,
+    };
+    let unreported = future_finish.filter(|_| !same_object.is_some_and(|p| p.skew_reported));
+    (record, unreported)
+}
+
+/// Whether `record` counts differently for limits than `previous` did.
+pub(super) fn changed_for_limits(previous: Option<&Record>, record: &Record) -> bool {
+    previous.is_none_or(|previous| {
+        previous.outcome != record.outcome
+            || previous.keep != record.keep
+            || previous.deleting != record.deleting
+            || previous.group != record.group
+    })
+}
+
+/// The Warning for a run that says it `finished_at` a time still ahead of `now`.
+pub(super) fn skew_warning(
+    kinds: &Registry,
+    key: &ObjectKey,
+    record: &Record,
+    finished_at: Timestamp,
+    now: Timestamp,
+) -> Action {
+    tracing::warn!(namespace = %key.namespace, name = %key.name, %finished_at, "finish time is in the future (clock skew?); waiting");
+    Action::Warn {
+        key: key.clone(),
+        target: object_target(kinds, key, &record.uid.text()),
+        warning: Warning::FinishInFuture,
+        note: format!(
+            "finished at {finished_at}, {}s ahead of kube-retention's clock (clock skew?): \
+             its TTL counts from that time",
+            finished_at.duration_since(now).as_secs()
+        ),
+    }
+}
+
+/// The name of the parent (or the label value) whose limits a run counts against.
+fn group_of(object: &DynamicObject, value: &Value, role: &Role) -> Option<CompactString> {
+    match role {
+        Role::Run {
+            parent: Some(parent),
+            ..
+        } => parent.name_in(value).map(CompactString::from),
+        Role::Run {
+            limits: Some(limits),
+            ..
+        } => object
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|labels| labels.get(&limits.label))
+            .map(|value| value.as_str().into()),
+        Role::Run { .. } | Role::Parent | Role::Object => None,
+    }
+}
+
+/// The first owner, where a run has no parent kind of its own to record Events on.
+fn owner_of(object: &DynamicObject, role: &Role) -> Option<Box<EventTarget>> {
+    if let Role::Run {
+        parent: Some(_), ..
+    } = role
+    {
+        return None;
+    }
+    let owner = object.metadata.owner_references.as_ref()?.first()?;
+    Some(Box::new(EventTarget {
+        api_version: owner.api_version.clone(),
+        kind: owner.kind.clone(),
+        name: owner.name.clone(),
+        uid: Some(owner.uid.clone()),
+    }))
+}
