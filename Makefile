@@ -16,7 +16,7 @@ MUSL_CARGO = rustup target list --installed | grep -qx $(MUSL) || rustup target 
 MUSL_BUILD = $(MUSL_CARGO) build --release --target $(MUSL)
 LOCAL_CLUSTER = $(CARGO) run --quiet --package kube-retention-e2e --bin local-cluster -- --state $(STATE)
 
-.PHONY: help toolchain cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-controller bench-cel
+.PHONY: help toolchain cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-memcpy bench-controller bench-cel
 
 help:
 	@echo "make demo    start the local cluster and walk through what kube-retention does"
@@ -166,6 +166,17 @@ bench-webhook: cluster-binaries
 	$(BENCH) target/release/webhook-bench $(BENCH_ARGS)
 
 # What CEL costs: the model's estimate, the units an evaluation spends, nanoseconds per unit.
+# The memcpy/ crate's worth: the shipped static webhook against the same build without it.
+MEMCPY_BENCH = target/bench-memcpy
+bench-memcpy: cluster-binaries
+	$(MUSL_BUILD) --package kube-retention-webhook --bin kube-retention-webhook --no-default-features
+	mkdir -p $(MEMCPY_BENCH)
+	cp target/$(MUSL)/release/kube-retention-webhook $(MEMCPY_BENCH)/kube-retention-webhook-musl-memcpy
+	$(SHIPPED)
+	$(CARGO) build --release --package kube-retention-bench
+	$(BENCH) target/release/webhook-bench --only memcpy \
+		--without-memcpy $(MEMCPY_BENCH)/kube-retention-webhook-musl-memcpy $(BENCH_ARGS)
+
 bench-cel:
 	$(CARGO) build --release --package kube-retention-bench --bin cel-bench
 	target/release/cel-bench

@@ -9,6 +9,7 @@ pub mod differential;
 pub mod discovery;
 pub mod jobs;
 pub mod load;
+pub mod memcpy;
 pub mod memory;
 pub mod policies;
 pub mod report;

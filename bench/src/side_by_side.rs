@@ -16,6 +16,7 @@ use crate::webhook::{self, Webhook};
 use crate::{mib, rss_kib, rss_split_kib};
 
 /// One server under test.
+#[derive(Clone, Copy)]
 pub struct Contender<'a> {
     pub name: &'static str,
     pub binary: &'a Path,
@@ -45,14 +46,14 @@ pub struct Measured {
 }
 
 impl Measured {
-    fn step(&self, label: &str) -> Option<&Outcome> {
+    pub fn step(&self, label: &str) -> Option<&Outcome> {
         self.steps
             .iter()
             .find(|(name, _)| name == label)
             .map(|(_, outcome)| outcome)
     }
 
-    fn saturation(&self) -> Option<&Outcome> {
+    pub fn saturation(&self) -> Option<&Outcome> {
         self.steps.last().map(|(_, outcome)| outcome)
     }
 }

@@ -17,6 +17,7 @@ use kube_retention_webhook::args::Args;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 // The static build's memcpy in place of musl's (see the crate).
+#[cfg(feature = "memcpy")]
 use kube_retention_memcpy as _;
 
 #[tokio::main]

@@ -7,14 +7,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Parser;
 use hyper::body::Bytes;
-use kube_retention_bench::differential;
 use kube_retention_bench::report;
 use kube_retention_bench::side_by_side::{self, Contender, Load};
 use kube_retention_bench::webhook::{self, existing, review};
 use kube_retention_bench::writers::{self, WRITER};
+use kube_retention_bench::{differential, memcpy};
 use kube_retention_e2e::cluster::WEBHOOK_SERVICE_ACCOUNT;
 use kube_retention_e2e::components::WEBHOOK;
 use kube_retention_e2e::process::tracked;
@@ -48,9 +48,13 @@ struct Args {
     /// Where to write the results.
     #[arg(long, default_value = "docs/benchmarks.md")]
     report: PathBuf,
-    /// Run only the side-by-side load, the differential check, or the writer check's cost.
+    /// Run only the side-by-side load, the differential check, the writer check's cost, or
+    /// the memcpy/ crate's worth (only on request: it needs `--without-memcpy`).
     #[arg(long, value_enum)]
     only: Option<Part>,
+    /// The static webhook built without the `memcpy` feature, for `--only memcpy`.
+    #[arg(long)]
+    without_memcpy: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -58,6 +62,7 @@ enum Part {
     SideBySide,
     Differential,
     Writers,
+    Memcpy,
 }
 
 /// A mix of what the webhook sees: a denied Build, an annotated ConfigMap to stamp, an
@@ -154,6 +159,11 @@ async fn bench(args: &Args, cluster: &LocalCluster, binary: &std::path::Path) ->
         seconds: args.seconds,
         connections: args.connections,
     };
+    if args.only == Some(Part::Memcpy) {
+        let without = args.without_memcpy.as_deref();
+        let without = existing(without.context("--only memcpy needs --without-memcpy")?)?;
+        return memcpy::measure(contenders[0], &without, &load, &args.report).await;
+    }
     let runs = |part: Part| args.only.is_none_or(|only| only == part);
     if runs(Part::SideBySide) {
         let measured = side_by_side::measure(&contenders, &load).await?;
