@@ -14,7 +14,7 @@ use kube_retention_common::annotations::{EXPIRES_AT, KEEP};
 use kube_retention_common::api::{ClusterRetentionPolicy, PolicyRules, RetentionPolicy};
 use kube_retention_common::expiry::Expiry;
 use kube_retention_common::governing::{Judgement, Subject, judge};
-use kube_retention_common::kinds::{Entry, Registry, Resource};
+use kube_retention_common::kinds::{Entry, Lookup, Registry, Resource};
 use kube_retention_common::policies::{self, PolicyKey, PolicyObject, Rules};
 use kube_retention_common::progress::{Outcome, Progress};
 use kube_retention_common::setting::{self, NamedPolicy, Said, Setting};
@@ -101,14 +101,11 @@ pub fn explain(
 ) -> Explanation {
     let value = serde_json::to_value(object).unwrap_or_default();
     let namespace = object.namespace().unwrap_or_default();
-    let Some(entry) = kinds.entry_for(&value) else {
-        return left_alone(resource, object, namespace);
-    };
-    // A kind no table knows is judged with a plain entry of its own, as the controller adds one.
-    let entry = if entry.resource.kind.is_empty() {
-        Entry::plain(resource.clone())
-    } else {
-        entry.clone()
+    let entry = match kinds.lookup(&value) {
+        Lookup::Listed(entry) => entry.clone(),
+        // Judged with a plain entry of its own, as the controller adds one.
+        Lookup::Unlisted => Entry::plain(resource.clone()),
+        Lookup::SwitchedOff => return left_alone(resource, object, namespace),
     };
     let (keys, candidates) = policies::candidates(
         &policies.valid,

@@ -156,6 +156,17 @@ pub enum RegistryError {
     Full,
 }
 
+/// What a table says of a kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup<'a> {
+    /// A kind of the table, with its entry.
+    Listed(&'a Entry),
+    /// A kind no table knows: governed only by its annotations and policies, as a plain kind.
+    Unlisted,
+    /// A built-in kind switched off here (`--disable-kind`): left alone entirely.
+    SwitchedOff,
+}
+
 static BUILTIN: LazyLock<Registry> = LazyLock::new(|| Registry {
     entries: builtin::entries(),
 });
@@ -175,13 +186,24 @@ impl Registry {
     /// The entry that governs `object` in this table: its own, a plain one for a kind no table
     /// knows, `None` for a built-in kind switched off here (left alone entirely).
     pub fn entry_for(&self, object: &Value) -> Option<&Entry> {
+        match self.lookup(object) {
+            Lookup::Listed(entry) => Some(entry),
+            Lookup::Unlisted => Some(&PLAIN),
+            Lookup::SwitchedOff => None,
+        }
+    }
+
+    /// What this table says of `object`'s kind (by its apiVersion and kind).
+    pub fn lookup(&self, object: &Value) -> Lookup<'_> {
         let text = |key: &str| object.get(key).and_then(Value::as_str).unwrap_or_default();
         let (api_version, kind) = (text("apiVersion"), text("kind"));
         if let Some(id) = self.find(api_version, kind) {
-            return Some(self.get(id));
+            return Lookup::Listed(self.get(id));
         }
-        let switched_off = Self::builtin().find(api_version, kind).is_some();
-        (!switched_off).then_some(&*PLAIN)
+        match Self::builtin().find(api_version, kind) {
+            Some(_) => Lookup::SwitchedOff,
+            None => Lookup::Unlisted,
+        }
     }
 
     pub fn add(&mut self, entry: Entry) -> Result<KindId, RegistryError> {
