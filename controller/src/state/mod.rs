@@ -2,9 +2,9 @@
 //! and the clock, and answers with the [`Action`]s to take. Every rule comes from `common`.
 //!
 //! [`State`] joins parts that each own one concern, with their own types: the deletion engine
-//! ([`tracker`]: the records of runs and their queue in [`runs`], the groups that share limits
-//! in [`groups`]), the policies and what they report ([`policies`], [`evaluation`]), and the
-//! objects the webhook never labelled ([`stragglers`]). Here is only what an input means across
+//! (`tracker`: the records of runs and their queue in `runs`, the groups that share limits
+//! in `groups`), the policies and what they report (`policies`, `evaluation`), and the
+//! objects the webhook never labelled (`stragglers`). Here is only what an input means across
 //! them: an object seen or gone, a list begun or ended, a policy changed, a write failed.
 
 use std::collections::{BTreeMap, HashMap};
@@ -229,7 +229,7 @@ impl State {
         kinds
     }
 
-    /// A policy is gone or about to change ([`Tracker::release`]); answers its kinds.
+    /// A policy is gone or about to change (`Tracker::release`); answers its kinds.
     pub fn policy_removed(&mut self, key: &PolicyKey) -> Vec<ResourceRef> {
         let Some((key, loaded)) = self.policies.remove(key) else {
             return Vec::new();
