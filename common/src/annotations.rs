@@ -31,6 +31,9 @@ pub const TTL_AFTER_FINISHED: &str = "retention.dev/ttl-after-finished";
 pub const EXPIRES_AT: &str = "retention.dev/expires-at";
 pub const STAMPED: &str = "retention.dev/stamped";
 pub const KEEP: &str = "retention.dev/keep";
+/// On a RetentionPolicy or ClusterRetentionPolicy: the generation approved to delete more at once
+/// than its blast-radius guard allows (`kubectl retention approve`).
+pub const APPROVED_GENERATION: &str = "retention.dev/approved-generation";
 
 macro_rules! managed_label {
     () => {

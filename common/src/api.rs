@@ -103,6 +103,21 @@ pub struct PolicyRules {
     /// Decide and report in the status, delete nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dry_run: Option<bool>,
+    /// Rails against deleting more than meant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety: Option<SafetyRules>,
+}
+
+/// Rails against deleting more than meant.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SafetyRules {
+    /// When the policy is new or its spec changed, and it would delete more objects than this at
+    /// once (those already past their new deadline or over their new limit), it deletes nothing
+    /// until approved (`kubectl retention approve`). 0 turns the guard off; absent, the
+    /// controller's `--max-immediate-deletions` (100 by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_immediate_deletions: Option<i64>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
@@ -156,6 +171,14 @@ pub struct PolicyStatus {
     /// In dry run: objects that would have been deleted, and when (at most 20, oldest first).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub would_delete: Vec<WouldDelete>,
+    /// The generation whose deletions the controller carries out: it passed the blast-radius
+    /// guard (`spec.safety.maxImmediateDeletions`) or was approved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted_generation: Option<i64>,
+    /// While it awaits approval: deletions held back, and when each fell due (at most 20,
+    /// oldest first; the `Ready` condition counts them all, per kind).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<WouldDelete>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]

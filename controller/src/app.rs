@@ -169,7 +169,7 @@ impl Args {
         supervisor.add(writing);
         let control = Loop {
             evaluations,
-            state: State::new(watched),
+            state: State::new(watched).with_max_immediate_deletions(args.max_immediate_deletions),
             served,
             watches,
             extra: Extra::new(statuses),

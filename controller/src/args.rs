@@ -83,6 +83,15 @@ pub struct Args {
     /// long; a leader that stops cleanly releases it at once).
     #[arg(long, default_value_t = 15)]
     pub lease_duration: u64,
+    /// The blast-radius guard: a policy, new or changed, that would delete more objects than this
+    /// at once deletes nothing until approved (`kubectl retention approve`), unless it sets its
+    /// own `spec.safety.maxImmediateDeletions`. 0 turns the guard off.
+    #[arg(
+        long,
+        env = "KUBE_RETENTION_MAX_IMMEDIATE_DELETIONS",
+        default_value_t = 100
+    )]
+    pub max_immediate_deletions: u32,
     /// Run Cleaners (retention.dev/v1alpha1): groups deleted together when their conditions hold.
     #[arg(long, env = "KUBE_RETENTION_CLEANERS", default_value_t = true, action = clap::ArgAction::Set)]
     pub cleaners: bool,

@@ -9,11 +9,12 @@ use kube_retention_common::field_error::summary;
 use kube_retention_common::kinds::{Registry, group_of, qualified};
 
 use crate::discovery::Scan;
-use crate::state::{LoadedPolicy, Reason, Summary};
+use crate::state::{GuardReport, LoadedPolicy, ObjectKey, PolicyKey, Reason, Standing, Summary};
 
 pub mod writes;
 
 pub struct Inputs<'a> {
+    pub key: &'a PolicyKey,
     pub loaded: &'a LoadedPolicy,
     /// The latest scan (`None` until the first one).
     pub scan: Option<&'a Scan>,
@@ -62,6 +63,21 @@ pub fn compute(inputs: &Inputs<'_>) -> PolicyStatus {
         )
     });
     let summary = &inputs.summary;
+    let standing = summary.guard.as_ref().map(|guard| guard.standing);
+    let accepted_generation = match standing {
+        None | Some(Standing::Accepted) => inputs.loaded.generation,
+        Some(Standing::Counting | Standing::AwaitingApproval) => inputs.loaded.approval.accepted,
+    };
+    let listed = |key: &ObjectKey, at: &jiff::Timestamp, reason: &Reason| WouldDelete {
+        kind: inputs.kinds[key.kind].resource.to_string(),
+        namespace: key.namespace.to_string(),
+        name: key.name.to_string(),
+        at: format_timestamp(*at),
+        reason: match reason {
+            Reason::Ttl => "ttl".into(),
+            Reason::Limit => "limit".into(),
+        },
+    };
     PolicyStatus {
         conditions: vec![condition],
         observed_generation: inputs.loaded.generation,
@@ -73,16 +89,15 @@ pub fn compute(inputs: &Inputs<'_>) -> PolicyStatus {
         would_delete: summary
             .would_delete
             .iter()
-            .map(|(key, at, reason)| WouldDelete {
-                kind: inputs.kinds[key.kind].resource.to_string(),
-                namespace: key.namespace.to_string(),
-                name: key.name.to_string(),
-                at: format_timestamp(*at),
-                reason: match reason {
-                    Reason::Ttl => "ttl".into(),
-                    Reason::Limit => "limit".into(),
-                },
-            })
+            .map(|(key, at, reason)| listed(key, at, reason))
+            .collect(),
+        accepted_generation,
+        held: summary
+            .guard
+            .iter()
+            .filter(|guard| guard.standing == Standing::AwaitingApproval)
+            .flat_map(|guard| &guard.sample)
+            .map(|(key, at, reason)| listed(key, at, reason))
             .collect(),
     }
 }
@@ -134,6 +149,12 @@ fn readiness(inputs: &Inputs<'_>) -> (&'static str, &'static str, String) {
             }
         }
     }
+    if problems.is_empty()
+        && let Some(guard) = &inputs.summary.guard
+        && let Some(held) = guarded(inputs, guard)
+    {
+        return held;
+    }
     match (problems.is_empty(), not_served) {
         (true, _) => (
             "True",
@@ -142,5 +163,55 @@ fn readiness(inputs: &Inputs<'_>) -> (&'static str, &'static str, String) {
         ),
         (false, true) => ("False", "KindNotServed", problems.join("; ")),
         (false, false) => ("False", "MissingPermissions", problems.join("; ")),
+    }
+}
+
+/// The `Ready` condition while the blast-radius guard holds the policy's deletions.
+fn guarded(
+    inputs: &Inputs<'_>,
+    guard: &GuardReport,
+) -> Option<(&'static str, &'static str, String)> {
+    let generation = inputs.loaded.generation.unwrap_or_default();
+    match guard.standing {
+        Standing::Accepted => None,
+        Standing::Counting => Some((
+            "Unknown",
+            "Counting",
+            format!(
+                "generation {generation}: counting what it would delete at once (more than {} \
+                 waits for approval); its deletions wait until the kinds it names are listed",
+                guard.threshold
+            ),
+        )),
+        Standing::AwaitingApproval => {
+            let total: usize = guard.held.values().sum();
+            let kinds: Vec<String> = guard
+                .held
+                .iter()
+                .map(|(kind, count)| format!("{} {count}", inputs.kinds[*kind].resource))
+                .collect();
+            let approve = match &inputs.key.namespace {
+                Some(namespace) => format!(
+                    "kubectl retention approve policy {} -n {namespace}",
+                    inputs.key.name
+                ),
+                None => format!(
+                    "kubectl retention approve clusterpolicy {}",
+                    inputs.key.name
+                ),
+            };
+            Some((
+                "False",
+                "AwaitingApproval",
+                format!(
+                    "generation {generation} would delete {total} objects at once ({}), more than \
+                     its threshold of {} (spec.safety.maxImmediateDeletions, else the \
+                     controller's --max-immediate-deletions): nothing is deleted until approved \
+                     with `{approve}`, or the policy changes",
+                    kinds.join(", "),
+                    guard.threshold,
+                ),
+            ))
+        }
     }
 }

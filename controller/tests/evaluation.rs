@@ -9,30 +9,22 @@ mod support;
 use std::sync::Arc;
 
 use kube::api::DynamicObject;
-use kube_retention_common::api::PolicyRules;
 use kube_retention_common::cel::EvalError;
 use kube_retention_common::governing::Answers;
-use kube_retention_common::policies::Rules;
 use kube_retention_controller::evaluator::{Job, evaluate, serve};
 use kube_retention_controller::policy_status::{self, Inputs};
-use kube_retention_controller::state::{LoadedPolicy, ObjectKey, PolicyAnswers, PolicyKey, State};
+use kube_retention_controller::state::{
+    LoadedPolicy, ObjectKey, PolicyAnswers, PolicyKey, State, model_value,
+};
 use serde_json::{Value, json};
-use support::{JOB, at, kind, leader, object};
+use support::{JOB, at, kind, leader, loaded_policy, object};
 
 fn policy(namespace: &str, spec: Value) -> (PolicyKey, LoadedPolicy) {
-    let spec: PolicyRules = serde_json::from_value(spec).unwrap();
-    let (rules, errors) = Rules::read(&spec, None);
-    assert_eq!(errors, []);
     let key = PolicyKey {
         namespace: Some(namespace.into()),
         name: "jobs".into(),
     };
-    let loaded = LoadedPolicy {
-        rules: Arc::new(rules),
-        errors,
-        generation: Some(1),
-    };
-    (key, loaded)
+    (key, loaded_policy(spec))
 }
 
 /// Five loops of ten items deep: the costliest kind of expression admission lets through.
@@ -118,7 +110,7 @@ fn the_state_judges_with_the_answers_evaluated_ahead() {
     let (key, loaded) = policy("a", jobs_spec("object.metadata.name.startsWith(\"ci-\")"));
     state.policy_applied(key.clone(), loaded);
     let object = job("a", "ci-1");
-    let value = state.model_value(kind(JOB), &object).unwrap();
+    let value = model_value(&state.kinds()[kind(JOB)].resource, &object).unwrap();
     // The answers decide, not a second evaluation: they say it does not match.
     let answers = matching(&key, Ok(false));
     judge(&mut state, &object, &value, &answers);
@@ -142,7 +134,7 @@ fn an_expression_past_its_limit_never_matches_and_the_policy_says_why() {
         cost: 1,
         time: std::time::Duration::MAX,
     };
-    let value = state.model_value(job.key.kind, &job.object).unwrap();
+    let value = model_value(&state.kinds()[job.key.kind].resource, &job.object).unwrap();
     let (result, _) = expression.condition_costing(&value, budget);
     let answers = matching(&key, result);
     judge(&mut state, &job.object, &value, &answers);
@@ -161,6 +153,7 @@ fn an_expression_past_its_limit_never_matches_and_the_policy_says_why() {
     );
     let loaded = state.policies().get(&key).unwrap();
     let status = policy_status::compute(&Inputs {
+        key: &key,
         loaded,
         scan: None,
         summary,
@@ -235,7 +228,7 @@ fn evaluating_converts_once_and_answers_every_policy() {
     cluster.0.namespace = None;
     state.policy_applied(cluster.0.clone(), cluster.1);
     let job = job_of(&state, 1, job("a", "ci-1"));
-    let value = state.model_value(job.key.kind, &job.object).unwrap();
+    let value = model_value(&state.kinds()[job.key.kind].resource, &job.object).unwrap();
     let answers = evaluate(&value, &job.policies);
     assert_eq!(answers.len(), 2);
     assert_eq!(answers[&key].matches, Some(Ok(true)));

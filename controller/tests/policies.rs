@@ -6,21 +6,12 @@
 
 mod support;
 
-use kube_retention_common::api::PolicyRules;
-use kube_retention_common::policies::Rules;
 use kube_retention_controller::state::{Action, LoadedPolicy, PolicyKey, Reason};
 use serde_json::{Value, json};
-use support::{JOB, at, deletes, kind, leader, object};
+use support::{JOB, at, deletes, kind, leader, loaded_policy, object};
 
 fn policy(spec: Value) -> LoadedPolicy {
-    let spec: PolicyRules = serde_json::from_value(spec).unwrap();
-    let (rules, errors) = Rules::read(&spec, None);
-    assert_eq!(errors, []);
-    LoadedPolicy {
-        rules: std::sync::Arc::new(rules),
-        errors,
-        generation: Some(1),
-    }
+    loaded_policy(spec)
 }
 
 fn key(name: &str) -> PolicyKey {

@@ -8,6 +8,9 @@
 use std::borrow::Borrow;
 use std::fmt;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::annotations::APPROVED_GENERATION;
 use crate::api::{ClusterRetentionPolicy, PolicyRules, RetentionPolicy};
 use crate::field_error::FieldError;
 use crate::governing::{Answers, CandidatePolicy};
@@ -63,6 +66,17 @@ pub trait PolicyObject {
 
     fn generation(&self) -> Option<i64>;
 
+    /// The generation approved past the blast-radius guard (its `retention.dev/approved-generation`).
+    fn approved_generation(&self) -> Option<i64> {
+        let annotations = self.metadata().annotations.as_ref()?;
+        annotations.get(APPROVED_GENERATION)?.trim().parse().ok()
+    }
+
+    /// The generation the controller accepted, as its status says.
+    fn accepted_generation(&self) -> Option<i64>;
+
+    fn metadata(&self) -> &ObjectMeta;
+
     /// Its spec as written.
     fn spec(&self) -> &PolicyRules;
 
@@ -83,6 +97,14 @@ impl PolicyObject for RetentionPolicy {
 
     fn generation(&self) -> Option<i64> {
         self.metadata.generation
+    }
+
+    fn accepted_generation(&self) -> Option<i64> {
+        self.status.as_ref()?.accepted_generation
+    }
+
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
     }
 
     fn spec(&self) -> &PolicyRules {
@@ -106,6 +128,14 @@ impl PolicyObject for ClusterRetentionPolicy {
 
     fn generation(&self) -> Option<i64> {
         self.metadata.generation
+    }
+
+    fn accepted_generation(&self) -> Option<i64> {
+        self.status.as_ref()?.accepted_generation
+    }
+
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
     }
 
     fn spec(&self) -> &PolicyRules {

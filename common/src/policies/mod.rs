@@ -35,6 +35,8 @@ pub struct Rules {
     pub failed_limit: Option<u32>,
     pub group_by: Option<String>,
     pub dry_run: bool,
+    /// The blast-radius guard's threshold, where the policy sets one (0: no guard).
+    pub max_immediate_deletions: Option<u32>,
 }
 
 /// A policy's own finish rules, tried before the kind's built-in one.
@@ -78,6 +80,10 @@ impl Rules {
             failed_limit: limit("spec.failedLimit", spec.failed_limit, &mut errors),
             group_by: spec.group_by.clone(),
             dry_run: spec.dry_run.unwrap_or(false),
+            max_immediate_deletions: spec.safety.as_ref().and_then(|safety| {
+                let path = "spec.safety.maxImmediateDeletions";
+                count(path, safety.max_immediate_deletions, &mut errors)
+            }),
             ..Rules::default()
         };
         if let Some(finished) = &spec.finished {
@@ -203,6 +209,23 @@ fn ttl(path: &str, text: Option<&str>, errors: &mut Vec<FieldError>) -> Option<D
     duration::parse(text)
         .map_err(|error| errors.push(FieldError::new(path, &json!(text), error)))
         .ok()
+}
+
+/// The largest `spec.safety.maxImmediateDeletions`.
+pub const MAX_IMMEDIATE_DELETIONS: u32 = 1_000_000;
+
+fn count(path: &str, value: Option<i64>, errors: &mut Vec<FieldError>) -> Option<u32> {
+    let value = value?;
+    match u32::try_from(value) {
+        Ok(count) if count <= MAX_IMMEDIATE_DELETIONS => Some(count),
+        _ => {
+            let rule = format!(
+                "use a whole number from 0 (no guard) to {MAX_IMMEDIATE_DELETIONS}, e.g. 100"
+            );
+            errors.push(FieldError::new(path, &json!(value), rule));
+            None
+        }
+    }
 }
 
 fn limit(path: &str, value: Option<i64>, errors: &mut Vec<FieldError>) -> Option<u32> {

@@ -189,7 +189,8 @@ impl Loop {
             }
             Ok(Event::InitDone) => {
                 let resource = &self.state.kinds()[kind].resource;
-                tracing::info!(kind = %resource.kind, tracked = self.state.tracked(kind), "listed");
+                let tracked = self.state.gauges(now).tracked.get(&kind).copied();
+                tracing::info!(kind = %resource.kind, tracked, "listed");
                 let label = KindLabels {
                     kind: resource.to_string(),
                 };

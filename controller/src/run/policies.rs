@@ -15,7 +15,7 @@ use crate::discovery::Scan;
 use crate::policy_status;
 use crate::policy_status::writes::StatusWrites;
 use crate::relist_throttle::RelistThrottle;
-use crate::state::{Action, LoadedPolicy, PolicyKey};
+use crate::state::{Action, Approval, LoadedPolicy, PolicyKey};
 
 /// The loop's state beyond the configured kinds.
 pub struct Extra {
@@ -74,10 +74,16 @@ impl Loop {
                     seen.insert(key.clone());
                 }
                 // A status write (this controller's own) changes no generation: nothing to redo.
-                let unchanged =
-                    self.state.policies().get(&key).is_some_and(|loaded| {
-                        generation.is_some() && loaded.generation == generation
-                    });
+                // An approval changes none either, but is news to the blast-radius guard.
+                let approval = Approval {
+                    approved: policy.approved_generation(),
+                    accepted: policy.accepted_generation(),
+                };
+                let unchanged = self.state.policies().get(&key).is_some_and(|loaded| {
+                    generation.is_some()
+                        && loaded.generation == generation
+                        && loaded.approval.approved == approval.approved
+                });
                 if unchanged {
                     return Vec::new();
                 }
@@ -89,6 +95,7 @@ impl Loop {
                     rules: std::sync::Arc::new(rules),
                     errors,
                     generation,
+                    approval,
                 };
                 kinds = self.state.policy_applied(key, loaded);
             }
@@ -131,6 +138,7 @@ impl Loop {
         let mut writes = Vec::new();
         for (key, loaded) in self.state.policies().iter() {
             let inputs = policy_status::Inputs {
+                key,
                 loaded,
                 scan: self.extra.scan.as_ref(),
                 summary: summaries.get(key).cloned().unwrap_or_default(),

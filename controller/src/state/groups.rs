@@ -7,10 +7,12 @@
 use std::collections::{HashMap, HashSet};
 
 use compact_str::CompactString;
+use kube_retention_common::OwnSettings;
 use kube_retention_common::kinds::{KindId, LabelLimits, Registry, Role};
 use kube_retention_common::limits::{LimitedRun, over_limit};
 
 use super::keys::{GroupKey, NamespacedName, ObjectKey};
+use super::recording::Seen;
 use super::runs::Runs;
 
 /// How many finished runs of each outcome a group keeps (`None`: no limit).
@@ -43,6 +45,26 @@ impl LimitGroups {
             self.parent_uids.insert(group.clone(), uid.into());
         }
         self.limits.insert(group, limits) != Some(limits)
+    }
+
+    /// A parent was seen: the limits it sets on each kind of its runs. Answers the groups whose
+    /// limits changed.
+    pub(super) fn parent_seen(&mut self, kinds: &Registry, parent: &Seen<'_>) -> Vec<GroupKey> {
+        let (own, _) = OwnSettings::read_as(&kinds[parent.kind], parent.value);
+        let limits = Limits {
+            succeeded: own.runs.succeeded_limit,
+            failed: own.runs.failed_limit,
+        };
+        let uid = parent.object.metadata.uid.as_deref();
+        kinds
+            .runs_of(parent.kind)
+            .map(|kind| GroupKey {
+                kind,
+                namespace: parent.namespace.clone(),
+                parent: parent.name.into(),
+            })
+            .filter(|group| self.set_limits(group.clone(), limits, uid))
+            .collect()
     }
 
     /// The parent `name` of `parent_kind` is gone: its groups keep no limits.
@@ -95,6 +117,12 @@ impl LimitGroups {
                 self.members.remove(group);
             }
         }
+    }
+
+    /// The groups with members whose names begin with `prefix` (a policy's).
+    pub(super) fn with_prefix(&self, prefix: &str) -> Vec<GroupKey> {
+        let named = |group: &&GroupKey| group.parent.starts_with(prefix);
+        self.members.keys().filter(named).cloned().collect()
     }
 
     /// Every group with members.

@@ -18,8 +18,17 @@ use super::tracker::Tracker;
 pub(super) struct Lists(HashMap<KindId, HashSet<NamespacedName>>);
 
 impl Lists {
-    /// A list of `kind` begins: its runs are unlisted until sent again.
-    pub(super) fn started(&mut self, kind: KindId, tracker: &mut Tracker) {
+    /// A list of `kind` begins: its runs are unlisted until sent again, and it counts for the
+    /// blast-radius guards waiting for a list of it.
+    pub(super) fn started(
+        &mut self,
+        kind: KindId,
+        kinds: &Registry,
+        tracker: &mut Tracker,
+        book: &mut PolicyBook,
+    ) {
+        let resource = &kinds[kind].resource;
+        book.guards.list_started(&resource.group, &resource.kind);
         self.0.insert(kind, HashSet::new());
         for (_, record) in tracker.runs.iter_mut().filter(|(key, _)| key.kind == kind) {
             record.listed = false;
@@ -37,13 +46,18 @@ impl Lists {
         }
     }
 
-    /// `kind` is no longer watched.
-    pub(super) fn forget(&mut self, kind: KindId) {
+    /// `kind` is no longer watched: no list of it is under way, and its runs are gone.
+    pub(super) fn forget(&mut self, kind: KindId, tracker: &mut Tracker, book: &mut PolicyBook) {
         self.0.remove(&kind);
+        for key in tracker.runs.keys_of(kind) {
+            tracker.forget_run(book, &key);
+        }
+        tracker.groups.forget_kind(kind);
     }
 
-    /// The list of `kind` is complete: what it did not send again is gone, and the limits of the
-    /// groups it changed are enforced now.
+    /// The list of `kind` is complete: what it did not send again is gone, the limits of the
+    /// groups it changed are enforced now, and the deletions of the policies whose count it
+    /// completed within their threshold go.
     pub(super) fn done(
         &mut self,
         kind: KindId,
@@ -75,6 +89,12 @@ impl Lists {
         let mut actions = Vec::new();
         for group in tracker.groups.take_deferred(kind) {
             actions.extend(tracker.enforce_limits(kinds, book, &group, now));
+        }
+        let resource = &kinds[kind].resource;
+        for policy in book.guards.list_done(&resource.group, &resource.kind) {
+            let due = super::guard::due_under(tracker, kinds, &policy, now);
+            let released = book.guards.decide(&policy, due);
+            actions.extend(tracker.release_held(kinds, book, &released, now));
         }
         actions
     }

@@ -22,6 +22,7 @@ mod evaluation;
 mod failures;
 mod governing;
 mod groups;
+mod guard;
 mod keys;
 mod lists;
 mod policies;
@@ -35,15 +36,17 @@ pub use action::{Action, EventTarget, Governance, Reason, Warning};
 pub use counts::Gauges;
 pub use evaluation::{PolicyAnswers, Unevaluated, answers_current};
 pub use failures::{FIRST_RETRY, Failure, MAX_RETRY, retry_delay};
+pub use guard::{GuardReport, HELD_SHOWN, Standing};
 pub use keys::ObjectKey;
-pub use policies::{LoadedPolicy, PolicyBook, PolicyKey, Summary, WOULD_DELETE_SHOWN};
+pub use policies::{Approval, LoadedPolicy, PolicyBook, PolicyKey, Summary, WOULD_DELETE_SHOWN};
 pub use recording::model_value;
 pub use stragglers::{Labelling, Stragglers};
 
 use keys::{GroupKey, Namespaces};
 use lists::Lists;
 use recording::{Seen, changed_for_limits};
-use tracker::{Enforce, Tracker, Write};
+use runs::Write;
+use tracker::{Enforce, Tracker};
 
 #[derive(Default)]
 pub struct State {
@@ -61,6 +64,13 @@ impl State {
             kinds,
             ..Self::default()
         }
+    }
+
+    /// Policies that set no `spec.safety.maxImmediateDeletions` hold a new generation's
+    /// deletions for approval beyond `threshold` (0: no guard, the default here).
+    pub fn with_max_immediate_deletions(mut self, threshold: u32) -> Self {
+        self.policies.guards.default_threshold = threshold;
+        self
     }
 
     pub fn kinds(&self) -> &Registry {
@@ -95,22 +105,15 @@ impl State {
         self.tracker.due(&self.kinds, &mut self.policies, now)
     }
 
-    /// An object of `kind` was added or changed. Its policies' expressions are evaluated here:
-    /// the loop calls this only where none has any ([`State::unevaluated`]).
+    /// An object of `kind` was added or changed, where no policy has expressions to evaluate.
     pub fn applied(&mut self, kind: KindId, object: &DynamicObject, now: Timestamp) -> Vec<Action> {
-        match self.model_value(kind, object) {
+        match model_value(&self.kinds[kind].resource, object) {
             Some(value) => self.judged(kind, object, &value, None, now),
             None => Vec::new(),
         }
     }
 
-    /// The object as the model reads it: JSON with its apiVersion and kind.
-    pub fn model_value(&self, kind: KindId, object: &DynamicObject) -> Option<Value> {
-        model_value(&self.kinds[kind].resource, object)
-    }
-
-    /// An object of `kind` was added or changed, as the model reads it (`value`), with its
-    /// policies' `answers` where they were evaluated ahead.
+    /// An object of `kind` was added or changed, as the model reads it, with its `answers`.
     pub fn judged(
         &mut self,
         kind: KindId,
@@ -164,11 +167,8 @@ impl State {
             .map(|at| recording::skew_warning(&self.kinds, &key, &record, at, now))
             .into_iter()
             .collect();
-        let enforce = match limits_changed || changed_for_limits(previous.as_deref(), &record) {
-            false => Enforce::Not,
-            true if self.lists.under_way(key.kind) => Enforce::AtListEnd,
-            true => Enforce::Now,
-        };
+        let changed = limits_changed || changed_for_limits(previous.as_deref(), &record);
+        let enforce = Enforce::after(changed, self.lists.under_way(key.kind));
         let (kinds, book) = (&self.kinds, &mut self.policies);
         let change = self.tracker.track(kinds, book, key, record, enforce, now);
         actions.extend(change);
@@ -193,17 +193,15 @@ impl State {
 
     /// A kind no longer watched: its records go (its entry stays, so its id stays valid).
     pub fn forget_kind(&mut self, kind: KindId) {
-        for key in self.tracker.runs.keys_of(kind) {
-            self.tracker.forget_run(&mut self.policies, &key);
-        }
         self.stragglers.forget_kind(kind);
-        self.lists.forget(kind);
-        self.tracker.groups.forget_kind(kind);
+        self.lists
+            .forget(kind, &mut self.tracker, &mut self.policies);
     }
 
     /// A (re)list of `kind` begins: objects not seen again by [`State::relist_done`] are gone.
     pub fn relist_started(&mut self, kind: KindId) {
-        self.lists.started(kind, &mut self.tracker);
+        let (kinds, book) = (&self.kinds, &mut self.policies);
+        self.lists.started(kind, kinds, &mut self.tracker, book);
     }
 
     /// An object whose evaluation is under way was listed again: its record stays.
@@ -268,13 +266,21 @@ impl State {
         now: Timestamp,
     ) -> Vec<Action> {
         let tracker = &mut self.tracker;
-        Vec::from_iter(tracker.write_failed(&self.kinds, key, Write::Delete, fault, now))
+        Vec::from_iter(
+            tracker
+                .runs
+                .write_failed(&self.kinds, key, Write::Delete, fault, now),
+        )
     }
 
     /// A stamp did not happen.
     pub fn stamp_failed(&mut self, key: &ObjectKey, fault: Failure, now: Timestamp) -> Vec<Action> {
         let tracker = &mut self.tracker;
-        Vec::from_iter(tracker.write_failed(&self.kinds, key, Write::Stamp, fault, now))
+        Vec::from_iter(
+            tracker
+                .runs
+                .write_failed(&self.kinds, key, Write::Stamp, fault, now),
+        )
     }
 
     /// The metadata watch's events and label requests (see [`Labelling`]).
@@ -285,11 +291,6 @@ impl State {
             kinds: &self.kinds,
             leader: self.tracker.leads(),
         }
-    }
-
-    /// How many runs of `kind` are tracked.
-    pub fn tracked(&self, kind: KindId) -> usize {
-        self.tracker.runs.tracked(kind)
     }
 
     /// Every gauge, in one pass over the records.

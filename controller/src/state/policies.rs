@@ -16,6 +16,7 @@ use kube_retention_common::policies::Rules;
 
 use super::Reason;
 use super::evaluation::{Exceeded, PolicyAnswers};
+use super::guard::{GuardReport, Guards};
 use super::keys::ObjectKey;
 use super::runs::Runs;
 
@@ -25,6 +26,16 @@ pub struct LoadedPolicy {
     pub rules: Arc<Rules>,
     pub errors: Vec<FieldError>,
     pub generation: Option<i64>,
+    pub approval: Approval,
+}
+
+/// The generations the blast-radius guard lets through, as the policy object says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Approval {
+    /// Named by its `retention.dev/approved-generation` annotation.
+    pub approved: Option<i64>,
+    /// Accepted by the controller before, as its status says.
+    pub accepted: Option<i64>,
 }
 
 impl LoadedPolicy {
@@ -44,6 +55,8 @@ pub struct Summary {
     /// Objects on which its expressions went past their cost or time limit: how many, and
     /// the first by name with what went wrong.
     pub exceeded: Option<(usize, ObjectKey, String)>,
+    /// Where its generation stands with the blast-radius guard.
+    pub guard: Option<GuardReport>,
 }
 
 /// How many would-be deletions a dry-run policy reports.
@@ -55,13 +68,16 @@ pub struct PolicyBook {
     namespace_labels: HashMap<Arc<str>, BTreeMap<String, String>>,
     would_delete: HashMap<Arc<PolicyKey>, BTreeMap<ObjectKey, (Timestamp, Reason)>>,
     pub(super) exceeded: Exceeded,
+    pub(super) guards: Guards,
     deletions: HashMap<PolicyKey, u64>,
     /// Objects two or more policies of a scope applied to: those that lost.
     contested: HashMap<ObjectKey, Vec<Arc<PolicyKey>>>,
 }
 
 impl PolicyBook {
+    /// `key` as now loaded, its generation armed with the blast-radius guard.
     pub(super) fn insert(&mut self, key: Arc<PolicyKey>, loaded: LoadedPolicy) {
+        self.guards.arm(key.clone(), &loaded);
         self.policies.insert(key, loaded);
     }
 
@@ -70,6 +86,7 @@ impl PolicyBook {
         let (key, loaded) = self.policies.remove_entry(key)?;
         self.would_delete.remove(&key);
         self.exceeded.forget_policy(&key);
+        self.guards.disarm(&key);
         Some((key, loaded))
     }
 
@@ -171,6 +188,7 @@ impl PolicyBook {
     pub(super) fn forget_object(&mut self, key: &ObjectKey, policy: Option<&Arc<PolicyKey>>) {
         self.contested.remove(key);
         self.exceeded.note(key, None);
+        self.guards.forget_object(key);
         if let Some(policy) = policy
             && let Some(report) = self.would_delete.get_mut(policy)
         {
@@ -206,6 +224,11 @@ impl PolicyBook {
             entries.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
             entries.truncate(WOULD_DELETE_SHOWN);
             summary.would_delete = entries;
+        }
+        for key in self.policies.keys() {
+            if let Some(report) = self.guards.report(key) {
+                summaries.entry((**key).clone()).or_default().guard = Some(report);
+            }
         }
         for (policy, count, key, how) in self.exceeded.first_each() {
             let summary = summaries.entry((**policy).clone()).or_default();

@@ -6,12 +6,13 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use kube_retention_common::kinds::KindId;
+use kube_retention_common::kinds::{KindId, Registry};
 
-use super::PolicyKey;
 use super::compact::CompactTime;
+use super::failures::{Failure, Step};
 use super::keys::ObjectKey;
 use super::record::Record;
+use super::{Action, PolicyKey, Warning};
 
 #[derive(Debug, Default)]
 pub(super) struct Runs {
@@ -48,11 +49,6 @@ impl Runs {
             .filter(|key| key.kind == kind)
             .cloned()
             .collect()
-    }
-
-    /// How many runs of `kind` are tracked.
-    pub(super) fn tracked(&self, kind: KindId) -> usize {
-        self.records.keys().filter(|key| key.kind == kind).count()
     }
 
     /// Takes `key`'s record out, and out of the queue.
@@ -135,4 +131,38 @@ impl Runs {
             self.reschedule(&key);
         }
     }
+
+    /// A `write` of `key` did not happen: it may be asked for again after its backoff, and a
+    /// refusal that starts a longer wait is reported.
+    pub(super) fn write_failed(
+        &mut self,
+        kinds: &Registry,
+        key: &ObjectKey,
+        write: Write,
+        failure: Failure,
+        now: Timestamp,
+    ) -> Option<Action> {
+        let record = self.records.get_mut(key)?;
+        let warning = match write {
+            Write::Delete => {
+                record.pending = false;
+                Warning::DeleteFailing
+            }
+            Write::Stamp => {
+                record.forget_stamp_request();
+                Warning::StampFailing
+            }
+        };
+        let step = Step::take(&mut record.failures, &mut record.retry_at, failure, now);
+        let uid = record.uid.text();
+        self.reschedule(key);
+        step.warning(kinds, key, &uid, warning)
+    }
+}
+
+/// A write to a tracked run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Write {
+    Delete,
+    Stamp,
 }

@@ -3,20 +3,19 @@
 //! retries are due, which runs a limit removes, and how a failed write backs off. Only a leader
 //! acts: a follower keeps its records and acts on all it held back once it leads.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use kube_retention_common::OwnSettings;
 use kube_retention_common::kinds::Registry;
 
-use super::failures::{Failure, Step};
-use super::groups::{LimitGroups, Limits};
+use super::groups::LimitGroups;
 use super::keys::{GroupKey, ObjectKey};
 use super::policies::{PolicyBook, PolicyKey, policy_group_prefix};
 use super::record::Record;
 use super::recording::Seen;
 use super::runs::Runs;
-use super::{Action, Governance, Reason, Warning, action};
+use super::{Action, Governance, Reason, action};
 
 /// When the limits of a run's group are enforced after the run changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +25,18 @@ pub(super) enum Enforce {
     /// Once its kind's list ends, for all the groups the list changed.
     AtListEnd,
     Now,
+}
+
+impl Enforce {
+    /// For a run that counts differently for limits (`changed`) or not, while its kind is
+    /// `listing` or not.
+    pub(super) fn after(changed: bool, listing: bool) -> Self {
+        match (changed, listing) {
+            (false, _) => Self::Not,
+            (true, true) => Self::AtListEnd,
+            (true, false) => Self::Now,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -118,23 +129,34 @@ impl Tracker {
         parent: &Seen<'_>,
         now: Timestamp,
     ) -> Vec<Action> {
-        let (own, _) = OwnSettings::read_as(&kinds[parent.kind], parent.value);
-        let limits = Limits {
-            succeeded: own.runs.succeeded_limit,
-            failed: own.runs.failed_limit,
-        };
-        let uid = parent.object.metadata.uid.as_deref();
         let mut actions = Vec::new();
-        for kind in kinds.runs_of(parent.kind) {
-            let group = GroupKey {
-                kind,
-                namespace: parent.namespace.clone(),
-                parent: parent.name.into(),
-            };
-            if self.groups.set_limits(group.clone(), limits, uid) {
-                actions.extend(self.enforce_limits(kinds, book, &group, now));
-            }
+        for group in self.groups.parent_seen(kinds, parent) {
+            actions.extend(self.enforce_limits(kinds, book, &group, now));
         }
+        actions
+    }
+
+    /// The blast-radius guard let `held` go: each is queued at its deadline again (now, or
+    /// past), and the limits of their groups enforced.
+    pub(super) fn release_held(
+        &mut self,
+        kinds: &Registry,
+        book: &mut PolicyBook,
+        held: &[ObjectKey],
+        now: Timestamp,
+    ) -> Vec<Action> {
+        let mut groups = HashSet::new();
+        for key in held {
+            if let Some(parent) = self.runs.get(key).and_then(|record| record.group.clone()) {
+                groups.insert(GroupKey::of(key, parent));
+            }
+            self.runs.reschedule(key);
+        }
+        let mut actions = Vec::new();
+        for group in groups {
+            actions.extend(self.enforce_limits(kinds, book, &group, now));
+        }
+        actions.extend(self.due(kinds, book, now));
         actions
     }
 
@@ -237,6 +259,12 @@ impl Tracker {
         eligible_at: Timestamp,
     ) -> Option<Action> {
         let record = self.runs.get_mut(&key)?;
+        if let Some(policy) = &record.policy
+            && book.guards.holds(policy, &key, eligible_at, reason)
+        {
+            // Held, not pending: it is queued again when the guard lets it go.
+            return None;
+        }
         record.pending = true;
         if record.dry_run {
             if let Some(policy) = record.policy.clone() {
@@ -257,38 +285,4 @@ impl Tracker {
             key,
         })
     }
-
-    /// A `write` of `key` did not happen: it may be asked for again after its backoff, and a
-    /// refusal that starts a longer wait is reported.
-    pub(super) fn write_failed(
-        &mut self,
-        kinds: &Registry,
-        key: &ObjectKey,
-        write: Write,
-        failure: Failure,
-        now: Timestamp,
-    ) -> Option<Action> {
-        let record = self.runs.get_mut(key)?;
-        let warning = match write {
-            Write::Delete => {
-                record.pending = false;
-                Warning::DeleteFailing
-            }
-            Write::Stamp => {
-                record.forget_stamp_request();
-                Warning::StampFailing
-            }
-        };
-        let step = Step::take(&mut record.failures, &mut record.retry_at, failure, now);
-        let uid = record.uid.text();
-        self.runs.reschedule(key);
-        step.warning(kinds, key, &uid, warning)
-    }
-}
-
-/// A write to a tracked run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Write {
-    Delete,
-    Stamp,
 }

@@ -4,8 +4,10 @@
 
 use jiff::Timestamp;
 use kube::api::DynamicObject;
+use kube_retention_common::api::PolicyRules;
+use kube_retention_common::policies::Rules;
 use kube_retention_common::{KindId, Registry};
-use kube_retention_controller::state::{Action, Reason, State};
+use kube_retention_controller::state::{Action, Approval, LoadedPolicy, Reason, State};
 use serde_json::{Value, json};
 
 pub const BUILD: &str = "Build.shipwright.io";
@@ -59,6 +61,19 @@ pub fn merge(target: &mut Value, patch: Value) {
                 }
             }
         }
+    }
+}
+
+/// A policy of `spec` as the controller loads it: valid (the test fails otherwise), generation 1.
+pub fn loaded_policy(spec: Value) -> LoadedPolicy {
+    let spec: PolicyRules = serde_json::from_value(spec).unwrap();
+    let (rules, errors) = Rules::read(&spec, None);
+    assert_eq!(errors, []);
+    LoadedPolicy {
+        rules: std::sync::Arc::new(rules),
+        errors,
+        generation: Some(1),
+        approval: Approval::default(),
     }
 }
 
