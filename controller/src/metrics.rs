@@ -47,6 +47,8 @@ pub struct Metrics {
     pub events_dropped: Counter,
     pub in_backoff: Gauge,
     pub overdue: Gauge,
+    pub held: Gauge,
+    pub awaiting_approval: Gauge,
     pub stragglers: Gauge,
     pub labelled: Counter,
     pub lists: Family<KindLabels, Counter>,
@@ -115,8 +117,20 @@ impl Default for Metrics {
         let overdue = Gauge::default();
         registry.register(
             "overdue_objects",
-            "Finished objects past their deadline and not deleted yet (waiting for the request budget, in flight or backing off)",
+            "Finished objects past their deadline and not deleted yet (waiting for the request budget, in flight or backing off; not those the blast-radius guard holds)",
             overdue.clone(),
+        );
+        let held = Gauge::default();
+        registry.register(
+            "held_deletions",
+            "Deletions the blast-radius guard holds back until a policy's generation is approved",
+            held.clone(),
+        );
+        let awaiting_approval = Gauge::default();
+        registry.register(
+            "policies_awaiting_approval",
+            "Policies whose generation would delete more at once than their threshold, awaiting approval",
+            awaiting_approval.clone(),
         );
         let stragglers = Gauge::default();
         registry.register(
@@ -171,6 +185,8 @@ impl Default for Metrics {
             unpermitted_kinds,
             in_backoff,
             overdue,
+            held,
+            awaiting_approval,
             stragglers,
             labelled,
             deletions,

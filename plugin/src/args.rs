@@ -42,6 +42,28 @@ pub enum Command {
     /// finished more than --max-age ago. Running objects, objects annotated retention.dev/keep
     /// and objects already being deleted are never pruned.
     Prune(PruneArgs),
+    /// Approve a RetentionPolicy's (`policy NAME -n NS`) or ClusterRetentionPolicy's
+    /// (`clusterpolicy NAME`) current generation past its blast-radius guard: what it holds
+    /// back is deleted. Needs the permissions writing the policy needs (delete and list on
+    /// what it governs).
+    Approve(ApproveArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ApproveArgs {
+    pub target: PolicyKind,
+    pub name: String,
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+}
+
+/// Which kind of policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PolicyKind {
+    /// A RetentionPolicy.
+    Policy,
+    /// A ClusterRetentionPolicy.
+    Clusterpolicy,
 }
 
 #[derive(Debug, clap::Args)]
@@ -145,6 +167,7 @@ impl Args {
                 Command::Explain(args) => crate::explain::run(client, &kinds, args).await,
                 Command::Upcoming(args) => crate::upcoming::run(client, &kinds, args).await,
                 Command::Prune(args) => crate::prune::run(client, &kinds, args).await,
+                Command::Approve(args) => crate::approve::run(client, args).await,
             }
         });
         match outcome {

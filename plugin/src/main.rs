@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+mod approve;
 mod args;
 mod explain;
 mod kinds;

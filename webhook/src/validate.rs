@@ -5,9 +5,10 @@
 //! On UPDATE only errors the change introduces are denied: an object admitted before the webhook
 //! was installed must stay updatable (finalizers, labels) even if its old settings are invalid.
 
+use kube_retention_common::annotations::APPROVED_GENERATION;
 use kube_retention_common::api::{GROUP, PolicyRules};
 use kube_retention_common::kinds::group_of;
-use kube_retention_common::policies::Rules;
+use kube_retention_common::policies::{Rules, approved_generation};
 use kube_retention_common::{FieldError, OwnSettings, Registry, cleaner};
 use serde_json::Value;
 
@@ -52,17 +53,26 @@ fn is_ours(object: &Value, kinds: &[&str]) -> bool {
     group_of(text("apiVersion")) == GROUP && kinds.contains(&text("kind"))
 }
 
-/// Every error of a RetentionPolicy or ClusterRetentionPolicy.
+/// Every error of a RetentionPolicy or ClusterRetentionPolicy: its spec, and the generation its
+/// approval names.
 pub fn policy_errors(object: &Value) -> Vec<FieldError> {
     let spec = object.get("spec").cloned().unwrap_or(Value::Null);
-    match serde_json::from_value::<PolicyRules>(spec.clone()) {
+    let mut errors = match serde_json::from_value::<PolicyRules>(spec.clone()) {
         Ok(rules) => Rules::read(&rules, spec.get("namespaceSelector")).1,
         Err(error) => vec![FieldError::new(
             "spec",
             &spec,
             format!("is malformed: {error}"),
         )],
+    };
+    let approval = object
+        .pointer("/metadata/annotations")
+        .and_then(|annotations| annotations.get(APPROVED_GENERATION));
+    if let Some(approval) = approval {
+        let text = approval.as_str().unwrap_or_default();
+        errors.extend(approved_generation(text).err());
     }
+    errors
 }
 
 #[cfg(test)]
@@ -111,6 +121,29 @@ mod tests {
         let malformed = json!({"apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
                                "spec": {"resources": "Job"}});
         assert_eq!(new_errors(&malformed, None)[0].path, "spec");
+    }
+
+    #[test]
+    fn an_approval_names_a_generation_and_its_safety_a_count() {
+        let policy = json!({"apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
+                            "metadata": {"annotations": {"retention.dev/approved-generation": "latest"}},
+                            "spec": {"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
+                                     "ttl": "24h", "safety": {"maxImmediateDeletions": -1}}});
+        let errors: Vec<String> = new_errors(&policy, None)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(
+            errors[0].starts_with(
+                "spec.safety.maxImmediateDeletions: -1 is not a count: use a whole number from 0"
+            ),
+            "{errors:?}"
+        );
+        assert!(
+            errors[1].starts_with("metadata.annotations[retention.dev/approved-generation]: \"latest\" is not a generation"),
+            "{errors:?}"
+        );
     }
 
     #[test]

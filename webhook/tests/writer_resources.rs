@@ -61,6 +61,46 @@ async fn a_policy_needs_delete_and_list_on_each_kind_where_it_applies() {
     assert!(rbac.asked.lock().unwrap().is_empty());
 }
 
+/// Approving a policy's deletions past its blast-radius guard lends the controller's power as
+/// much as writing the policy: the same permissions, asked again only when the approval changes.
+#[tokio::test]
+async fn approving_a_policys_deletions_needs_what_writing_it_needs() {
+    let written = policy("RetentionPolicy", Some("team-a"));
+    let mut approved = written.clone();
+    approved["metadata"]["annotations"] = json!({"retention.dev/approved-generation": "2"});
+    let request = ours("RetentionPolicy", "UPDATE", &approved, Some(&written));
+    let (_, body) = send_to(context(Arc::new(Rbac::default())), "/validate", &request).await;
+    assert_eq!(body["response"]["allowed"], false, "{body}");
+    let message = body["response"]["status"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("you may not delete secrets in namespace team-a"),
+        "{message}"
+    );
+    assert!(
+        message.contains("approve a retention policy's deletions"),
+        "{message}"
+    );
+
+    let allowed = Arc::new(Rbac {
+        allowed: vec![
+            ("bob", "delete", "secrets", Some("team-a")),
+            ("bob", "list", "secrets", Some("team-a")),
+        ],
+        ..Rbac::default()
+    });
+    let (_, body) = send_to(context(allowed), "/validate", &request).await;
+    assert_eq!(body["response"]["allowed"], true, "{body}");
+
+    // The same approval written again (a label added beside it) asks nothing.
+    let rbac = Arc::new(Rbac::default());
+    let mut labelled = approved.clone();
+    labelled["metadata"]["labels"] = json!({"team": "a"});
+    let request = ours("RetentionPolicy", "UPDATE", &labelled, Some(&approved));
+    let (_, body) = send_to(context(rbac.clone()), "/validate", &request).await;
+    assert_eq!(body["response"]["allowed"], true, "{body}");
+    assert!(rbac.asked.lock().unwrap().is_empty());
+}
+
 fn cleaner(spec: Value) -> Value {
     json!({"apiVersion": "retention.dev/v1alpha1", "kind": "Cleaner",
            "metadata": {"name": "preview-42", "namespace": "team-a"}, "spec": spec})

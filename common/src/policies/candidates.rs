@@ -8,10 +8,10 @@
 use std::borrow::Borrow;
 use std::fmt;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
 
 use crate::annotations::APPROVED_GENERATION;
-use crate::api::{ClusterRetentionPolicy, PolicyRules, RetentionPolicy};
+use crate::api::{ClusterRetentionPolicy, PolicyRules, PolicyStatus, RetentionPolicy};
 use crate::field_error::FieldError;
 use crate::governing::{Answers, CandidatePolicy};
 
@@ -58,24 +58,38 @@ pub enum PolicyScope {
     Cluster,
 }
 
-/// A policy as the API serves it.
-pub trait PolicyObject {
+/// A policy as the API serves it: what both kinds say alike is read here once.
+pub trait PolicyObject: Resource {
     const SCOPE: PolicyScope;
 
-    fn key(&self) -> PolicyKey;
+    fn key(&self) -> PolicyKey {
+        let meta = self.meta();
+        PolicyKey {
+            namespace: match Self::SCOPE {
+                PolicyScope::Namespaced => Some(meta.namespace.clone().unwrap_or_default()),
+                PolicyScope::Cluster => None,
+            },
+            name: meta.name.clone().unwrap_or_default(),
+        }
+    }
 
-    fn generation(&self) -> Option<i64>;
+    fn generation(&self) -> Option<i64> {
+        self.meta().generation
+    }
 
-    /// The generation approved past the blast-radius guard (its `retention.dev/approved-generation`).
+    /// The generation approved past the blast-radius guard (its
+    /// `retention.dev/approved-generation`).
     fn approved_generation(&self) -> Option<i64> {
-        let annotations = self.metadata().annotations.as_ref()?;
-        annotations.get(APPROVED_GENERATION)?.trim().parse().ok()
+        let annotations = self.meta().annotations.as_ref()?;
+        super::approved_generation(annotations.get(APPROVED_GENERATION)?).ok()
     }
 
     /// The generation the controller accepted, as its status says.
-    fn accepted_generation(&self) -> Option<i64>;
+    fn accepted_generation(&self) -> Option<i64> {
+        self.policy_status()?.accepted_generation
+    }
 
-    fn metadata(&self) -> &ObjectMeta;
+    fn policy_status(&self) -> Option<&PolicyStatus>;
 
     /// Its spec as written.
     fn spec(&self) -> &PolicyRules;
@@ -88,23 +102,8 @@ pub trait PolicyObject {
 impl PolicyObject for RetentionPolicy {
     const SCOPE: PolicyScope = PolicyScope::Namespaced;
 
-    fn key(&self) -> PolicyKey {
-        PolicyKey {
-            namespace: Some(self.metadata.namespace.clone().unwrap_or_default()),
-            name: self.metadata.name.clone().unwrap_or_default(),
-        }
-    }
-
-    fn generation(&self) -> Option<i64> {
-        self.metadata.generation
-    }
-
-    fn accepted_generation(&self) -> Option<i64> {
-        self.status.as_ref()?.accepted_generation
-    }
-
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
+    fn policy_status(&self) -> Option<&PolicyStatus> {
+        self.status.as_ref()
     }
 
     fn spec(&self) -> &PolicyRules {
@@ -119,23 +118,8 @@ impl PolicyObject for RetentionPolicy {
 impl PolicyObject for ClusterRetentionPolicy {
     const SCOPE: PolicyScope = PolicyScope::Cluster;
 
-    fn key(&self) -> PolicyKey {
-        PolicyKey {
-            namespace: None,
-            name: self.metadata.name.clone().unwrap_or_default(),
-        }
-    }
-
-    fn generation(&self) -> Option<i64> {
-        self.metadata.generation
-    }
-
-    fn accepted_generation(&self) -> Option<i64> {
-        self.status.as_ref()?.accepted_generation
-    }
-
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
+    fn policy_status(&self) -> Option<&PolicyStatus> {
+        self.status.as_ref()
     }
 
     fn spec(&self) -> &PolicyRules {

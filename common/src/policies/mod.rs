@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::annotations::APPROVED_GENERATION;
 use crate::api::{PolicyRules, ResourceRef};
 use crate::cel::{Expect, Expression};
 use crate::duration;
@@ -211,6 +212,19 @@ fn ttl(path: &str, text: Option<&str>, errors: &mut Vec<FieldError>) -> Option<D
         .ok()
 }
 
+/// A policy's `retention.dev/approved-generation`, read: the generation approved past its
+/// blast-radius guard, a whole number from 1.
+pub fn approved_generation(value: &str) -> Result<i64, FieldError> {
+    match value.trim().parse::<i64>() {
+        Ok(generation) if generation >= 1 => Ok(generation),
+        _ => Err(FieldError::new(
+            format!("metadata.annotations[{APPROVED_GENERATION}]"),
+            &json!(value),
+            "is not a generation: use the policy's metadata.generation, e.g. 2 (`kubectl retention approve` writes it)",
+        )),
+    }
+}
+
 /// The largest `spec.safety.maxImmediateDeletions`.
 pub const MAX_IMMEDIATE_DELETIONS: u32 = 1_000_000;
 
@@ -220,7 +234,7 @@ fn count(path: &str, value: Option<i64>, errors: &mut Vec<FieldError>) -> Option
         Ok(count) if count <= MAX_IMMEDIATE_DELETIONS => Some(count),
         _ => {
             let rule = format!(
-                "use a whole number from 0 (no guard) to {MAX_IMMEDIATE_DELETIONS}, e.g. 100"
+                "is not a count: use a whole number from 0 (no guard) to {MAX_IMMEDIATE_DELETIONS}, e.g. 100"
             );
             errors.push(FieldError::new(path, &json!(value), rule));
             None

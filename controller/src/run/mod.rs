@@ -152,6 +152,9 @@ impl Loop {
         }
         self.metrics.in_backoff.set(count(gauges.in_backoff));
         self.metrics.overdue.set(count(gauges.overdue));
+        self.metrics.held.set(count(gauges.held));
+        let awaiting = count(gauges.awaiting_approval);
+        self.metrics.awaiting_approval.set(awaiting);
         self.metrics.stragglers.set(count(gauges.stragglers));
     }
 

@@ -1,13 +1,12 @@
 //! What the controller's gauges count, all in one pass over the records: runs tracked by kind,
-//! those backing off, and the backlog of overdue ones.
+//! those backing off, the backlog of overdue ones, and what the blast-radius guard holds.
 
 use std::collections::HashMap;
 
 use jiff::Timestamp;
-use kube_retention_common::kinds::{KindId, Registry};
+use kube_retention_common::kinds::KindId;
 
-use super::runs::Runs;
-use super::stragglers::Stragglers;
+use super::State;
 
 /// One reading of the gauges.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -20,16 +19,16 @@ pub struct Gauges {
     pub overdue: usize,
     /// Objects waiting for the managed label.
     pub stragglers: usize,
+    /// Deletions the blast-radius guard holds back, and the policies awaiting approval.
+    pub held: usize,
+    pub awaiting_approval: usize,
 }
 
 impl Gauges {
     /// Every gauge at `now`, in one pass over the records.
-    pub(super) fn read(
-        kinds: &Registry,
-        runs: &Runs,
-        stragglers: &Stragglers,
-        now: Timestamp,
-    ) -> Self {
+    pub(super) fn of(state: &State, now: Timestamp) -> Self {
+        let (kinds, runs) = (&state.kinds, &state.tracker.runs);
+        let (stragglers, guards) = (&state.stragglers, &state.policies.guards);
         let mut gauges = Self {
             tracked: kinds.iter().map(|(id, _)| (id, 0)).collect(),
             ..Self::default()
@@ -37,10 +36,12 @@ impl Gauges {
         for (key, record) in runs.iter() {
             *gauges.tracked.entry(key.kind).or_default() += 1;
             gauges.in_backoff += usize::from(record.failures > 0);
-            gauges.overdue += usize::from(record.overdue(now));
+            // Held by the guard is not behind: it waits for approval, not for the controller.
+            gauges.overdue += usize::from(record.overdue(now) && !guards.is_held(key));
         }
         gauges.in_backoff += stragglers.in_backoff();
         gauges.stragglers = stragglers.len();
+        (gauges.held, gauges.awaiting_approval) = guards.totals();
         gauges
     }
 }

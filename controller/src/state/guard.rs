@@ -187,7 +187,24 @@ impl Guards {
         std::mem::take(&mut guard.held).into_keys().collect()
     }
 
-    /// What the guard says of `key`, unless its generation is simply accepted.
+    /// Whether some policy holds the deletion of `key`.
+    pub(super) fn is_held(&self, key: &ObjectKey) -> bool {
+        self.policies
+            .values()
+            .any(|guard| guard.held.contains_key(key))
+    }
+
+    /// Deletions held in all, and the policies awaiting approval.
+    pub(super) fn totals(&self) -> (usize, usize) {
+        let held = self.policies.values().map(|guard| guard.held.len()).sum();
+        let awaiting = self
+            .policies
+            .values()
+            .filter(|guard| guard.standing == Standing::AwaitingApproval);
+        (held, awaiting.count())
+    }
+
+    /// What the guard says of `key`, where it has armed it.
     pub(super) fn report(&self, key: &PolicyKey) -> Option<GuardReport> {
         let guard = self.policies.get(key)?;
         let mut sample: Vec<(ObjectKey, Timestamp, Reason)> = guard

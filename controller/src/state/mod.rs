@@ -295,6 +295,6 @@ impl State {
 
     /// Every gauge, in one pass over the records.
     pub fn gauges(&self, now: Timestamp) -> Gauges {
-        Gauges::read(&self.kinds, &self.tracker.runs, &self.stragglers, now)
+        Gauges::of(self, now)
     }
 }

@@ -1,7 +1,8 @@
 //! RetentionPolicy and ClusterRetentionPolicy on the real cluster: the CRDs generated from the
 //! Rust types install, an invalid policy is refused at `kubectl apply` naming each field, a valid
-//! one shows its columns in `kubectl get`, policies at work ([`applied`]), and a policy rewritten
-//! over and over costing the controller one relist per window ([`churn`]).
+//! one shows its columns in `kubectl get`, policies at work ([`applied`]), a policy rewritten
+//! over and over costing the controller one relist per window ([`churn`]), and a change that
+//! would delete too much at once waiting for approval ([`guard`]).
 
 use anyhow::{Result, ensure};
 use libtest_mimic::Trial;
@@ -10,6 +11,7 @@ use crate::support::{Env, TestNamespace};
 
 mod applied;
 mod churn;
+mod guard;
 
 pub fn tests(env: &Env) -> Vec<Trial> {
     vec![
@@ -28,6 +30,10 @@ pub fn tests(env: &Env) -> Vec<Trial> {
         env.trial(
             "a_policy_for_an_ungranted_kind_is_not_ready_until_a_role_grants_it",
             applied::ungranted_kind,
+        ),
+        env.trial(
+            "a_policy_change_that_would_delete_150_jobs_at_once_waits_for_approval",
+            guard::mass_deletion_waits_for_approval,
         ),
         env.trial(
             "a_policy_rewritten_twenty_times_costs_one_relist_of_its_kind_per_window",

@@ -1,6 +1,7 @@
 //! What a write of a retention policy or a Cleaner needs: permissions on each kind it names, in
 //! its namespace (a ClusterRetentionPolicy: cluster-wide), when it is new or its spec changed.
 
+use kube_retention_common::annotations::APPROVED_GENERATION;
 use kube_retention_common::api::ResourceRef;
 use kube_retention_common::cleaner::CleanerSpec;
 use kube_retention_common::field_error::render;
@@ -27,16 +28,35 @@ fn written_spec(object: &Value, old: Option<&Value>) -> Option<Value> {
     (!unchanged).then(|| spec.cloned().unwrap_or(Value::Null))
 }
 
-/// delete and list on each resource a policy names, where it applies, when it is new or its spec
-/// changed. A kind the cluster does not serve yet has no resource name to ask about: the writer
-/// must then be allowed on every resource of its group.
+/// The generation a policy's blast-radius guard is told to let through, where a write sets one
+/// anew.
+fn written_approval<'a>(object: &'a Value, old: Option<&Value>) -> Option<&'a Value> {
+    let approval = |policy: &Value| {
+        let annotations = policy.pointer("/metadata/annotations")?;
+        annotations.get(APPROVED_GENERATION).cloned()
+    };
+    let new = object
+        .pointer("/metadata/annotations")?
+        .get(APPROVED_GENERATION)?;
+    (old.and_then(approval).as_ref() != Some(new)).then_some(new)
+}
+
+/// delete and list on each resource a policy names, where it applies, when it is new, its spec
+/// changed, or a write approves its deletions past the blast-radius guard. A kind the cluster
+/// does not serve yet has no resource name to ask about: the writer must then be allowed on every
+/// resource of its group.
 pub(super) async fn policy_needs(
     context: &Context,
     object: &Value,
     old: Option<&Value>,
 ) -> Vec<Need> {
-    let Some(spec) = written_spec(object, old) else {
-        return Vec::new();
+    let (spec, consequence) = match written_spec(object, old) {
+        Some(spec) => (spec, "make a retention policy for them"),
+        None if written_approval(object, old).is_some() => {
+            let spec = object.get("spec").cloned().unwrap_or(Value::Null);
+            (spec, "approve a retention policy's deletions of them")
+        }
+        None => return Vec::new(),
     };
     let namespace = object
         .pointer("/metadata/namespace")
@@ -71,7 +91,7 @@ pub(super) async fn policy_needs(
                     namespace: namespace.clone(),
                     name: None,
                 },
-                consequence: "make a retention policy for them",
+                consequence,
             });
         }
     }

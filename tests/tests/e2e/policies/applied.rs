@@ -29,7 +29,7 @@ fn policies(cluster: bool) -> ApiResource {
     )
 }
 
-fn apply(ns: &TestNamespace, manifest: &Value) -> Result<()> {
+pub fn apply(ns: &TestNamespace, manifest: &Value) -> Result<()> {
     kube_retention_e2e::run_with_input(
         ns.kubectl().args(["apply", "-f", "-"]),
         &manifest.to_string(),
@@ -38,7 +38,7 @@ fn apply(ns: &TestNamespace, manifest: &Value) -> Result<()> {
 }
 
 /// The policy's status, once it has one.
-async fn status(ns: &TestNamespace, cluster: bool, name: &str) -> Result<Value> {
+pub async fn status(ns: &TestNamespace, cluster: bool, name: &str) -> Result<Value> {
     let api: Api<kube::api::DynamicObject> = if cluster {
         Api::all_with(ns.env.client.clone(), &policies(true))
     } else {
@@ -47,7 +47,7 @@ async fn status(ns: &TestNamespace, cluster: bool, name: &str) -> Result<Value> 
     Ok(api.get(name).await?.data["status"].clone())
 }
 
-fn ready(status: &Value) -> (String, String, String) {
+pub fn ready(status: &Value) -> (String, String, String) {
     let condition = status["conditions"]
         .as_array()
         .and_then(|conditions| conditions.iter().find(|c| c["type"] == "Ready"))

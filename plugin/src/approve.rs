@@ -1,0 +1,118 @@
+//! `kubectl retention approve`: lets a policy's current generation delete more at once than its
+//! blast-radius guard allows, by naming that generation in its `retention.dev/approved-generation`
+//! annotation. The webhook admits the annotation only from a writer who may delete what the
+//! policy governs; a later change to the spec is a new generation, counted afresh.
+
+use anyhow::{Context, Result, bail};
+use kube::api::{Api, Patch, PatchParams};
+use kube::{Client, Resource};
+use kube_retention_common::annotations::APPROVED_GENERATION;
+use kube_retention_common::api::{ClusterRetentionPolicy, PolicyStatus, RetentionPolicy};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use crate::args::{ApproveArgs, PolicyKind};
+
+pub async fn run(client: Client, args: ApproveArgs) -> Result<()> {
+    match args.target {
+        PolicyKind::Policy => {
+            let namespace = args
+                .namespace
+                .unwrap_or_else(|| client.default_namespace().to_owned());
+            let api: Api<RetentionPolicy> = Api::namespaced(client, &namespace);
+            let name = format!("RetentionPolicy {namespace}/{}", args.name);
+            approve(&api, &args.name, &name, |policy| policy.status.as_ref()).await
+        }
+        PolicyKind::Clusterpolicy => {
+            let api: Api<ClusterRetentionPolicy> = Api::all(client);
+            let name = format!("ClusterRetentionPolicy {}", args.name);
+            approve(&api, &args.name, &name, |policy| policy.status.as_ref()).await
+        }
+    }
+}
+
+async fn approve<K>(
+    api: &Api<K>,
+    name: &str,
+    shown: &str,
+    status: impl Fn(&K) -> Option<&PolicyStatus>,
+) -> Result<()>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let policy = api
+        .get(name)
+        .await
+        .with_context(|| format!("reading {shown}"))?;
+    let Some(generation) = policy.meta().generation else {
+        bail!("{shown} has no metadata.generation to approve");
+    };
+    let patch = json!({"metadata": {"annotations": {APPROVED_GENERATION: generation.to_string()}}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .with_context(|| format!("approving generation {generation} of {shown}"))?;
+    let ready = status(&policy)
+        .and_then(|status| status.conditions.iter().find(|c| c.type_ == "Ready"))
+        .map(|ready| format!(" (it said: {}: {})", ready.reason, ready.message))
+        .unwrap_or_default();
+    println!("approved generation {generation} of {shown}{ready}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn policy(generation: i64) -> Value {
+        json!({"apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
+               "metadata": {"name": "jobs", "namespace": "team-a", "generation": generation},
+               "spec": {"resources": [{"apiVersion": "batch/v1", "kind": "Job"}], "ttl": "1s"},
+               "status": {"conditions": [{"type": "Ready", "status": "False",
+                   "reason": "AwaitingApproval", "message": "would delete 150 objects at once",
+                   "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
+    }
+
+    fn args() -> ApproveArgs {
+        ApproveArgs {
+            target: PolicyKind::Policy,
+            name: "jobs".into(),
+            namespace: Some("team-a".into()),
+        }
+    }
+
+    #[tokio::test]
+    async fn approves_the_generation_it_read() {
+        let (client, mut server) = kube_retention_apimock::pair();
+        let approving = tokio::spawn(run(client, args()));
+        let path = "/apis/retention.dev/v1alpha1/namespaces/team-a/retentionpolicies/jobs";
+        let get = server.next().await.unwrap();
+        assert_eq!(get.line(), format!("GET {path}"));
+        get.reply(200, &policy(3));
+        let patch = server.next().await.unwrap();
+        assert_eq!(patch.line(), format!("PATCH {path}"));
+        assert_eq!(patch.content_type, "application/merge-patch+json");
+        assert_eq!(
+            patch.body,
+            json!({"metadata": {"annotations": {"retention.dev/approved-generation": "3"}}})
+        );
+        patch.reply(200, &policy(3));
+        approving.await.unwrap().unwrap();
+        assert!(server.quiet().await, "nothing else is sent");
+    }
+
+    #[tokio::test]
+    async fn a_refusal_says_what_could_not_be_approved() {
+        let (client, mut server) = kube_retention_apimock::pair();
+        let approving = tokio::spawn(run(client, args()));
+        server.next().await.unwrap().reply(200, &policy(2));
+        let refusal = "admission webhook denied the request: you may not delete jobs.batch in namespace team-a";
+        server.next().await.unwrap().refuse(403, refusal);
+        let error = format!("{:#}", approving.await.unwrap().unwrap_err());
+        assert!(
+            error.starts_with("approving generation 2 of RetentionPolicy team-a/jobs: "),
+            "{error}"
+        );
+        assert!(error.contains("you may not delete jobs.batch"), "{error}");
+    }
+}
