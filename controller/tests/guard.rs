@@ -50,7 +50,8 @@ fn guarded(threshold: u32) -> State {
     state
 }
 
-/// `count` Jobs listed afresh (as after a policy change); answers the names deleted.
+/// `count` Jobs listed afresh (as after a policy change), all judged at once (no expressions);
+/// answers the names deleted.
 fn list_jobs(state: &mut State, count: usize) -> Vec<String> {
     let now = at(NOW);
     state.relist_started(kind(JOB));
@@ -59,6 +60,7 @@ fn list_jobs(state: &mut State, count: usize) -> Vec<String> {
         actions.extend(state.applied(kind(JOB), &job(&format!("job-{index}")), now));
     }
     actions.extend(state.relist_done(kind(JOB), now));
+    actions.extend(state.settled(kind(JOB), now));
     actions.extend(state.due(now));
     deletes(&actions)
         .into_iter()
@@ -109,7 +111,13 @@ fn within_the_threshold_the_held_deletions_go_when_the_list_ends() {
     }
     actions.extend(state.due(now));
     assert_eq!(deletes(&actions), [], "held while counting");
-    let released = deletes(&state.relist_done(kind(JOB), now));
+    assert_eq!(deletes(&state.relist_done(kind(JOB), now)), []);
+    assert_eq!(
+        standing(&state).0,
+        Standing::Counting,
+        "objects whose expressions are under way may still count"
+    );
+    let released = deletes(&state.settled(kind(JOB), now));
     assert_eq!(released.len(), 100, "exactly the threshold is allowed");
     assert_eq!(standing(&state), (Standing::Accepted, 0));
 }
@@ -122,6 +130,7 @@ fn only_a_list_begun_after_the_change_completes_the_count() {
     state.policy_applied(key(), policy(jobs_ttl("1s"), 1, Approval::default()));
     state.applied(kind(JOB), &job("early"), now);
     assert_eq!(deletes(&state.relist_done(kind(JOB), now)), []);
+    assert_eq!(deletes(&state.settled(kind(JOB), now)), []);
     assert_eq!(
         standing(&state).0,
         Standing::Counting,

@@ -17,11 +17,13 @@ use crate::evaluator::{Evaluated, Evaluator, Job};
 use crate::metrics::Metrics;
 use crate::state::{Action, ObjectKey, answers_current};
 
-/// The evaluations under way, by object: the latest version's sequence number.
+/// The evaluations under way, by object: the latest version's sequence number; and how many
+/// there are of each kind (a kind with none has every object listed judged).
 pub struct Evaluations {
     evaluator: Evaluator,
     pub(super) results: mpsc::UnboundedReceiver<Evaluated>,
     pending: HashMap<ObjectKey, u64>,
+    per_kind: HashMap<KindId, usize>,
     next: u64,
 }
 
@@ -34,6 +36,7 @@ impl Evaluations {
             evaluator,
             results,
             pending: HashMap::new(),
+            per_kind: HashMap::new(),
             next: 0,
         };
         Ok((evaluations, thread))
@@ -42,7 +45,9 @@ impl Evaluations {
     fn submit(&mut self, mut job: Job, metrics: &Metrics) {
         self.next += 1;
         job.seq = self.next;
-        self.pending.insert(job.key.clone(), job.seq);
+        if self.pending.insert(job.key.clone(), job.seq).is_none() {
+            *self.per_kind.entry(job.key.kind).or_default() += 1;
+        }
         metrics.evaluations_queued.set(gauge(self.pending.len()));
         if !self.evaluator.submit(job) {
             tracing::error!(
@@ -53,7 +58,16 @@ impl Evaluations {
 
     /// `key` changed or went otherwise: whatever is under way for it no longer counts.
     pub(super) fn forget(&mut self, key: &ObjectKey) {
-        self.pending.remove(key);
+        if self.pending.remove(key).is_some()
+            && let Some(count) = self.per_kind.get_mut(&key.kind)
+        {
+            *count = count.saturating_sub(1);
+        }
+    }
+
+    /// Whether objects of `kind` wait for their expressions.
+    pub(super) fn under_way(&self, kind: KindId) -> bool {
+        self.per_kind.get(&kind).is_some_and(|count| *count > 0)
     }
 }
 
@@ -99,8 +113,18 @@ impl Loop {
     }
 
     /// An object's answers came back: judged with them if they are still its latest and its
-    /// policies unchanged.
+    /// policies unchanged. The last of its kind lets the blast-radius guards counting the kind
+    /// decide.
     pub(super) fn on_evaluated(&mut self, evaluated: Evaluated) -> Vec<Action> {
+        let kind = evaluated.job.key.kind;
+        let mut actions = self.judge_evaluated(evaluated);
+        if !self.evaluations.under_way(kind) {
+            actions.extend(self.state.settled(kind, self.clock.now()));
+        }
+        actions
+    }
+
+    fn judge_evaluated(&mut self, evaluated: Evaluated) -> Vec<Action> {
         let Evaluated {
             job,
             value,
@@ -111,7 +135,7 @@ impl Loop {
         if self.evaluations.pending.get(&job.key) != Some(&job.seq) {
             return Vec::new();
         }
-        self.evaluations.pending.remove(&job.key);
+        self.evaluations.forget(&job.key);
         let queued = gauge(self.evaluations.pending.len());
         self.metrics.evaluations_queued.set(queued);
         if !self.watches.is_running(job.key.kind) {

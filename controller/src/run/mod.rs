@@ -199,6 +199,9 @@ impl Loop {
                 };
                 self.metrics.lists.get_or_create(&label).inc();
                 let mut actions = self.state.relist_done(kind, now);
+                if !self.evaluations.under_way(kind) {
+                    actions.extend(self.state.settled(kind, now));
+                }
                 actions.extend(self.state.due(now));
                 actions
             }

@@ -17,12 +17,12 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use kube_retention_common::kinds::{KindId, Registry, group_of};
 
-use super::Reason;
 use super::keys::ObjectKey;
 use super::policies::policy_group_prefix;
 use super::policies::{LoadedPolicy, PolicyKey};
 use super::record::Record;
 use super::tracker::Tracker;
+use super::{Action, Reason, State};
 
 /// How many held deletions a policy's status names.
 pub const HELD_SHOWN: usize = 20;
@@ -41,12 +41,23 @@ pub enum Standing {
 /// A kind a counting policy waits for, by group and kind.
 type KindName = (String, String);
 
+/// How far a kind a counting policy waits for has come since the change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Progress {
+    /// No list of it has begun since the change.
+    Waiting,
+    /// A list begun since the change is under way.
+    Listing,
+    /// That list ended; objects whose expressions are being evaluated may still be judged.
+    Listed,
+}
+
 #[derive(Debug)]
 struct PolicyGuard {
     standing: Standing,
     threshold: u32,
-    /// The kinds whose list must begin and end under this generation, and whether it began.
-    lists: HashMap<KindName, bool>,
+    /// The kinds to be listed afresh, and their objects judged, under this generation.
+    lists: HashMap<KindName, Progress>,
     held: BTreeMap<ObjectKey, (Timestamp, Reason)>,
 }
 
@@ -79,15 +90,13 @@ impl Guards {
         let generation = loaded.generation;
         let passed = generation.is_some()
             && (loaded.approval.accepted == generation || loaded.approval.approved == generation);
-        let lists: HashMap<KindName, bool> = loaded
+        let lists: HashMap<KindName, Progress> = loaded
             .rules
             .kinds
             .iter()
             .map(|kind| {
-                (
-                    (group_of(&kind.api_version).to_owned(), kind.kind.clone()),
-                    false,
-                )
+                let name = (group_of(&kind.api_version).to_owned(), kind.kind.clone());
+                (name, Progress::Waiting)
             })
             .collect();
         let unguarded = threshold == 0 || loaded.rules.dry_run || loaded.valid_rules().is_none();
@@ -139,20 +148,35 @@ impl Guards {
         let name = (group.to_owned(), kind.to_owned());
         for guard in self.policies.values_mut() {
             if guard.standing == Standing::Counting
-                && let Some(started) = guard.lists.get_mut(&name)
+                && let Some(progress) = guard.lists.get_mut(&name)
             {
-                *started = true;
+                *progress = Progress::Listing;
             }
         }
     }
 
-    /// A list of the kind `group`/`kind` ended. Answers the policies whose count it completes:
-    /// each is then [`Guards::decide`]d.
-    pub(super) fn list_done(&mut self, group: &str, kind: &str) -> Vec<Arc<PolicyKey>> {
+    /// A list of the kind `group`/`kind` ended.
+    pub(super) fn list_done(&mut self, group: &str, kind: &str) {
+        let name = (group.to_owned(), kind.to_owned());
+        for guard in self.policies.values_mut() {
+            if let Some(progress) = guard.lists.get_mut(&name)
+                && *progress == Progress::Listing
+            {
+                *progress = Progress::Listed;
+            }
+        }
+    }
+
+    /// Every object of the kind `group`/`kind` listed has been judged (none waits for its
+    /// expressions). Answers the policies whose count that completes: each is then
+    /// [`Guards::decide`]d.
+    pub(super) fn settled(&mut self, group: &str, kind: &str) -> Vec<Arc<PolicyKey>> {
         let name = (group.to_owned(), kind.to_owned());
         let mut complete = Vec::new();
         for (key, guard) in &mut self.policies {
-            if guard.standing != Standing::Counting || guard.lists.get(&name) != Some(&true) {
+            if guard.standing != Standing::Counting
+                || guard.lists.get(&name) != Some(&Progress::Listed)
+            {
                 continue;
             }
             guard.lists.remove(&name);
@@ -251,4 +275,18 @@ pub(super) fn due_under(
         }
     }
     due
+}
+
+/// The count of the policies waiting for `kind` is complete where its objects are all judged:
+/// each is decided, and what an accepted one held goes.
+pub(super) fn settle(state: &mut State, kind: KindId, now: Timestamp) -> Vec<Action> {
+    let (kinds, tracker, book) = (&state.kinds, &mut state.tracker, &mut state.policies);
+    let resource = &kinds[kind].resource;
+    let mut actions = Vec::new();
+    for policy in book.guards.settled(&resource.group, &resource.kind) {
+        let due = due_under(tracker, kinds, &policy, now);
+        let released = book.guards.decide(&policy, due);
+        actions.extend(tracker.release_held(kinds, book, &released, now));
+    }
+    actions
 }

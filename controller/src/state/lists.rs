@@ -55,9 +55,8 @@ impl Lists {
         tracker.groups.forget_kind(kind);
     }
 
-    /// The list of `kind` is complete: what it did not send again is gone, the limits of the
-    /// groups it changed are enforced now, and the deletions of the policies whose count it
-    /// completed within their threshold go.
+    /// The list of `kind` is complete: what it did not send again is gone, and the limits of
+    /// the groups it changed are enforced now.
     pub(super) fn done(
         &mut self,
         kind: KindId,
@@ -91,11 +90,7 @@ impl Lists {
             actions.extend(tracker.enforce_limits(kinds, book, &group, now));
         }
         let resource = &kinds[kind].resource;
-        for policy in book.guards.list_done(&resource.group, &resource.kind) {
-            let due = super::guard::due_under(tracker, kinds, &policy, now);
-            let released = book.guards.decide(&policy, due);
-            actions.extend(tracker.release_held(kinds, book, &released, now));
-        }
+        book.guards.list_done(&resource.group, &resource.kind);
         actions
     }
 }

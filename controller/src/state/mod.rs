@@ -170,8 +170,7 @@ impl State {
         let changed = limits_changed || changed_for_limits(previous.as_deref(), &record);
         let enforce = Enforce::after(changed, self.lists.under_way(key.kind));
         let (kinds, book) = (&self.kinds, &mut self.policies);
-        let change = self.tracker.track(kinds, book, key, record, enforce, now);
-        actions.extend(change);
+        actions.extend(self.tracker.track(kinds, book, key, record, enforce, now));
         actions
     }
 
@@ -217,6 +216,12 @@ impl State {
     pub fn relist_done(&mut self, kind: KindId, now: Timestamp) -> Vec<Action> {
         let (kinds, book) = (&self.kinds, &mut self.policies);
         self.lists.done(kind, kinds, &mut self.tracker, book, now)
+    }
+
+    /// Every object of `kind` listed has been judged (none waits for its policies' expressions):
+    /// the blast-radius guards counting it may decide.
+    pub fn settled(&mut self, kind: KindId, now: Timestamp) -> Vec<Action> {
+        guard::settle(self, kind, now)
     }
 
     /// A policy was added or changed; answers the kinds to list afresh (before and after).
@@ -265,32 +270,19 @@ impl State {
         fault: Failure,
         now: Timestamp,
     ) -> Vec<Action> {
-        let tracker = &mut self.tracker;
-        Vec::from_iter(
-            tracker
-                .runs
-                .write_failed(&self.kinds, key, Write::Delete, fault, now),
-        )
+        let runs = &mut self.tracker.runs;
+        Vec::from_iter(runs.write_failed(&self.kinds, key, Write::Delete, fault, now))
     }
 
     /// A stamp did not happen.
     pub fn stamp_failed(&mut self, key: &ObjectKey, fault: Failure, now: Timestamp) -> Vec<Action> {
-        let tracker = &mut self.tracker;
-        Vec::from_iter(
-            tracker
-                .runs
-                .write_failed(&self.kinds, key, Write::Stamp, fault, now),
-        )
+        let runs = &mut self.tracker.runs;
+        Vec::from_iter(runs.write_failed(&self.kinds, key, Write::Stamp, fault, now))
     }
 
     /// The metadata watch's events and label requests (see [`Labelling`]).
     pub fn labelling(&mut self) -> Labelling<'_> {
-        Labelling {
-            stragglers: &mut self.stragglers,
-            namespaces: &mut self.namespaces,
-            kinds: &self.kinds,
-            leader: self.tracker.leads(),
-        }
+        Labelling::of(self)
     }
 
     /// Every gauge, in one pass over the records.

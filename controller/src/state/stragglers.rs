@@ -148,13 +148,23 @@ impl Stragglers {
 /// outcome of its label requests, with what it needs from the rest (the kinds for Events, the
 /// namespaces to name objects with, whether this replica leads).
 pub struct Labelling<'a> {
-    pub(super) stragglers: &'a mut Stragglers,
-    pub(super) namespaces: &'a mut Namespaces,
-    pub(super) kinds: &'a Registry,
-    pub(super) leader: bool,
+    stragglers: &'a mut Stragglers,
+    namespaces: &'a mut Namespaces,
+    kinds: &'a Registry,
+    leader: bool,
 }
 
-impl Labelling<'_> {
+impl<'a> Labelling<'a> {
+    /// `state`'s stragglers, with what they need of the rest.
+    pub(super) fn of(state: &'a mut super::State) -> Self {
+        Labelling {
+            stragglers: &mut state.stragglers,
+            namespaces: &mut state.namespaces,
+            kinds: &state.kinds,
+            leader: state.tracker.leads(),
+        }
+    }
+
     /// The metadata of an object of `kind` (a kind watched through the managed label) was seen.
     pub fn seen(&mut self, kind: KindId, metadata: &ObjectMeta, now: Timestamp) -> Vec<Action> {
         let (Some(namespace), Some(name)) = (&metadata.namespace, &metadata.name) else {

@@ -1,6 +1,7 @@
 //! The blast-radius guard on the real cluster: a policy change that would delete 150 Jobs at once
 //! deletes none and says so (AwaitingApproval, with the count), a user who may not delete Jobs
-//! cannot approve it, and `kubectl retention approve` lets all 150 go.
+//! cannot approve it, and `kubectl retention approve` lets all 150 go. The policy has a `match`
+//! expression, so its objects are judged off the loop and the count waits for them.
 
 use std::time::Duration;
 
@@ -23,6 +24,9 @@ fn policy(ns: &TestNamespace, ttl: &str) -> Value {
     json!({"apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
            "metadata": {"name": "guarded", "namespace": ns.name},
            "spec": {"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
+                    // An expression, so that each Job is judged off the loop: the count must
+                    // wait for those answers too.
+                    "match": "object.metadata.name.startsWith('job-')",
                     "ttlAfterSucceeded": ttl}})
 }
 
