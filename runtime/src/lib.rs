@@ -57,6 +57,21 @@ impl SinkPolicyFlags {
     }
 }
 
+/// How a server binary ends: success, or its error logged naming `program` and a failing exit
+/// code.
+pub fn exit_code(
+    program: &str,
+    outcome: Result<(), impl std::fmt::Display>,
+) -> std::process::ExitCode {
+    match outcome {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!(%error, "{program} failed");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// Logs at `RUST_LOG` (default info) in `format`.
 pub fn init_logging(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));

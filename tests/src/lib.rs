@@ -43,6 +43,18 @@ pub fn run_with_input(command: &mut Command, input: &str) -> Result<String> {
     checked(command, output)
 }
 
+/// Runs `command` with `input` on its standard input: whether it succeeded, and all it printed
+/// (its standard output, then its standard error).
+pub fn outcome_with_input(command: &mut Command, input: &str) -> Result<(bool, String)> {
+    let output = output_with_input(command, input)?;
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok((output.status.success(), said))
+}
+
 /// Runs `command` with `input` on its standard input and collects what it printed, whether it
 /// succeeded or not.
 pub fn output_with_input(command: &mut Command, input: &str) -> Result<Output> {

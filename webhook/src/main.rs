@@ -24,11 +24,5 @@ use kube_retention_memcpy as _;
 async fn main() -> ExitCode {
     let args = Args::parse();
     kube_retention_runtime::init_logging(args.log_format);
-    match args.run().await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            tracing::error!(%error, "kube-retention-webhook failed");
-            ExitCode::FAILURE
-        }
-    }
+    kube_retention_runtime::exit_code("kube-retention-webhook", args.run().await)
 }

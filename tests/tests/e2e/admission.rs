@@ -73,16 +73,10 @@ fn build_yaml(name: &str, retention: &str) -> String {
 
 /// `kubectl apply` of `yaml` (plus `extra` flags): whether it succeeded, and all it printed.
 fn apply(ns: &TestNamespace, yaml: &str, extra: &[&str]) -> Result<(bool, String)> {
-    let output = kube_retention_e2e::output_with_input(
+    kube_retention_e2e::outcome_with_input(
         ns.kubectl().args(["apply", "-f", "-"]).args(extra),
         yaml,
-    )?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Ok((output.status.success(), text))
+    )
 }
 
 fn expect_denied(ns: &TestNamespace, yaml: &str, extra: &[&str], needles: &[&str]) -> Result<()> {

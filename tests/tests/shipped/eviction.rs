@@ -107,7 +107,7 @@ fn evict(ns: &TestNamespace, name: &str) -> Result<(bool, String)> {
         "apiVersion": "policy/v1", "kind": "Eviction",
         "metadata": {"name": name, "namespace": NAMESPACE}
     });
-    let output = kube_retention_e2e::output_with_input(
+    kube_retention_e2e::outcome_with_input(
         ns.env.kubectl().args([
             "create",
             "--raw",
@@ -116,13 +116,7 @@ fn evict(ns: &TestNamespace, name: &str) -> Result<(bool, String)> {
             "-",
         ]),
         &eviction.to_string(),
-    )?;
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Ok((output.status.success(), said))
+    )
 }
 
 /// Counts Ready webhook pods every 200 ms and keeps the fewest seen.
