@@ -183,3 +183,33 @@ fn of_two_policies_the_earlier_deadline_wins_and_the_deletion_says_over_which() 
         "by RetentionPolicy ns/fast, whose deadline is earlier than RetentionPolicy ns/slow's"
     );
 }
+
+/// A dry run that reported an object, then turned off: the object goes. It was held as pending
+/// (its deletion reported, not sent), and stayed so through the relist, so it was never deleted
+/// until it changed.
+#[test]
+fn a_dry_run_turned_off_deletes_what_it_reported() {
+    let mut state = leader();
+    let spec = |dry_run: bool| {
+        json!({"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
+               "ttlAfterSucceeded": "1s", "dryRun": dry_run})
+    };
+    state.policy_applied(key("rehearsal"), policy(spec(true)));
+    let job = job("j", "2026-01-01T00:00:00Z", "a");
+    let now = at("2026-01-01T01:00:00Z");
+    state.applied(kind(JOB), &job, now);
+    assert_eq!(deletes(&state.due(now)), []);
+    assert_eq!(state.summaries()[&key("rehearsal")].would_delete.len(), 1);
+
+    let real = LoadedPolicy {
+        generation: Some(2),
+        ..policy(spec(false))
+    };
+    state.policy_applied(key("rehearsal"), real);
+    state.relist_started(kind(JOB));
+    let mut actions = state.applied(kind(JOB), &job, now);
+    actions.extend(state.relist_done(kind(JOB), now));
+    actions.extend(state.settled(kind(JOB), now));
+    actions.extend(state.due(now));
+    assert_eq!(deletes(&actions), [("j".to_owned(), Reason::Ttl)]);
+}

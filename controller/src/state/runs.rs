@@ -127,6 +127,11 @@ impl Runs {
             if let Some(record) = self.records.get_mut(&key) {
                 record.deadline = None;
                 record.policy = None;
+                // A dry run's deletion was only reported: nothing is in flight, and judged
+                // afresh (dry run off, say) the object may go.
+                if std::mem::take(&mut record.dry_run) {
+                    record.pending = false;
+                }
             }
             self.reschedule(&key);
         }
