@@ -33,15 +33,19 @@ impl Gauges {
             tracked: kinds.iter().map(|(id, _)| (id, 0)).collect(),
             ..Self::default()
         };
+        // Held deletions are looked up only where there are any: a backlog of 100,000 overdue
+        // objects would otherwise cost a lookup per policy each.
+        let (held, awaiting) = guards.totals();
         for (key, record) in runs.iter() {
             *gauges.tracked.entry(key.kind).or_default() += 1;
             gauges.in_backoff += usize::from(record.failures > 0);
             // Held by the guard is not behind: it waits for approval, not for the controller.
-            gauges.overdue += usize::from(record.overdue(now) && !guards.is_held(key));
+            let overdue = record.overdue(now) && (held == 0 || !guards.is_held(key));
+            gauges.overdue += usize::from(overdue);
         }
         gauges.in_backoff += stragglers.in_backoff();
         gauges.stragglers = stragglers.len();
-        (gauges.held, gauges.awaiting_approval) = guards.totals();
+        (gauges.held, gauges.awaiting_approval) = (held, awaiting);
         gauges
     }
 }
