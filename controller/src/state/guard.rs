@@ -1,7 +1,9 @@
 //! The blast-radius guard. A policy that is new, or whose spec changed (a new generation), may
 //! make many objects due at once: a TTL shortened from a month to an hour, a limit cut from 100
 //! to one. Such a generation first deletes nothing: what it would delete is held and counted until
-//! every kind it names has been listed afresh under it. If that is at most its threshold
+//! every kind it names has been listed afresh under it and each object listed judged (those whose
+//! expressions are evaluated off the loop too: [`Guards::settled`]). The count is what it held
+//! and what it would delete now, leader or not ([`due_under`]). If that is at most its threshold
 //! (`spec.safety.maxImmediateDeletions`, else the controller's `--max-immediate-deletions`),
 //! the held deletions go and the generation is accepted; if more, the policy awaits approval —
 //! the generation named in its `retention.dev/approved-generation` annotation, which only a
