@@ -1,5 +1,6 @@
 //! What a write of a retention policy or a Cleaner needs: permissions on each kind it names, in
-//! its namespace (a ClusterRetentionPolicy: cluster-wide), when it is new or its spec changed.
+//! its namespace (a ClusterRetentionPolicy: cluster-wide), when it is new or its spec changed, or
+//! (a policy) when the write approves its deletions past the blast-radius guard.
 
 use kube_retention_common::annotations::APPROVED_GENERATION;
 use kube_retention_common::api::ResourceRef;
@@ -28,17 +29,14 @@ fn written_spec(object: &Value, old: Option<&Value>) -> Option<Value> {
     (!unchanged).then(|| spec.cloned().unwrap_or(Value::Null))
 }
 
-/// The generation a policy's blast-radius guard is told to let through, where a write sets one
-/// anew.
-fn written_approval<'a>(object: &'a Value, old: Option<&Value>) -> Option<&'a Value> {
+/// Whether a write sets a policy's approval past its blast-radius guard anew.
+fn approves(object: &Value, old: Option<&Value>) -> bool {
     let approval = |policy: &Value| {
         let annotations = policy.pointer("/metadata/annotations")?;
         annotations.get(APPROVED_GENERATION).cloned()
     };
-    let new = object
-        .pointer("/metadata/annotations")?
-        .get(APPROVED_GENERATION)?;
-    (old.and_then(approval).as_ref() != Some(new)).then_some(new)
+    let new = approval(object);
+    new.is_some() && new != old.and_then(approval)
 }
 
 /// delete and list on each resource a policy names, where it applies, when it is new, its spec
@@ -52,7 +50,7 @@ pub(super) async fn policy_needs(
 ) -> Vec<Need> {
     let (spec, consequence) = match written_spec(object, old) {
         Some(spec) => (spec, "make a retention policy for them"),
-        None if written_approval(object, old).is_some() => {
+        None if approves(object, old) => {
             let spec = object.get("spec").cloned().unwrap_or(Value::Null);
             (spec, "approve a retention policy's deletions of them")
         }
