@@ -60,7 +60,7 @@ fn list_jobs(state: &mut State, count: usize) -> Vec<String> {
         actions.extend(state.applied(kind(JOB), &job(&format!("job-{index}")), now));
     }
     actions.extend(state.relist_done(kind(JOB), now));
-    actions.extend(state.settled(kind(JOB), now));
+    actions.extend(state.settled(kind(JOB), now, &everything_judged()));
     actions.extend(state.due(now));
     deletes(&actions)
         .into_iter()
@@ -117,9 +117,53 @@ fn within_the_threshold_the_held_deletions_go_when_the_list_ends() {
         Standing::Counting,
         "objects whose expressions are under way may still count"
     );
-    let released = deletes(&state.settled(kind(JOB), now));
+    let released = deletes(&state.settled(kind(JOB), now, &everything_judged()));
     assert_eq!(released.len(), 100, "exactly the threshold is allowed");
     assert_eq!(standing(&state), (Standing::Accepted, 0));
+}
+
+#[test]
+fn a_count_waits_for_its_own_namespace_only_and_a_cluster_policy_for_all() {
+    let now = at(NOW);
+    let busy: std::collections::HashSet<std::sync::Arc<str>> = ["other".into()].into();
+    let everywhere = PolicyKey {
+        namespace: None,
+        name: "everywhere".into(),
+    };
+    for (policy_key, waits) in [(key(), false), (everywhere, true)] {
+        let mut state = guarded(100);
+        state.policy_applied(
+            policy_key.clone(),
+            policy(jobs_ttl("1s"), 1, Approval::default()),
+        );
+        state.relist_started(kind(JOB));
+        for index in 0..3 {
+            state.applied(kind(JOB), &job(&format!("job-{index}")), now);
+        }
+        assert_eq!(deletes(&state.relist_done(kind(JOB), now)), []);
+        let standing = |state: &State| {
+            let guard = state.summaries()[&policy_key].guard.clone().unwrap();
+            guard.standing
+        };
+        let released = deletes(&state.settled(kind(JOB), now, &busy));
+        if waits {
+            assert_eq!(released, [], "{policy_key}: governs the busy namespace too");
+            assert_eq!(standing(&state), Standing::Counting);
+            let released = deletes(&state.settled(kind(JOB), now, &everything_judged()));
+            assert_eq!(
+                released.len(),
+                3,
+                "{policy_key}: once every namespace is judged"
+            );
+        } else {
+            assert_eq!(
+                released.len(),
+                3,
+                "{policy_key}: another namespace's evaluations under way do not hold it up"
+            );
+        }
+        assert_eq!(standing(&state), Standing::Accepted, "{policy_key}");
+    }
 }
 
 #[test]
@@ -130,7 +174,10 @@ fn only_a_list_begun_after_the_change_completes_the_count() {
     state.policy_applied(key(), policy(jobs_ttl("1s"), 1, Approval::default()));
     state.applied(kind(JOB), &job("early"), now);
     assert_eq!(deletes(&state.relist_done(kind(JOB), now)), []);
-    assert_eq!(deletes(&state.settled(kind(JOB), now)), []);
+    assert_eq!(
+        deletes(&state.settled(kind(JOB), now, &everything_judged())),
+        []
+    );
     assert_eq!(
         standing(&state).0,
         Standing::Counting,
@@ -229,4 +276,9 @@ fn a_follower_counts_too_and_deletes_nothing_once_it_leads() {
     assert_eq!(list_jobs(&mut state, 150), Vec::<String>::new());
     assert_eq!(standing(&state), (Standing::AwaitingApproval, 150));
     assert_eq!(deletes(&state.set_leader(true, at(NOW))), []);
+}
+
+/// No namespace's objects wait for their expressions.
+fn everything_judged() -> std::collections::HashSet<std::sync::Arc<str>> {
+    std::collections::HashSet::new()
 }

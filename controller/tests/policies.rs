@@ -209,7 +209,12 @@ fn a_dry_run_turned_off_deletes_what_it_reported() {
     state.relist_started(kind(JOB));
     let mut actions = state.applied(kind(JOB), &job, now);
     actions.extend(state.relist_done(kind(JOB), now));
-    actions.extend(state.settled(kind(JOB), now));
+    actions.extend(state.settled(kind(JOB), now, &everything_judged()));
     actions.extend(state.due(now));
     assert_eq!(deletes(&actions), [("j".to_owned(), Reason::Ttl)]);
+}
+
+/// No namespace's objects wait for their expressions.
+fn everything_judged() -> std::collections::HashSet<std::sync::Arc<str>> {
+    std::collections::HashSet::new()
 }

@@ -2,8 +2,14 @@
 //! [`Evaluator`] and is judged when its answers come back — unless a newer version (or its
 //! deletion) came first, which drops them, or a policy changed meanwhile, which evaluates it
 //! again. Objects no policy with expressions selects are judged at once, as before.
+//!
+//! The blast-radius guard counts a kind once its objects listed are judged. It waits for the
+//! objects whose evaluation was under way when the list ended, each until its first answer comes
+//! back (superseded or not) or it goes, and only in the namespaces a policy governs: a tenant
+//! that edits its objects faster than the evaluator answers them always has evaluations under
+//! way, and must not hold up another tenant's count by it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -17,13 +23,13 @@ use crate::evaluator::{Evaluated, Evaluator, Job};
 use crate::metrics::Metrics;
 use crate::state::{Action, ObjectKey, answers_current};
 
-/// The evaluations under way, by object: the latest version's sequence number; and how many
-/// there are of each kind (a kind with none has every object listed judged).
+/// The evaluations under way, by object: the latest version's sequence number; and, by kind,
+/// the objects under way when its last list ended, whose answers the guard awaits.
 pub struct Evaluations {
     evaluator: Evaluator,
     pub(super) results: mpsc::UnboundedReceiver<Evaluated>,
     pending: HashMap<ObjectKey, u64>,
-    per_kind: HashMap<KindId, usize>,
+    awaited: HashMap<KindId, HashSet<ObjectKey>>,
     next: u64,
 }
 
@@ -36,7 +42,7 @@ impl Evaluations {
             evaluator,
             results,
             pending: HashMap::new(),
-            per_kind: HashMap::new(),
+            awaited: HashMap::new(),
             next: 0,
         };
         Ok((evaluations, thread))
@@ -45,9 +51,7 @@ impl Evaluations {
     fn submit(&mut self, mut job: Job, metrics: &Metrics) {
         self.next += 1;
         job.seq = self.next;
-        if self.pending.insert(job.key.clone(), job.seq).is_none() {
-            *self.per_kind.entry(job.key.kind).or_default() += 1;
-        }
+        self.pending.insert(job.key.clone(), job.seq);
         metrics.evaluations_queued.set(gauge(self.pending.len()));
         if !self.evaluator.submit(job) {
             tracing::error!(
@@ -56,18 +60,31 @@ impl Evaluations {
         }
     }
 
-    /// `key` changed or went otherwise: whatever is under way for it no longer counts.
-    pub(super) fn forget(&mut self, key: &ObjectKey) {
-        if self.pending.remove(key).is_some()
-            && let Some(count) = self.per_kind.get_mut(&key.kind)
-        {
-            *count = count.saturating_sub(1);
-        }
+    /// `key` changed or went otherwise: whatever is under way for it no longer counts. Answers
+    /// whether the guard was awaiting it.
+    pub(super) fn forget(&mut self, key: &ObjectKey) -> bool {
+        self.pending.remove(key);
+        self.answered(key)
     }
 
-    /// Whether objects of `kind` wait for their expressions.
-    pub(super) fn under_way(&self, kind: KindId) -> bool {
-        self.per_kind.get(&kind).is_some_and(|count| *count > 0)
+    /// The list of `kind` ended: the guard awaits the objects of it under way now.
+    pub(super) fn list_done(&mut self, kind: KindId) {
+        let under_way = self.pending.keys().filter(|key| key.kind == kind);
+        self.awaited.insert(kind, under_way.cloned().collect());
+    }
+
+    /// An answer for `key` came back (or it went): the guard no longer awaits it. Answers
+    /// whether it did.
+    pub(super) fn answered(&mut self, key: &ObjectKey) -> bool {
+        self.awaited
+            .get_mut(&key.kind)
+            .is_some_and(|awaited| awaited.remove(key))
+    }
+
+    /// The namespaces with objects of `kind` whose answers the guard awaits.
+    pub(super) fn unsettled(&self, kind: KindId) -> HashSet<Arc<str>> {
+        let awaited = self.awaited.get(&kind).into_iter().flatten();
+        awaited.map(|key| key.namespace.clone()).collect()
     }
 }
 
@@ -97,8 +114,12 @@ impl Loop {
         };
         let policies = self.state.unevaluated(kind, &object);
         if policies.is_empty() {
-            self.evaluations.forget(&key);
-            return self.state.applied(kind, &object, now);
+            let awaited = self.evaluations.forget(&key);
+            let mut actions = self.state.applied(kind, &object, now);
+            if awaited {
+                actions.extend(self.settle(kind));
+            }
+            return actions;
         }
         self.state.listed(kind, &key.namespace, &key.name);
         let job = Job {
@@ -113,15 +134,22 @@ impl Loop {
     }
 
     /// An object's answers came back: judged with them if they are still its latest and its
-    /// policies unchanged. The last of its kind lets the blast-radius guards counting the kind
-    /// decide.
+    /// policies unchanged. The last the guard awaited in a namespace lets the blast-radius
+    /// guards counting the kind there decide.
     pub(super) fn on_evaluated(&mut self, evaluated: Evaluated) -> Vec<Action> {
         let kind = evaluated.job.key.kind;
+        let awaited = self.evaluations.answered(&evaluated.job.key);
         let mut actions = self.judge_evaluated(evaluated);
-        if !self.evaluations.under_way(kind) {
-            actions.extend(self.state.settled(kind, self.clock.now()));
+        if awaited {
+            actions.extend(self.settle(kind));
         }
         actions
+    }
+
+    /// The blast-radius guards counting `kind` decide where the objects they govern are judged.
+    pub(super) fn settle(&mut self, kind: KindId) -> Vec<Action> {
+        let unsettled = self.evaluations.unsettled(kind);
+        self.state.settled(kind, self.clock.now(), &unsettled)
     }
 
     fn judge_evaluated(&mut self, evaluated: Evaluated) -> Vec<Action> {

@@ -199,20 +199,21 @@ impl Loop {
                 };
                 self.metrics.lists.get_or_create(&label).inc();
                 let mut actions = self.state.relist_done(kind, now);
-                if !self.evaluations.under_way(kind) {
-                    actions.extend(self.state.settled(kind, now));
-                }
+                self.evaluations.list_done(kind);
+                actions.extend(self.settle(kind));
                 actions.extend(self.state.due(now));
                 actions
             }
             Ok(Event::Delete(object)) => {
-                if let Some(key) = evaluations::key_of(kind, &object) {
-                    self.evaluations.forget(&key);
-                }
+                let awaited = evaluations::key_of(kind, &object)
+                    .is_some_and(|key| self.evaluations.forget(&key));
                 if let Some((namespace, name)) = namespaced_name(&object.metadata) {
                     self.state.removed(kind, namespace, name);
                 }
-                Vec::new()
+                match awaited {
+                    true => self.settle(kind),
+                    false => Vec::new(),
+                }
             }
             Err(error) => {
                 self.watch_failed(kind, &error);

@@ -13,7 +13,7 @@
 //! Objects held are not pending: nothing is in flight for them. A held object that changes is
 //! judged again and held again; one that goes is no longer counted.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -169,14 +169,26 @@ impl Guards {
         }
     }
 
-    /// Every object of the kind `group`/`kind` listed has been judged (none waits for its
-    /// expressions). Answers the policies whose count that completes: each is then
-    /// [`Guards::decide`]d.
-    pub(super) fn settled(&mut self, group: &str, kind: &str) -> Vec<Arc<PolicyKey>> {
+    /// The objects of the kind `group`/`kind` listed have been judged but in the namespaces
+    /// `unsettled`, whose objects still wait for their expressions. Answers the policies whose
+    /// count that completes: each is then [`Guards::decide`]d. A policy waits only for the
+    /// namespaces it governs, so a tenant whose objects keep the evaluator busy delays no other
+    /// tenant's count (a ClusterRetentionPolicy governs them all and waits for all).
+    pub(super) fn settled(
+        &mut self,
+        group: &str,
+        kind: &str,
+        unsettled: &HashSet<Arc<str>>,
+    ) -> Vec<Arc<PolicyKey>> {
         let name = (group.to_owned(), kind.to_owned());
         let mut complete = Vec::new();
         for (key, guard) in &mut self.policies {
-            if guard.standing != Standing::Counting
+            let waits = match &key.namespace {
+                Some(namespace) => unsettled.contains(namespace.as_str()),
+                None => !unsettled.is_empty(),
+            };
+            if waits
+                || guard.standing != Standing::Counting
                 || guard.lists.get(&name) != Some(&Progress::Listed)
             {
                 continue;
@@ -279,13 +291,21 @@ pub(super) fn due_under(
     due
 }
 
-/// The count of the policies waiting for `kind` is complete where its objects are all judged:
-/// each is decided, and what an accepted one held goes.
-pub(super) fn settle(state: &mut State, kind: KindId, now: Timestamp) -> Vec<Action> {
+/// The count of the policies waiting for `kind` is complete where the objects they govern are
+/// all judged (none of `unsettled`'s): each is decided, and what an accepted one held goes.
+pub(super) fn settle(
+    state: &mut State,
+    kind: KindId,
+    now: Timestamp,
+    unsettled: &HashSet<Arc<str>>,
+) -> Vec<Action> {
     let (kinds, tracker, book) = (&state.kinds, &mut state.tracker, &mut state.policies);
     let resource = &kinds[kind].resource;
     let mut actions = Vec::new();
-    for policy in book.guards.settled(&resource.group, &resource.kind) {
+    for policy in book
+        .guards
+        .settled(&resource.group, &resource.kind, unsettled)
+    {
         let due = due_under(tracker, kinds, &policy, now);
         let released = book.guards.decide(&policy, due);
         actions.extend(tracker.release_held(kinds, book, &released, now));

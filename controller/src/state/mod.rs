@@ -7,7 +7,8 @@
 //! objects the webhook never labelled (`stragglers`). Here is only what an input means across
 //! them: an object seen or gone, a list begun or ended, a policy changed, a write failed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use jiff::Timestamp;
 use kube::api::DynamicObject;
@@ -218,10 +219,17 @@ impl State {
         self.lists.done(kind, kinds, &mut self.tracker, book, now)
     }
 
-    /// Every object of `kind` listed has been judged (none waits for its policies' expressions):
-    /// the blast-radius guards counting it may decide.
-    pub fn settled(&mut self, kind: KindId, now: Timestamp) -> Vec<Action> {
-        guard::settle(self, kind, now)
+    /// The objects of `kind` listed have been judged, but for those of the namespaces in
+    /// `unsettled` that still wait for their policies' expressions: the blast-radius guards
+    /// counting it may decide, each where its own objects are judged (a RetentionPolicy once its
+    /// namespace is not in `unsettled`, a ClusterRetentionPolicy once `unsettled` is empty).
+    pub fn settled(
+        &mut self,
+        kind: KindId,
+        now: Timestamp,
+        unsettled: &HashSet<Arc<str>>,
+    ) -> Vec<Action> {
+        guard::settle(self, kind, now, unsettled)
     }
 
     /// A policy was added or changed; answers the kinds to list afresh (before and after).
