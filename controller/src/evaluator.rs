@@ -11,8 +11,12 @@
 //! thread takes at most [`CPU_SHARE`] of one core, whatever policies ask: after each evaluation
 //! it rests in proportion to the time it took (rests shorter than [`MIN_REST`] are added up
 //! first), so everyday expressions, which take microseconds, never wait, and expressions stopped
-//! at their limit cannot keep a core busy. It also runs at the lowest priority (nice 19), so
-//! that where cores are contended the loop, the executor and the API server come first.
+//! at their limit cannot keep a core busy. Within that, each namespace takes at most its own
+//! share of a core ([`crate::time_shares`]): one tenant's costly expressions wait for their
+//! namespace's time while the others' turns go on, so a tenant gets no more of the machine by
+//! writing expressions that run to their limit. The thread also runs at the lowest priority
+//! (nice 19), so that where cores are contended the loop, the executor and the API server come
+//! first.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -30,6 +34,7 @@ use tokio::sync::mpsc;
 
 use crate::fair::FairQueue;
 use crate::state::{ObjectKey, PolicyAnswers, Unevaluated, model_value};
+use crate::time_shares::TimeShares;
 
 /// An object whose policies' expressions are to be evaluated.
 pub struct Job {
@@ -71,7 +76,7 @@ impl Evaluator {
             if let Err(error) = set_current_thread_priority(ThreadPriority::Min) {
                 tracing::warn!(%error, "could not lower the CEL evaluator's priority");
             }
-            serve(&queued, &results);
+            serve(&queued, &results, TimeShares::default());
         })?;
         Ok((Self { jobs }, thread))
     }
@@ -82,8 +87,13 @@ impl Evaluator {
     }
 }
 
-/// The thread's body: serves `queued` until it closes; public so that tests can drive it.
-pub fn serve(queued: &channel::Receiver<Job>, results: &mpsc::UnboundedSender<Evaluated>) {
+/// The thread's body: serves `queued` until it closes, with each namespace's time shared by
+/// `shares`; public so that tests can drive it.
+pub fn serve(
+    queued: &channel::Receiver<Job>,
+    results: &mpsc::UnboundedSender<Evaluated>,
+    mut shares: TimeShares<Arc<str>>,
+) {
     let mut queue: FairQueue<Arc<str>, Job> = FairQueue::default();
     let mut latest: HashMap<ObjectKey, u64> = HashMap::new();
     let mut owed = Duration::ZERO;
@@ -102,7 +112,22 @@ pub fn serve(queued: &channel::Receiver<Job>, results: &mpsc::UnboundedSender<Ev
         while let Ok(job) = queued.try_recv() {
             enqueue(&mut queue, &mut latest, job);
         }
-        let Some(job) = queue.pop_valid(|job| latest.get(&job.key) == Some(&job.seq)) else {
+        let now = Instant::now();
+        let ready = |namespace: &Arc<str>| shares.ready_at(namespace, now).is_none();
+        let Some(job) = queue.pop_ready(ready, |job| latest.get(&job.key) == Some(&job.seq)) else {
+            // Every namespace with work is in debt: wait for the first to pay it off, or for
+            // new work (perhaps a namespace's that is not).
+            let next = queue.waiting_keys();
+            let Some(until) = next.filter_map(|key| shares.ready_at(key, now)).min() else {
+                continue;
+            };
+            let wait = until.saturating_duration_since(now);
+            match queued.recv_timeout(wait) {
+                Ok(job) => enqueue(&mut queue, &mut latest, job),
+                Err(channel::RecvTimeoutError::Timeout) => {}
+                // No more work will come; what is queued is still served.
+                Err(channel::RecvTimeoutError::Disconnected) => std::thread::sleep(wait),
+            }
             continue;
         };
         latest.remove(&job.key);
@@ -113,6 +138,7 @@ pub fn serve(queued: &channel::Receiver<Job>, results: &mpsc::UnboundedSender<Ev
             .map(|value| evaluate(value, &job.policies))
             .unwrap_or_default();
         let took = started.elapsed();
+        shares.charge(&job.key.namespace, took, started + took);
         let evaluated = Evaluated {
             job,
             value,

@@ -45,11 +45,29 @@ impl<K: Hash + Eq + Clone, T> FairQueue<K, T> {
 
     /// Like [`FairQueue::pop`], discarding the items `valid` refuses (superseded work) within
     /// the same turn: a key's turn goes to its first valid item.
-    pub fn pop_valid(&mut self, mut valid: impl FnMut(&T) -> bool) -> Option<T> {
-        while let Some(key) = self.turns.pop_front() {
+    pub fn pop_valid(&mut self, valid: impl FnMut(&T) -> bool) -> Option<T> {
+        self.pop_ready(|_| true, valid)
+    }
+
+    /// Like [`FairQueue::pop_valid`], passing over the keys `ready` says must wait: they keep
+    /// their place in the round (each is asked once a call).
+    pub fn pop_ready(
+        &mut self,
+        mut ready: impl FnMut(&K) -> bool,
+        mut valid: impl FnMut(&T) -> bool,
+    ) -> Option<T> {
+        let mut waiting = 0;
+        while waiting < self.turns.len()
+            && let Some(key) = self.turns.pop_front()
+        {
             let Some(queue) = self.queues.get_mut(&key) else {
                 continue;
             };
+            if !ready(&key) {
+                self.turns.push_back(key);
+                waiting += 1;
+                continue;
+            }
             let mut found = None;
             while let Some(item) = queue.pop_front() {
                 self.len -= 1;
@@ -102,5 +120,10 @@ impl<K: Hash + Eq + Clone, T> FairQueue<K, T> {
     /// How many keys have something queued.
     pub fn keys(&self) -> usize {
         self.turns.len()
+    }
+
+    /// The keys with something queued, in the order of their turns.
+    pub fn waiting_keys(&self) -> impl Iterator<Item = &K> {
+        self.turns.iter()
     }
 }

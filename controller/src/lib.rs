@@ -25,6 +25,7 @@ pub mod relist_throttle;
 pub mod run;
 pub mod startup;
 pub mod state;
+pub mod time_shares;
 pub mod watch_backoff;
 pub mod watches;
 

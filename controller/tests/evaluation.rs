@@ -7,6 +7,7 @@
 mod support;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use kube::api::DynamicObject;
 use kube_retention_common::cel::EvalError;
@@ -16,6 +17,7 @@ use kube_retention_controller::policy_status::{self, Inputs};
 use kube_retention_controller::state::{
     LoadedPolicy, ObjectKey, PolicyAnswers, PolicyKey, State, model_value,
 };
+use kube_retention_controller::time_shares::TimeShares;
 use serde_json::{Value, json};
 use support::{JOB, at, kind, leader, loaded_policy, object};
 
@@ -203,7 +205,7 @@ fn the_evaluator_serves_namespaces_in_turn_and_only_the_latest_version() {
         .unwrap();
     drop(jobs);
     let (results, mut answered) = tokio::sync::mpsc::unbounded_channel();
-    serve(&queued, &results);
+    serve(&queued, &results, unlimited_time());
     let mut order = Vec::new();
     while let Ok(evaluated) = answered.try_recv() {
         order.push((evaluated.job.key.name.to_string(), evaluated.job.seq));
@@ -214,6 +216,43 @@ fn the_evaluator_serves_namespaces_in_turn_and_only_the_latest_version() {
         ("ci-1".to_owned(), seq + 2),
         "b's turn comes second: {order:?}"
     );
+}
+
+#[test]
+fn a_namespace_whose_evaluations_cost_past_its_time_share_waits_while_the_others_go() {
+    let mut state = leader();
+    let (costly, loaded) = policy("a", jobs_spec(&costly_match()));
+    state.policy_applied(costly, loaded);
+    let (cheap, loaded) = policy("b", jobs_spec("object.metadata.name.startsWith(\"ci-\")"));
+    state.policy_applied(cheap, loaded);
+    let (jobs, queued) = std::sync::mpsc::channel();
+    let objects = [("a", "a-1"), ("a", "a-2"), ("b", "ci-1"), ("b", "ci-2")];
+    for (seq, (namespace, name)) in (1..).zip(objects) {
+        jobs.send(job_of(&state, seq, job(namespace, name)))
+            .unwrap();
+    }
+    let (results, mut answered) = tokio::sync::mpsc::unbounded_channel();
+    let evaluator = std::thread::spawn(move || {
+        // A tenth of a core each and no credit ahead: a's loops (tens of milliseconds) put it
+        // in debt for a thousand times longer than b's prefix test does b.
+        serve(&queued, &results, TimeShares::new(0.1, Duration::ZERO));
+    });
+    let first = answered.blocking_recv().unwrap();
+    assert_eq!(&*first.job.key.name, "a-1", "a's turn came first");
+    // b's object sent while a is in debt goes before a's second, and so does b's backlog.
+    jobs.send(job_of(&state, 5, job("b", "ci-3"))).unwrap();
+    drop(jobs);
+    evaluator.join().unwrap();
+    let mut order = vec![first.job.key.name.to_string()];
+    while let Ok(evaluated) = answered.try_recv() {
+        order.push(evaluated.job.key.name.to_string());
+    }
+    assert_eq!(order, ["a-1", "ci-1", "ci-2", "ci-3", "a-2"]);
+}
+
+/// Shares that never make a namespace wait.
+fn unlimited_time() -> TimeShares<Arc<str>> {
+    TimeShares::new(1.0, Duration::from_secs(3600))
 }
 
 #[test]
