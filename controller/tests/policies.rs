@@ -62,6 +62,48 @@ fn a_policy_deletes_unannotated_objects_and_its_deletions_name_it() {
 }
 
 #[test]
+fn only_the_cluster_policies_and_the_objects_own_namespace_policies_govern_it() {
+    let mut state = leader();
+    let spec = |ttl: &str| json!({"resources": [{"apiVersion": "batch/v1", "kind": "Job"}], "ttlAfterSucceeded": ttl});
+    // Namespaces that sort right beside "ns", and many policies elsewhere.
+    for (namespace, name) in [("n", "a"), ("ns-a", "a"), ("ns\u{0}", "a"), ("nt", "a")] {
+        let key = PolicyKey {
+            namespace: Some(namespace.into()),
+            name: name.into(),
+        };
+        state.policy_applied(key, policy(spec("1s")));
+    }
+    for index in 0..1_000 {
+        let key = PolicyKey {
+            namespace: Some(format!("tenant-{index}")),
+            name: "jobs".into(),
+        };
+        state.policy_applied(key, policy(spec("1s")));
+    }
+    let cluster = PolicyKey {
+        namespace: None,
+        name: "everywhere".into(),
+    };
+    state.policy_applied(cluster.clone(), policy(spec("1h")));
+    let now = at("2026-01-01T00:00:01Z");
+    state.applied(kind(JOB), &job("j", "2026-01-01T00:00:00Z", "a"), now);
+    assert_eq!(
+        state.next_deadline(),
+        Some(at("2026-01-01T01:00:01Z")),
+        "the cluster policy's hour, none of the other namespaces' second"
+    );
+    state.policy_applied(key("own"), policy(spec("2s")));
+    state.applied(kind(JOB), &job("j", "2026-01-01T00:00:00Z", "a"), now);
+    assert_eq!(
+        state.next_deadline(),
+        Some(at("2026-01-01T00:00:03Z")),
+        "its own namespace's policy comes before the cluster's"
+    );
+    assert_eq!(state.summaries()[&key("own")].matched, 1);
+    assert_eq!(state.summaries()[&cluster].matched, 0);
+}
+
+#[test]
 fn a_dry_run_reports_what_it_would_delete_and_deletes_nothing() {
     let mut state = leader();
     let spec = json!({"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
