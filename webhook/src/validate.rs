@@ -70,7 +70,25 @@ pub fn policy_errors(object: &Value) -> Vec<FieldError> {
         .and_then(|annotations| annotations.get(APPROVED_GENERATION));
     if let Some(approval) = approval {
         let text = approval.as_str().unwrap_or_default();
-        errors.extend(approved_generation(text).err());
+        let current = object
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64);
+        match (approved_generation(text), current) {
+            (Err(error), _) => errors.push(error),
+            // An approval is of a generation already made, never of a later spec change.
+            (Ok(generation), Some(current)) if generation > current => {
+                errors.push(FieldError::new(
+                    format!("metadata.annotations[{APPROVED_GENERATION}]"),
+                    approval,
+                    format!(
+                        "names a generation the policy has not reached (it is at {current}): \
+                         approve the generation it is at, after reading what it would delete \
+                         (`kubectl retention approve` does)"
+                    ),
+                ));
+            }
+            (Ok(_), _) => {}
+        }
     }
     errors
 }
@@ -143,6 +161,34 @@ mod tests {
         assert!(
             errors[1].starts_with("metadata.annotations[retention.dev/approved-generation]: \"latest\" is not a generation"),
             "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn an_approval_of_a_generation_not_yet_made_is_refused() {
+        let policy = |approved: &str| {
+            json!({"apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
+                   "metadata": {"generation": 3,
+                                "annotations": {"retention.dev/approved-generation": approved}},
+                   "spec": {"resources": [{"apiVersion": "batch/v1", "kind": "Job"}], "ttl": "24h"}})
+        };
+        assert_eq!(new_errors(&policy("3"), None), []);
+        assert_eq!(
+            new_errors(&policy("2"), None),
+            [],
+            "an older one approves nothing new"
+        );
+        let errors: Vec<String> = new_errors(&policy("4"), None)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            errors,
+            [
+                "metadata.annotations[retention.dev/approved-generation]: \"4\" names a generation \
+              the policy has not reached (it is at 3): approve the generation it is at, after \
+              reading what it would delete (`kubectl retention approve` does)"
+            ]
         );
     }
 
