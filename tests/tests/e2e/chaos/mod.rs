@@ -201,19 +201,23 @@ fn tenants_section(rows: &[Row]) -> String {
          flood.\n\n\
          ## A hostile tenant\n\n\
          Written by `make chaos CHAOS_FILTER=chaos_a_hostile` (the scenario alone, long form).\n\
-         Namespace B's Jobs expire at 20 per second in three conditions: namespace A quiet; A's\n\
-         workload only (its Jobs of 700 annotations each, edited five times a second, and no\n\
-         retention settings); and beside the hostile A — the same edits under a RetentionPolicy whose\n\
-         `match` admission lets through on the sizes the cost estimate assumes (two loops over\n\
-         annotations), and Cleaners whose sinks point at 127.0.0.1 and 169.254.169.254, with\n\
-         listeners there. They run in the order quiet, workload, hostile, workload, quiet, the hostile\n\
-         phase twice as long, so that a drift of the machine's speed lands on every condition alike.\n\
-         Goals: B's p99 delay beside the hostile A within 1.2× of its p99 beside A's workload alone and\n\
-         under 1 s; no connection to a denied address; the hostile policy `Ready=False`,\n\
-         `CostLimitExceeded`, and none of A's Jobs deleted. The workload row against the quiet one is\n\
-         what A's edits alone cost B through the API server and etcd the tenants share, with\n\
-         kube-retention given nothing to evaluate; on this two-core machine everything (API server,\n\
-         etcd, kube-controller-manager, webhook, controller and the test) shares the same cores.\n\n\
+         Namespace B's Jobs expire at 20 per second in four conditions: namespace A quiet; A's\n\
+         settings only — a RetentionPolicy whose `match` admission lets through on the sizes the cost\n\
+         estimate assumes (two loops over annotations) over A's Jobs of 700 annotations each, and\n\
+         Cleaners whose sinks point at 127.0.0.1 and 169.254.169.254, with listeners there: the\n\
+         hostile tenant to the letter; A's workload only (its Jobs edited five times a\n\
+         second, no retention settings); and beside the hostile A — the same edits under the same\n\
+         settings, so that every edit is an evaluation stopped at its limit. They run in the order\n\
+         quiet, settings, workload, hostile, workload, settings, quiet, the hostile phase twice as\n\
+         long, so that a drift of the machine's speed lands on every condition alike. Goals: B's p99\n\
+         delay under 1 s and within 1.2× of the same run without the hostile settings (beside A's\n\
+         settings against A quiet; beside the hostile A against A's workload alone); no connection to\n\
+         a denied address; the hostile policy `Ready=False`, `CostLimitExceeded`, and none of A's Jobs\n\
+         deleted. The workload row against the quiet one is what A's edits alone cost B through the API\n\
+         server and etcd the tenants share, with kube-retention given nothing to evaluate. The policy's\n\
+         evaluations take at most A's share of the evaluator's time (a twentieth of a core,\n\
+         `controller/src/time_shares.rs`). On this two-core machine everything (API server, etcd,\n\
+         kube-controller-manager, webhook, controller and the test) shares the same cores.\n\n\
          {}",
         table(rows)
     )
