@@ -91,7 +91,13 @@ impl Received {
 
     /// Answers with `code` and `body`.
     pub fn reply(self, code: u16, body: &Value) {
-        let mut response = Response::new(Body::from(serde_json::to_vec(body).unwrap_or_default()));
+        self.reply_raw(code, serde_json::to_vec(body).unwrap_or_default());
+    }
+
+    /// Answers with `code` and a body as it is: a watch's stream of events, one JSON object a
+    /// line, which ends with the body (the watcher then watches again).
+    pub fn reply_raw(self, code: u16, body: Vec<u8>) {
+        let mut response = Response::new(Body::from(body));
         *response.status_mut() =
             StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         self.respond.send_response(response);

@@ -141,6 +141,8 @@ pub fn start(
             let mut flags = vec![
                 format!("--qps={}", budget.unwrap_or(0)),
                 "--leader-election=false".into(),
+                // Deleting as fast as asked is what is measured; the breaker would stop it.
+                "--circuit-breaker-deletions=0".into(),
             ];
             if deleter == Deleter::KubeRetentionEventEach {
                 flags.push("--event-window=0s".into());

@@ -5,6 +5,7 @@
 pub mod access;
 pub mod annotations;
 pub mod api;
+pub mod breaker;
 pub mod cel;
 pub mod cleaner;
 pub mod duration;

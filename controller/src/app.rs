@@ -12,6 +12,7 @@
 //! - `executor-dispatch` and `event-digest`: the [`Executor`]'s requests and deletion Events.
 //! - `cleaner-loop` (with `--cleaners`): the Cleaners.
 //! - `cel-evaluator`: the thread evaluating policies' CEL.
+//! - `circuit-breaker` (unless `--circuit-breaker-deletions` is 0): the breaker's ConfigMap.
 //! - `watches`: the group of watch tasks, one per kind and the policies' (`watches/<kind>`).
 //! - `policy-status-writer`: policies' status writes and their retries.
 
@@ -30,6 +31,7 @@ use kube_retention_runtime::supervise::{self, Supervisor};
 use tokio::sync::{mpsc, watch};
 
 use crate::args::{Args, Propagation};
+use crate::breaker::{self, Breaker};
 use crate::cleaners::Cleaners;
 use crate::cleaners::act::Cleaning;
 use crate::cleaners::sink::Sender;
@@ -70,7 +72,20 @@ impl Args {
             .leader_election
             .then_some(args.lease_namespace.as_str());
         let grace = args.permissions_timeout;
-        startup::await_permissions(&client, &watched, &served, lease_namespace, grace).await?;
+        let breaker_name = breaker::store::name_for(&args.lease_name);
+        let breaker_store = (args.circuit_breaker_deletions > 0).then_some(startup::BreakerStore {
+            namespace: &args.lease_namespace,
+            name: &breaker_name,
+        });
+        startup::await_permissions(
+            &client,
+            &watched,
+            &served,
+            lease_namespace,
+            breaker_store,
+            grace,
+        )
+        .await?;
 
         let metrics = Metrics::default();
         let address = args.metrics_address;
@@ -123,11 +138,26 @@ impl Args {
             Propagation::Foreground => PropagationPolicy::Foreground,
             Propagation::Orphan => PropagationPolicy::Orphan,
         };
-        // One request budget for the executor and the Cleaners alike.
+        // One request budget and one circuit breaker for the executor and the Cleaners alike.
         let budget = Budget::per_second(NonZeroU32::new(args.qps));
+        let breaker = Breaker::new(args.circuit_breaker_deletions, args.circuit_breaker_window);
+        if args.circuit_breaker_deletions > 0 {
+            let store = breaker::store::Store {
+                client: client.clone(),
+                namespace: args.lease_namespace.clone(),
+                name: breaker_name.clone(),
+                breaker: breaker.clone(),
+                leadership: leadership.clone(),
+                recorder: recorder.clone(),
+                metrics: metrics.clone(),
+            };
+            let storing = store.run(args.circuit_breaker_deletions, args.circuit_breaker_window);
+            supervisor.add(supervise::spawn("circuit-breaker", storing));
+        }
         if args.cleaners {
             let cleaning = Cleaning {
                 budget: budget.clone(),
+                breaker: breaker.clone(),
                 client: client.clone(),
                 recorder: recorder.clone(),
                 metrics: metrics.cleaners.clone(),
@@ -142,6 +172,7 @@ impl Args {
             client: client.clone(),
             settings: Settings {
                 budget,
+                breaker,
                 propagation,
                 concurrency: args.concurrency,
                 events: args.events,
@@ -186,9 +217,12 @@ impl Args {
             .await;
         // Stopping either way: the Lease is released so that a successor takes over within a
         // retry period instead of after it expires. The elector releases it once every
-        // leadership receiver is gone: the loop's went with it, the Cleaners' goes with them.
-        if let Some(cleaners) = supervisor.remove("cleaner-loop") {
-            cleaners.abort();
+        // leadership receiver is gone: the loop's went with it, the Cleaners' and the circuit
+        // breaker's go with them.
+        for holding_leadership in ["cleaner-loop", "circuit-breaker"] {
+            if let Some(task) = supervisor.remove(holding_leadership) {
+                task.abort();
+            }
         }
         if let Some(lease) = supervisor.remove("leader-election")
             && tokio::time::timeout(RELEASE_TIMEOUT, lease).await.is_err()

@@ -65,6 +65,17 @@ pub struct Args {
     /// back of the line).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     pub list_concurrency: u32,
+    /// The circuit breaker: more DELETEs than this within `--circuit-breaker-window` stop every
+    /// deletion until an admin releases it (`kubectl retention breaker release`); 0 turns it off.
+    #[arg(
+        long,
+        env = "KUBE_RETENTION_CIRCUIT_BREAKER_DELETIONS",
+        default_value_t = 10_000
+    )]
+    pub circuit_breaker_deletions: u32,
+    /// The window the circuit breaker counts DELETEs in.
+    #[arg(long, env = "KUBE_RETENTION_CIRCUIT_BREAKER_WINDOW", default_value = "10m", value_parser = humantime::parse_duration)]
+    pub circuit_breaker_window: std::time::Duration,
     /// Elect a leader among replicas with a coordination.k8s.io Lease; only the leader acts.
     #[arg(long, env = "KUBE_RETENTION_LEADER_ELECTION", default_value_t = true, action = clap::ArgAction::Set)]
     pub leader_election: bool,

@@ -11,6 +11,7 @@
 
 pub mod app;
 pub mod args;
+pub mod breaker;
 pub mod cleaners;
 pub mod crds;
 pub mod discovery;

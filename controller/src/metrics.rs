@@ -56,6 +56,9 @@ pub struct Metrics {
     pub evaluations_queued: Gauge,
     pub evaluation_seconds: Histogram,
     pub cel_limit_exceeded: Counter,
+    pub breaker_open: Gauge,
+    pub breaker_trips: Counter,
+    pub held_by_breaker: Gauge,
     pub cleaners: CleanerMetrics,
 }
 
@@ -174,8 +177,29 @@ impl Default for Metrics {
             "Evaluations of a retention policy's CEL expression stopped at its cost or time limit (the object is treated as not matching)",
             cel_limit_exceeded.clone(),
         );
+        let breaker_open = Gauge::default();
+        registry.register(
+            "circuit_breaker_open",
+            "1 while the circuit breaker is open: no deletion is sent until it is released",
+            breaker_open.clone(),
+        );
+        let breaker_trips = Counter::default();
+        registry.register(
+            "circuit_breaker_trips",
+            "Times this replica's circuit breaker opened: more deletions within its window than its limit",
+            breaker_trips.clone(),
+        );
+        let held_by_breaker = Gauge::default();
+        registry.register(
+            "deletions_held_by_circuit_breaker",
+            "Deletions (the executor's and Cleaners') waiting for the circuit breaker to be released",
+            held_by_breaker.clone(),
+        );
         let cleaners = CleanerMetrics::register(&mut registry);
         Self {
+            breaker_open,
+            breaker_trips,
+            held_by_breaker,
             cleaners,
             evaluations_queued,
             evaluation_seconds,

@@ -46,6 +46,13 @@ pub async fn served_kinds(client: &Client, kinds: &Registry) -> Result<Vec<KindI
     Ok(served)
 }
 
+/// Where the circuit breaker keeps its state: a ConfigMap's namespace and name.
+#[derive(Debug, Clone, Copy)]
+pub struct BreakerStore<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+}
+
 /// [`check_permissions`], retried every second while permissions are missing, for up to `grace`
 /// (ClusterRole aggregation fills the controller's role moments after it is applied).
 pub async fn await_permissions(
@@ -53,11 +60,12 @@ pub async fn await_permissions(
     kinds: &Registry,
     served: &[KindId],
     lease_namespace: Option<&str>,
+    breaker: Option<BreakerStore<'_>>,
     grace: std::time::Duration,
 ) -> Result<()> {
     let started = tokio::time::Instant::now();
     loop {
-        match check_permissions(client, kinds, served, lease_namespace).await {
+        match check_permissions(client, kinds, served, lease_namespace, breaker).await {
             Err(Error::MissingPermissions(missing)) if started.elapsed() < grace => {
                 tracing::info!(missing = %missing.join("; "), "waiting for RBAC permissions");
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
@@ -67,46 +75,110 @@ pub async fn await_permissions(
     }
 }
 
+/// One permission asked for: a verb on a resource, in a namespace (else all), on one object
+/// by name (else any).
+struct Needed {
+    group: String,
+    resource: String,
+    verb: &'static str,
+    namespace: Option<String>,
+    name: Option<String>,
+}
+
+impl Needed {
+    fn new(group: &str, resource: &str, verb: &'static str) -> Self {
+        Self {
+            group: group.to_owned(),
+            resource: resource.to_owned(),
+            verb,
+            namespace: None,
+            name: None,
+        }
+    }
+
+    fn in_namespace(self, namespace: &str) -> Self {
+        Self {
+            namespace: Some(namespace.to_owned()),
+            ..self
+        }
+    }
+
+    fn named(self, name: &str) -> Self {
+        Self {
+            name: Some(name.to_owned()),
+            ..self
+        }
+    }
+
+    /// As the errors name it: `delete jobs (batch) in all namespaces`.
+    fn permission(&self) -> String {
+        let group = if self.group.is_empty() {
+            "core"
+        } else {
+            &self.group
+        };
+        let scope = self
+            .namespace
+            .as_ref()
+            .map_or("all namespaces".to_owned(), |namespace| {
+                format!("namespace {namespace}")
+            });
+        let named = self
+            .name
+            .as_ref()
+            .map(|name| format!(" named {name}"))
+            .unwrap_or_default();
+        format!(
+            "{} {} ({group}){named} in {scope}",
+            self.verb, self.resource
+        )
+    }
+}
+
 /// Fails with every missing permission when the controller may not do its work.
 pub async fn check_permissions(
     client: &Client,
     kinds: &Registry,
     served: &[KindId],
     lease_namespace: Option<&str>,
+    breaker: Option<BreakerStore<'_>>,
 ) -> Result<()> {
-    let mut needed: Vec<(String, String, &str, Option<String>)> = Vec::new();
+    let mut needed: Vec<Needed> = Vec::new();
     for &id in served {
         let entry = kinds.get(id);
         let resource = &entry.resource;
-        let verbs: &[&str] = match entry.role {
+        let verbs: &[&'static str] = match entry.role {
             Role::Run { .. } | Role::Object => &CONTROLLER_VERBS,
             Role::Parent => &["list", "watch"],
         };
         for verb in verbs {
-            needed.push((resource.group.clone(), resource.plural.clone(), verb, None));
+            needed.push(Needed::new(&resource.group, &resource.plural, verb));
         }
     }
-    needed.push(("events.k8s.io".into(), "events".into(), "create", None));
+    needed.push(Needed::new("events.k8s.io", "events", "create"));
     if let Some(namespace) = lease_namespace {
         for verb in ["get", "create", "update"] {
-            needed.push((
-                "coordination.k8s.io".into(),
-                "leases".into(),
-                verb,
-                Some(namespace.to_owned()),
-            ));
+            needed.push(Needed::new("coordination.k8s.io", "leases", verb).in_namespace(namespace));
         }
+    }
+    if let Some(store) = breaker {
+        for verb in ["get", "list", "watch"] {
+            let needs = Needed::new("", "configmaps", verb).in_namespace(store.namespace);
+            needed.push(needs.named(store.name));
+        }
+        needed.push(Needed::new("", "configmaps", "create").in_namespace(store.namespace));
     }
     let reviews: Api<SelfSubjectAccessReview> = Api::all(client.clone());
     let mut missing = Vec::new();
-    for (group, resource, verb, namespace) in needed {
+    for needs in needed {
         let review = SelfSubjectAccessReview {
             spec: SelfSubjectAccessReviewSpec {
                 resource_attributes: Some(ResourceAttributes {
-                    group: Some(group.clone()),
-                    resource: Some(resource.clone()),
-                    verb: Some(verb.to_owned()),
-                    namespace: namespace.clone(),
+                    group: Some(needs.group.clone()),
+                    resource: Some(needs.resource.clone()),
+                    verb: Some(needs.verb.to_owned()),
+                    namespace: needs.namespace.clone(),
+                    name: needs.name.clone(),
                     ..ResourceAttributes::default()
                 }),
                 ..SelfSubjectAccessReviewSpec::default()
@@ -117,24 +189,15 @@ pub async fn check_permissions(
             .create(&PostParams::default(), &review)
             .await
             .map_err(|source| Error::AccessReview {
-                permission: permission(verb, &group, &resource, namespace.as_deref()),
+                permission: needs.permission(),
                 source,
             })?;
         if !answer.status.is_some_and(|status| status.allowed) {
-            missing.push(permission(verb, &group, &resource, namespace.as_deref()));
+            missing.push(needs.permission());
         }
     }
     if missing.is_empty() {
         return Ok(());
     }
     Err(Error::MissingPermissions(missing))
-}
-
-/// A permission as the errors name it: `delete jobs (batch) in all namespaces`.
-fn permission(verb: &str, group: &str, resource: &str, namespace: Option<&str>) -> String {
-    let group = if group.is_empty() { "core" } else { group };
-    let scope = namespace.map_or("all namespaces".to_owned(), |namespace| {
-        format!("namespace {namespace}")
-    });
-    format!("{verb} {resource} ({group}) in {scope}")
 }

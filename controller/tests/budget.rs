@@ -8,7 +8,7 @@
 mod work_support;
 
 use std::num::NonZeroU32;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -23,26 +23,7 @@ use kube_retention_controller::cleaners::sink::Sender;
 use kube_retention_controller::executor::{Budget, Executor, Parts, Settings};
 use kube_retention_controller::metrics::Metrics;
 use tokio::sync::mpsc;
-use work_support::{deletion, warning};
-
-/// The requests seen, as `METHOD path`.
-type Seen = Arc<Mutex<Vec<String>>>;
-
-/// A client whose API server answers every request with a success Status and records it.
-fn recording_client() -> (Client, Seen) {
-    let seen = Seen::default();
-    let log = seen.clone();
-    let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
-        let line = format!("{} {}", request.method(), request.uri().path());
-        log.lock().unwrap().push(line);
-        async {
-            let status = br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success"}"#;
-            let body = kube::client::Body::from(status.to_vec());
-            Ok::<_, std::convert::Infallible>(http::Response::new(body))
-        }
-    });
-    (Client::new(service, "default"), seen)
-}
+use work_support::{deletion, recording_client, warning};
 
 fn recorder(client: &Client) -> Recorder {
     let reporter = Reporter {
@@ -57,6 +38,7 @@ fn executor(client: &Client, budget: Budget, metrics: &Metrics) -> Executor {
     let (executor, _tasks) = Executor::spawn(Parts {
         client: client.clone(),
         settings: Settings {
+            breaker: kube_retention_controller::breaker::Breaker::off(),
             budget,
             propagation: PropagationPolicy::Background,
             concurrency: 1,
@@ -117,6 +99,7 @@ async fn informational_work_beyond_the_bound_is_dropped_and_counted() {
 
 fn cleaning(client: &Client, budget: Budget) -> Arc<Cleaning> {
     Arc::new(Cleaning {
+        breaker: kube_retention_controller::breaker::Breaker::off(),
         client: client.clone(),
         recorder: recorder(client),
         metrics: Default::default(),

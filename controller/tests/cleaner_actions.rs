@@ -55,6 +55,7 @@ async fn cleaning(group: Clean, answers: Answers) -> (Result<Vec<String>, String
         instance: None,
     };
     let cleaning = Arc::new(Cleaning {
+        breaker: kube_retention_controller::breaker::Breaker::off(),
         client: client.clone(),
         recorder: Recorder::new(client, reporter),
         metrics: Default::default(),

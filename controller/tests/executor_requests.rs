@@ -47,6 +47,7 @@ impl ApiServer {
         let (executor, _tasks) = Executor::spawn(Parts {
             client,
             settings: Settings {
+                breaker: kube_retention_controller::breaker::Breaker::off(),
                 budget: Budget::unlimited(),
                 propagation,
                 concurrency: 1,

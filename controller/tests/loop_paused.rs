@@ -68,6 +68,7 @@ impl Harness {
         let (executor, executing) = Executor::spawn(Parts {
             client: client.clone(),
             settings: Settings {
+                breaker: kube_retention_controller::breaker::Breaker::off(),
                 budget: Budget::unlimited(),
                 propagation: PropagationPolicy::Background,
                 concurrency: 1,

@@ -156,9 +156,10 @@ async fn every_refused_permission_is_listed_at_once() {
     let answering = tokio::spawn(access_reviews(server, refused, |_, _| false));
     let registry = Registry::builtin();
     let served = jobs_and_pods(registry);
-    let error = startup::check_permissions(&client, registry, &served, Some("kube-retention"))
-        .await
-        .unwrap_err();
+    let error =
+        startup::check_permissions(&client, registry, &served, Some("kube-retention"), None)
+            .await
+            .unwrap_err();
     drop(client);
     let asked = answering.await.unwrap();
     match &error {
@@ -192,7 +193,7 @@ async fn an_access_review_the_api_server_cannot_answer_names_the_permission() {
     let broken = |verb: &str, resource: &str| verb == "watch" && resource == "pods";
     let answering = tokio::spawn(access_reviews(server, |_, _| false, broken));
     let registry = Registry::builtin();
-    let error = startup::check_permissions(&client, registry, &jobs_and_pods(registry), None)
+    let error = startup::check_permissions(&client, registry, &jobs_and_pods(registry), None, None)
         .await
         .unwrap_err();
     drop(client);
@@ -211,7 +212,7 @@ async fn a_controller_with_every_permission_passes() {
     let (client, server) = client();
     let answering = tokio::spawn(access_reviews(server, |_, _| false, |_, _| false));
     let registry = Registry::builtin();
-    startup::check_permissions(&client, registry, &jobs_and_pods(registry), None)
+    startup::check_permissions(&client, registry, &jobs_and_pods(registry), None, None)
         .await
         .unwrap();
     drop(client);
@@ -220,4 +221,43 @@ async fn a_controller_with_every_permission_passes() {
         !asked.iter().any(|asked| asked.contains("leases")),
         "no Lease without leader election: {asked:?}"
     );
+}
+
+#[tokio::test]
+async fn the_circuit_breaker_needs_its_configmap_by_name_and_to_create_it() {
+    let (client, server) = client();
+    let refused = |verb: &str, resource: &str| verb == "watch" && resource == "configmaps";
+    let answering = tokio::spawn(access_reviews(server, refused, |_, _| false));
+    let registry = Registry::builtin();
+    let store = startup::BreakerStore {
+        namespace: "kube-retention",
+        name: "kube-retention-controller-circuit-breaker",
+    };
+    let error = startup::check_permissions(
+        &client,
+        registry,
+        &jobs_and_pods(registry),
+        None,
+        Some(store),
+    )
+    .await
+    .unwrap_err();
+    drop(client);
+    let asked = answering.await.unwrap();
+    assert_eq!(
+        error.to_string(),
+        "missing RBAC permissions, grant them (see deploy/core/controller-rbac.yaml): watch \
+         configmaps (core) named kube-retention-controller-circuit-breaker in namespace \
+         kube-retention"
+    );
+    for expected in [
+        "get configmaps  kube-retention",
+        "list configmaps  kube-retention",
+        "create configmaps  kube-retention",
+    ] {
+        assert!(
+            asked.contains(&expected.to_owned()),
+            "{expected:?} in {asked:?}"
+        );
+    }
 }

@@ -47,6 +47,23 @@ pub enum Command {
     /// back is deleted. Needs the permissions writing the policy needs (delete and list on
     /// what it governs).
     Approve(ApproveArgs),
+    /// The controller's circuit breaker, which stops every deletion once more went within its
+    /// window than its limit (--circuit-breaker-deletions): `status`, or `release` to resume
+    /// (what it held goes first). Releasing needs delete on ConfigMaps in --controller-namespace.
+    Breaker(BreakerArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BreakerArgs {
+    pub action: BreakerAction,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BreakerAction {
+    /// Whether it is open, since when and why.
+    Status,
+    /// Let deletions resume.
+    Release,
 }
 
 #[derive(Debug, clap::Args)]
@@ -159,15 +176,21 @@ impl Args {
                 namespace: self.controller_namespace,
                 name: self.controller_lease,
             };
+            // Approving and the breaker do not judge objects: no kinds to read.
+            let judging = match self.command {
+                Command::Approve(args) => return crate::approve::run(client, args).await,
+                Command::Breaker(args) => return crate::breaker::run(client, &lease, args).await,
+                Command::Explain(_) | Command::Upcoming(_) | Command::Prune(_) => self.command,
+            };
             let (kinds, note) = crate::kinds::of_controller(&client, &lease).await;
             if let Some(note) = note {
                 eprintln!("note: {note}");
             }
-            match self.command {
+            match judging {
                 Command::Explain(args) => crate::explain::run(client, &kinds, args).await,
                 Command::Upcoming(args) => crate::upcoming::run(client, &kinds, args).await,
                 Command::Prune(args) => crate::prune::run(client, &kinds, args).await,
-                Command::Approve(args) => crate::approve::run(client, args).await,
+                Command::Approve(_) | Command::Breaker(_) => Ok(()),
             }
         });
         match outcome {

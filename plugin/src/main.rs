@@ -7,6 +7,7 @@ use clap::Parser;
 
 mod approve;
 mod args;
+mod breaker;
 mod explain;
 mod kinds;
 mod model;

@@ -3,7 +3,8 @@
 //! Cleaner's namespace, refuses the whole clean), then
 //! the targets are deleted with uid preconditions, the release uninstalled, the CloudEvent
 //! handed to its own task, and the Cleaner deletes itself. Each DELETE waits for the
-//! controller's request budget ([`Budget`]), the one the executor's deletions spend.
+//! controller's request budget ([`Budget`]), the one the executor's deletions spend, and for the
+//! circuit breaker ([`Breaker`]), which counts it and holds it while open.
 
 use std::sync::Arc;
 
@@ -22,6 +23,7 @@ use super::helm::{self, ManifestObject};
 use super::metrics::CleanerMetrics;
 use super::sink::{self, Undelivered};
 use super::status::Problem;
+use crate::breaker::Breaker;
 use crate::executor::Budget;
 
 /// What cleaning needs.
@@ -32,6 +34,8 @@ pub struct Cleaning {
     pub propagation: PropagationPolicy,
     /// The controller's request budget: every DELETE waits for its share.
     pub budget: Budget,
+    /// The circuit breaker, shared with the executor: every DELETE asks it first.
+    pub breaker: Breaker,
     /// Sends CloudEvents where the sink policy allows.
     pub sender: Arc<sink::Sender>,
 }
@@ -158,7 +162,8 @@ async fn delete_manifest_object(
     within_budget(cleaning, &api, &resource.name, &params).await
 }
 
-/// Every DELETE of a clean: its share of the request budget first, then the request; false
+/// Every DELETE of a clean: the circuit breaker's admission (waiting while it is open) and its
+/// share of the request budget first, then the request; false
 /// when the object was already gone (404) or is a namesake, not ours (409), which are not
 /// failures.
 async fn within_budget<K>(
@@ -170,6 +175,7 @@ async fn within_budget<K>(
 where
     K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
+    cleaning.breaker.admit_or_wait().await;
     cleaning.budget.acquire().await;
     match api.delete(name, params).await {
         Ok(_) => Ok(true),

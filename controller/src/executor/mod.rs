@@ -9,7 +9,9 @@
 //! Within each priority the namespaces take turns, one request each ([`queue`]): the controller
 //! serves every namespace, and one namespace's flood of deletions no longer queues ahead of
 //! another's single due object. The budget itself ([`Budget`]) is shared with the Cleaners,
-//! whose DELETEs wait on it too.
+//! whose DELETEs wait on it too. So does the circuit breaker ([`crate::breaker`]): a DELETE it
+//! holds is kept aside, not sent, while stamps and Events still go, and is sent once the breaker
+//! is released.
 
 use std::sync::Arc;
 
@@ -23,6 +25,7 @@ use kube::runtime::events::{EventType, Recorder};
 use kube_retention_runtime::supervise::{self, Supervised};
 use tokio::sync::{Semaphore, mpsc};
 
+use crate::breaker::{Breaker, Position};
 use crate::metrics::Metrics;
 use crate::state::{Action, Failure, ObjectKey, PolicyKey};
 use kube_retention_common::kinds::Registry;
@@ -59,6 +62,8 @@ pub enum Feedback {
 pub struct Settings {
     /// The request budget (`--qps`), shared with the Cleaners.
     pub budget: Budget,
+    /// The circuit breaker, shared with the Cleaners: every DELETE asks it first.
+    pub breaker: Breaker,
     pub propagation: PropagationPolicy,
     pub concurrency: usize,
     pub events: bool,
@@ -91,12 +96,14 @@ impl Executor {
     pub fn spawn(parts: Parts) -> (Self, [Supervised; 2]) {
         let (tx, rx) = mpsc::unbounded_channel();
         let budget = parts.settings.budget.clone();
+        let breaker = parts.settings.breaker.clone();
         let (notices, notices_rx) = mpsc::unbounded_channel();
         let window = SignedDuration::try_from(parts.settings.event_window).unwrap_or_default();
         let digest = digest_events(Digest::new(window), notices_rx, tx.clone());
         let digest = supervise::spawn("event-digest", digest);
         let shared = Arc::new(Shared { parts, notices });
-        let dispatch = supervise::spawn("executor-dispatch", dispatch(shared, rx, budget));
+        let dispatching = dispatch(shared, rx, budget, breaker);
+        let dispatch = supervise::spawn("executor-dispatch", dispatching);
         (Self { tx }, [dispatch, digest])
     }
 
@@ -158,15 +165,32 @@ fn enqueue(backlog: &mut Backlog, work: Work, metrics: &Metrics) {
     }
 }
 
-async fn dispatch(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Work>, budget: Budget) {
+async fn dispatch(
+    shared: Arc<Shared>,
+    mut rx: mpsc::UnboundedReceiver<Work>,
+    budget: Budget,
+    breaker: Breaker,
+) {
     let mut backlog = Backlog::default();
     let metrics = &shared.parts.metrics;
     let permits = Arc::new(Semaphore::new(shared.parts.settings.concurrency.max(1)));
+    // DELETEs the circuit breaker holds, sent again once it is released.
+    let mut held: Vec<Work> = Vec::new();
+    let mut position = breaker.subscribe();
     loop {
+        if !held.is_empty() && breaker.position() == Position::Closed {
+            breaker.held_went(held.len());
+            for work in held.drain(..) {
+                enqueue(&mut backlog, work, metrics);
+            }
+        }
         if backlog.is_empty() {
-            match rx.recv().await {
-                Some(work) => enqueue(&mut backlog, work, metrics),
-                None => return,
+            tokio::select! {
+                work = rx.recv() => match work {
+                    Some(work) => enqueue(&mut backlog, work, metrics),
+                    None => return,
+                },
+                Ok(()) = position.changed(), if !held.is_empty() => continue,
             }
         }
         while let Ok(work) = rx.try_recv() {
@@ -182,6 +206,11 @@ async fn dispatch(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Work>, bu
         let Some(work) = backlog.next(Timestamp::now()) else {
             continue;
         };
+        if matches!(work, Work::Action(Action::Delete { .. }, _)) && !breaker.admit() {
+            breaker.hold(1);
+            held.push(work);
+            continue;
+        }
         let Ok(permit) = permits.clone().acquire_owned().await else {
             return;
         };

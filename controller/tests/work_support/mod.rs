@@ -86,3 +86,22 @@ pub fn named(work: &Work) -> String {
 pub fn jobs() -> Resource {
     Resource::new("batch", "v1", "Job", "jobs")
 }
+
+/// The requests a [`recording_client`]'s API server saw, as `METHOD path`.
+pub type Seen = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// A client whose API server answers every request with a success Status and records it.
+pub fn recording_client() -> (kube::Client, Seen) {
+    let seen = Seen::default();
+    let log = seen.clone();
+    let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+        let line = format!("{} {}", request.method(), request.uri().path());
+        log.lock().unwrap().push(line);
+        async {
+            let status = br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success"}"#;
+            let body = kube::client::Body::from(status.to_vec());
+            Ok::<_, std::convert::Infallible>(http::Response::new(body))
+        }
+    });
+    (kube::Client::new(service, "default"), seen)
+}

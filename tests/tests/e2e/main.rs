@@ -9,6 +9,7 @@
 
 mod admission;
 mod audit;
+mod breaker;
 mod certs;
 mod chaos;
 mod chart;
@@ -59,6 +60,7 @@ fn main() -> ExitCode {
     let mut disruptive_tests = admission::disruptive_tests(&env);
     disruptive_tests.extend(certs::disruptive_tests(&env));
     disruptive_tests.extend(lifecycle::disruptive_tests(&env));
+    disruptive_tests.extend(breaker::disruptive_tests(&env));
     disruptive_tests.extend(intent::disruptive_tests(&env));
     disruptive_tests.extend(cleaners::disruptive_tests(&env));
     disruptive_tests.extend(chaos::disruptive_tests(&env));
