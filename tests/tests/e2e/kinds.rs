@@ -177,6 +177,9 @@ async fn extra_kind(ns: TestNamespace) -> Result<()> {
         &[
             format!("--kind={GROUP}/v1/Run:{GROUP}/pipeline=1,"),
             "--lease-name=e2e-extra-kind-controller".into(),
+            // Its breaker's ConfigMap would be named after its Lease, which the deploy/ Role
+            // does not name; the breaker is not what this controller is here for.
+            "--circuit-breaker-deletions=0".into(),
             "--discovery-interval=0s".into(),
             "--disable-kind=Build.shipwright.io".into(),
             "--disable-kind=BuildRun.shipwright.io".into(),
