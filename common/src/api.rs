@@ -106,6 +106,13 @@ pub struct PolicyRules {
     /// Rails against deleting more than meant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub safety: Option<SafetyRules>,
+    /// While this CEL expression (over `object`) is true, an object the policy governs is not
+    /// deleted, even when due, nor counted against its limits: e.g. until Tekton Results has
+    /// archived it, `!has(object.metadata.annotations) ||
+    /// !('results.tekton.dev/record' in object.metadata.annotations)`. An expression that cannot
+    /// be evaluated on an object holds it too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_while: Option<String>,
 }
 
 /// Rails against deleting more than meant.
@@ -168,6 +175,9 @@ pub struct PolicyStatus {
     /// Deletions so far (by this controller's run).
     #[serde(default)]
     pub deletions: u64,
+    /// Objects it governs that its `holdWhile` holds now.
+    #[serde(default)]
+    pub on_hold: u64,
     /// In dry run: objects that would have been deleted, and when (at most 20, oldest first).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub would_delete: Vec<WouldDelete>,

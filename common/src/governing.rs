@@ -13,6 +13,9 @@
 //!
 //! A policy's expressions are evaluated once per object into [`Answers`]: by the caller ahead
 //! of judging where evaluation must not hold up its thread (the controller), else here.
+//!
+//! The governing policy's `holdWhile`, while true (or not answerable), puts the object on hold:
+//! its deadline stands, but it is not deleted, nor counted against the policy's limits.
 
 use std::cell::OnceCell;
 use std::collections::BTreeMap;
@@ -68,6 +71,9 @@ pub struct Judgement {
     pub policy: Option<usize>,
     /// The other policies of its scope that applied and lost to it (a later deadline).
     pub overruled: Vec<usize>,
+    /// The governing policy's `holdWhile` holds it: not deleted, even when due, nor counted
+    /// against the policy's limits.
+    pub on_hold: bool,
 }
 
 /// Judges `subject` under `candidates` (namespaced and cluster policies in name order).
@@ -112,6 +118,7 @@ pub fn judge(
             decider,
             policy: None,
             overruled: Vec::new(),
+            on_hold: false,
         };
     }
     let mut best: Option<(usize, Expiry, Option<Decider>)> = None;
@@ -141,6 +148,9 @@ pub fn judge(
         .into_iter()
         .filter(|&index| Some(index) != policy)
         .collect();
+    let on_hold = policy.is_some_and(|index| {
+        candidates[index].rules.hold_while.is_some() && answers(index).holds()
+    });
     Judgement {
         own,
         progress,
@@ -148,6 +158,7 @@ pub fn judge(
         decider,
         policy,
         overruled,
+        on_hold,
     }
 }
 

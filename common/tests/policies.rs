@@ -156,3 +156,26 @@ fn cel_times_come_from_timestamps_or_rfc3339_strings() {
     );
     assert!(text.time(&json!({"status": {"finishedAt": 5}})).is_err());
 }
+
+#[test]
+fn hold_while_is_a_condition_checked_like_match() {
+    let (rules, read_errors) = Rules::read(
+        &spec(json!({
+            "resources": [{"apiVersion": "tekton.dev/v1", "kind": "PipelineRun"}],
+            "ttl": "24h",
+            "holdWhile": "!has(object.metadata.annotations) \
+                          || !('results.tekton.dev/record' in object.metadata.annotations)",
+        })),
+        None,
+    );
+    assert_eq!(read_errors, []);
+    assert!(rules.hold_while.is_some() && rules.has_expressions());
+    let said = errors(json!({
+        "resources": [{"apiVersion": "tekton.dev/v1", "kind": "PipelineRun"}],
+        "ttl": "24h", "holdWhile": "object.metadata.name =="}));
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].starts_with("spec.holdWhile: \"object.metadata.name ==\" is not valid CEL"),
+        "{said:?}"
+    );
+}

@@ -84,6 +84,7 @@ pub fn compute(inputs: &Inputs<'_>) -> PolicyStatus {
         kinds: Some(kinds.join(",")),
         limits,
         matched: summary.matched,
+        on_hold: summary.on_hold,
         next_deletion: summary.next_deletion.map(format_timestamp),
         deletions: inputs.deletions,
         would_delete: summary
@@ -159,7 +160,13 @@ fn readiness(inputs: &Inputs<'_>) -> (&'static str, &'static str, String) {
         (true, _) => (
             "True",
             "Active",
-            format!("governing {} objects", inputs.summary.matched),
+            match inputs.summary.on_hold {
+                0 => format!("governing {} objects", inputs.summary.matched),
+                held => format!(
+                    "governing {} objects, {held} of them on hold (spec.holdWhile)",
+                    inputs.summary.matched
+                ),
+            },
         ),
         (false, true) => ("False", "KindNotServed", problems.join("; ")),
         (false, false) => ("False", "MissingPermissions", problems.join("; ")),

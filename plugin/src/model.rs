@@ -86,6 +86,8 @@ pub struct Explanation {
     pub setting: Option<Said>,
     /// Policies that applied too and lost to an earlier deadline.
     pub overruled: Vec<String>,
+    /// The governing policy's `holdWhile` holds it: not deleted while it does, deadline or not.
+    pub on_hold: bool,
     /// Why it is never deleted, or not yet.
     pub note: Option<String>,
 }
@@ -141,6 +143,15 @@ pub fn explain(
         }
         Expiry::Deadline(_) | Expiry::At(_) => None,
     };
+    let note = note.or_else(|| {
+        let index = judgement.policy.filter(|_| judgement.on_hold)?;
+        let expression = specs.get(index)?.hold_while.as_deref().unwrap_or_default();
+        Some(format!(
+            "on hold: spec.holdWhile of {} holds it ({expression}); deleted once that is false, \
+             past its deadline or not",
+            names.get(index)?
+        ))
+    });
     Explanation {
         kind: resource.kind.clone(),
         namespace,
@@ -155,6 +166,7 @@ pub fn explain(
             .iter()
             .filter_map(|&index| names.get(index).cloned())
             .collect(),
+        on_hold: judgement.on_hold,
         note,
     }
 }
@@ -171,6 +183,7 @@ fn left_alone(resource: &Resource, object: &DynamicObject, namespace: String) ->
         source: format!("nothing: the controller leaves {resource} alone (--disable-kind)"),
         setting: None,
         overruled: Vec::new(),
+        on_hold: false,
         note: Some(format!(
             "never deleted by kube-retention: its controller runs with --disable-kind {resource}"
         )),
@@ -290,6 +303,34 @@ mod tests {
             "RetentionPolicy team-a/jobs: ttlAfterFailed 120m"
         );
         assert_eq!(it.deadline, Some("2026-06-01T13:00:00Z".parse().unwrap()));
+    }
+
+    #[test]
+    fn says_an_object_is_on_hold_while_the_policys_hold_while_is_true() {
+        let job = |annotations: Value| {
+            json!({"apiVersion": "batch/v1", "kind": "Job",
+                   "metadata": {"name": "j", "namespace": "team-a", "annotations": annotations},
+                   "status": {"conditions": [{"type": "Failed", "status": "True",
+                              "lastTransitionTime": "2026-06-01T11:00:00Z"}]}})
+        };
+        let spec = json!({"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
+                          "ttlAfterFailed": "10m",
+                          "holdWhile": "!has(object.metadata.annotations.archived)"});
+        let policies = policies(Some(("jobs", spec)));
+        let held = explained(job(json!({})), &policies);
+        assert!(held.on_hold);
+        assert_eq!(held.deadline, Some("2026-06-01T11:10:00Z".parse().unwrap()));
+        assert_eq!(
+            held.note.as_deref(),
+            Some(
+                "on hold: spec.holdWhile of RetentionPolicy team-a/jobs holds it \
+                 (!has(object.metadata.annotations.archived)); deleted once that is false, past \
+                 its deadline or not"
+            )
+        );
+        let archived = explained(job(json!({"archived": "yes"})), &policies);
+        assert!(!archived.on_hold);
+        assert_eq!(archived.note, None);
     }
 
     #[test]

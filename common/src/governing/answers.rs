@@ -15,6 +15,8 @@ pub struct Answers {
     pub succeeded: Option<Result<bool, EvalError>>,
     pub failed: Option<Result<bool, EvalError>>,
     pub at: Option<Result<Timestamp, EvalError>>,
+    /// What `holdWhile` said.
+    pub hold: Option<Result<bool, EvalError>>,
 }
 
 impl Answers {
@@ -37,6 +39,7 @@ impl Answers {
                     succeeded: condition(&rules.finished.succeeded),
                     failed: condition(&rules.finished.failed),
                     at: rules.finished.at.as_ref().map(|at| at.time(object)),
+                    hold: condition(&rules.hold_while),
                 }
             }
         }
@@ -65,7 +68,14 @@ impl Answers {
             succeeded: condition(&finished.succeeded),
             failed: condition(&finished.failed),
             at: finished.at.as_ref().map(|at| at.time_of(object)),
+            hold: condition(&rules.hold_while),
         }
+    }
+
+    /// Whether `holdWhile` holds the object: unless it answered false (an expression that could
+    /// not be evaluated holds, the safe side for a gate before deletion).
+    pub fn holds(&self) -> bool {
+        self.hold.as_ref().is_some_and(|hold| hold != &Ok(false))
     }
 
     /// The expressions that went past their cost or time limit: field path and error.
@@ -74,6 +84,7 @@ impl Answers {
             ("spec.match", &self.matches),
             ("spec.finished.succeeded", &self.succeeded),
             ("spec.finished.failed", &self.failed),
+            ("spec.holdWhile", &self.hold),
         ];
         let mut exceeded: Vec<(&'static str, &EvalError)> = conditions
             .into_iter()

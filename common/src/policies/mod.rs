@@ -38,6 +38,8 @@ pub struct Rules {
     pub dry_run: bool,
     /// The blast-radius guard's threshold, where the policy sets one (0: no guard).
     pub max_immediate_deletions: Option<u32>,
+    /// While true for an object (or not answerable), the object is not deleted.
+    pub hold_while: Option<Expression>,
 }
 
 /// A policy's own finish rules, tried before the kind's built-in one.
@@ -81,6 +83,12 @@ impl Rules {
             failed_limit: limit("spec.failedLimit", spec.failed_limit, &mut errors),
             group_by: spec.group_by.clone(),
             dry_run: spec.dry_run.unwrap_or(false),
+            hold_while: expression(
+                "spec.holdWhile",
+                spec.hold_while.as_deref(),
+                Expect::Condition,
+                &mut errors,
+            ),
             max_immediate_deletions: spec.safety.as_ref().and_then(|safety| {
                 let path = "spec.safety.maxImmediateDeletions";
                 count(path, safety.max_immediate_deletions, &mut errors)
@@ -129,10 +137,12 @@ impl Rules {
         (rules, errors)
     }
 
-    /// Whether it has CEL expressions (`match`, `finished`) to evaluate on each object.
+    /// Whether it has CEL expressions (`match`, `finished`, `holdWhile`) to evaluate on each
+    /// object.
     pub fn has_expressions(&self) -> bool {
         let finished = &self.finished;
         self.matches.is_some()
+            || self.hold_while.is_some()
             || finished.succeeded.is_some()
             || finished.failed.is_some()
             || finished.at.is_some()

@@ -158,7 +158,7 @@ impl LimitGroups {
         self.deferred.retain(|group| group.kind != kind);
     }
 
-    /// The members of `group` its limits remove now (kept, deleting runs are exempt).
+    /// The members of `group` its limits remove now (kept, held, deleting runs are exempt).
     pub(super) fn over_limit(
         &self,
         group: &GroupKey,
@@ -199,7 +199,7 @@ impl LimitGroups {
                 name,
                 created: record.created.get(),
                 outcome: record.outcome,
-                exempt: record.keep || record.deleting,
+                exempt: record.exempt(),
             });
             keys.push(key);
         }

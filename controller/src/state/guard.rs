@@ -277,7 +277,7 @@ pub(super) fn due_under(
     let mut due: Vec<(ObjectKey, Timestamp, Reason)> = tracker
         .runs
         .iter()
-        .filter(|(_, record)| mine(record) && !record.keep && !record.deleting)
+        .filter(|(_, record)| mine(record) && !record.exempt())
         .filter_map(|(key, record)| Some((key.clone(), record.deadline()?, Reason::Ttl)))
         .filter(|(_, deadline, _)| *deadline <= now)
         .collect();

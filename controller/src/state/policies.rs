@@ -18,6 +18,7 @@ use super::Reason;
 use super::evaluation::{Exceeded, PolicyAnswers};
 use super::guard::{GuardReport, Guards};
 use super::keys::ObjectKey;
+use super::record::Kept;
 use super::runs::Runs;
 
 #[derive(Debug)]
@@ -49,6 +50,8 @@ impl LoadedPolicy {
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Summary {
     pub matched: u64,
+    /// Of those, held by its `holdWhile`.
+    pub on_hold: u64,
     pub next_deletion: Option<Timestamp>,
     /// In dry run: what would have gone, when and why, oldest first.
     pub would_delete: Vec<(ObjectKey, Timestamp, Reason)>,
@@ -223,7 +226,10 @@ impl PolicyBook {
             };
             let summary = summaries.entry((**policy).clone()).or_default();
             summary.matched += 1;
+            let on_hold = record.kept == Kept::OnHold;
+            summary.on_hold += u64::from(on_hold);
             if !record.pending
+                && !on_hold
                 && let Some(deadline) = record.deadline()
             {
                 summary.next_deletion = Some(

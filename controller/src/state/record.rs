@@ -48,6 +48,17 @@ impl Stamps {
     }
 }
 
+/// Why a run is not to be deleted though due (the two never meet: `retention.dev/keep` makes the
+/// object's own settings govern, so no policy's `holdWhile` applies to it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kept {
+    No,
+    /// Annotated `retention.dev/keep: "true"`.
+    Annotated,
+    /// Its policy's `holdWhile` holds it, until an answer says otherwise.
+    OnHold,
+}
+
 /// A tracked object, in 136 bytes (a test holds it there): 100,000 of them are the bulk of the
 /// controller's memory.
 #[derive(Debug)]
@@ -69,7 +80,7 @@ pub(super) struct Record {
     pub(super) outcome: Option<Outcome>,
     /// Writes (DELETE, stamp) that failed in a row since the object last changed.
     pub(super) failures: u8,
-    pub(super) keep: bool,
+    pub(super) kept: Kept,
     pub(super) deleting: bool,
     /// A DELETE is on its way; cleared by a newer version or a failed attempt.
     pub(super) pending: bool,
@@ -110,7 +121,7 @@ impl Record {
     /// before the end of a backoff), and the end of a backoff with a stamp still to write or a
     /// limit to enforce again — whichever comes first.
     pub(super) fn wake_at(&self, after: Option<Timestamp>) -> Option<CompactTime> {
-        if self.keep || self.deleting {
+        if self.kept != Kept::No || self.deleting {
             return None;
         }
         let deletion = self
@@ -127,15 +138,19 @@ impl Record {
     }
 
     /// Past its deadline and not gone yet: waiting for the request budget, a DELETE in flight, or
-    /// a backoff. A dry-run policy's and a kept object's never count: they are not to go.
+    /// a backoff. A dry-run policy's and a kept or held object's never count: they are not to go.
     pub(super) fn overdue(&self, now: Timestamp) -> bool {
-        !self.keep && !self.deleting && !self.dry_run && self.deadline().is_some_and(|at| at <= now)
+        !self.exempt() && !self.dry_run && self.deadline().is_some_and(|at| at <= now)
+    }
+
+    /// Kept, on hold or already being deleted: not to be deleted, nor counted against limits.
+    pub(super) fn exempt(&self) -> bool {
+        self.kept != Kept::No || self.deleting
     }
 
     pub(super) fn deletable(&self, now: Timestamp) -> bool {
         !self.pending
-            && !self.keep
-            && !self.deleting
+            && !self.exempt()
             && self.deadline().is_some_and(|at| at <= now)
             && self.ready(now)
     }

@@ -16,7 +16,7 @@ use super::evaluation::PolicyAnswers;
 use super::failures::object_target;
 use super::governing::Governed;
 use super::keys::ObjectKey;
-use super::record::{Record, Stamps, Uid};
+use super::record::{Kept, Record, Stamps, Uid};
 use super::{Action, EventTarget, Warning};
 
 /// An object of `resource` as the model reads it: JSON with its apiVersion and kind (list items
@@ -107,7 +107,11 @@ pub(super) fn record_of(
         policy: governed.policy.clone(),
         outcome: progress.finished().map(|finished| finished.outcome),
         failures: same.map_or(0, |previous| previous.failures),
-        keep: own.annotations.keep,
+        kept: match (own.annotations.keep, governed.judgement.on_hold) {
+            (true, _) => Kept::Annotated,
+            (false, true) => Kept::OnHold,
+            (false, false) => Kept::No,
+        },
         deleting: object.metadata.deletion_timestamp.is_some(),
         pending: same.is_some_and(|previous| previous.pending),
         skew_reported: same_object.is_some_and(|previous| previous.skew_reported)
@@ -123,7 +127,7 @@ pub(super) fn record_of(
 pub(super) fn changed_for_limits(previous: Option<&Record>, record: &Record) -> bool {
     previous.is_none_or(|previous| {
         previous.outcome != record.outcome
-            || previous.keep != record.keep
+            || previous.kept != record.kept
             || previous.deleting != record.deleting
             || previous.group != record.group
     })

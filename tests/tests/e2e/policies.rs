@@ -1,8 +1,9 @@
 //! RetentionPolicy and ClusterRetentionPolicy on the real cluster: the CRDs generated from the
 //! Rust types install, an invalid policy is refused at `kubectl apply` naming each field, a valid
 //! one shows its columns in `kubectl get`, policies at work ([`applied`]), a policy rewritten
-//! over and over costing the controller one relist per window ([`churn`]), and a change that
-//! would delete too much at once waiting for approval ([`guard`]).
+//! over and over costing the controller one relist per window ([`churn`]), a change that would
+//! delete too much at once waiting for approval ([`guard`]), and objects on hold until archived
+//! ([`hold`]).
 
 use anyhow::{Result, ensure};
 use libtest_mimic::Trial;
@@ -12,6 +13,7 @@ use crate::support::{Env, TestNamespace};
 mod applied;
 mod churn;
 mod guard;
+mod hold;
 
 pub fn tests(env: &Env) -> Vec<Trial> {
     vec![
@@ -34,6 +36,10 @@ pub fn tests(env: &Env) -> Vec<Trial> {
         env.trial(
             "a_policy_change_that_would_delete_150_jobs_at_once_waits_for_approval",
             guard::mass_deletion_waits_for_approval,
+        ),
+        env.trial(
+            "a_job_held_by_hold_while_outlives_its_deadline_and_goes_once_archived",
+            hold::held_until_archived,
         ),
         env.trial(
             "a_policy_rewritten_twenty_times_costs_one_relist_of_its_kind_per_window",
