@@ -23,6 +23,8 @@ pub enum Deleter {
     /// kube-retention recording one Event per deletion (`--event-window=0s`), as before
     /// Events were aggregated.
     KubeRetentionEventEach,
+    /// kube-retention writing no stamps (`--stamp=never`): one request per deletion.
+    KubeRetentionNoStamp,
     /// kube-controller-manager's TTL controller with its default 5 workers.
     Peer,
     /// The same with [`TUNED_WORKERS`] workers (`--concurrent-ttl-after-finished-syncs`).
@@ -37,6 +39,7 @@ impl Deleter {
         match self {
             Self::KubeRetention => "kube-retention".into(),
             Self::KubeRetentionEventEach => "kube-retention, an Event per deletion".into(),
+            Self::KubeRetentionNoStamp => "kube-retention, --stamp=never".into(),
             Self::Peer => "kube-controller-manager ttl-after-finished".into(),
             Self::PeerTuned => {
                 format!("kube-controller-manager ttl-after-finished, {TUNED_WORKERS} workers")
@@ -49,6 +52,7 @@ impl Deleter {
         match self {
             Self::KubeRetention => "kr",
             Self::KubeRetentionEventEach => "kr-each",
+            Self::KubeRetentionNoStamp => "kr-nostamp",
             Self::Peer => "peer",
             Self::PeerTuned => "peer-tuned",
         }
@@ -56,7 +60,7 @@ impl Deleter {
 
     pub fn user(self) -> String {
         match self {
-            Self::KubeRetention | Self::KubeRetentionEventEach => {
+            Self::KubeRetention | Self::KubeRetentionEventEach | Self::KubeRetentionNoStamp => {
                 LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT)
             }
             Self::Peer | Self::PeerTuned => PEER_USER.to_owned(),
@@ -137,7 +141,9 @@ pub fn start(
         cluster.stop_controller_manager()?;
     }
     let tracked = match deleter {
-        Deleter::KubeRetention | Deleter::KubeRetentionEventEach => {
+        Deleter::KubeRetention
+        | Deleter::KubeRetentionEventEach
+        | Deleter::KubeRetentionNoStamp => {
             let mut flags = vec![
                 format!("--qps={}", budget.unwrap_or(0)),
                 "--leader-election=false".into(),
@@ -146,6 +152,9 @@ pub fn start(
             ];
             if deleter == Deleter::KubeRetentionEventEach {
                 flags.push("--event-window=0s".into());
+            }
+            if deleter == Deleter::KubeRetentionNoStamp {
+                flags.push("--stamp=never".into());
             }
             let tracked = components::start_controller(cluster, CONTROLLER, metrics_port, &flags)?;
             components::wait_for_controller(cluster, metrics_port, Duration::from_secs(120))?;

@@ -30,7 +30,7 @@ use kube_retention_common::kinds::KINDS_ANNOTATION;
 use kube_retention_runtime::supervise::{self, Supervisor};
 use tokio::sync::{mpsc, watch};
 
-use crate::args::{Args, Propagation};
+use crate::args::{Args, Propagation, Stamp};
 use crate::breaker::{self, Breaker};
 use crate::cleaners::Cleaners;
 use crate::cleaners::act::Cleaning;
@@ -41,7 +41,7 @@ use crate::leader::Elector;
 use crate::metrics::Metrics;
 use crate::policy_status::writes::{self, StatusWrites};
 use crate::run::{Extra, Loop};
-use crate::state::State;
+use crate::state::{Stamping, State};
 use crate::watches::Watches;
 use crate::{Error, Result, discovery, startup};
 
@@ -200,7 +200,12 @@ impl Args {
         supervisor.add(writing);
         let control = Loop {
             evaluations,
-            state: State::new(watched).with_max_immediate_deletions(args.max_immediate_deletions),
+            state: State::new(watched)
+                .with_max_immediate_deletions(args.max_immediate_deletions)
+                .with_stamping(match args.stamp {
+                    Stamp::Finished => Stamping::Finished,
+                    Stamp::Never => Stamping::Never,
+                }),
             served,
             watches,
             extra: Extra::new(statuses),

@@ -103,6 +103,12 @@ pub struct Args {
         default_value_t = 100
     )]
     pub max_immediate_deletions: u32,
+    /// Which `retention.dev/expires-at` stamps the controller writes: `finished` (a finished
+    /// object's deadline from its own settings, a PATCH each where the webhook could not stamp it
+    /// at admission: the schedule visible on the object) or `never` (one request per deletion;
+    /// `kubectl retention explain` and `upcoming` still tell every deadline).
+    #[arg(long, env = "KUBE_RETENTION_STAMP", value_enum, ignore_case = true, default_value_t = Stamp::Finished)]
+    pub stamp: Stamp,
     /// Run Cleaners (retention.dev/v1alpha1): groups deleted together when their conditions hold.
     #[arg(long, env = "KUBE_RETENTION_CLEANERS", default_value_t = true, action = clap::ArgAction::Set)]
     pub cleaners: bool,
@@ -126,6 +132,12 @@ impl Args {
             disabled_kinds: self.disabled_kinds.clone(),
         }
     }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Stamp {
+    Finished,
+    Never,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

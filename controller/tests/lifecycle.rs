@@ -142,3 +142,35 @@ fn a_relist_forgets_what_is_gone() {
         [("stays".to_owned(), Reason::Ttl)]
     );
 }
+
+#[test]
+fn with_stamp_never_a_finished_run_costs_one_request_the_delete() {
+    let run = buildrun(
+        "r",
+        "u",
+        "1",
+        "2026-01-01T00:00:00Z",
+        Some(("True", "2026-01-01T00:00:00Z")),
+        json!({"spec": {"retention": {"ttlAfterSucceeded": "1h"}}}),
+    );
+    let seen = at("2026-01-01T00:00:01Z");
+    let mut stamping = leader();
+    let actions = stamping.applied(kind(BUILDRUN), &run, seen);
+    assert!(
+        matches!(&actions[..], [Action::Stamp { .. }]),
+        "by default the deadline is stamped: {actions:?}"
+    );
+
+    let mut state = State::new(Registry::builtin().clone())
+        .with_stamping(kube_retention_controller::state::Stamping::Never);
+    assert_eq!(state.set_leader(true, seen), []);
+    assert_eq!(state.applied(kind(BUILDRUN), &run, seen), [], "no PATCH");
+    assert_eq!(state.next_deadline(), Some(at("2026-01-01T01:00:00Z")));
+    let actions = state.due(at("2026-01-01T01:00:00Z"));
+    assert_eq!(
+        actions.len(),
+        1,
+        "the DELETE, and nothing else: {actions:?}"
+    );
+    assert_eq!(deletes(&actions), [("r".to_owned(), Reason::Ttl)]);
+}

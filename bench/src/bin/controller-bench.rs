@@ -168,7 +168,11 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
                 seconds: args.steady_seconds,
                 ttl: 10,
             },
-            deleters: vec![Deleter::KubeRetention, Deleter::Peer],
+            deleters: vec![
+                Deleter::KubeRetention,
+                Deleter::KubeRetentionNoStamp,
+                Deleter::Peer,
+            ],
         },
         Scenario {
             name: "burst, budgeted".into(),

@@ -116,7 +116,9 @@ async fn run_scenario(
     // kube-retention's start waited until it had listed; the peer gets time for its informers
     // and its garbage collector's graph to sync.
     let settle = match deleter {
-        Deleter::KubeRetention | Deleter::KubeRetentionEventEach => 3,
+        Deleter::KubeRetention
+        | Deleter::KubeRetentionEventEach
+        | Deleter::KubeRetentionNoStamp => 3,
         Deleter::Peer | Deleter::PeerTuned => 10,
     };
     tokio::time::sleep(Duration::from_secs(settle)).await;

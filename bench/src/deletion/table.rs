@@ -86,7 +86,10 @@ pub fn section(rows: &[Row], scenarios: &[&str], target: &Report<'_>) -> anyhow:
          peer's requests include the garbage collector's. The peer runs with its default 5 workers\n\
          and, in the unlimited burst, also with `--concurrent-ttl-after-finished-syncs={tuned}`. In that\n\
          burst kube-retention also runs with `--event-window=0s` (one Event per deletion, as before\n\
-         Events were aggregated per parent, or per kind in a namespace, over 5 s). Every Job carries\n\
+         Events were aggregated per parent, or per kind in a namespace, over 5 s). In the steady\n\
+         scenario it also runs with `--stamp=never`, which writes no `expires-at` stamp: one request\n\
+         per deletion, the DELETE, against the default `--stamp=finished`'s stamp PATCH per Job that\n\
+         finishes after admission. Every Job carries\n\
          both `retention.dev/ttl-after-finished` and `ttlSecondsAfterFinished`; the benchmark finishes\n\
          Jobs through the status subresource and times each deletion from its expiry to the watch\n\
          event. Requests are counted per client from the API server's audit log\n\

@@ -40,7 +40,7 @@ pub use failures::{FIRST_RETRY, Failure, MAX_RETRY, retry_delay};
 pub use guard::{GuardReport, HELD_SHOWN, Standing};
 pub use keys::ObjectKey;
 pub use policies::{Approval, LoadedPolicy, PolicyBook, PolicyKey, Summary, WOULD_DELETE_SHOWN};
-pub use recording::model_value;
+pub use recording::{Stamping, model_value};
 pub use stragglers::{Labelling, Stragglers};
 
 use keys::{GroupKey, Namespaces};
@@ -52,6 +52,7 @@ use tracker::{Enforce, Tracker};
 #[derive(Default)]
 pub struct State {
     kinds: Registry,
+    stamping: Stamping,
     namespaces: Namespaces,
     tracker: Tracker,
     policies: PolicyBook,
@@ -71,6 +72,12 @@ impl State {
     /// deletions for approval beyond `threshold` (0: no guard, the default here).
     pub fn with_max_immediate_deletions(mut self, threshold: u32) -> Self {
         self.policies.guards.default_threshold = threshold;
+        self
+    }
+
+    /// Which stamps to write (`--stamp`; [`Stamping::Finished`] by default).
+    pub fn with_stamping(mut self, stamping: Stamping) -> Self {
+        self.stamping = stamping;
         self
     }
 
@@ -162,8 +169,14 @@ impl State {
         self.policies
             .set_overruled(&key, governed.overruled.clone());
         let previous = self.tracker.untrack(&key);
-        let (record, future_finish) =
-            recording::record_of(seen, entry, &governed, previous.as_deref(), now);
+        let (record, future_finish) = recording::record_of(
+            seen,
+            entry,
+            &governed,
+            previous.as_deref(),
+            self.stamping,
+            now,
+        );
         let mut actions: Vec<Action> = future_finish
             .map(|at| recording::skew_warning(&self.kinds, &key, &record, at, now))
             .into_iter()

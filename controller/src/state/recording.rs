@@ -30,6 +30,22 @@ pub fn model_value(resource: &Resource, object: &DynamicObject) -> Option<Value>
     Some(value)
 }
 
+/// Which of its stamps the controller writes itself (`--stamp`). The webhook's stamp at admission
+/// costs no request of its own (it is part of the writer's); the controller's costs a PATCH per
+/// object that finishes after it was admitted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Stamping {
+    /// A finished object's deadline from its own settings, written as
+    /// `retention.dev/expires-at`, and a stamp that no longer applies taken away: the schedule
+    /// is on the object. Two requests per deletion where the webhook could not stamp.
+    #[default]
+    Finished,
+    /// None: one request per deletion, the DELETE. A stamp left behind is never acted on (it is
+    /// kube-retention's own, told apart from a user's `expires-at`); `kubectl retention explain`
+    /// and `upcoming` tell the deadlines.
+    Never,
+}
+
 /// A finish time further ahead than this is reported as clock skew.
 const SKEW_TOLERANCE: SignedDuration = SignedDuration::from_secs(1);
 
@@ -61,6 +77,7 @@ pub(super) fn record_of(
     entry: &Entry,
     governed: &Governed,
     previous: Option<&Record>,
+    stamping: Stamping,
     now: Timestamp,
 ) -> (Record, Option<Timestamp>) {
     let object = seen.object;
@@ -72,7 +89,12 @@ pub(super) fn record_of(
         Progress::Finished(_) | Progress::NotARun => governed.judgement.expiry.deadline(),
     };
     // kube-retention's stamp tells the object's own settings, never a policy's.
-    let stamp = Expiry::compute(own, created, progress, now).stamp_change(&own.annotations);
+    let stamp = match stamping {
+        Stamping::Finished => {
+            Expiry::compute(own, created, progress, now).stamp_change(&own.annotations)
+        }
+        Stamping::Never => None,
+    };
     let future_finish = progress
         .finished()
         .and_then(|finished| finished.at)
