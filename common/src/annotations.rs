@@ -9,6 +9,8 @@
 //! | `retention.dev/expires-at` | delete at this RFC 3339 time; stamped by kube-retention when a TTL applies |
 //! | `retention.dev/stamped` | the `expires-at` kube-retention wrote: while the two agree, `expires-at` is its stamp |
 //! | `retention.dev/keep` | `"true"`: never delete; wins over everything |
+//! | `retention.dev/snoozed-until` | not deleted before this RFC 3339 time, whatever decides the deadline (`kubectl retention snooze`) |
+//! | `retention.dev/notify-before` | a Warning Event `RetentionExpiring` on the object this long before its deadline |
 //!
 //! kube-retention owns its stamp and only its stamp: it writes `expires-at` and `stamped` together,
 //! so an `expires-at` that differs from `stamped` (or stands alone) is the user's own deadline,
@@ -31,6 +33,10 @@ pub const TTL_AFTER_FINISHED: &str = "retention.dev/ttl-after-finished";
 pub const EXPIRES_AT: &str = "retention.dev/expires-at";
 pub const STAMPED: &str = "retention.dev/stamped";
 pub const KEEP: &str = "retention.dev/keep";
+/// Not deleted before this time: pushes whatever deadline governs, never brings one forward.
+pub const SNOOZED_UNTIL: &str = "retention.dev/snoozed-until";
+/// Warn this long before the deadline (overrides a policy's `notifyBefore`).
+pub const NOTIFY_BEFORE: &str = "retention.dev/notify-before";
 /// On a RetentionPolicy or ClusterRetentionPolicy: the generation approved to delete more at once
 /// than its blast-radius guard allows (`kubectl retention approve`).
 pub const APPROVED_GENERATION: &str = "retention.dev/approved-generation";
@@ -46,7 +52,7 @@ pub const MANAGED_LABEL: &str = managed_label!();
 /// [`MANAGED_LABEL`] as a label selector.
 pub const MANAGED_SELECTOR: &str = concat!(managed_label!(), "=true");
 
-const KNOWN: [&str; 7] = [
+const KNOWN: [&str; 9] = [
     TTL,
     TTL_AFTER_SUCCEEDED,
     TTL_AFTER_FAILED,
@@ -54,6 +60,8 @@ const KNOWN: [&str; 7] = [
     EXPIRES_AT,
     STAMPED,
     KEEP,
+    SNOOZED_UNTIL,
+    NOTIFY_BEFORE,
 ];
 
 /// What an object's annotations say about its retention.
@@ -67,6 +75,10 @@ pub struct AnnotationPolicy {
     pub expires_at: Option<Timestamp>,
     /// The `expires-at` value kube-retention stamped.
     pub stamped: Option<Timestamp>,
+    /// Not deleted before this time.
+    pub snoozed_until: Option<Timestamp>,
+    /// Warn this long before the deadline.
+    pub notify_before: Option<Duration>,
 }
 
 impl AnnotationPolicy {
@@ -114,9 +126,11 @@ pub fn parse(annotations: &BTreeMap<String, String>) -> (AnnotationPolicy, Vec<F
             TTL_AFTER_SUCCEEDED => duration(&mut policy.after_succeeded),
             TTL_AFTER_FAILED => duration(&mut policy.after_failed),
             TTL_AFTER_FINISHED => duration(&mut policy.after_finished),
-            EXPIRES_AT | STAMPED => match value.parse::<Timestamp>() {
+            NOTIFY_BEFORE => duration(&mut policy.notify_before),
+            EXPIRES_AT | STAMPED | SNOOZED_UNTIL => match value.parse::<Timestamp>() {
                 Ok(at) if key == EXPIRES_AT => policy.expires_at = Some(at),
-                Ok(at) => policy.stamped = Some(at),
+                Ok(at) if key == STAMPED => policy.stamped = Some(at),
+                Ok(at) => policy.snoozed_until = Some(at),
                 Err(_) => errors.push(FieldError::new(
                     path(key),
                     &json,
@@ -179,6 +193,8 @@ mod tests {
             (EXPIRES_AT, "2026-12-31T23:00:00Z"),
             (STAMPED, "2026-12-31T23:00:00Z"),
             (KEEP, "true"),
+            (SNOOZED_UNTIL, "2027-01-01T00:00:00Z"),
+            (NOTIFY_BEFORE, "1h"),
             ("unrelated.example/ttl", "whatever"),
         ]));
         assert_eq!(errors, []);
@@ -192,6 +208,8 @@ mod tests {
                 after_finished: Some(Duration::from_secs(5400)),
                 expires_at: Some("2026-12-31T23:00:00Z".parse().unwrap()),
                 stamped: Some("2026-12-31T23:00:00Z".parse().unwrap()),
+                snoozed_until: Some("2027-01-01T00:00:00Z".parse().unwrap()),
+                notify_before: Some(Duration::from_secs(3600)),
             }
         );
     }

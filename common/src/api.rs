@@ -113,6 +113,10 @@ pub struct PolicyRules {
     /// be evaluated on an object holds it too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold_while: Option<String>,
+    /// A Warning Event `RetentionExpiring` on each object it governs this long before its
+    /// deadline (Go duration, e.g. `1h`); an object's `retention.dev/notify-before` overrides it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify_before: Option<String>,
 }
 
 /// Rails against deleting more than meant.

@@ -7,6 +7,10 @@
 //! kube-retention wrote for a TTL that is gone is stale — removed, never acted on (KEP-592: no
 //! TTL means never expires). [`Expiry::decide`] says which setting decided, from the same
 //! computation, so "why this deadline" cannot disagree with the deadline.
+//!
+//! `retention.dev/snoozed-until` pushes a deadline, whatever decided it, to that time; it never
+//! brings one forward, nor gives a deadline to an object that has none. The setting that
+//! decided stays the one named: the snooze is said beside it ([`Expiry::snoozed`]).
 
 use std::time::Duration;
 
@@ -84,9 +88,15 @@ impl Expiry {
         if policy.annotations.keep {
             return (Self::Keep, Some(Decider::Keep));
         }
+        let snooze = |at: Timestamp| {
+            policy
+                .annotations
+                .snoozed_until
+                .map_or(at, |until| at.max(until))
+        };
         if !policy.has_ttl() {
             return match policy.annotations.own_deadline() {
-                Some(at) => (Self::Deadline(at), Some(Decider::ExpiresAt(at))),
+                Some(at) => (Self::Deadline(snooze(at)), Some(Decider::ExpiresAt(at))),
                 None => (Self::Never, None),
             };
         }
@@ -112,9 +122,16 @@ impl Expiry {
             .chain(from_finish)
             .min_by_key(|(at, _)| *at)
         {
-            Some((at, decider)) => (Self::At(at), Some(decider)),
+            Some((at, decider)) => (Self::At(snooze(at)), Some(decider)),
             None => (Self::NotYet, None),
         }
+    }
+
+    /// The snooze that set this deadline, if `annotations`' `snoozed-until` did (it is the
+    /// deadline: the deciding setting alone gives no later one).
+    pub fn snoozed(&self, annotations: &AnnotationPolicy) -> Option<Timestamp> {
+        let until = annotations.snoozed_until?;
+        (self.deadline() == Some(until)).then_some(until)
     }
 
     /// The expiry of a JSON object, read with [`OwnSettings::read`] (invalid fields ignored).

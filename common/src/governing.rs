@@ -19,6 +19,7 @@
 
 use std::cell::OnceCell;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use jiff::Timestamp;
 use serde_json::Value;
@@ -74,6 +75,9 @@ pub struct Judgement {
     /// The governing policy's `holdWhile` holds it: not deleted, even when due, nor counted
     /// against the policy's limits.
     pub on_hold: bool,
+    /// How long before the deadline to warn: the object's `retention.dev/notify-before`, else
+    /// the governing policy's `notifyBefore`.
+    pub notify_before: Option<Duration>,
 }
 
 /// Judges `subject` under `candidates` (namespaced and cluster policies in name order).
@@ -112,6 +116,7 @@ pub fn judge(
     if own_governs || scope.is_empty() {
         let (expiry, decider) = Expiry::decide(&own, subject.created, progress, now);
         return Judgement {
+            notify_before: own.annotations.notify_before,
             own,
             progress,
             expiry,
@@ -124,7 +129,7 @@ pub fn judge(
     let mut best: Option<(usize, Expiry, Option<Decider>)> = None;
     for &index in &scope {
         let (expiry, decider) = Expiry::decide(
-            &as_policy(candidates[index].rules),
+            &as_policy(candidates[index].rules, &own.annotations),
             subject.created,
             progress,
             now,
@@ -151,6 +156,10 @@ pub fn judge(
     let on_hold = policy.is_some_and(|index| {
         candidates[index].rules.hold_while.is_some() && answers(index).holds()
     });
+    let notify_before = own
+        .annotations
+        .notify_before
+        .or_else(|| policy.and_then(|index| candidates[index].rules.notify_before));
     Judgement {
         own,
         progress,
@@ -159,6 +168,7 @@ pub fn judge(
         policy,
         overruled,
         on_hold,
+        notify_before,
     }
 }
 
@@ -201,11 +211,12 @@ pub fn selects(rules: &Rules, namespaced: bool, object: &Selected<'_>) -> bool {
         && rules.selector.matches(object.labels)
 }
 
-/// The TTLs of a policy as the settings [`Expiry::compute`] reads.
-fn as_policy(rules: &Rules) -> OwnSettings {
+/// The TTLs of a policy as the settings [`Expiry::compute`] reads, with the object's snooze.
+fn as_policy(rules: &Rules, own: &AnnotationPolicy) -> OwnSettings {
     OwnSettings {
         annotations: AnnotationPolicy {
             ttl: rules.ttl,
+            snoozed_until: own.snoozed_until,
             ..AnnotationPolicy::default()
         },
         own: rules.ttls,

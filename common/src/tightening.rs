@@ -1,5 +1,5 @@
 //! Which retention settings a write makes stricter: a TTL added or shortened, an earlier
-//! `expires-at`, `keep` taken away from an object with settings, shorter TTLs or smaller limits for a parent's runs, runs now
+//! `expires-at`, a snooze taken away or brought forward, `keep` taken away from an object with settings, shorter TTLs or smaller limits for a parent's runs, runs now
 //! deleted with their parent. kube-retention's controller deletes with its own power, so whoever
 //! writes such a setting must be allowed to delete what it governs; the webhook asks the API
 //! server for each [`Tightening`] this finds.
@@ -78,6 +78,15 @@ pub fn tightenings(
     if let Some(path) = tighter(&before.expires_at, &after.expires_at) {
         report(path, Reach::Itself);
     }
+    // A snooze only ever pushes a deadline: taking it away or bringing it forward tightens.
+    if let Some(before_until) = before.snoozed_until
+        && after.snoozed_until.is_none_or(|until| until < before_until)
+    {
+        report(
+            &annotations::path(annotations::SNOOZED_UNTIL),
+            Reach::Itself,
+        );
+    }
     for (old, new) in before.limits.iter().zip(&after.limits) {
         if let Some(path) = tighter(old, new) {
             report(path, Reach::Runs);
@@ -111,6 +120,7 @@ struct Settings {
     keep: bool,
     ttl: Option<Setting<Duration>>,
     expires_at: Option<Setting<Timestamp>>,
+    snoozed_until: Option<Timestamp>,
     /// After success, after failure.
     after: [Option<Setting<Duration>>; 2],
     runs_after: [Option<Setting<Duration>>; 2],
@@ -165,6 +175,7 @@ impl Settings {
                 notes.own_deadline(),
                 Some(annotations::path(annotations::EXPIRES_AT)),
             ),
+            snoozed_until: notes.snoozed_until,
             after: [
                 outcome(
                     (annotations::TTL_AFTER_SUCCEEDED, notes.after_succeeded),

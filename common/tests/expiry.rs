@@ -176,3 +176,25 @@ fn sub_second_ttls_keep_their_precision() {
         Some("2026-06-01T11:00:01.5Z")
     );
 }
+
+#[test]
+fn a_snooze_pushes_the_stamp_and_a_users_own_deadline() {
+    let snoozed = json!({"retention.dev/ttl-after-failed": "2s",
+                         "retention.dev/snoozed-until": "2026-06-03T00:00:00Z"});
+    let expiry = Expiry::of(&job(snoozed, failed()), now());
+    assert_eq!(expiry, at("2026-06-03T00:00:00Z"));
+    assert_eq!(
+        expiry.annotation().as_deref(),
+        Some("2026-06-03T00:00:00Z"),
+        "the stamp shows the snoozed deadline"
+    );
+    let own = json!({"retention.dev/expires-at": "2026-06-02T00:00:00Z",
+                     "retention.dev/snoozed-until": "2026-06-03T00:00:00Z"});
+    assert_eq!(
+        Expiry::of(&job(own, failed()), now()),
+        Expiry::Deadline("2026-06-03T00:00:00Z".parse().unwrap())
+    );
+    let running = json!({"retention.dev/ttl-after-failed": "2s",
+                         "retention.dev/snoozed-until": "2026-06-03T00:00:00Z"});
+    assert_eq!(Expiry::of(&job(running, json!({})), now()), Expiry::NotYet);
+}

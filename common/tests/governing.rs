@@ -171,3 +171,73 @@ fn cel_finish_rules_decide_for_kinds_without_a_built_in_one() {
     );
     assert_eq!(running.expiry, Expiry::NotYet);
 }
+
+#[test]
+fn a_snooze_pushes_whatever_deadline_governs_and_never_brings_one_forward() {
+    let policy = jobs("1m");
+    let cluster = [CandidatePolicy {
+        namespaced: false,
+        rules: &policy,
+        answers: None,
+    }];
+    let snoozed = judged(
+        &failed_job(json!({"retention.dev/snoozed-until": "2026-06-02T00:00:00Z"})),
+        &cluster,
+    );
+    let until = at("2026-06-02T00:00:00Z");
+    assert_eq!(
+        (snoozed.policy, snoozed.expiry),
+        (Some(0), Expiry::At(until))
+    );
+    assert_eq!(
+        snoozed.expiry.snoozed(&snoozed.own.annotations),
+        Some(until)
+    );
+    let own = judged(
+        &failed_job(json!({"retention.dev/ttl-after-failed": "1h",
+                           "retention.dev/snoozed-until": "2026-06-02T00:00:00Z"})),
+        &cluster,
+    );
+    assert_eq!((own.policy, own.expiry), (None, Expiry::At(until)));
+    let past = judged(
+        &failed_job(json!({"retention.dev/snoozed-until": "2026-06-01T11:00:00Z"})),
+        &cluster,
+    );
+    assert_eq!(past.expiry, Expiry::At(at("2026-06-01T11:31:00Z")));
+    assert_eq!(past.expiry.snoozed(&past.own.annotations), None);
+    let kept = judged(
+        &failed_job(json!({"retention.dev/keep": "true",
+                           "retention.dev/snoozed-until": "2026-06-02T00:00:00Z"})),
+        &cluster,
+    );
+    assert_eq!(kept.expiry, Expiry::Keep);
+    let alone = judged(
+        &failed_job(json!({"retention.dev/snoozed-until": "2026-06-02T00:00:00Z"})),
+        &[],
+    );
+    assert_eq!(alone.expiry, Expiry::Never, "a snooze gives no deadline");
+}
+
+#[test]
+fn the_objects_notify_before_wins_over_its_governing_policys() {
+    let policy = rules(
+        json!({"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
+                              "ttlAfterFailed": "1h", "notifyBefore": "10m"}),
+    );
+    let cluster = [CandidatePolicy {
+        namespaced: false,
+        rules: &policy,
+        answers: None,
+    }];
+    let governed = judged(&failed_job(json!({})), &cluster);
+    assert_eq!(
+        governed.notify_before,
+        Some(std::time::Duration::from_secs(600))
+    );
+    let own = judged(
+        &failed_job(json!({"retention.dev/notify-before": "2m"})),
+        &cluster,
+    );
+    assert_eq!(own.notify_before, Some(std::time::Duration::from_secs(120)));
+    assert_eq!(judged(&failed_job(json!({})), &[]).notify_before, None);
+}

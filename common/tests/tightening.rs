@@ -169,3 +169,25 @@ fn invalid_values_are_left_to_the_validator() {
     let invalid = config_map(json!({"retention.dev/ttl": "1 day"}));
     assert_eq!(found(None, &invalid), []);
 }
+
+#[test]
+fn a_snooze_taken_away_or_brought_forward_tightens_a_longer_one_does_not() {
+    let week = config_map(json!({"retention.dev/snoozed-until": "2026-12-08T00:00:00Z"}));
+    let day = config_map(json!({"retention.dev/snoozed-until": "2026-12-02T00:00:00Z"}));
+    assert_eq!(found(None, &day), [], "a snooze only pushes deadlines");
+    assert_eq!(found(Some(&day), &week), []);
+    assert_eq!(
+        found(Some(&week), &day),
+        [annotation("snoozed-until", "2026-12-02T00:00:00Z")]
+    );
+    assert_eq!(
+        found(Some(&week), &config_map(json!({}))),
+        [(
+            "metadata.annotations[retention.dev/snoozed-until]".to_owned(),
+            "null".to_owned(),
+            Reach::Itself
+        )]
+    );
+    let notice = config_map(json!({"retention.dev/notify-before": "1h"}));
+    assert_eq!(found(None, &notice), [], "a notice deletes nothing");
+}

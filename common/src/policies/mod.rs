@@ -40,6 +40,8 @@ pub struct Rules {
     pub max_immediate_deletions: Option<u32>,
     /// While true for an object (or not answerable), the object is not deleted.
     pub hold_while: Option<Expression>,
+    /// Warn this long before an object's deadline.
+    pub notify_before: Option<Duration>,
 }
 
 /// A policy's own finish rules, tried before the kind's built-in one.
@@ -87,6 +89,11 @@ impl Rules {
                 "spec.holdWhile",
                 spec.hold_while.as_deref(),
                 Expect::Condition,
+                &mut errors,
+            ),
+            notify_before: ttl(
+                "spec.notifyBefore",
+                spec.notify_before.as_deref(),
                 &mut errors,
             ),
             max_immediate_deletions: spec.safety.as_ref().and_then(|safety| {

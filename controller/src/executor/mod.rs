@@ -238,7 +238,7 @@ async fn perform(shared: &Shared, work: Work) {
                 namespace: key.namespace.to_string(),
                 type_: EventType::Warning,
                 reason: warning.reason(),
-                action: "Retry",
+                action: warning.action(),
                 note,
             };
             requests::record(shared, event).await;

@@ -37,6 +37,8 @@ pub enum Warning {
     LabelFailing,
     /// The object says it finished in the future (clock skew): it waits.
     FinishInFuture,
+    /// Its deadline is `notifyBefore` away.
+    Expiring,
 }
 
 impl Warning {
@@ -47,6 +49,16 @@ impl Warning {
             Self::StampFailing => "RetentionStampFailing",
             Self::LabelFailing => "RetentionLabelFailing",
             Self::FinishInFuture => "RetentionFinishInFuture",
+            Self::Expiring => "RetentionExpiring",
+        }
+    }
+
+    /// The Event's action: what kube-retention does about it.
+    pub fn action(self) -> &'static str {
+        match self {
+            Self::DeleteFailing | Self::StampFailing | Self::LabelFailing => "Retry",
+            Self::FinishInFuture => "Wait",
+            Self::Expiring => "Delete",
         }
     }
 }

@@ -113,7 +113,7 @@ pub(super) fn step_note(
         Warning::DeleteFailing => "delete it",
         Warning::StampFailing => "update its retention.dev/expires-at stamp",
         Warning::LabelFailing => "label it retention.dev/managed",
-        Warning::FinishInFuture => "judge it",
+        Warning::FinishInFuture | Warning::Expiring => "judge it",
     };
     format!(
         "kube-retention could not {what} ({failures} attempt{s} in a row): {error}; next attempt at {retry_at}",

@@ -26,6 +26,7 @@ mod groups;
 mod guard;
 mod keys;
 mod lists;
+mod notice;
 mod policies;
 mod record;
 mod recording;

@@ -6,7 +6,10 @@ use compact_str::CompactString;
 use jiff::Timestamp;
 use kube_retention_common::{Outcome, StampChange};
 
+use kube_retention_common::kinds::Registry;
+
 use super::compact::CompactTime;
+use super::notice::{self, Notice};
 use super::{Action, EventTarget, ObjectKey, PolicyKey};
 
 /// An object's uid: 16 bytes when it is the UUID the API server assigns (always, in practice),
@@ -34,14 +37,22 @@ impl Uid {
 }
 
 /// kube-retention's stamp on an object: the change it needs, and the change last asked for, so
-/// each is requested once. Boxed in the record: most records never need one.
+/// each is requested once.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Stamps {
     pub(super) needed: Option<StampChange>,
     pub(super) requested: Option<StampChange>,
 }
 
-impl Stamps {
+/// What the record announces of its deadline before the deletion: the stamp on the object and
+/// the notice. Boxed in the record: most records never need either.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Announcements {
+    pub(super) stamps: Stamps,
+    pub(super) notice: Option<Notice>,
+}
+
+impl Announcements {
     /// As a record keeps them: nothing at all while there is nothing to say.
     pub(super) fn boxed(self) -> Option<Box<Self>> {
         (self != Self::default()).then(|| Box::new(self))
@@ -72,7 +83,7 @@ pub(super) struct Record {
     pub(super) retry_at: Option<CompactTime>,
     /// The time of this record's entry in the queue.
     pub(super) queued: Option<CompactTime>,
-    pub(super) stamps: Option<Box<Stamps>>,
+    pub(super) announcements: Option<Box<Announcements>>,
     pub(super) group: Option<CompactString>,
     pub(super) owner: Option<Box<EventTarget>>,
     /// The retention policy that governs it, if one does.
@@ -93,12 +104,61 @@ pub(super) struct Record {
 }
 
 impl Record {
+    fn announcements(&self) -> Announcements {
+        self.announcements.as_deref().copied().unwrap_or_default()
+    }
+
     pub(super) fn stamps(&self) -> Stamps {
-        self.stamps.as_deref().copied().unwrap_or_default()
+        self.announcements().stamps
     }
 
     pub(super) fn set_stamps(&mut self, stamps: Stamps) {
-        self.stamps = stamps.boxed();
+        self.announcements = Announcements {
+            stamps,
+            ..self.announcements()
+        }
+        .boxed();
+    }
+
+    pub(super) fn notice(&self) -> Option<Notice> {
+        self.announcements().notice
+    }
+
+    /// The notice not sent yet for the deadline that stands, if one is due at all: never for
+    /// a run that is not to be deleted (kept, on hold, in a dry run, being deleted).
+    fn unsent_notice(&self) -> Option<Notice> {
+        self.notice()
+            .filter(|notice| !notice.sent && !self.exempt() && !self.dry_run)
+            .filter(|notice| self.deadline == Some(notice.deadline))
+    }
+
+    /// The `RetentionExpiring` Warning, if its time has come by `now` and its deadline has not:
+    /// marked sent, so it goes once per deadline.
+    pub(super) fn notice_action(
+        &mut self,
+        kinds: &Registry,
+        key: &ObjectKey,
+        now: Timestamp,
+    ) -> Option<Action> {
+        let notice = self.unsent_notice()?;
+        if notice.at.get() > now || notice.deadline.get() <= now {
+            return None;
+        }
+        self.announcements = Announcements {
+            notice: Some(Notice {
+                sent: true,
+                ..notice
+            }),
+            ..self.announcements()
+        }
+        .boxed();
+        Some(notice::warning(
+            kinds,
+            key,
+            self,
+            notice.deadline.get(),
+            now,
+        ))
     }
 
     /// A stamp asked for may be asked for again (it failed, or a new leader takes over).
@@ -130,7 +190,8 @@ impl Record {
         let retry = self.retry_at.filter(|_| {
             self.stamps().needed.is_some() || (self.failures > 0 && self.deadline.is_none())
         });
-        [deletion, retry]
+        let notice = self.unsent_notice().map(|notice| notice.at);
+        [deletion, retry, notice]
             .into_iter()
             .flatten()
             .filter(|at| after.is_none_or(|after| at.get() > after))

@@ -16,7 +16,8 @@ use super::evaluation::PolicyAnswers;
 use super::failures::object_target;
 use super::governing::Governed;
 use super::keys::ObjectKey;
-use super::record::{Kept, Record, Stamps, Uid};
+use super::notice::Notice;
+use super::record::{Announcements, Kept, Record, Stamps, Uid};
 use super::{Action, EventTarget, Warning};
 
 /// An object of `resource` as the model reads it: JSON with its apiVersion and kind (list items
@@ -114,6 +115,11 @@ pub(super) fn record_of(
         needed: stamp,
         requested: same_object.and_then(|previous| previous.stamps().requested),
     };
+    let notice = Notice::new(
+        deadline,
+        governed.judgement.notify_before,
+        same_object.and_then(Record::notice),
+    );
     let group = group_of(object, seen.value, &entry.role)
         .or(governed.group.as_ref().map(|(name, _)| name.clone()));
     let record = Record {
@@ -123,7 +129,7 @@ pub(super) fn record_of(
         deadline: deadline.map(CompactTime::new),
         retry_at: same.and_then(|previous| previous.retry_at),
         queued: None,
-        stamps: stamps.boxed(),
+        announcements: Announcements { stamps, notice }.boxed(),
         group,
         owner: owner_of(object, &entry.role),
         policy: governed.policy.clone(),

@@ -210,10 +210,13 @@ impl Tracker {
                 actions.extend(self.delete(kinds, book, key, Reason::Ttl, deadline));
                 continue;
             }
+            // Its notice's time, else a stamp's backoff or a failed limit deletion's ended.
+            let notice = record.notice_action(kinds, &key, now);
+            let limit_retry = notice.is_none();
+            actions.extend(notice);
             if let Some(stamp) = record.stamp_action(&key, now) {
                 actions.push(stamp);
-            } else if let Some(parent) = record.group.clone() {
-                // A limit deletion that failed: its backoff ended.
+            } else if limit_retry && let Some(parent) = record.group.clone() {
                 groups.push(GroupKey::of(&key, parent));
             }
             self.runs.requeue_after(&key, now);
