@@ -80,6 +80,16 @@ pub struct Judgement {
     pub notify_before: Option<Duration>,
 }
 
+impl Judgement {
+    /// When to warn that the object goes: its deadline less [`Judgement::notify_before`]
+    /// (`None` without either).
+    pub fn notice_at(&self) -> Option<Timestamp> {
+        let before = jiff::SignedDuration::try_from(self.notify_before?).ok()?;
+        let deadline = self.expiry.deadline()?;
+        Some(deadline.checked_sub(before).unwrap_or(Timestamp::MIN))
+    }
+}
+
 /// Judges `subject` under `candidates` (namespaced and cluster policies in name order).
 pub fn judge(
     subject: &Subject<'_>,

@@ -51,6 +51,21 @@ pub enum Command {
     /// window than its limit (--circuit-breaker-deletions): `status`, or `release` to resume
     /// (what it held goes first). Releasing needs delete on ConfigMaps in --controller-namespace.
     Breaker(BreakerArgs),
+    /// Keep KIND/NAME at least DURATION longer (e.g. `job/nightly-1 24h`): writes
+    /// retention.dev/snoozed-until, which pushes whatever deadline governs it. Needs patch on
+    /// the object; a later snooze already there stands.
+    Snooze(SnoozeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SnoozeArgs {
+    /// KIND/NAME, KIND as kubectl takes it: `job/nightly-1`, `buildruns.shipwright.io/run-1`.
+    pub target: String,
+    /// How much longer from now (Go duration: `24h`, `90m`).
+    #[arg(value_parser = kube_retention_common::duration::parse)]
+    pub duration: Duration,
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -180,7 +195,10 @@ impl Args {
             let judging = match self.command {
                 Command::Approve(args) => return crate::approve::run(client, args).await,
                 Command::Breaker(args) => return crate::breaker::run(client, &lease, args).await,
-                Command::Explain(_) | Command::Upcoming(_) | Command::Prune(_) => self.command,
+                Command::Explain(_)
+                | Command::Upcoming(_)
+                | Command::Prune(_)
+                | Command::Snooze(_) => self.command,
             };
             let (kinds, note) = crate::kinds::of_controller(&client, &lease).await;
             if let Some(note) = note {
@@ -190,6 +208,7 @@ impl Args {
                 Command::Explain(args) => crate::explain::run(client, &kinds, args).await,
                 Command::Upcoming(args) => crate::upcoming::run(client, &kinds, args).await,
                 Command::Prune(args) => crate::prune::run(client, &kinds, args).await,
+                Command::Snooze(args) => crate::snooze::run(client, &kinds, args).await,
                 Command::Approve(_) | Command::Breaker(_) => Ok(()),
             }
         });

@@ -13,6 +13,7 @@ mod kinds;
 mod model;
 mod output;
 mod prune;
+mod snooze;
 mod upcoming;
 
 fn main() -> ExitCode {

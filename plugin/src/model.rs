@@ -10,8 +10,9 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::{Client, ResourceExt};
-use kube_retention_common::annotations::{EXPIRES_AT, KEEP};
+use kube_retention_common::annotations::{EXPIRES_AT, KEEP, SNOOZED_UNTIL};
 use kube_retention_common::api::{ClusterRetentionPolicy, PolicyRules, RetentionPolicy};
+use kube_retention_common::duration;
 use kube_retention_common::expiry::Expiry;
 use kube_retention_common::governing::{Judgement, Subject, judge};
 use kube_retention_common::kinds::{Entry, Lookup, Registry, Resource};
@@ -88,7 +89,13 @@ pub struct Explanation {
     pub overruled: Vec<String>,
     /// The governing policy's `holdWhile` holds it: not deleted while it does, deadline or not.
     pub on_hold: bool,
-    /// Why it is never deleted, or not yet.
+    /// Its `retention.dev/snoozed-until`, where that pushed the deadline (`kubectl retention
+    /// snooze`).
+    pub snoozed_until: Option<Timestamp>,
+    /// When the controller warns with a `RetentionExpiring` Event: the deadline less
+    /// `notifyBefore` (the governing policy's) or `retention.dev/notify-before`.
+    pub notice_at: Option<Timestamp>,
+    /// Why it is never deleted, or not yet; else its snooze and notice.
     pub note: Option<String>,
 }
 
@@ -152,12 +159,16 @@ pub fn explain(
             names.get(index)?
         ))
     });
+    let deadline = judgement.expiry.deadline();
+    let snoozed_until = judgement.expiry.snoozed(&judgement.own.annotations);
+    let notice_at = judgement.notice_at();
+    let note = note.or_else(|| announced(snoozed_until, notice_at, judgement.notify_before));
     Explanation {
         kind: resource.kind.clone(),
         namespace,
         name: object.name_any(),
         state: state(judgement.progress).to_owned(),
-        deadline: judgement.expiry.deadline(),
+        deadline,
         expires_at: object.annotations().get(EXPIRES_AT).cloned(),
         source,
         setting,
@@ -167,8 +178,24 @@ pub fn explain(
             .filter_map(|&index| names.get(index).cloned())
             .collect(),
         on_hold: judgement.on_hold,
+        snoozed_until,
+        notice_at,
         note,
     }
+}
+
+/// What the note says of a deadline that stands: its snooze, and its notice.
+fn announced(
+    snoozed_until: Option<Timestamp>,
+    notice_at: Option<Timestamp>,
+    before: Option<std::time::Duration>,
+) -> Option<String> {
+    let snooze = snoozed_until.map(|until| format!("snoozed until {until} ({SNOOZED_UNTIL})"));
+    let notice = notice_at
+        .zip(before)
+        .map(|(at, before)| format!("notice at {at}, {} ahead", duration::format(before)));
+    let said: Vec<String> = snooze.into_iter().chain(notice).collect();
+    (!said.is_empty()).then(|| said.join("; "))
 }
 
 /// A built-in kind the controller was told to leave alone (`--disable-kind`).
@@ -184,6 +211,8 @@ fn left_alone(resource: &Resource, object: &DynamicObject, namespace: String) ->
         setting: None,
         overruled: Vec::new(),
         on_hold: false,
+        snoozed_until: None,
+        notice_at: None,
         note: Some(format!(
             "never deleted by kube-retention: its controller runs with --disable-kind {resource}"
         )),
@@ -228,154 +257,4 @@ fn source(
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)] // fixtures
-
-    use serde_json::{Value, json};
-
-    use super::*;
-
-    fn explained(object: Value, policies: &Policies) -> Explanation {
-        let object: DynamicObject = serde_json::from_value(object).unwrap();
-        let now = "2026-06-01T12:00:00Z".parse().unwrap();
-        explain(
-            Registry::builtin(),
-            &Resource::new("", "v1", "U", "us"),
-            &object,
-            policies,
-            now,
-        )
-    }
-
-    /// No policies, or one RetentionPolicy `team-a/NAME`.
-    fn policies(policy: Option<(&str, Value)>) -> Policies {
-        let mut policies = Policies {
-            valid: BTreeMap::new(),
-            namespace_labels: BTreeMap::new(),
-        };
-        if let Some((name, spec)) = policy {
-            let policy: RetentionPolicy = serde_json::from_value(json!({
-                "apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
-                "metadata": {"name": name, "namespace": "team-a"}, "spec": spec}))
-            .unwrap();
-            policies.add(&policy);
-            assert_eq!(policies.valid.len(), 1, "{policy:?} is invalid");
-        }
-        policies
-    }
-
-    fn buildrun(annotations: Value, spec: Value, status: Value) -> Value {
-        json!({"apiVersion": "shipwright.io/v1beta1", "kind": "BuildRun",
-               "metadata": {"name": "run", "namespace": "team-a", "annotations": annotations,
-                            "labels": {"build.shipwright.io/name": "hello"}},
-               "spec": spec, "status": status})
-    }
-
-    #[test]
-    fn says_an_inherited_setting_and_the_build_it_comes_from() {
-        let failed = json!({"completionTime": "2026-06-01T11:00:00Z",
-                            "buildSpec": {"retention": {"ttlAfterFailed": "10m"}},
-                            "conditions": [{"type": "Succeeded", "status": "False"}]});
-        let it = explained(buildrun(json!({}), json!({}), failed), &policies(None));
-        assert_eq!(
-            it.source,
-            "status.buildSpec.retention.ttlAfterFailed: 10m (from Build hello)"
-        );
-        assert_eq!(it.deadline, Some("2026-06-01T11:10:00Z".parse().unwrap()));
-        assert_eq!(
-            serde_json::to_value(&it).unwrap()["setting"],
-            json!({"kind": "inherited", "name": "status.buildSpec.retention.ttlAfterFailed",
-                   "value": "10m", "from": "Build hello"})
-        );
-    }
-
-    #[test]
-    fn says_a_policy_field_as_its_spec_writes_it() {
-        let job = json!({"apiVersion": "batch/v1", "kind": "Job",
-                         "metadata": {"name": "j", "namespace": "team-a"},
-                         "status": {"conditions": [{"type": "Failed", "status": "True",
-                                    "lastTransitionTime": "2026-06-01T11:00:00Z"}]}});
-        let spec = json!({"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
-                          "ttlAfterFailed": "120m"});
-        let it = explained(job, &policies(Some(("jobs", spec))));
-        assert_eq!(
-            it.source,
-            "RetentionPolicy team-a/jobs: ttlAfterFailed 120m"
-        );
-        assert_eq!(it.deadline, Some("2026-06-01T13:00:00Z".parse().unwrap()));
-    }
-
-    #[test]
-    fn says_an_object_is_on_hold_while_the_policys_hold_while_is_true() {
-        let job = |annotations: Value| {
-            json!({"apiVersion": "batch/v1", "kind": "Job",
-                   "metadata": {"name": "j", "namespace": "team-a", "annotations": annotations},
-                   "status": {"conditions": [{"type": "Failed", "status": "True",
-                              "lastTransitionTime": "2026-06-01T11:00:00Z"}]}})
-        };
-        let spec = json!({"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
-                          "ttlAfterFailed": "10m",
-                          "holdWhile": "!has(object.metadata.annotations.archived)"});
-        let policies = policies(Some(("jobs", spec)));
-        let held = explained(job(json!({})), &policies);
-        assert!(held.on_hold);
-        assert_eq!(held.deadline, Some("2026-06-01T11:10:00Z".parse().unwrap()));
-        assert_eq!(
-            held.note.as_deref(),
-            Some(
-                "on hold: spec.holdWhile of RetentionPolicy team-a/jobs holds it \
-                 (!has(object.metadata.annotations.archived)); deleted once that is false, past \
-                 its deadline or not"
-            )
-        );
-        let archived = explained(job(json!({"archived": "yes"})), &policies);
-        assert!(!archived.on_hold);
-        assert_eq!(archived.note, None);
-    }
-
-    #[test]
-    fn says_what_will_decide_once_a_run_finishes() {
-        let annotations = json!({"retention.dev/ttl-after-failed": "5m"});
-        let spec = json!({"retention": {"ttlAfterSucceeded": "1h"}});
-        let it = explained(buildrun(annotations, spec, json!({})), &policies(None));
-        assert_eq!(
-            it.source,
-            "once it finishes: spec.retention.ttlAfterSucceeded: 1h if it succeeds; \
-             annotation retention.dev/ttl-after-failed: 5m if it fails"
-        );
-        let finished = json!({"retention.dev/ttl-after-finished": "30m"});
-        let it = explained(buildrun(finished, json!({}), json!({})), &policies(None));
-        assert_eq!(
-            it.source,
-            "once it finishes: annotation retention.dev/ttl-after-finished: 30m"
-        );
-        assert_eq!(it.setting, None);
-    }
-
-    #[test]
-    fn judges_with_the_controllers_kinds_leaving_a_disabled_kind_alone() {
-        let job = json!({"apiVersion": "batch/v1", "kind": "Job",
-                         "metadata": {"name": "j", "namespace": "team-a",
-                                      "annotations": {"retention.dev/ttl-after-finished": "1h"}},
-                         "status": {"conditions": [{"type": "Complete", "status": "True",
-                                    "lastTransitionTime": "2026-06-01T11:00:00Z"}]}});
-        let object: DynamicObject = serde_json::from_value(job).unwrap();
-        let now = "2026-06-01T12:00:00Z".parse().unwrap();
-        let jobs = Resource::new("batch", "v1", "Job", "jobs");
-        let judged = |kinds: &Registry| explain(kinds, &jobs, &object, &policies(None), now);
-        assert_eq!(
-            judged(Registry::builtin()).deadline,
-            Some("2026-06-01T12:00:00Z".parse().unwrap())
-        );
-        let selection = kube_retention_common::kinds::KindSelection {
-            disabled_kinds: vec!["Job.batch".into()],
-            ..Default::default()
-        };
-        let it = judged(&selection.registry().unwrap());
-        assert_eq!((it.state.as_str(), it.deadline), ("left-alone", None));
-        assert_eq!(
-            it.source,
-            "nothing: the controller leaves Job.batch alone (--disable-kind)"
-        );
-    }
-}
+mod tests;

@@ -7,7 +7,7 @@
 //! record, so a leader that takes over (or restarts) sends the notices of deadlines still ahead
 //! once more: Kubernetes aggregates the repeat into the same Event, with its count raised.
 
-use jiff::{SignedDuration, Timestamp};
+use jiff::Timestamp;
 use kube_retention_common::duration;
 use kube_retention_common::kinds::Registry;
 
@@ -26,18 +26,19 @@ pub(super) struct Notice {
 }
 
 impl Notice {
-    /// The notice for `deadline`, `before` it; sent already if `previous` (the record of an
-    /// earlier version of the same object) sent it for the same deadline.
+    /// The notice `at` a time ([`Judgement::notice_at`]) for the record's `deadline`; sent
+    /// already if `previous` (the record of an earlier version of the same object) sent it for
+    /// the same deadline.
+    ///
+    /// [`Judgement::notice_at`]: kube_retention_common::governing::Judgement::notice_at
     pub(super) fn new(
+        at: Option<Timestamp>,
         deadline: Option<Timestamp>,
-        before: Option<std::time::Duration>,
         previous: Option<Notice>,
     ) -> Option<Self> {
         let deadline = CompactTime::new(deadline?);
-        let before = SignedDuration::try_from(before?).ok()?;
-        let at = deadline.get().checked_sub(before).unwrap_or(Timestamp::MIN);
         Some(Self {
-            at: CompactTime::new(at),
+            at: CompactTime::new(at?),
             deadline,
             sent: previous.is_some_and(|previous| previous.sent && previous.deadline == deadline),
         })

@@ -116,8 +116,8 @@ pub(super) fn record_of(
         requested: same_object.and_then(|previous| previous.stamps().requested),
     };
     let notice = Notice::new(
+        governed.judgement.notice_at(),
         deadline,
-        governed.judgement.notify_before,
         same_object.and_then(Record::notice),
     );
     let group = group_of(object, seen.value, &entry.role)
