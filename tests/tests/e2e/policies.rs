@@ -2,8 +2,8 @@
 //! Rust types install, an invalid policy is refused at `kubectl apply` naming each field, a valid
 //! one shows its columns in `kubectl get`, policies at work ([`applied`]), a policy rewritten
 //! over and over costing the controller one relist per window ([`churn`]), a change that would
-//! delete too much at once waiting for approval ([`guard`]), and objects on hold until archived
-//! ([`hold`]).
+//! delete too much at once waiting for approval ([`guard`]), objects on hold until archived
+//! ([`hold`]), and notices ahead of deadlines and snoozes that push them ([`notice`]).
 
 use anyhow::{Result, ensure};
 use libtest_mimic::Trial;
@@ -14,6 +14,7 @@ mod applied;
 mod churn;
 mod guard;
 mod hold;
+mod notice;
 
 pub fn tests(env: &Env) -> Vec<Trial> {
     vec![
@@ -40,6 +41,10 @@ pub fn tests(env: &Env) -> Vec<Trial> {
         env.trial(
             "a_job_held_by_hold_while_outlives_its_deadline_and_goes_once_archived",
             hold::held_until_archived,
+        ),
+        env.trial(
+            "a_notice_arrives_at_deadline_less_notify_before_and_a_snooze_pushes_the_deletion",
+            notice::notice_and_snooze,
         ),
         env.trial(
             "a_policy_rewritten_twenty_times_costs_one_relist_of_its_kind_per_window",
