@@ -117,6 +117,16 @@ pub struct PolicyRules {
     /// deadline (Go duration, e.g. `1h`); an object's `retention.dev/notify-before` overrides it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notify_before: Option<String>,
+    /// An http(s) URL: each deletion the policy decides is announced to it as a CloudEvent
+    /// `dev.retention.deleted` (the deletion ledger), each notice as `dev.retention.expiring`.
+    /// The controller's sink policy (`--cloud-event-sink-*`) says where it may connect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sink: Option<String>,
+    /// With `sink`: an object is deleted only once the sink answered 2xx to its
+    /// `dev.retention.deleted` event, which then carries the object's final state (its
+    /// metadata only above 256 KiB, saying so). While the sink does not, the object waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_before_delete: Option<bool>,
 }
 
 /// Rails against deleting more than meant.

@@ -14,6 +14,7 @@ pub mod field_error;
 pub mod governing;
 pub mod json;
 pub mod kinds;
+pub mod ledger;
 pub mod limits;
 pub mod own_settings;
 pub mod policies;

@@ -34,13 +34,14 @@ use crate::args::{Args, Propagation, Stamp};
 use crate::breaker::{self, Breaker};
 use crate::cleaners::Cleaners;
 use crate::cleaners::act::Cleaning;
-use crate::cleaners::sink::Sender;
-use crate::cleaners::sink_policy::sink_policy;
 use crate::executor::{Budget, Executor, Parts, Settings};
 use crate::leader::Elector;
+use crate::ledger::Ledger;
 use crate::metrics::Metrics;
 use crate::policy_status::writes::{self, StatusWrites};
 use crate::run::{Extra, Loop};
+use crate::sinks::policy::sink_policy;
+use crate::sinks::{Delivery, Sender};
 use crate::state::{Stamping, State};
 use crate::watches::Watches;
 use crate::{Error, Result, discovery, startup};
@@ -57,6 +58,14 @@ impl Args {
             .await
             .map_err(Error::ClientConfig)?;
         let sink_policy = Arc::new(sink_policy(&args, &config.cluster_url).await?);
+        if let Some(sink) = &args.ledger_sink {
+            sink_policy
+                .check_url(sink)
+                .map_err(|refusal| Error::LedgerSink {
+                    sink: sink.clone(),
+                    rule: refusal.what(),
+                })?;
+        }
         let client = kube::Client::try_from(config).map_err(Error::Client)?;
         let selection = args.kind_selection();
         let watched = selection.registry()?;
@@ -154,6 +163,15 @@ impl Args {
             let storing = store.run(args.circuit_breaker_deletions, args.circuit_breaker_window);
             supervisor.add(supervise::spawn("circuit-breaker", storing));
         }
+        let sender = Arc::new(Sender::new(sink_policy));
+        let (ledger, delivering) = Ledger::spawn(
+            sender.clone(),
+            args.ledger_sink.as_deref().map(Arc::from),
+            args.ledger_queue,
+            Delivery::default(),
+            metrics.ledger.clone(),
+        );
+        supervisor.add(delivering);
         if args.cleaners {
             let cleaning = Cleaning {
                 budget: budget.clone(),
@@ -162,7 +180,8 @@ impl Args {
                 recorder: recorder.clone(),
                 metrics: metrics.cleaners.clone(),
                 propagation: propagation.clone(),
-                sender: Arc::new(Sender::new(sink_policy)),
+                sender,
+                ledger: Some(ledger.clone()),
             };
             let cleaners = Cleaners::new(cleaning, args.page_size);
             let run = cleaners.run(leadership.clone(), std::future::pending());
@@ -181,6 +200,7 @@ impl Args {
             metrics: metrics.clone(),
             recorder,
             feedback: feedback_tx,
+            ledger: Some(ledger),
         });
         supervisor.extend(executing);
         tracing::info!(%identity, qps = args.qps, leader_election = args.leader_election, "starting");
@@ -202,6 +222,7 @@ impl Args {
             evaluations,
             state: State::new(watched)
                 .with_max_immediate_deletions(args.max_immediate_deletions)
+                .with_ledger(args.ledger_sink.is_some())
                 .with_stamping(match args.stamp {
                     Stamp::Finished => Stamping::Finished,
                     Stamp::Never => Stamping::Never,

@@ -114,6 +114,17 @@ pub struct Args {
     pub cleaners: bool,
     #[command(flatten)]
     pub sink_policy: kube_retention_runtime::SinkPolicyFlags,
+    /// The deletion ledger's cluster-wide sink: every deletion the controller makes (policies,
+    /// annotations, fields, limits, Cleaners) is announced there as a CloudEvent
+    /// `dev.retention.deleted`, and every notice as `dev.retention.expiring`, beside each
+    /// policy's own `spec.sink`. The sink policy applies to it as to any sink.
+    #[arg(long, env = "KUBE_RETENTION_LEDGER_SINK")]
+    pub ledger_sink: Option<String>,
+    /// Ledger announcements waiting for delivery at most; beyond it they are dropped and counted
+    /// (`kube_retention_ledger_events_dropped_total`). Policies with `archiveBeforeDelete` never
+    /// lose one: their objects wait instead.
+    #[arg(long, env = "KUBE_RETENTION_LEDGER_QUEUE", default_value_t = 10_000)]
+    pub ledger_queue: usize,
     /// This pod's IP (the downward API's status.podIP): CloudEvents may not be sent to it.
     #[arg(long, env = "POD_IP")]
     pub pod_ip: Option<std::net::IpAddr>,

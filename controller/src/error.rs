@@ -11,6 +11,8 @@ pub enum Error {
     Kinds(#[from] kube_retention_common::kinds::SelectionError),
     #[error(transparent)]
     SinkPolicy(#[from] kube_retention_common::sink_policy::FlagError),
+    #[error("--ledger-sink {sink:?} is refused by the sink policy: {rule}")]
+    LedgerSink { sink: String, rule: String },
     #[error("reading the Kubernetes client configuration (--kubeconfig, else in-cluster): {0}")]
     ClientConfig(#[source] kube::Error),
     #[error("building the Kubernetes client: {0}")]
@@ -51,6 +53,7 @@ impl Error {
         match self {
             Self::Kinds(_) => "kinds",
             Self::SinkPolicy(_) => "sink_policy",
+            Self::LedgerSink { .. } => "ledger_sink",
             Self::ClientConfig(_) => "client_config",
             Self::Client(_) => "client",
             Self::NotServed(_) => "not_served",

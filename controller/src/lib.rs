@@ -7,6 +7,8 @@
 //! - [`run`]: watches, timer and leadership wired to the two; [`watches`] starts and stops them
 //!   per kind; [`discovery`] finds annotated kinds beyond the configured ones.
 //! - [`cleaners`]: Cleaners, groups deleted together when their conditions hold.
+//! - [`ledger`]: each deletion announced as a CloudEvent (and, with `archiveBeforeDelete`,
+//!   acknowledged first); [`sinks`]: where CloudEvents may go and how they are sent.
 //! - [`app`]: everything put together behind `Args::run`, every background task supervised.
 
 pub mod app;
@@ -20,10 +22,12 @@ pub mod evaluator;
 pub mod executor;
 pub mod fair;
 pub mod leader;
+pub mod ledger;
 pub mod metrics;
 pub mod policy_status;
 pub mod relist_throttle;
 pub mod run;
+pub mod sinks;
 pub mod startup;
 pub mod state;
 pub mod time_shares;

@@ -10,6 +10,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::cleaners::metrics::CleanerMetrics;
+use crate::ledger::LedgerMetrics;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct DeletionLabels {
@@ -60,6 +61,7 @@ pub struct Metrics {
     pub breaker_trips: Counter,
     pub held_by_breaker: Gauge,
     pub cleaners: CleanerMetrics,
+    pub ledger: LedgerMetrics,
 }
 
 impl Default for Metrics {
@@ -196,11 +198,13 @@ impl Default for Metrics {
             held_by_breaker.clone(),
         );
         let cleaners = CleanerMetrics::register(&mut registry);
+        let ledger = LedgerMetrics::register(&mut registry);
         Self {
             breaker_open,
             breaker_trips,
             held_by_breaker,
             cleaners,
+            ledger,
             evaluations_queued,
             evaluation_seconds,
             cel_limit_exceeded,

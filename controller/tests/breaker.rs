@@ -123,6 +123,7 @@ async fn the_executor_holds_deletions_while_open_sends_its_other_work_and_the_he
         metrics: Metrics::default(),
         recorder: Recorder::new(client, reporter),
         feedback,
+        ledger: None,
     });
     for name in ["a", "b", "c"] {
         executor.submit(deletion("ns", name), Registry::builtin());

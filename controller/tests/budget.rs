@@ -19,9 +19,9 @@ use kube_retention_common::Registry;
 use kube_retention_common::sink_policy::SinkPolicy;
 use kube_retention_controller::cleaners::act::{Cleaning, clean};
 use kube_retention_controller::cleaners::book::{self, Clean, Doomed};
-use kube_retention_controller::cleaners::sink::Sender;
 use kube_retention_controller::executor::{Budget, Executor, Parts, Settings};
 use kube_retention_controller::metrics::Metrics;
+use kube_retention_controller::sinks::Sender;
 use tokio::sync::mpsc;
 use work_support::{deletion, recording_client, warning};
 
@@ -48,6 +48,7 @@ fn executor(client: &Client, budget: Budget, metrics: &Metrics) -> Executor {
         metrics: metrics.clone(),
         recorder: recorder(client),
         feedback,
+        ledger: None,
     });
     executor
 }
@@ -106,6 +107,7 @@ fn cleaning(client: &Client, budget: Budget) -> Arc<Cleaning> {
         propagation: PropagationPolicy::Background,
         budget,
         sender: Arc::new(Sender::new(Arc::new(SinkPolicy::default()))),
+        ledger: None,
     })
 }
 

@@ -17,8 +17,8 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube_retention_common::sink_policy::SinkPolicy;
 use kube_retention_controller::cleaners::act::{Cleaning, clean, retire};
 use kube_retention_controller::cleaners::book::{self, Clean, Doomed};
-use kube_retention_controller::cleaners::sink::Sender;
 use kube_retention_controller::executor::Budget;
+use kube_retention_controller::sinks::Sender;
 use serde_json::{Value, json};
 
 /// A request the API server saw: `METHOD path?query`, and its body.
@@ -62,6 +62,7 @@ async fn cleaning(group: Clean, answers: Answers) -> (Result<Vec<String>, String
         propagation: PropagationPolicy::Foreground,
         budget: Budget::unlimited(),
         sender: Arc::new(Sender::new(Arc::new(SinkPolicy::default()))),
+        ledger: None,
     });
     let outcome = match clean(cleaning.clone(), group.clone()).await {
         Ok(cleaned) => {

@@ -9,8 +9,8 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube_retention_common::cleaner::{CleanerSpec, Verdict};
 use kube_retention_controller::cleaners::helm::{self, HelmError, ManifestObject};
-use kube_retention_controller::cleaners::sink;
 use kube_retention_controller::cleaners::status::{self, Problem};
+use kube_retention_controller::sinks;
 use serde_json::{Value, json};
 
 const MANIFEST: &str = "---\n# Source: preview/templates/settings.yaml\napiVersion: v1\nkind: ConfigMap\n\
@@ -117,8 +117,14 @@ fn an_unreadable_record_is_named() {
 fn the_cloud_event_goes_in_binary_mode() {
     let data = json!({"deleted": ["ConfigMap/preview-42-settings"], "release": "preview-42"});
     let source = "/apis/retention.dev/v1alpha1/namespaces/previews/cleaners/preview-42";
-    let event = sink::event("id-1", source, data.clone()).expect("an event");
-    let request = sink::request("http://sink.example/", event).expect("a request");
+    let event = sinks::event(
+        kube_retention_common::cleaner::EVENT_TYPE,
+        "id-1",
+        source,
+        data.clone(),
+    )
+    .expect("an event");
+    let request = sinks::request("http://sink.example/", event).expect("a request");
     let header = |name: &str| {
         request
             .headers()

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use kube_retention_common::sink_policy::{Rule, SinkPolicy};
-use kube_retention_controller::cleaners::guard;
-use kube_retention_controller::cleaners::sink::{Sender, Undelivered};
+use kube_retention_controller::sinks::guard;
+use kube_retention_controller::sinks::{Sender, Undelivered};
 
 mod sink_support;
 

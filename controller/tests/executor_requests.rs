@@ -57,6 +57,7 @@ impl ApiServer {
             metrics: metrics.clone(),
             recorder,
             feedback: feedback_tx,
+            ledger: None,
         });
         Self {
             server,

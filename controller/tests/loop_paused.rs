@@ -78,6 +78,7 @@ impl Harness {
             metrics: Metrics::default(),
             recorder: Recorder::new(client.clone(), reporter),
             feedback: feedback_tx,
+            ledger: None,
         });
         let (group, watching) = kube_retention_runtime::supervise::group("watches");
         let mut watches = Watches::new(client.clone(), 500, 1, group);

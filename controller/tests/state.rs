@@ -40,6 +40,7 @@ fn stamps_on_finish_and_deletes_at_expiry_with_preconditions() {
                 eligible_at,
                 event_target,
                 policy: None,
+                ledger: None,
             },
         ] => {
             assert_eq!(

@@ -97,6 +97,14 @@ fn controller_exposition() -> String {
         .get_or_create(&OutcomeLabels { outcome: "clean" })
         .inc();
     metrics.cleaners.deleted("object");
+    let cluster = kube_retention_controller::ledger::SinkLabels { sink: "cluster" };
+    for family in [
+        &metrics.ledger.delivered,
+        &metrics.ledger.dropped,
+        &metrics.ledger.undelivered,
+    ] {
+        family.get_or_create(&cluster).inc();
+    }
     metrics
         .cleaners
         .lists

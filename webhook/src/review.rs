@@ -124,7 +124,12 @@ async fn validate_request(
     }
     let mut response = response;
     let warnings = if validate::is_policy(&object) {
-        crate::policy_warnings::of(context, &object).await
+        let mut warnings = crate::policy_warnings::of(context, &object).await;
+        warnings.extend(crate::sink_warnings::of_policy(
+            &context.sink_policy,
+            &object,
+        ));
+        warnings
     } else if validate::is_cleaner(&object) {
         crate::sink_warnings::of(&context.sink_policy, &object)
     } else {

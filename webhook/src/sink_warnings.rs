@@ -1,4 +1,5 @@
-//! What admission tells whoever applies a Cleaner whose CloudEvent sink the sink policy refuses
+//! What admission tells whoever applies a Cleaner (`spec.cloudEventSink`) or a retention policy
+//! (`spec.sink`, the deletion ledger's) whose CloudEvent sink the sink policy refuses
 //! (`kube_retention_common::sink_policy`, configured like the controller's): a warning, not a
 //! denial. Only what the URL itself shows is judged — the scheme, an address in any spelling,
 //! a name the allow list leaves out: a name's addresses are the controller's to judge when it
@@ -10,8 +11,18 @@ use serde_json::Value;
 
 /// The warnings for `cleaner`'s `spec.cloudEventSink`, if it has one the policy refuses.
 pub fn of(policy: &SinkPolicy, cleaner: &Value) -> Vec<String> {
-    let Some(sink) = cleaner
-        .pointer("/spec/cloudEventSink")
+    at(policy, cleaner, "cloudEventSink")
+}
+
+/// The warnings for a retention policy's `spec.sink`, if it has one the policy refuses.
+pub fn of_policy(policy: &SinkPolicy, retention_policy: &Value) -> Vec<String> {
+    at(policy, retention_policy, "sink")
+}
+
+fn at(policy: &SinkPolicy, object: &Value, field: &str) -> Vec<String> {
+    let Some(sink) = object
+        .get("spec")
+        .and_then(|spec| spec.get(field))
         .and_then(Value::as_str)
     else {
         return Vec::new();
@@ -19,7 +30,7 @@ pub fn of(policy: &SinkPolicy, cleaner: &Value) -> Vec<String> {
     match policy.check_url(sink) {
         Ok(_) => Vec::new(),
         Err(refusal) => vec![format!(
-            "spec.cloudEventSink: {}: {}: refused by the sink policy; the controller will not deliver to it",
+            "spec.{field}: {}: {}: refused by the sink policy; the controller will not deliver to it",
             Value::String(sink.to_owned()),
             refusal.what()
         )],

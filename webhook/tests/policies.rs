@@ -77,3 +77,53 @@ async fn admits_a_policy_for_an_unserved_or_ungranted_kind_with_warnings() {
         ])
     );
 }
+
+#[tokio::test]
+async fn a_policys_ledger_sink_is_checked_like_a_cleaners() {
+    let context =
+        kube_retention_webhook::Context::new(Arc::new(support::FakeParents::with_fixtures()))
+            .with_access(Arc::new(support::NoSecrets));
+    let policy = |spec: serde_json::Value| {
+        let object = json!({"apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
+            "metadata": {"name": "p"}, "spec": spec});
+        review(
+            "retention.dev",
+            "v1alpha1",
+            "RetentionPolicy",
+            "CREATE",
+            &object,
+            None,
+        )
+    };
+    let jobs = json!([{"apiVersion": "batch/v1", "kind": "Job"}]);
+    let loopback = policy(json!({"resources": jobs, "ttl": "1h",
+                                 "sink": "http://127.0.0.1:9/", "archiveBeforeDelete": true}));
+    let (_, body) = support::send_to(context, "/validate", &loopback).await;
+    assert_eq!(body["response"]["allowed"], true, "{body}");
+    assert_eq!(
+        body["response"]["warnings"],
+        json!([
+            "spec.sink: \"http://127.0.0.1:9/\": 127.0.0.1 is a loopback address: refused by the sink policy; the controller will not deliver to it"
+        ])
+    );
+    let (_, body) = send(
+        "/validate",
+        &policy(json!({"resources": jobs, "ttl": "1h", "sink": "ftp://archive.example/"})),
+    )
+    .await;
+    let message = body["response"]["status"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("spec.sink: \"ftp://archive.example/\" is not an http(s) URL"),
+        "{message}"
+    );
+    let (_, body) = send(
+        "/validate",
+        &policy(json!({"resources": jobs, "ttl": "1h", "archiveBeforeDelete": true})),
+    )
+    .await;
+    let message = body["response"]["status"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("spec.archiveBeforeDelete: true needs spec.sink"),
+        "{message}"
+    );
+}

@@ -201,15 +201,8 @@ pub fn errors(spec: &Value) -> Vec<FieldError> {
             errors.push(FieldError::new(at("reference"), &value, rule));
         }
     }
-    if let Some(sink) = &parsed.cloud_event_sink
-        && !(sink.starts_with("http://") || sink.starts_with("https://"))
-    {
-        let rule = "is not an http(s) URL, e.g. http://cleanup-sink.example/";
-        errors.push(FieldError::new(
-            "spec.cloudEventSink",
-            &Value::String(sink.clone()),
-            rule,
-        ));
+    if let Some(sink) = &parsed.cloud_event_sink {
+        errors.extend(crate::sink_policy::url_error("spec.cloudEventSink", sink));
     }
     let mut declared = parsed.evaluated_names();
     declared.push(TIME);

@@ -42,6 +42,10 @@ pub struct Rules {
     pub hold_while: Option<Expression>,
     /// Warn this long before an object's deadline.
     pub notify_before: Option<Duration>,
+    /// Where its deletions and notices are announced (`spec.sink`).
+    pub sink: Option<std::sync::Arc<str>>,
+    /// Announce each deletion to `sink`, and have it acknowledged, before the DELETE.
+    pub archive_before_delete: bool,
 }
 
 /// A policy's own finish rules, tried before the kind's built-in one.
@@ -96,6 +100,16 @@ impl Rules {
                 spec.notify_before.as_deref(),
                 &mut errors,
             ),
+            sink: spec.sink.as_deref().and_then(|sink| {
+                match crate::sink_policy::url_error("spec.sink", sink) {
+                    Some(error) => {
+                        errors.push(error);
+                        None
+                    }
+                    None => Some(sink.into()),
+                }
+            }),
+            archive_before_delete: spec.archive_before_delete.unwrap_or(false),
             max_immediate_deletions: spec.safety.as_ref().and_then(|safety| {
                 let path = "spec.safety.maxImmediateDeletions";
                 count(path, safety.max_immediate_deletions, &mut errors)
@@ -123,6 +137,13 @@ impl Rules {
                     &mut errors,
                 ),
             };
+        }
+        if rules.archive_before_delete && spec.sink.is_none() {
+            errors.push(FieldError::new(
+                "spec.archiveBeforeDelete",
+                &json!(true),
+                "needs spec.sink: the sink that must acknowledge each object before it is deleted",
+            ));
         }
         if let Some(key) = &spec.group_by
             && let Err(rule) = crate::selector::check_label_key(key)

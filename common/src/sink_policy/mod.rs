@@ -36,6 +36,8 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
+use crate::field_error::FieldError;
+
 mod host;
 mod refusal;
 mod verdict;
@@ -249,4 +251,17 @@ fn net(entry: &str) -> Option<IpNet> {
 fn normal_name(name: &str) -> String {
     let lower = name.to_ascii_lowercase();
     lower.strip_suffix('.').unwrap_or(&lower).to_owned()
+}
+
+/// The denial of a sink written at `path` that is no http(s) URL (the sink policy may refuse
+/// more at connection time; admission only warns of that).
+pub fn url_error(path: &str, sink: &str) -> Option<FieldError> {
+    let http = sink.starts_with("http://") || sink.starts_with("https://");
+    (!http).then(|| {
+        FieldError::new(
+            path,
+            &serde_json::Value::String(sink.to_owned()),
+            "is not an http(s) URL, e.g. http://cleanup-sink.example/",
+        )
+    })
 }

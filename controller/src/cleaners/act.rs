@@ -18,13 +18,15 @@ use kube_retention_common::cleaner::Cleaner;
 use kube_retention_runtime::discovery;
 use serde_json::json;
 
-use super::book::{Clean, Doomed};
+use super::book::{Clean, CleanerKey, Doomed};
 use super::helm::{self, ManifestObject};
 use super::metrics::CleanerMetrics;
-use super::sink::{self, Undelivered};
 use super::status::Problem;
 use crate::breaker::Breaker;
 use crate::executor::Budget;
+use crate::ledger::Ledger;
+use crate::sinks::{self, Undelivered};
+use kube_retention_common::ledger::{DELETED, Entry};
 
 /// What cleaning needs.
 pub struct Cleaning {
@@ -37,7 +39,9 @@ pub struct Cleaning {
     /// The circuit breaker, shared with the executor: every DELETE asks it first.
     pub breaker: Breaker,
     /// Sends CloudEvents where the sink policy allows.
-    pub sender: Arc<sink::Sender>,
+    pub sender: Arc<sinks::Sender>,
+    /// The deletion ledger: each target deleted is announced to `--ledger-sink`.
+    pub ledger: Option<Ledger>,
 }
 
 /// What a clean deleted.
@@ -72,6 +76,9 @@ pub async fn clean(cleaning: Arc<Cleaning>, clean: Clean) -> Result<Cleaned, Pro
     for doomed in &clean.objects {
         if delete(&cleaning, doomed).await.map_err(failed)? {
             cleaning.metrics.deleted("object");
+            if let Some(ledger) = &cleaning.ledger {
+                ledger.announce(DELETED, &ledger_entry(&clean.cleaner, doomed), None, false);
+            }
             cleaned
                 .deleted
                 .push(format!("{}/{}", doomed.resource.kind, doomed.name));
@@ -100,6 +107,24 @@ pub async fn clean(cleaning: Arc<Cleaning>, clean: Clean) -> Result<Cleaned, Pro
         }
     }
     Ok(cleaned)
+}
+
+/// The ledger's entry for `doomed`, deleted by `cleaner`.
+fn ledger_entry(cleaner: &CleanerKey, doomed: &Doomed) -> Entry {
+    Entry {
+        api_version: doomed.resource.api_version.clone(),
+        kind: doomed.resource.kind.clone(),
+        namespace: doomed.namespace.clone(),
+        name: doomed.name.clone(),
+        uid: doomed.uid.clone(),
+        reason: "cleaner".to_owned(),
+        decided_by: format!("Cleaner {cleaner}"),
+        setting: None,
+        deadline: None,
+        time: jiff::Timestamp::now(),
+        object: None,
+        object_truncated: false,
+    }
 }
 
 /// Deletes exactly `doomed`; false when it was already gone or replaced by a namesake.
@@ -202,9 +227,14 @@ pub fn announce(cleaning: Arc<Cleaning>, clean: &Clean, cleaned: &Cleaned) {
     });
     let reference = reference(clean);
     tokio::spawn(async move {
-        let delivered = match sink::event(&uuid::Uuid::new_v4().to_string(), &source, data) {
+        let delivered = match sinks::event(
+            kube_retention_common::cleaner::EVENT_TYPE,
+            &uuid::Uuid::new_v4().to_string(),
+            &source,
+            data,
+        ) {
             Ok(event) => {
-                let delivery = sink::Delivery::default();
+                let delivery = sinks::Delivery::default();
                 cleaning.sender.deliver(&sink, event, &delivery).await
             }
             Err(error) => Err(Undelivered::Unsendable(error.to_string())),

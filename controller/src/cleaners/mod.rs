@@ -11,12 +11,9 @@
 
 pub mod act;
 pub mod book;
-pub mod guard;
 pub mod helm;
 pub mod metrics;
 pub mod run;
-pub mod sink;
-pub mod sink_policy;
 pub mod status;
 pub mod targets;
 

@@ -26,6 +26,7 @@ use kube_retention_runtime::supervise::{self, Supervised};
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::breaker::{Breaker, Position};
+use crate::ledger::Ledger;
 use crate::metrics::Metrics;
 use crate::state::{Action, Failure, ObjectKey, PolicyKey};
 use kube_retention_common::kinds::Registry;
@@ -78,11 +79,15 @@ pub struct Parts {
     pub metrics: Metrics,
     pub recorder: Recorder,
     pub feedback: mpsc::UnboundedSender<Feedback>,
+    /// The deletion ledger, where deletions are announced (and archived first, for policies
+    /// with `archiveBeforeDelete`). Without one, such a policy's deletions wait.
+    pub ledger: Option<Ledger>,
 }
 
 #[derive(Clone)]
 pub struct Executor {
     tx: mpsc::UnboundedSender<Work>,
+    ledger: Option<Ledger>,
 }
 
 struct Shared {
@@ -101,15 +106,29 @@ impl Executor {
         let window = SignedDuration::try_from(parts.settings.event_window).unwrap_or_default();
         let digest = digest_events(Digest::new(window), notices_rx, tx.clone());
         let digest = supervise::spawn("event-digest", digest);
+        let ledger = parts.ledger.clone();
         let shared = Arc::new(Shared { parts, notices });
         let dispatching = dispatch(shared, rx, budget, breaker);
         let dispatch = supervise::spawn("executor-dispatch", dispatching);
-        (Self { tx }, [dispatch, digest])
+        (Self { tx, ledger }, [dispatch, digest])
     }
 
     /// Queues `action`, its kind looked up in `kinds`: the state's own table, the one registry
-    /// (the executor keeps no copy to keep in step).
+    /// (the executor keeps no copy to keep in step). An announcement goes to the ledger at
+    /// once: it costs no API request, so it waits for no budget.
     pub fn submit(&self, action: Action, kinds: &Registry) {
+        if let Action::Announce {
+            event_type,
+            entry,
+            sink,
+            ..
+        } = &action
+        {
+            if let Some(ledger) = &self.ledger {
+                ledger.announce(event_type, entry, sink.as_ref(), false);
+            }
+            return;
+        }
         let resource = kinds[action.key().kind].resource.clone();
         self.tx.send(Work::Action(action, resource)).ok();
     }
@@ -211,15 +230,28 @@ async fn dispatch(
             held.push(work);
             continue;
         }
+        let shared = shared.clone();
+        if archives_first(&work) {
+            // Its archive may wait on a sink for seconds: not in an executor slot.
+            tokio::spawn(async move { perform(&shared, work).await });
+            continue;
+        }
         let Ok(permit) = permits.clone().acquire_owned().await else {
             return;
         };
-        let shared = shared.clone();
         tokio::spawn(async move {
             perform(&shared, work).await;
             drop(permit);
         });
     }
+}
+
+/// A DELETE its policy's sink must acknowledge first (`archiveBeforeDelete`).
+fn archives_first(work: &Work) -> bool {
+    matches!(
+        work,
+        Work::Action(Action::Delete { ledger: Some(ledger), .. }, _) if ledger.archive
+    )
 }
 
 async fn perform(shared: &Shared, work: Work) {
@@ -258,5 +290,7 @@ async fn perform(shared: &Shared, work: Work) {
             requests::label(shared, key, &resource).await;
         }
         Work::Event(event) => requests::record(shared, event).await,
+        // Announcements never queue: `Executor::submit` hands them to the ledger.
+        Work::Action(Action::Announce { .. }, _) => {}
     }
 }

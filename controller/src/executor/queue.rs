@@ -66,7 +66,9 @@ impl Work {
         match self {
             Work::Action(Action::Delete { .. }, _) => 0,
             Work::Action(Action::Stamp { .. } | Action::Label { .. }, _) => 1,
-            Work::Action(Action::Warn { .. }, _) | Work::Event(_) => INFORMATIONAL,
+            Work::Action(Action::Warn { .. } | Action::Announce { .. }, _) | Work::Event(_) => {
+                INFORMATIONAL
+            }
         }
     }
 
@@ -77,7 +79,8 @@ impl Work {
                 Action::Delete { key, .. }
                 | Action::Stamp { key, .. }
                 | Action::Label { key }
-                | Action::Warn { key, .. },
+                | Action::Warn { key, .. }
+                | Action::Announce { key, .. },
                 _,
             ) => key.namespace.clone(),
             Work::Event(event) => Arc::from(event.namespace.as_str()),

@@ -13,8 +13,10 @@ use serde_json::{Value, json};
 
 use super::digest::Notice;
 use super::{EventWork, Feedback, Shared};
+use crate::ledger::archive::Archived;
 use crate::metrics::{DeletionLabels, ErrorLabels, KindLabels};
-use crate::state::{Action, Failure, ObjectKey, Reason};
+use crate::state::{Action, Failure, Ledgered, ObjectKey, Reason};
+use kube_retention_common::ledger::{DELETED, Entry};
 
 fn api(shared: &Shared, key: &ObjectKey, resource: &Resource) -> Api<DynamicObject> {
     let resource = resource.api_resource();
@@ -79,11 +81,29 @@ pub(super) async fn delete(shared: &Shared, action: Action, resource: &Resource)
         eligible_at,
         event_target,
         policy,
+        ledger,
     } = action
     else {
         return;
     };
     let kind = resource.to_string();
+    let entry = ledger
+        .as_deref()
+        .map(|ledgered| ledger_entry(&key, resource, &uid, reason, ledgered));
+    let archive_sink = ledger
+        .as_deref()
+        .filter(|ledgered| ledgered.archive)
+        .and_then(|ledgered| ledgered.sink.clone());
+    if let (Some(sink), Some(entry)) = (&archive_sink, &entry) {
+        let judged = (uid.as_str(), resource_version.as_str());
+        if let Err(failure) = archive(shared, &key, resource, judged, sink, entry).await {
+            if let Some(failure) = failure {
+                let feedback = Feedback::DeleteFailed { key, failure };
+                shared.parts.feedback.send(feedback).ok();
+            }
+            return;
+        }
+    }
     let params = DeleteParams {
         preconditions: Some(Preconditions {
             uid: Some(uid.to_string()),
@@ -104,10 +124,7 @@ pub(super) async fn delete(shared: &Shared, action: Action, resource: &Resource)
         .duration_since(eligible_at)
         .as_secs_f64()
         .max(0.0);
-    let reason_label = match reason {
-        Reason::Ttl => "ttl",
-        Reason::Limit => "limit",
-    };
+    let reason_label = reason_label(reason);
     metrics
         .deletions
         .get_or_create(&DeletionLabels {
@@ -121,6 +138,12 @@ pub(super) async fn delete(shared: &Shared, action: Action, resource: &Resource)
         .map(|governance| format!(" ({governance})"))
         .unwrap_or_default();
     tracing::info!(kind = %kind, namespace = %key.namespace, name = %key.name, reason = reason_label, delay_seconds = delay, policy = %by, "deleted");
+    if let (Some(shared_ledger), Some(mut entry), Some(ledgered)) =
+        (&shared.parts.ledger, entry, ledger.as_deref())
+    {
+        entry.time = Timestamp::now();
+        shared_ledger.announce(DELETED, &entry, ledgered.sink.as_ref(), ledgered.archive);
+    }
     if let Some(governance) = policy {
         let feedback = Feedback::Deleted {
             policy: governance.policy,
@@ -137,6 +160,71 @@ pub(super) async fn delete(shared: &Shared, action: Action, resource: &Resource)
             by,
         };
         shared.notices.send(notice).ok();
+    }
+}
+
+fn reason_label(reason: Reason) -> &'static str {
+    match reason {
+        Reason::Ttl => "ttl",
+        Reason::Limit => "limit",
+    }
+}
+
+/// The ledger's entry for deleting `key`, as `ledgered` tells it; its time is set when sent.
+fn ledger_entry(
+    key: &ObjectKey,
+    resource: &Resource,
+    uid: &str,
+    reason: Reason,
+    ledgered: &Ledgered,
+) -> Entry {
+    Entry {
+        api_version: resource.api_version(),
+        kind: resource.kind.clone(),
+        namespace: key.namespace.to_string(),
+        name: key.name.to_string(),
+        uid: uid.to_owned(),
+        reason: reason_label(reason).to_owned(),
+        decided_by: ledgered.decided_by.clone(),
+        setting: ledgered.setting.clone(),
+        deadline: ledgered.deadline,
+        time: Timestamp::now(),
+        object: None,
+        object_truncated: false,
+    }
+}
+
+/// Archives `key` to `sink` before its DELETE (`archiveBeforeDelete`): `Ok` to go on, else
+/// the failure to back off with (`None`: the object is gone, nothing to do).
+async fn archive(
+    shared: &Shared,
+    key: &ObjectKey,
+    resource: &Resource,
+    judged: (&str, &str),
+    sink: &str,
+    entry: &Entry,
+) -> Result<(), Option<Failure>> {
+    let Some(ledger) = &shared.parts.ledger else {
+        let message = "no deletion ledger to archive it with".to_owned();
+        return Err(Some(Failure::Unavailable(message)));
+    };
+    let api = api(shared, key, resource);
+    let archived = ledger
+        .archiver
+        .archive(&api, &key.name, judged, sink, entry.clone())
+        .await;
+    match archived {
+        Archived::Acknowledged => Ok(()),
+        Archived::Gone => Err(None),
+        Archived::Changed => Err(Some(Failure::Conflict)),
+        Archived::Unread(error) => Err(failure(shared, key, resource, "get", error)),
+        Archived::Failed(note) => {
+            ledger.metrics.archive_failures.inc();
+            tracing::warn!(kind = %resource, namespace = %key.namespace, name = %key.name, %note, "not archived: the deletion waits");
+            Err(Some(Failure::Unavailable(format!(
+                "archiveBeforeDelete: not deleted until the sink acknowledges it: {note}"
+            ))))
+        }
     }
 }
 

@@ -85,6 +85,21 @@ impl std::fmt::Display for Governance {
     }
 }
 
+/// A deletion as the ledger tells it, beside what the executor knows of it already (the key,
+/// uid, reason): who decided, with what setting, the deadline, and where it goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ledgered {
+    /// `RetentionPolicy team-a/jobs`, `its own settings`, `Build team-a/hello's limits`.
+    pub decided_by: String,
+    /// `ttlAfterSucceeded: 2h`, `annotation retention.dev/ttl: 30m`, `succeededLimit: 5`.
+    pub setting: Option<String>,
+    pub deadline: Option<Timestamp>,
+    /// The governing policy's `spec.sink`.
+    pub sink: Option<Arc<str>>,
+    /// Its `archiveBeforeDelete`: the DELETE waits for `sink` to acknowledge the object.
+    pub archive: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     /// Set kube-retention's stamp (`expires-at` and `stamped`, one merge patch), or remove a
@@ -106,6 +121,17 @@ pub enum Action {
         event_target: EventTarget,
         /// The retention policy whose settings it follows, if any.
         policy: Option<Governance>,
+        /// What the deletion ledger says of it, where a ledger sink is set (the policy's or
+        /// the controller's `--ledger-sink`).
+        ledger: Option<Box<Ledgered>>,
+    },
+    /// Announce to the deletion ledger, no API request: a notice (`dev.retention.expiring`).
+    Announce {
+        key: ObjectKey,
+        event_type: &'static str,
+        entry: Box<kube_retention_common::ledger::Entry>,
+        /// The governing policy's `spec.sink`, beside the controller's `--ledger-sink`.
+        sink: Option<Arc<str>>,
     },
     /// Label an object the webhook never saw `retention.dev/managed`, so the watch takes it in.
     Label { key: ObjectKey },
@@ -125,7 +151,8 @@ impl Action {
             Self::Stamp { key, .. }
             | Self::Delete { key, .. }
             | Self::Label { key }
-            | Self::Warn { key, .. } => key,
+            | Self::Warn { key, .. }
+            | Self::Announce { key, .. } => key,
         }
     }
 }

@@ -24,6 +24,8 @@ pub(super) struct Governed {
     pub(super) group: Option<(CompactString, Limits)>,
     /// The other policies of its scope that applied, and lost.
     pub(super) overruled: Vec<Arc<PolicyKey>>,
+    /// The governing policy announces its deletions (`spec.sink`).
+    pub(super) announced: bool,
 }
 
 /// Judges `seen` (of the kind `entry`) under its own settings and the policies that may apply.
@@ -52,6 +54,7 @@ pub(super) fn govern(
             dry_run: false,
             group: None,
             overruled: Vec::new(),
+            announced: false,
         };
     };
     let rules = candidates[index].rules;
@@ -80,5 +83,6 @@ pub(super) fn govern(
         dry_run: rules.dry_run,
         group,
         overruled,
+        announced: rules.sink.is_some(),
     }
 }

@@ -25,6 +25,7 @@ mod governing;
 mod groups;
 mod guard;
 mod keys;
+mod ledger;
 mod lists;
 mod notice;
 mod policies;
@@ -34,7 +35,7 @@ mod runs;
 mod stragglers;
 mod tracker;
 
-pub use action::{Action, EventTarget, Governance, Reason, Warning};
+pub use action::{Action, EventTarget, Governance, Ledgered, Reason, Warning};
 pub use counts::Gauges;
 pub use evaluation::{PolicyAnswers, Unevaluated, answers_current};
 pub use failures::{FIRST_RETRY, Failure, MAX_RETRY, retry_delay};
@@ -79,6 +80,13 @@ impl State {
     /// Which stamps to write (`--stamp`; [`Stamping::Finished`] by default).
     pub fn with_stamping(mut self, stamping: Stamping) -> Self {
         self.stamping = stamping;
+        self
+    }
+
+    /// Every deletion goes to the deletion ledger (`--ledger-sink`), not only those of policies
+    /// with a `spec.sink`: each record keeps the setting that decided it, for the ledger to say.
+    pub fn with_ledger(mut self, ledger: bool) -> Self {
+        self.tracker.ledger = ledger;
         self
     }
 
@@ -176,6 +184,7 @@ impl State {
             &governed,
             previous.as_deref(),
             self.stamping,
+            self.tracker.ledger,
             now,
         );
         let mut actions: Vec<Action> = future_finish

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use compact_str::CompactString;
 use jiff::Timestamp;
+use kube_retention_common::expiry::Decider;
 use kube_retention_common::{Outcome, StampChange};
 
 use kube_retention_common::kinds::Registry;
@@ -50,6 +51,8 @@ pub(super) struct Stamps {
 pub(super) struct Announcements {
     pub(super) stamps: Stamps,
     pub(super) notice: Option<Notice>,
+    /// The setting that decided its deadline, kept only for the deletion ledger to say.
+    pub(super) decider: Option<Decider>,
 }
 
 impl Announcements {
@@ -122,6 +125,10 @@ impl Record {
 
     pub(super) fn notice(&self) -> Option<Notice> {
         self.announcements().notice
+    }
+
+    pub(super) fn decider(&self) -> Option<Decider> {
+        self.announcements().decider
     }
 
     /// The notice not sent yet for the deadline that stands, if one is due at all: never for

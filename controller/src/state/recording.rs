@@ -71,14 +71,16 @@ impl Seen<'_> {
     }
 }
 
-/// The record of `seen` (of the kind `entry`) as `governed`, after `previous`; and the finish
-/// time it claims, where that lies in the future.
+/// The record of `seen` (of the kind `entry`) as `governed`, after `previous`, keeping the
+/// setting that decided where a `ledger` sink or its policy's announces its deletion; and the
+/// finish time it claims, where that lies in the future.
 pub(super) fn record_of(
     seen: &Seen<'_>,
     entry: &Entry,
     governed: &Governed,
     previous: Option<&Record>,
     stamping: Stamping,
+    ledger: bool,
     now: Timestamp,
 ) -> (Record, Option<Timestamp>) {
     let object = seen.object;
@@ -129,7 +131,15 @@ pub(super) fn record_of(
         deadline: deadline.map(CompactTime::new),
         retry_at: same.and_then(|previous| previous.retry_at),
         queued: None,
-        announcements: Announcements { stamps, notice }.boxed(),
+        announcements: Announcements {
+            stamps,
+            notice,
+            decider: governed
+                .judgement
+                .decider
+                .filter(|_| ledger || governed.announced),
+        }
+        .boxed(),
         group,
         owner: owner_of(object, &entry.role),
         policy: governed.policy.clone(),

@@ -15,7 +15,7 @@ use super::policies::{PolicyBook, PolicyKey, policy_group_prefix};
 use super::record::Record;
 use super::recording::Seen;
 use super::runs::Runs;
-use super::{Action, Governance, Reason, action};
+use super::{Action, Governance, Reason, action, ledger};
 
 /// When the limits of a run's group are enforced after the run changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +44,8 @@ pub(super) struct Tracker {
     pub(super) runs: Runs,
     pub(super) groups: LimitGroups,
     leader: bool,
+    /// Every deletion goes to the ledger (`--ledger-sink`).
+    pub(super) ledger: bool,
 }
 
 impl Tracker {
@@ -213,6 +215,18 @@ impl Tracker {
             // Its notice's time, else a stamp's backoff or a failed limit deletion's ended.
             let notice = record.notice_action(kinds, &key, now);
             let limit_retry = notice.is_none();
+            if notice.is_some() {
+                let sink = policy_sink(book, record);
+                if self.ledger || sink.is_some() {
+                    let entry = ledger::expiring(kinds, &key, record, now);
+                    actions.push(Action::Announce {
+                        key: key.clone(),
+                        event_type: kube_retention_common::ledger::EXPIRING,
+                        entry: Box::new(entry),
+                        sink,
+                    });
+                }
+            }
             actions.extend(notice);
             if let Some(stamp) = record.stamp_action(&key, now) {
                 actions.push(stamp);
@@ -275,17 +289,28 @@ impl Tracker {
             }
             return None;
         }
+        let event_target = action::event_target(kinds, &self.groups, &key, record);
+        let sink = policy_sink(book, record);
+        let ledger = (self.ledger || sink.is_some())
+            .then(|| Box::new(ledger::deletion(book, record, reason, &event_target, sink)));
         Some(Action::Delete {
             uid: record.uid.text(),
             resource_version: record.resource_version.clone(),
             reason,
             eligible_at,
-            event_target: action::event_target(kinds, &self.groups, &key, record),
+            event_target,
             policy: record.policy.clone().map(|policy| Governance {
                 policy,
                 overruled: book.overruled(&key),
             }),
+            ledger,
             key,
         })
     }
+}
+
+/// The `spec.sink` of the policy governing `record`, if it has one.
+fn policy_sink(book: &PolicyBook, record: &Record) -> Option<std::sync::Arc<str>> {
+    let policy = record.policy.as_ref()?;
+    book.get(policy)?.valid_rules()?.sink.clone()
 }

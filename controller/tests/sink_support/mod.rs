@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use kube_retention_common::sink_policy::SinkPolicy;
-use kube_retention_controller::cleaners::guard::Lookup;
-use kube_retention_controller::cleaners::sink::{self, Delivery};
+use kube_retention_controller::sinks::guard::Lookup;
+use kube_retention_controller::sinks::{self, Delivery};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -119,7 +119,8 @@ pub fn quick(attempts: u32) -> Delivery {
 }
 
 pub fn event() -> cloudevents::Event {
-    sink::event(
+    sinks::event(
+        kube_retention_common::cleaner::EVENT_TYPE,
         "id",
         "/apis/retention.dev/v1alpha1/namespaces/n/cleaners/c",
         json!({"deleted": []}),

@@ -36,6 +36,7 @@ pub fn deletion(namespace: &str, name: &str) -> Action {
         eligible_at: Timestamp::UNIX_EPOCH,
         event_target: target(name),
         policy: None,
+        ledger: None,
     }
 }
 

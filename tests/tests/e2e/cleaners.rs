@@ -21,7 +21,7 @@ use crate::support::{Env, TestNamespace, object};
 
 mod group;
 mod restart;
-mod sink;
+pub mod sink;
 mod sink_policy;
 mod timing;
 

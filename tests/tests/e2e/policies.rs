@@ -3,7 +3,8 @@
 //! one shows its columns in `kubectl get`, policies at work ([`applied`]), a policy rewritten
 //! over and over costing the controller one relist per window ([`churn`]), a change that would
 //! delete too much at once waiting for approval ([`guard`]), objects on hold until archived
-//! ([`hold`]), and notices ahead of deadlines and snoozes that push them ([`notice`]).
+//! ([`hold`]), notices ahead of deadlines and snoozes that push them ([`notice`]), and deletions
+//! a sink must acknowledge first ([`archive`]).
 
 use anyhow::{Result, ensure};
 use libtest_mimic::Trial;
@@ -11,6 +12,7 @@ use libtest_mimic::Trial;
 use crate::support::{Env, TestNamespace};
 
 mod applied;
+mod archive;
 mod churn;
 mod guard;
 mod hold;
@@ -45,6 +47,10 @@ pub fn tests(env: &Env) -> Vec<Trial> {
         env.trial(
             "a_notice_arrives_at_deadline_less_notify_before_and_a_snooze_pushes_the_deletion",
             notice::notice_and_snooze,
+        ),
+        env.trial(
+            "with_archive_before_delete_a_sink_down_for_30s_holds_every_deletion_and_loses_none",
+            archive::nothing_deleted_unannounced,
         ),
         env.trial(
             "a_policy_rewritten_twenty_times_costs_one_relist_of_its_kind_per_window",

@@ -1,10 +1,12 @@
 //! An HTTP sink for CloudEvents run by the test: it records each request's headers and body and
-//! answers 202. It listens on 127.0.0.2, the one loopback address the local controller's sink
-//! policy allows (`components::SINK_ALLOW`), or where [`Sink::start_on`] says, over TLS when
-//! given an acceptor (the as-shipped suite's https sink); and a Cleaner that announces to it
+//! answers 202 (or 503 during an outage it is told of, [`Sink::down_until`]). It listens on
+//! 127.0.0.2, the one loopback address the local controller's sink policy allows
+//! (`components::SINK_ALLOW`), or where [`Sink::start_on`] says, over TLS when given an acceptor
+//! (the as-shipped suite's https sink); and a Cleaner that announces to it
 //! ([`apply_announcing_cleaner`]).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
@@ -28,6 +30,7 @@ pub struct Received {
 pub struct Sink {
     pub url: String,
     received: Arc<Mutex<Vec<Received>>>,
+    refused: Arc<AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -39,24 +42,45 @@ impl Sink {
     /// A sink on `address`, serving https with `tls` (its URL names the address, which the
     /// certificate must cover), else http.
     pub async fn start_on(address: &str, tls: Option<tokio_rustls::TlsAcceptor>) -> Result<Self> {
+        Self::serving(address, tls, None).await
+    }
+
+    /// A sink that answers 503 (and keeps nothing) until `down_until`, then 202: an outage.
+    pub async fn down_until(down_until: tokio::time::Instant) -> Result<Self> {
+        Self::serving(SINK_ADDRESS, None, Some(down_until)).await
+    }
+
+    async fn serving(
+        address: &str,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+        down_until: Option<tokio::time::Instant>,
+    ) -> Result<Self> {
         let listener = TcpListener::bind((address, 0)).await?;
         let scheme = if tls.is_some() { "https" } else { "http" };
         let url = format!("{scheme}://{}/", listener.local_addr()?);
         let received = Arc::new(Mutex::new(Vec::new()));
         let recorded = received.clone();
+        let refused = Arc::new(AtomicUsize::new(0));
+        let refusals = refused.clone();
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let recorded = recorded.clone();
                 let tls = tls.clone();
+                let down = down_until.is_some_and(|until| tokio::time::Instant::now() < until);
+                if down {
+                    refusals.fetch_add(1, Ordering::SeqCst);
+                }
                 tokio::spawn(async move {
                     let served = match tls {
                         Some(tls) => match tls.accept(stream).await {
-                            Ok(stream) => serve(stream).await,
+                            Ok(stream) => serve(stream, down).await,
                             Err(error) => Err(error.into()),
                         },
-                        None => serve(stream).await,
+                        None => serve(stream, down).await,
                     };
-                    if let Ok(request) = served {
+                    if let Ok(request) = served
+                        && !down
+                    {
                         recorded
                             .lock()
                             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -68,10 +92,17 @@ impl Sink {
         Ok(Self {
             url,
             received,
+            refused,
             task,
         })
     }
 
+    /// Requests answered 503 during the outage.
+    pub fn refused(&self) -> usize {
+        self.refused.load(Ordering::SeqCst)
+    }
+
+    /// The requests it acknowledged (202).
     pub fn received(&self) -> Vec<Received> {
         self.received
             .lock()
@@ -116,6 +147,7 @@ impl Drop for Sink {
 
 async fn serve(
     stream: impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    down: bool,
 ) -> Result<Received> {
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
@@ -136,9 +168,12 @@ async fn serve(
     let mut body = vec![0; length];
     reader.read_exact(&mut body).await?;
     let mut stream = reader.into_inner();
-    stream
-        .write_all(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-        .await?;
+    let answer: &[u8] = if down {
+        b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    } else {
+        b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    };
+    stream.write_all(answer).await?;
     stream.shutdown().await.ok();
     Ok(Received {
         headers,

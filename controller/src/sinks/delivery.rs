@@ -1,7 +1,7 @@
-//! The CloudEvent announcing a cleaned group, sent to the Cleaner's `cloudEventSink` in HTTP
-//! binary mode (attributes as `ce-` headers, `data` as the JSON body). Delivery is retried with
-//! backoff in its own task: a sink that stays down never blocks or undoes the deletion; it is
-//! counted and reported in an Event on the Cleaner.
+//! A CloudEvent sent to a sink in HTTP binary mode (attributes as `ce-` headers, `data` as the
+//! JSON body), retried with backoff: a Cleaner's announcement of a cleaned group, the deletion
+//! ledger's. A sink that stays down never blocks or undoes a deletion (only an
+//! `archiveBeforeDelete` policy waits for its sink, by choice); it is counted and reported.
 //!
 //! Every destination passes the sink policy first ([`super::guard`]: the URL, then each
 //! resolved address, on every connection); a refused one is never connected to nor retried.
@@ -24,7 +24,6 @@ use hyper::body::Bytes;
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use kube_retention_common::cleaner::EVENT_TYPE;
 use kube_retention_common::sink_policy::{Refusal, SinkPolicy};
 use serde_json::Value;
 use tokio::time::Instant;
@@ -53,11 +52,17 @@ impl Default for Delivery {
     }
 }
 
-/// The event for the Cleaner `source` (`/apis/retention.dev/v1alpha1/namespaces/NS/cleaners/NAME`).
-pub fn event(id: &str, source: &str, data: Value) -> Result<Event, EventBuilderError> {
+/// An event of `event_type` from `source` (a Cleaner's:
+/// `/apis/retention.dev/v1alpha1/namespaces/NS/cleaners/NAME`).
+pub fn event(
+    event_type: &str,
+    id: &str,
+    source: &str,
+    data: Value,
+) -> Result<Event, EventBuilderError> {
     EventBuilderV10::new()
         .id(id)
-        .ty(EVENT_TYPE)
+        .ty(event_type)
         .source(source)
         .time(chrono::Utc::now())
         .data("application/json", data)
