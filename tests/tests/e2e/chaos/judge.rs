@@ -152,6 +152,19 @@ impl Ledger {
         }
     }
 
+    /// Every deletion seen so far: name, uid, and when the watch told of it.
+    pub fn deletions(&self) -> anyhow::Result<Vec<(String, String, Timestamp)>> {
+        let book = self
+            .book
+            .lock()
+            .map_err(|_| anyhow::anyhow!("ledger lock"))?;
+        Ok(book
+            .deletions
+            .iter()
+            .map(|deletion| (deletion.name.clone(), deletion.uid.clone(), deletion.at))
+            .collect())
+    }
+
     /// The scenario deleted the object with `uid` itself: not kube-retention's to answer for.
     pub fn deleted_by_scenario(&self, uid: &str) {
         if let Ok(mut book) = self.book.lock() {

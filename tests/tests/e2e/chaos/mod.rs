@@ -13,6 +13,7 @@ mod load;
 mod near_expiry;
 mod recreate;
 mod restarts;
+mod sink_down;
 mod webhook;
 
 use std::sync::Mutex;
@@ -84,6 +85,7 @@ pub fn tests(env: &Env) -> Vec<Trial> {
     let mut trials = recreate::tests(env);
     trials.extend(near_expiry::tests(env));
     trials.extend(denied::tests(env));
+    trials.extend(sink_down::tests(env));
     trials
 }
 
@@ -97,6 +99,8 @@ pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
 /// Where the tenants' sections (fair share, the hostile-tenant scenario) begin in
 /// docs/reliability.md.
 const TENANTS_SECTION: &str = "## Fair share between tenants";
+/// Where the archive sink's section begins in docs/reliability.md, after the tenants'.
+const ARCHIVE_SECTION: &str = "## The archive sink down";
 
 /// The table of every scenario that ran; in the long form also written to docs/reliability.md.
 /// The hostile-tenant rows have a section of their own, so that a long run of that scenario
@@ -114,7 +118,14 @@ pub fn write_report(cluster_version: &str) -> anyhow::Result<()> {
     let (hostile, others): (Vec<Row>, Vec<Row>) = rows
         .into_iter()
         .partition(|row| row.scenario.starts_with("hostile tenant"));
-    for (name, rows) in [("chaos", &others), ("hostile tenant", &hostile)] {
+    let (archive, others): (Vec<Row>, Vec<Row>) = others
+        .into_iter()
+        .partition(|row| row.scenario == sink_down::SCENARIO);
+    for (name, rows) in [
+        ("chaos", &others),
+        ("hostile tenant", &hostile),
+        ("archive sink", &archive),
+    ] {
         if !rows.is_empty() {
             println!("\n{name} ({:?} form):\n{}", Form::current(), table(rows));
         }
@@ -124,19 +135,29 @@ pub fn write_report(cluster_version: &str) -> anyhow::Result<()> {
     }
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/reliability.md");
     let existing = std::fs::read_to_string(&path).unwrap_or_default();
-    let (old_main, old_tenants) = match existing.find(TENANTS_SECTION) {
+    let (old_main, rest) = match existing.find(TENANTS_SECTION) {
         Some(at) => existing.split_at(at),
         None => (existing.as_str(), ""),
     };
-    let main = match others.is_empty() {
-        true => old_main.trim_end().to_owned(),
-        false => main_section(cluster_version, &others),
+    let (old_tenants, old_archive) = match rest.find(ARCHIVE_SECTION) {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
     };
-    let tenants = match hostile.is_empty() {
-        true => old_tenants.trim_end().to_owned(),
-        false => tenants_section(&hostile),
-    };
-    std::fs::write(path, format!("{main}\n\n{tenants}\n"))?;
+    let kept_or =
+        |rows: &[Row], old: &str, section: &dyn Fn(&[Row]) -> String| match rows.is_empty() {
+            true => old.trim_end().to_owned(),
+            false => section(rows),
+        };
+    let main = kept_or(&others, old_main, &|rows| {
+        main_section(cluster_version, rows)
+    });
+    let tenants = kept_or(&hostile, old_tenants, &tenants_section);
+    let archive = kept_or(&archive, old_archive, &archive_section);
+    let sections: Vec<String> = [main, tenants, archive]
+        .into_iter()
+        .filter(|section| !section.is_empty())
+        .collect();
+    std::fs::write(path, format!("{}\n", sections.join("\n\n")))?;
     Ok(())
 }
 
@@ -218,6 +239,22 @@ fn tenants_section(rows: &[Row]) -> String {
          evaluations take at most A's share of the evaluator's time (a twentieth of a core,\n\
          `controller/src/time_shares.rs`). On this two-core machine everything (API server, etcd,\n\
          kube-controller-manager, webhook, controller and the test) shares the same cores.\n\n\
+         {}",
+        table(rows)
+    )
+}
+
+/// The archive sink's scenario: what it shows, and its table.
+fn archive_section(rows: &[Row]) -> String {
+    format!(
+        "{ARCHIVE_SECTION}\n\n\
+         Written by `make chaos CHAOS_FILTER=chaos_the_archive` (the scenario alone, long form). A\n\
+         RetentionPolicy with `archiveBeforeDelete` and a `sink` that answers 503 while its Jobs fall\n\
+         due, then 202. *Wrong* counts deletions without an acknowledgement of the Job's\n\
+         `dev.retention.deleted` event before them (the sink's answer before the watch's deletion\n\
+         event) and deletions during the outage; *missed* counts Jobs still there after it. The p99\n\
+         delay runs from the sink's return: every deadline passed during the outage. Each archive is\n\
+         one GET, the event, and the DELETE.\n\n\
          {}",
         table(rows)
     )

@@ -25,6 +25,8 @@ use crate::support::TestNamespace;
 pub struct Received {
     pub headers: HashMap<String, String>,
     pub body: Value,
+    /// When it was answered.
+    pub at: jiff::Timestamp,
 }
 
 pub struct Sink {
@@ -178,5 +180,6 @@ async fn serve(
     Ok(Received {
         headers,
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        at: jiff::Timestamp::now(),
     })
 }
