@@ -152,7 +152,8 @@ endif
 	KUBE_RETENTION_CHAOS=long $(CARGO) test --package kube-retention-e2e --features e2e --test e2e -- $(CHAOS_FILTER)
 
 # Benchmarks write their results into docs/benchmarks.md. bench-controller takes about ten
-# minutes; `make bench-controller BENCH_ARGS=--full` is the long form (about an hour).
+# minutes; `make bench-controller BENCH_ARGS=--full` is the long form (about an hour);
+# `BENCH_ARGS='--only ledger'` measures the deletion ledger's cost (its own section).
 # The benchmarks measure what the image ships: the static musl webhook and controller, as the
 # local cluster's components and as the contenders. The benchmarks themselves are built as usual.
 SHIPPED = $(MUSL_BUILD) --package kube-retention-controller --package kube-retention-webhook \

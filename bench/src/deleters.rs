@@ -25,6 +25,8 @@ pub enum Deleter {
     KubeRetentionEventEach,
     /// kube-retention writing no stamps (`--stamp=never`): one request per deletion.
     KubeRetentionNoStamp,
+    /// kube-retention announcing every deletion to a deletion-ledger sink (`--ledger-sink`).
+    KubeRetentionLedger,
     /// kube-controller-manager's TTL controller with its default 5 workers.
     Peer,
     /// The same with [`TUNED_WORKERS`] workers (`--concurrent-ttl-after-finished-syncs`).
@@ -40,6 +42,7 @@ impl Deleter {
             Self::KubeRetention => "kube-retention".into(),
             Self::KubeRetentionEventEach => "kube-retention, an Event per deletion".into(),
             Self::KubeRetentionNoStamp => "kube-retention, --stamp=never".into(),
+            Self::KubeRetentionLedger => "kube-retention, --ledger-sink".into(),
             Self::Peer => "kube-controller-manager ttl-after-finished".into(),
             Self::PeerTuned => {
                 format!("kube-controller-manager ttl-after-finished, {TUNED_WORKERS} workers")
@@ -53,6 +56,7 @@ impl Deleter {
             Self::KubeRetention => "kr",
             Self::KubeRetentionEventEach => "kr-each",
             Self::KubeRetentionNoStamp => "kr-nostamp",
+            Self::KubeRetentionLedger => "kr-ledger",
             Self::Peer => "peer",
             Self::PeerTuned => "peer-tuned",
         }
@@ -60,7 +64,10 @@ impl Deleter {
 
     pub fn user(self) -> String {
         match self {
-            Self::KubeRetention | Self::KubeRetentionEventEach | Self::KubeRetentionNoStamp => {
+            Self::KubeRetention
+            | Self::KubeRetentionEventEach
+            | Self::KubeRetentionNoStamp
+            | Self::KubeRetentionLedger => {
                 LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT)
             }
             Self::Peer | Self::PeerTuned => PEER_USER.to_owned(),
@@ -133,6 +140,18 @@ pub fn start(
     metrics_port: u16,
     work: Work,
 ) -> Result<Running> {
+    start_with(cluster, deleter, budget, metrics_port, work, &[])
+}
+
+/// [`start`], with `extra` flags for kube-retention (the ledger's sink).
+pub fn start_with(
+    cluster: &LocalCluster,
+    deleter: Deleter,
+    budget: Option<u32>,
+    metrics_port: u16,
+    work: Work,
+    extra: &[String],
+) -> Result<Running> {
     let peer = matches!(deleter, Deleter::Peer | Deleter::PeerTuned);
     let replaced_controller_manager = (peer && work == Work::Deleting).then(|| cluster.clone());
     let mut controllers = vec!["ttl-after-finished-controller"];
@@ -143,7 +162,8 @@ pub fn start(
     let tracked = match deleter {
         Deleter::KubeRetention
         | Deleter::KubeRetentionEventEach
-        | Deleter::KubeRetentionNoStamp => {
+        | Deleter::KubeRetentionNoStamp
+        | Deleter::KubeRetentionLedger => {
             let mut flags = vec![
                 format!("--qps={}", budget.unwrap_or(0)),
                 "--leader-election=false".into(),
@@ -156,6 +176,7 @@ pub fn start(
             if deleter == Deleter::KubeRetentionNoStamp {
                 flags.push("--stamp=never".into());
             }
+            flags.extend(extra.iter().cloned());
             let tracked = components::start_controller(cluster, CONTROLLER, metrics_port, &flags)?;
             components::wait_for_controller(cluster, metrics_port, Duration::from_secs(120))?;
             tracked

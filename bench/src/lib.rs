@@ -8,6 +8,7 @@ pub mod deletion;
 pub mod differential;
 pub mod discovery;
 pub mod jobs;
+pub mod ledger_sink;
 pub mod load;
 pub mod memcpy;
 pub mod memory;

@@ -127,6 +127,8 @@ impl Drop for Timer {
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Part {
     Deletion,
+    /// The steady scenario with the deletion ledger off and on (not in the default run).
+    Ledger,
     Memory,
     Restart,
     Discovery,
@@ -199,6 +201,26 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
         },
     ];
     let runs = |part: Part| args.only.is_none_or(|only| only == part);
+    if args.only == Some(Part::Ledger) {
+        let _timer = Timer::new("ledger");
+        let target = deletion::Report {
+            file: &root.join(&args.report),
+            root,
+            steady_rate: args.steady_rate,
+        };
+        let steady = Scenario {
+            name: format!("steady {} expiries/s", args.steady_rate),
+            jobs: args.steady_rate * args.steady_seconds,
+            budget: Some(args.steady_budget),
+            shape: Shape::Steady {
+                rate: args.steady_rate,
+                seconds: args.steady_seconds,
+                ttl: 10,
+            },
+            deleters: vec![Deleter::KubeRetention, Deleter::KubeRetentionLedger],
+        };
+        return deletion::run_ledger(cluster, &client, steady, &target).await;
+    }
     if runs(Part::Deletion) {
         let _timer = Timer::new("deletion");
         let target = deletion::Report {

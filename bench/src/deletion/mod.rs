@@ -12,6 +12,7 @@ use kube_retention_e2e::LocalCluster;
 use serde_json::Value;
 
 use crate::deleters::{self, Deleter, Work};
+use crate::ledger_sink::LedgerSink;
 use crate::{jobs, metrics_port, namespace, report, rss_kib};
 
 mod table;
@@ -45,6 +46,8 @@ pub struct Row {
     rate: f64,
     requests: std::collections::BTreeMap<String, usize>,
     peak_rss_kib: u64,
+    /// Deletions the ledger's sink acknowledged (`--ledger-sink` runs only).
+    announced: Option<usize>,
 }
 
 fn now_second() -> Timestamp {
@@ -106,19 +109,25 @@ async fn run_scenario(
 ) -> Result<Row> {
     let ns = format!("bench-{index}-{}", deleter.slug());
     namespace(client, &ns).await?;
-    let running = deleters::start(
+    let sink = match deleter {
+        Deleter::KubeRetentionLedger => Some(LedgerSink::start().await?),
+        _ => None,
+    };
+    let running = deleters::start_with(
         cluster,
         deleter,
         scenario.budget,
         metrics_port()?,
         Work::Deleting,
+        &sink.as_ref().map(LedgerSink::flags).unwrap_or_default(),
     )?;
     // kube-retention's start waited until it had listed; the peer gets time for its informers
     // and its garbage collector's graph to sync.
     let settle = match deleter {
         Deleter::KubeRetention
         | Deleter::KubeRetentionEventEach
-        | Deleter::KubeRetentionNoStamp => 3,
+        | Deleter::KubeRetentionNoStamp
+        | Deleter::KubeRetentionLedger => 3,
         Deleter::Peer | Deleter::PeerTuned => 10,
     };
     tokio::time::sleep(Duration::from_secs(settle)).await;
@@ -160,6 +169,13 @@ async fn run_scenario(
     jobs::wait_deleted(&deletions, scenario.jobs, limit).await?;
     watch.abort();
     settle_events(cluster, offset, &deleter.user(), &ns).await?;
+    // The ledger delivers beside the deletions: give it a moment to catch up.
+    if let Some(sink) = &sink {
+        let started = std::time::Instant::now();
+        while sink.announced() < scenario.jobs && started.elapsed() < Duration::from_secs(30) {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
     let peak_rss_kib = running.pid().and_then(rss_kib).map_or(0, |(peak, _)| peak);
     drop(running);
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -192,6 +208,7 @@ async fn run_scenario(
         requests: audited(cluster, offset, &deleter.user(), &ns)?,
         delays,
         peak_rss_kib,
+        announced: sink.as_ref().map(LedgerSink::announced),
     })
 }
 
@@ -209,6 +226,44 @@ pub async fn run(
     scenarios: &[Scenario],
     target: &Report<'_>,
 ) -> Result<()> {
+    let rows = rows(cluster, client, scenarios).await?;
+    let names: Vec<&str> = scenarios
+        .iter()
+        .map(|scenario| scenario.name.as_str())
+        .collect();
+    report::write_section(
+        target.file,
+        "controller",
+        &table::section(&rows, &names, target)?,
+    )?;
+    println!("written to {}", target.file.display());
+    Ok(())
+}
+
+/// Runs `scenario` with the ledger off and on (`--only ledger`) and writes the
+/// `controller-ledger` section.
+pub async fn run_ledger(
+    cluster: &LocalCluster,
+    client: &kube::Client,
+    scenario: Scenario,
+    target: &Report<'_>,
+) -> Result<()> {
+    let rows = rows(cluster, client, std::slice::from_ref(&scenario)).await?;
+    report::write_section(
+        target.file,
+        "controller-ledger",
+        &table::ledger_section(&rows),
+    )?;
+    println!("written to {}", target.file.display());
+    Ok(())
+}
+
+/// A row per scenario and deleter, each run fresh.
+async fn rows(
+    cluster: &LocalCluster,
+    client: &kube::Client,
+    scenarios: &[Scenario],
+) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     for (index, scenario) in scenarios.iter().enumerate() {
         for &deleter in &scenario.deleters {
@@ -224,15 +279,5 @@ pub async fn run(
             rows.push(row);
         }
     }
-    let names: Vec<&str> = scenarios
-        .iter()
-        .map(|scenario| scenario.name.as_str())
-        .collect();
-    report::write_section(
-        target.file,
-        "controller",
-        &table::section(&rows, &names, target)?,
-    )?;
-    println!("written to {}", target.file.display());
-    Ok(())
+    Ok(rows)
 }

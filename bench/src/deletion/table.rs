@@ -108,3 +108,33 @@ pub fn section(rows: &[Row], scenarios: &[&str], target: &Report<'_>) -> anyhow:
         rate = target.steady_rate,
     ))
 }
+
+/// The `controller-ledger` section: the steady scenario with the deletion ledger off and on.
+pub fn ledger_section(rows: &[Row]) -> String {
+    let announced: Vec<String> = rows
+        .iter()
+        .filter_map(|row| {
+            let announced = row.announced?;
+            Some(format!(
+                "{}: {announced} of {} deletions announced",
+                row.deleter.label(),
+                row.jobs
+            ))
+        })
+        .collect();
+    format!(
+        "## Controller: the deletion ledger's cost\n\n\
+         Measured with `make bench-controller BENCH_ARGS='--only ledger'` (the steady scenario of the\n\
+         controller section, run twice in the same run): kube-retention as shipped, and with\n\
+         `--ledger-sink` pointing at a local sink that acknowledges every CloudEvent at once\n\
+         (`bench/src/ledger_sink.rs`), so every deletion is also announced as\n\
+         `dev.retention.deleted`. The ledger's events go to the sink, not to the API server: the\n\
+         requests per deletion are the API server's, counted from its audit log as in the\n\
+         controller section. Not in the default run, which stays within ten minutes.\n\n\
+         | scenario | deleter | Jobs | budget | delay p50 (s) | p99 (s) | max (s) | deletions/s | requests/deletion | DELETE | GET | PATCH | Event | peak RSS (MiB) |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n{rows}\n\n\
+         {announced}.\n",
+        rows = rows.iter().map(row_text).collect::<Vec<_>>().join("\n"),
+        announced = announced.join("; "),
+    )
+}
