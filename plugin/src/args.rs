@@ -126,6 +126,11 @@ pub struct PruneArgs {
     /// Print the plan; delete nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Announce each deletion to this deletion-ledger sink (an http(s) URL) as the controller
+    /// does: a CloudEvent `dev.retention.deleted` with `reason: prune`. The command fails if
+    /// any is not delivered (the deletions stand).
+    #[arg(long, value_name = "URL")]
+    pub ledger_sink: Option<String>,
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
     pub output: Format,
 }

@@ -10,6 +10,7 @@ mod args;
 mod breaker;
 mod explain;
 mod kinds;
+mod ledger;
 mod model;
 mod output;
 mod prune;

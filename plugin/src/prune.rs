@@ -8,6 +8,7 @@ use jiff::Timestamp;
 use kube::Client;
 use kube::api::ApiResource;
 use kube_retention_common::kinds::{Registry, Resource};
+use kube_retention_common::ledger::Entry;
 use kube_retention_common::progress::Outcome;
 use kube_retention_prune::{Decision, Planned, Pruned, Pruner, Strategy, Target};
 
@@ -31,6 +32,7 @@ pub async fn run(client: Client, registry: &Registry, args: PruneArgs) -> Result
              kube-retention's rules for it"
         );
     }
+    let api_version = resource.api_version.clone();
     let mut target = Target::new(resource);
     if !args.scope.all_namespaces {
         let namespace = args
@@ -85,7 +87,39 @@ pub async fn run(client: Client, registry: &Registry, args: PruneArgs) -> Result
         let kept = result.plan.objects.len() - result.plan.to_prune().count();
         println!("{} {verb}, {kept} kept", rows.len());
     }
-    Ok(())
+    match (&args.ledger_sink, args.dry_run) {
+        (Some(sink), false) => {
+            let entries = ledger_entries(&result, &api_version, now);
+            crate::ledger::announce(sink, entries, crate::ledger::delivery()).await
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The ledger's entry for each object `result` deleted.
+fn ledger_entries(result: &Pruned, api_version: &str, now: Timestamp) -> Vec<Entry> {
+    result
+        .plan
+        .to_prune()
+        .filter(|planned| {
+            let key = format!("{}/{}", planned.namespace, planned.name);
+            result.deleted.contains(&key)
+        })
+        .map(|planned| Entry {
+            api_version: api_version.to_owned(),
+            kind: planned.kind.clone(),
+            namespace: planned.namespace.clone(),
+            name: planned.name.clone(),
+            uid: planned.uid.clone(),
+            reason: "prune".to_owned(),
+            decided_by: "kubectl retention prune".to_owned(),
+            setting: Some(why(&planned.decision)),
+            deadline: None,
+            time: now,
+            object: None,
+            object_truncated: false,
+        })
+        .collect()
 }
 
 /// The strategies the flags ask for, the controller's limits first.

@@ -10,6 +10,7 @@ use kube_retention_common::sink_policy::{FlagError, SinkPolicy};
 use tracing_subscriber::EnvFilter;
 
 pub mod discovery;
+pub mod sinks;
 pub mod supervise;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,9 +1,8 @@
 //! Where the controller sends CloudEvents — a Cleaner's `cloudEventSink`, a policy's `spec.sink`,
-//! the `--ledger-sink` — and the one way it does: the sink policy enforced at every connection
-//! ([`guard`], configured by [`policy`]), binary-mode HTTP with retries ([`Sender`]).
+//! the `--ledger-sink` — and the one way it does: `kube_retention_runtime::sinks` (the sink
+//! policy at every connection, delivery with retries), under the policy [`policy`] builds from
+//! the admin's flags and what only the controller knows.
 
-mod delivery;
-pub mod guard;
 pub mod policy;
 
-pub use delivery::{Delivery, Sender, Undelivered, event, request};
+pub use kube_retention_runtime::sinks::{Delivery, Sender, Undelivered, event, guard, request};

@@ -1,7 +1,8 @@
 //! `kubectl retention` found by the real kubectl on PATH, and the embeddable prune library's
 //! example operator, against the real cluster: [`explain`] and `upcoming` agree with the
 //! controller; a prune's dry run names exactly what the prune then deletes (the newest N kept,
-//! running and kept Jobs untouched), and the example's hook vetoes.
+//! running and kept Jobs untouched), which it announces to a deletion-ledger sink (the dry run
+//! announces nothing); and the example's hook vetoes.
 
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -131,6 +132,8 @@ async fn prune(ns: TestNamespace) -> Result<()> {
         Some(90),
     )
     .await?;
+    // The real prune announces its deletions to a deletion-ledger sink.
+    let ledger = crate::cleaners::sink::Sink::start().await?;
     let prune = |dry_run: bool| -> Result<Value> {
         let mut command = kubectl(&ns);
         command.args([
@@ -149,6 +152,7 @@ async fn prune(ns: TestNamespace) -> Result<()> {
         if dry_run {
             command.arg("--dry-run");
         }
+        command.args(["--ledger-sink", &ledger.url]);
         Ok(serde_json::from_str(&kube_retention_e2e::run(
             &mut command,
         )?)?)
@@ -191,6 +195,25 @@ async fn prune(ns: TestNamespace) -> Result<()> {
         .filter_map(|name| name.as_str()?.rsplit('/').next().map(str::to_owned))
         .collect();
     ensure!(deleted == expected, "pruned {done}, planned {expected:?}");
+    let received = ledger.received();
+    ensure!(
+        received.len() == expected.len(),
+        "{} announcements for {} deletions (the dry run announces none)",
+        received.len(),
+        expected.len()
+    );
+    let announced: BTreeSet<String> = received
+        .into_iter()
+        .filter(|received| {
+            received.headers.get("ce-type").map(String::as_str) == Some("dev.retention.deleted")
+                && received.body["reason"] == "prune"
+        })
+        .filter_map(|received| received.body["name"].as_str().map(str::to_owned))
+        .collect();
+    ensure!(
+        announced == expected,
+        "the ledger was told of {announced:?}, the prune deleted {expected:?}"
+    );
     let left: BTreeSet<String> = [
         "nightly-3",
         "nightly-4",
