@@ -75,6 +75,21 @@ struct Args {
 }
 
 impl Args {
+    /// The steady scenario, run by each of `deleters`.
+    fn steady(&self, deleters: Vec<Deleter>) -> Scenario {
+        Scenario {
+            name: format!("steady {} expiries/s", self.steady_rate),
+            jobs: self.steady_rate * self.steady_seconds,
+            budget: Some(self.steady_budget),
+            shape: Shape::Steady {
+                rate: self.steady_rate,
+                seconds: self.steady_seconds,
+                ttl: 10,
+            },
+            deleters,
+        }
+    }
+
     fn size(&self, given: Option<usize>, short: usize, full: usize) -> usize {
         given.unwrap_or(if self.full { full } else { short })
     }
@@ -161,21 +176,11 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
     let client = kube::Client::try_from(config)?;
     let scenarios = [
-        Scenario {
-            name: format!("steady {} expiries/s", args.steady_rate),
-            jobs: args.steady_rate * args.steady_seconds,
-            budget: Some(args.steady_budget),
-            shape: Shape::Steady {
-                rate: args.steady_rate,
-                seconds: args.steady_seconds,
-                ttl: 10,
-            },
-            deleters: vec![
-                Deleter::KubeRetention,
-                Deleter::KubeRetentionNoStamp,
-                Deleter::Peer,
-            ],
-        },
+        args.steady(vec![
+            Deleter::KubeRetention,
+            Deleter::KubeRetentionNoStamp,
+            Deleter::Peer,
+        ]),
         Scenario {
             name: "burst, budgeted".into(),
             jobs: args.budgeted_burst(),
@@ -208,17 +213,7 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
             root,
             steady_rate: args.steady_rate,
         };
-        let steady = Scenario {
-            name: format!("steady {} expiries/s", args.steady_rate),
-            jobs: args.steady_rate * args.steady_seconds,
-            budget: Some(args.steady_budget),
-            shape: Shape::Steady {
-                rate: args.steady_rate,
-                seconds: args.steady_seconds,
-                ttl: 10,
-            },
-            deleters: vec![Deleter::KubeRetention, Deleter::KubeRetentionLedger],
-        };
+        let steady = args.steady(vec![Deleter::KubeRetention, Deleter::KubeRetentionLedger]);
         return deletion::run_ledger(cluster, &client, steady, &target).await;
     }
     if runs(Part::Deletion) {

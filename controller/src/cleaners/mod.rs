@@ -4,9 +4,8 @@
 //!
 //! - [`book`]: Cleaners, their targets' objects and schedule; pure, clock-injected decisions.
 //! - [`targets`]: which objects a target selects; [`status`]: what a Cleaner reports.
-//! - [`act`]: the clean itself; [`helm`]: a release read from Helm's storage and uninstalled;
-//!   [`sink`]: the CloudEvent; [`guard`]: the sink policy where the controller connects;
-//!   [`sink_policy`]: the policy of the flags and of what the controller knows.
+//! - [`act`]: the clean itself, its CloudEvent sent through [`crate::sinks`]; [`helm`]: a
+//!   release read from Helm's storage and uninstalled.
 //! - [`run`]: the watches, timer and leadership wired to the book.
 
 pub mod act;
