@@ -109,7 +109,8 @@ impl LocalCluster {
     }
 
     /// Stops kube-apiserver (SIGTERM), compacts etcd up to its current revision when `compact`,
-    /// and starts the API server again, waiting until it is ready.
+    /// and starts the API server again, waiting until it is ready. The other components come
+    /// back on their own time: [`Self::wait_until_controllers_act`] waits for them.
     pub fn restart_apiserver(&self, compact: bool) -> Result<()> {
         let apiserver = process::tracked(&self.layout.state_dir, &["kube-apiserver"]).remove(0);
         apiserver.stop(Duration::from_secs(30))?;
@@ -122,6 +123,45 @@ impl LocalCluster {
             &mut self.apiserver_command(),
         )?;
         self.wait_until_ready(Duration::from_secs(90))
+    }
+
+    /// Waits until kube-controller-manager's controllers act on new objects again: a probe
+    /// namespace gets its `default` ServiceAccount. After the API server went away, their
+    /// watches reconnect on client-go's backoff (up to 30 s, plus as much again of jitter), so
+    /// a namespace created the moment the API server is ready may wait that long for it.
+    pub fn wait_until_controllers_act(&self, timeout: Duration) -> Result<()> {
+        let probe = format!(
+            "control-plane-probe-{}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.as_millis())
+        );
+        let run = |args: &[&str]| {
+            self.kubectl()
+                .args(args)
+                .output()
+                .is_ok_and(|output| output.status.success())
+        };
+        anyhow::ensure!(
+            run(&["create", "namespace", &probe]),
+            "creating the probe namespace {probe}"
+        );
+        let deadline = std::time::Instant::now() + timeout;
+        let acted = loop {
+            if run(&["get", "serviceaccount", "default", "-n", &probe]) {
+                break true;
+            }
+            if std::time::Instant::now() > deadline {
+                break false;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        };
+        run(&["delete", "namespace", &probe, "--wait=false"]);
+        anyhow::ensure!(
+            acted,
+            "kube-controller-manager made no default ServiceAccount in {probe} within {timeout:?}"
+        );
+        Ok(())
     }
 
     /// Moves etcd's revision on (a write outside the API server's keys) and compacts its history
