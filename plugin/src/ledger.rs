@@ -47,9 +47,7 @@ pub async fn announce(sink: &str, entries: Vec<Entry>, delivery: Delivery) -> Re
         {
             let (sender, sink, delivery) = (sender.clone(), sink.to_owned(), delivery.clone());
             running.spawn(async move {
-                let data = serde_json::to_value(&entry)?;
-                let id = format!("{}/{DELETED}", entry.uid);
-                let event = sinks::event(DELETED, &id, SOURCE, data)?;
+                let event = sinks::ledger_event(DELETED, SOURCE, &entry)?;
                 sender
                     .deliver(&sink, event, &delivery)
                     .await

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use cloudevents::{Event, EventBuilder, EventBuilderV10};
+use cloudevents::Event;
 use kube_retention_common::ledger::Entry;
 use kube_retention_runtime::supervise::{self, Supervised};
 use tokio::sync::{Semaphore, mpsc};
@@ -58,19 +58,10 @@ pub struct Announcement {
     pub event: Event,
 }
 
-/// The event of `event_type` carrying `entry`; `None` (logged) if it cannot be built.
+/// The event of `event_type` carrying `entry` ([`crate::sinks::ledger_event`]); `None`
+/// (logged) if it cannot be built.
 pub fn event(event_type: &str, entry: &Entry) -> Option<Event> {
-    let data = serde_json::to_value(entry).ok()?;
-    let id = format!("{}/{event_type}", entry.uid);
-    let subject = format!("{}/{}/{}", entry.kind, entry.namespace, entry.name);
-    EventBuilderV10::new()
-        .id(id)
-        .ty(event_type)
-        .source(SOURCE)
-        .subject(subject)
-        .time(chrono::Utc::now())
-        .data("application/json", data)
-        .build()
+    crate::sinks::ledger_event(event_type, SOURCE, entry)
         .inspect_err(|error| tracing::warn!(%error, "a ledger event could not be built"))
         .ok()
 }

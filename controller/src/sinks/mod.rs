@@ -5,4 +5,6 @@
 
 pub mod policy;
 
-pub use kube_retention_runtime::sinks::{Delivery, Sender, Undelivered, event, guard, request};
+pub use kube_retention_runtime::sinks::{
+    Delivery, Sender, Undelivered, event, guard, ledger_event, request,
+};

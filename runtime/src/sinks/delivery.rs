@@ -24,6 +24,7 @@ use hyper::body::Bytes;
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use kube_retention_common::ledger::Entry;
 use kube_retention_common::sink_policy::{Refusal, SinkPolicy};
 use serde_json::Value;
 use tokio::time::Instant;
@@ -67,6 +68,36 @@ pub fn event(
         .time(chrono::Utc::now())
         .data("application/json", data)
         .build()
+}
+
+/// The deletion ledger's event of `event_type` carrying `entry`, from `source`: its id is the
+/// object's uid and the type (`<uid>/<type>`), so a consumer can drop a repeat, and its subject
+/// `Kind/namespace/name`. The one shape of a ledger event, whoever sends it.
+pub fn ledger_event(
+    event_type: &str,
+    source: &str,
+    entry: &Entry,
+) -> Result<Event, LedgerEventError> {
+    let data = serde_json::to_value(entry)?;
+    let id = format!("{}/{event_type}", entry.uid);
+    let subject = format!("{}/{}/{}", entry.kind, entry.namespace, entry.name);
+    Ok(EventBuilderV10::new()
+        .id(id)
+        .ty(event_type)
+        .source(source)
+        .subject(subject)
+        .time(chrono::Utc::now())
+        .data("application/json", data)
+        .build()?)
+}
+
+/// Why a ledger event could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerEventError {
+    #[error("serializing the ledger entry: {0}")]
+    Entry(#[from] serde_json::Error),
+    #[error("building the CloudEvent: {0}")]
+    Event(#[from] EventBuilderError),
 }
 
 struct RequestBuilder(Option<http::request::Builder>);

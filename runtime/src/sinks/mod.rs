@@ -7,4 +7,4 @@
 mod delivery;
 pub mod guard;
 
-pub use delivery::{Delivery, Sender, Undelivered, event, request};
+pub use delivery::{Delivery, LedgerEventError, Sender, Undelivered, event, ledger_event, request};
