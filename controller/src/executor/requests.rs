@@ -211,7 +211,7 @@ async fn archive(
     let api = api(shared, key, resource);
     let archived = ledger
         .archiver
-        .archive(&api, &key.name, judged, sink, entry.clone())
+        .archive(&api, resource, &key.name, judged, sink, entry.clone())
         .await;
     match archived {
         Archived::Acknowledged => Ok(()),

@@ -14,10 +14,12 @@ use std::time::Duration;
 
 use kube::Api;
 use kube::api::DynamicObject;
+use kube_retention_common::kinds::Resource;
 use kube_retention_common::ledger::{DELETED, Entry};
 use tokio::sync::Semaphore;
 
 use crate::sinks::{Delivery, Sender};
+use crate::state::model_value;
 
 /// Archives under way at once.
 pub const IN_FLIGHT: usize = 16;
@@ -55,11 +57,12 @@ impl Archiver {
         }
     }
 
-    /// Reads `name` through `api` and, if it is still `uid` at `resource_version`, sends it to
-    /// `sink` within `entry`.
+    /// Reads `name` (of `resource`) through `api` and, if it is still `uid` at
+    /// `resource_version`, sends it to `sink` within `entry`.
     pub async fn archive(
         &self,
         api: &Api<DynamicObject>,
+        resource: &Resource,
         name: &str,
         (uid, resource_version): (&str, &str),
         sink: &str,
@@ -84,11 +87,7 @@ impl Archiver {
         if current != (uid, resource_version) {
             return Archived::Changed;
         }
-        let mut value = serde_json::to_value(&object).unwrap_or_default();
-        if let Some(map) = value.as_object_mut() {
-            map.insert("apiVersion".into(), entry.api_version.clone().into());
-            map.insert("kind".into(), entry.kind.clone().into());
-        }
+        let value = model_value(resource, &object).unwrap_or_default();
         let entry = entry.with_object(&value);
         let Some(event) = super::event(DELETED, &entry) else {
             return Archived::Failed("the event could not be built".into());
