@@ -172,35 +172,17 @@ fn harness(cluster_sink: Option<&str>, capacity: usize) -> (Harness, Ledger) {
 }
 
 fn ledgered(sink: Option<&str>, archive: bool) -> Action {
-    let Action::Delete {
-        key,
-        uid,
-        resource_version,
-        reason,
-        eligible_at,
-        event_target,
-        policy,
-        ..
-    } = deletion("team", "done")
-    else {
-        unreachable!()
-    };
-    Action::Delete {
-        key,
-        uid,
-        resource_version,
-        reason,
-        eligible_at,
-        event_target,
-        policy,
-        ledger: Some(Box::new(Ledgered {
+    let mut action = deletion("team", "done");
+    if let Action::Delete { ledger, .. } = &mut action {
+        *ledger = Some(Box::new(Ledgered {
             decided_by: "RetentionPolicy team/jobs".into(),
             setting: Some("ttlAfterSucceeded: 1h".into()),
             deadline: Some("2026-01-01T01:00:00Z".parse().unwrap()),
             sink: sink.map(Arc::from),
             archive,
-        })),
+        }));
     }
+    action
 }
 
 fn job(resource_version: &str) -> Value {

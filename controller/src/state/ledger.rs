@@ -4,10 +4,9 @@
 //! `spec.sink`). The executor adds what only it knows: the time, and with `archiveBeforeDelete`
 //! the object's final state.
 
-use std::sync::Arc;
-
 use kube_retention_common::kinds::Registry;
 use kube_retention_common::ledger::{self, Entry};
+use kube_retention_common::policies::Rules;
 use kube_retention_common::progress::Outcome;
 
 use jiff::Timestamp;
@@ -18,18 +17,19 @@ use super::policies::PolicyBook;
 use super::record::Record;
 use super::{EventTarget, Reason};
 
-/// The ledger's account of deleting `record` for `reason`; `sink` its policy's.
+/// The rules of the policy governing `record`, if one does (where its `spec.sink` is).
+pub(super) fn governing_rules<'a>(book: &'a PolicyBook, record: &Record) -> Option<&'a Rules> {
+    book.get(record.policy.as_ref()?)?.valid_rules()
+}
+
+/// The ledger's account of deleting `record` for `reason`, under its policy's `rules`.
 pub(super) fn deletion(
-    book: &PolicyBook,
+    rules: Option<&Rules>,
     record: &Record,
     reason: Reason,
     event_target: &EventTarget,
-    sink: Option<Arc<str>>,
 ) -> Ledgered {
-    let rules = record
-        .policy
-        .as_ref()
-        .and_then(|policy| book.get(policy)?.valid_rules());
+    let sink = rules.and_then(|rules| rules.sink.clone());
     let decided_by = match (&record.policy, reason) {
         (Some(policy), _) => policy.to_string(),
         (None, Reason::Ttl) => "its own settings".to_owned(),

@@ -216,7 +216,8 @@ impl Tracker {
             let notice = record.notice_action(kinds, &key, now);
             let limit_retry = notice.is_none();
             if notice.is_some() {
-                let sink = policy_sink(book, record);
+                let sink =
+                    ledger::governing_rules(book, record).and_then(|rules| rules.sink.clone());
                 if self.ledger || sink.is_some() {
                     let entry = ledger::expiring(kinds, &key, record, now);
                     actions.push(Action::Announce {
@@ -290,9 +291,9 @@ impl Tracker {
             return None;
         }
         let event_target = action::event_target(kinds, &self.groups, &key, record);
-        let sink = policy_sink(book, record);
-        let ledger = (self.ledger || sink.is_some())
-            .then(|| Box::new(ledger::deletion(book, record, reason, &event_target, sink)));
+        let rules = ledger::governing_rules(book, record);
+        let ledger = (self.ledger || rules.is_some_and(|rules| rules.sink.is_some()))
+            .then(|| Box::new(ledger::deletion(rules, record, reason, &event_target)));
         Some(Action::Delete {
             uid: record.uid.text(),
             resource_version: record.resource_version.clone(),
@@ -307,10 +308,4 @@ impl Tracker {
             key,
         })
     }
-}
-
-/// The `spec.sink` of the policy governing `record`, if it has one.
-fn policy_sink(book: &PolicyBook, record: &Record) -> Option<std::sync::Arc<str>> {
-    let policy = record.policy.as_ref()?;
-    book.get(policy)?.valid_rules()?.sink.clone()
 }
