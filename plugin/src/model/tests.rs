@@ -35,6 +35,14 @@ fn policies(policy: Option<(&str, Value)>) -> Policies {
     policies
 }
 
+/// A Job in team-a that failed at 11:00, with `annotations`.
+fn failed_job(annotations: Value) -> Value {
+    json!({"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "j", "namespace": "team-a", "annotations": annotations},
+           "status": {"conditions": [{"type": "Failed", "status": "True",
+                      "lastTransitionTime": "2026-06-01T11:00:00Z"}]}})
+}
+
 fn buildrun(annotations: Value, spec: Value, status: Value) -> Value {
     json!({"apiVersion": "shipwright.io/v1beta1", "kind": "BuildRun",
            "metadata": {"name": "run", "namespace": "team-a", "annotations": annotations,
@@ -78,17 +86,11 @@ fn says_a_policy_field_as_its_spec_writes_it() {
 
 #[test]
 fn says_an_object_is_on_hold_while_the_policys_hold_while_is_true() {
-    let job = |annotations: Value| {
-        json!({"apiVersion": "batch/v1", "kind": "Job",
-               "metadata": {"name": "j", "namespace": "team-a", "annotations": annotations},
-               "status": {"conditions": [{"type": "Failed", "status": "True",
-                          "lastTransitionTime": "2026-06-01T11:00:00Z"}]}})
-    };
     let spec = json!({"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
                       "ttlAfterFailed": "10m",
                       "holdWhile": "!has(object.metadata.annotations.archived)"});
     let policies = policies(Some(("jobs", spec)));
-    let held = explained(job(json!({})), &policies);
+    let held = explained(failed_job(json!({})), &policies);
     assert!(held.on_hold);
     assert_eq!(held.deadline, Some("2026-06-01T11:10:00Z".parse().unwrap()));
     assert_eq!(
@@ -99,7 +101,7 @@ fn says_an_object_is_on_hold_while_the_policys_hold_while_is_true() {
              its deadline or not"
         )
     );
-    let archived = explained(job(json!({"archived": "yes"})), &policies);
+    let archived = explained(failed_job(json!({"archived": "yes"})), &policies);
     assert!(!archived.on_hold);
     assert_eq!(archived.note, None);
 }
@@ -152,16 +154,10 @@ fn judges_with_the_controllers_kinds_leaving_a_disabled_kind_alone() {
 
 #[test]
 fn says_a_snooze_and_when_the_notice_goes() {
-    let job = |annotations: Value| {
-        json!({"apiVersion": "batch/v1", "kind": "Job",
-               "metadata": {"name": "j", "namespace": "team-a", "annotations": annotations},
-               "status": {"conditions": [{"type": "Failed", "status": "True",
-                          "lastTransitionTime": "2026-06-01T11:00:00Z"}]}})
-    };
     let spec = json!({"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
                       "ttlAfterFailed": "2h", "notifyBefore": "30m"});
     let policies = policies(Some(("jobs", spec)));
-    let plain = explained(job(json!({})), &policies);
+    let plain = explained(failed_job(json!({})), &policies);
     assert_eq!(
         plain.deadline,
         Some("2026-06-01T13:00:00Z".parse().unwrap())
@@ -176,7 +172,7 @@ fn says_a_snooze_and_when_the_notice_goes() {
         Some("notice at 2026-06-01T12:30:00Z, 30m0s ahead")
     );
     let snoozed = explained(
-        job(json!({"retention.dev/snoozed-until": "2026-06-02T00:00:00Z"})),
+        failed_job(json!({"retention.dev/snoozed-until": "2026-06-02T00:00:00Z"})),
         &policies,
     );
     assert_eq!(
