@@ -84,18 +84,13 @@ async fn policy_for(sink: &str) -> Result<SinkPolicy> {
         .host()
         .with_context(|| format!("--ledger-sink {sink:?} names no host"))?;
     let bare = host.trim_start_matches('[').trim_end_matches(']');
-    let mut allow = Vec::new();
-    match bare.parse::<std::net::IpAddr>() {
-        Ok(address) => allow.push(address.to_string()),
-        Err(_) => {
-            allow.push(bare.to_owned());
-            let port = uri.port_u16().unwrap_or(443);
-            let resolved = tokio::net::lookup_host((bare, port))
-                .await
-                .with_context(|| format!("resolving --ledger-sink's host {bare}"))?;
-            allow.extend(resolved.map(|address| address.ip().to_string()));
-        }
-    }
+    let addresses = sinks::addresses_of(&uri)
+        .await
+        .with_context(|| format!("--ledger-sink {sink:?} names no host"))?
+        .with_context(|| format!("resolving --ledger-sink's host {bare}"))?;
+    // The name (an address allows itself) and the addresses it stands for now.
+    let mut allow = vec![bare.to_owned()];
+    allow.extend(addresses.iter().map(ToString::to_string));
     let schemes = DEFAULT_SCHEMES.map(str::to_owned);
     Ok(SinkPolicy::from_flags(&schemes, &allow, &[])?)
 }

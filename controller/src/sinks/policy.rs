@@ -27,24 +27,13 @@ pub async fn sink_policy(args: &Args, cluster_url: &Uri) -> Result<SinkPolicy> {
 /// The API server's address in `url`, or those its name resolves to now. A name that does not
 /// resolve is logged, not fatal: the client reaching the API server will say more.
 pub async fn api_server_addresses(url: &Uri) -> Vec<IpAddr> {
-    let Some(host) = url.host() else {
-        return Vec::new();
-    };
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    if let Ok(address) = bare.parse::<IpAddr>() {
-        return vec![address];
-    }
-    let port = url.port_u16().unwrap_or(443);
-    match tokio::net::lookup_host((bare, port)).await {
-        Ok(resolved) => {
-            let mut addresses: Vec<IpAddr> = resolved.map(|address| address.ip()).collect();
-            addresses.sort();
-            addresses.dedup();
-            addresses
-        }
-        Err(error) => {
+    match kube_retention_runtime::sinks::addresses_of(url).await {
+        Some(Ok(addresses)) => addresses,
+        Some(Err(error)) => {
+            let host = url.host().unwrap_or_default();
             tracing::warn!(%error, host, "resolving the API server's name for the sink policy: its addresses are not denied");
             Vec::new()
         }
+        None => Vec::new(),
     }
 }

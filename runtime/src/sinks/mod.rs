@@ -8,3 +8,20 @@ mod delivery;
 pub mod guard;
 
 pub use delivery::{Delivery, LedgerEventError, Sender, Undelivered, event, ledger_event, request};
+
+/// The addresses `url`'s host stands for now: the address itself, or those its name resolves to
+/// (sorted, without repeats). `None` where the URL names no host.
+pub async fn addresses_of(url: &http::Uri) -> Option<std::io::Result<Vec<std::net::IpAddr>>> {
+    let host = url.host()?;
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(address) = bare.parse::<std::net::IpAddr>() {
+        return Some(Ok(vec![address]));
+    }
+    let port = url.port_u16().unwrap_or(443);
+    Some(tokio::net::lookup_host((bare, port)).await.map(|resolved| {
+        let mut addresses: Vec<std::net::IpAddr> = resolved.map(|address| address.ip()).collect();
+        addresses.sort();
+        addresses.dedup();
+        addresses
+    }))
+}
