@@ -52,7 +52,7 @@ pub async fn mass_deletion_waits_for_approval(ns: TestNamespace) -> Result<()> {
         .buffer_unordered(8)
         .try_collect::<Vec<()>>()
         .await?;
-    eventually(
+    let accepted = eventually(
         Duration::from_secs(30),
         "the first generation, deleting nothing at once, is accepted",
         || async {
@@ -60,7 +60,11 @@ pub async fn mass_deletion_waits_for_approval(ns: TestNamespace) -> Result<()> {
             Ok(ready(&status).1 == "Active" && status["acceptedGeneration"] == 1)
         },
     )
-    .await?;
+    .await;
+    if let Err(error) = accepted {
+        let status = status(&ns, false, "guarded").await?;
+        anyhow::bail!("{error:#}; the policy's status: {status}");
+    }
 
     // A day cut to a second: all 150 are due at once, above the controller's 100.
     apply(&ns, &policy(&ns, "1s"))?;
