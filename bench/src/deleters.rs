@@ -1,7 +1,9 @@
-//! The two deleters the controller benchmark compares, started fresh for every scenario so each
+//! The deleters the controller benchmark compares, started fresh for every scenario so each
 //! peak RSS belongs to one scenario: kube-retention's controller (release build, its own
-//! ServiceAccount) and kube-controller-manager running only `ttl-after-finished-controller`
-//! under a client identity of its own, so the audit log tells their requests apart.
+//! ServiceAccount), kube-controller-manager running only `ttl-after-finished-controller` under a
+//! client identity of its own, so the audit log tells their requests apart, and the ceiling
+//! (`ceiling-deleter`, an identity of its own too): what the API server accepts from a deleter
+//! with no logic.
 
 use std::process::Command;
 use std::time::Duration;
@@ -16,6 +18,11 @@ use kube_retention_e2e::process::{self, Tracked};
 /// The peer's client identity (a client certificate's common name).
 pub const PEER_USER: &str = "ttl-after-finished-peer";
 const PEER: &str = "ttl-after-finished-peer";
+/// The ceiling's client identity, and its process's name.
+pub const CEILING_USER: &str = "ceiling-deleter";
+/// DELETEs the ceiling keeps in flight: four times kube-retention's default `--concurrency`, so
+/// that the API server, not the ceiling, sets the pace.
+pub const CEILING_CONCURRENCY: usize = 64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Deleter {
@@ -31,6 +38,9 @@ pub enum Deleter {
     Peer,
     /// The same with [`TUNED_WORKERS`] workers (`--concurrent-ttl-after-finished-syncs`).
     PeerTuned,
+    /// `ceiling-deleter`: lists the Jobs before their expiry, then sends each one DELETE with
+    /// preconditions at the expiry, [`CEILING_CONCURRENCY`] in flight ([`start_ceiling`]).
+    Ceiling,
 }
 
 /// The tuned peer's workers.
@@ -47,6 +57,7 @@ impl Deleter {
             Self::PeerTuned => {
                 format!("kube-controller-manager ttl-after-finished, {TUNED_WORKERS} workers")
             }
+            Self::Ceiling => "ceiling: a DELETE each, no logic".into(),
         }
     }
 
@@ -59,19 +70,34 @@ impl Deleter {
             Self::KubeRetentionLedger => "kr-ledger",
             Self::Peer => "peer",
             Self::PeerTuned => "peer-tuned",
+            Self::Ceiling => "ceiling",
         }
     }
 
     pub fn user(self) -> String {
-        match self {
-            Self::KubeRetention
-            | Self::KubeRetentionEventEach
-            | Self::KubeRetentionNoStamp
-            | Self::KubeRetentionLedger => {
-                LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT)
-            }
-            Self::Peer | Self::PeerTuned => PEER_USER.to_owned(),
+        if self.is_kube_retention() {
+            LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT)
+        } else if self.is_peer() {
+            PEER_USER.to_owned()
+        } else {
+            CEILING_USER.to_owned()
         }
+    }
+
+    /// kube-retention's controller, with whatever flags.
+    pub fn is_kube_retention(self) -> bool {
+        matches!(
+            self,
+            Self::KubeRetention
+                | Self::KubeRetentionEventEach
+                | Self::KubeRetentionNoStamp
+                | Self::KubeRetentionLedger
+        )
+    }
+
+    /// kube-controller-manager's TTL controller, with whatever workers.
+    pub fn is_peer(self) -> bool {
+        matches!(self, Self::Peer | Self::PeerTuned)
     }
 }
 
@@ -101,16 +127,22 @@ impl Drop for Running {
     }
 }
 
-/// Writes the peer's kubeconfig: a client certificate from the cluster CA, in system:masters.
+/// Writes the peer's and the ceiling's kubeconfigs: each a client certificate from the cluster
+/// CA, in system:masters.
 pub fn write_peer_kubeconfig(cluster: &LocalCluster) -> Result<()> {
+    write_kubeconfig(cluster, PEER_USER, "peer.kubeconfig")?;
+    write_kubeconfig(cluster, CEILING_USER, "ceiling.kubeconfig")
+}
+
+fn write_kubeconfig(cluster: &LocalCluster, user: &str, file: &str) -> Result<()> {
     let layout = &cluster.layout;
     let ca = kube_retention_certs::CertificateAuthority::from_pem(
         &std::fs::read_to_string(layout.state("pki/ca.crt"))?,
         &std::fs::read_to_string(layout.state("pki/ca.key"))?,
     )?;
-    let client = ca.issue_client(PEER_USER, &["system:masters"], time::Duration::days(1))?;
+    let client = ca.issue_client(user, &["system:masters"], time::Duration::days(1))?;
     kubeconfig::write(
-        &layout.state("peer.kubeconfig"),
+        &layout.state(file),
         &cluster.server(),
         &ca.certified().cert_pem,
         Credentials::ClientCertificate {
@@ -152,35 +184,15 @@ pub fn start_with(
     work: Work,
     extra: &[String],
 ) -> Result<Running> {
-    let peer = matches!(deleter, Deleter::Peer | Deleter::PeerTuned);
-    let replaced_controller_manager = (peer && work == Work::Deleting).then(|| cluster.clone());
+    let replaced_controller_manager =
+        (deleter.is_peer() && work == Work::Deleting).then(|| cluster.clone());
     let mut controllers = vec!["ttl-after-finished-controller"];
     if replaced_controller_manager.is_some() {
         controllers.push("garbage-collector-controller");
         cluster.stop_controller_manager()?;
     }
     let tracked = match deleter {
-        Deleter::KubeRetention
-        | Deleter::KubeRetentionEventEach
-        | Deleter::KubeRetentionNoStamp
-        | Deleter::KubeRetentionLedger => {
-            let mut flags = vec![
-                format!("--qps={}", budget.unwrap_or(0)),
-                "--leader-election=false".into(),
-                // Deleting as fast as asked is what is measured; the breaker would stop it.
-                "--circuit-breaker-deletions=0".into(),
-            ];
-            if deleter == Deleter::KubeRetentionEventEach {
-                flags.push("--event-window=0s".into());
-            }
-            if deleter == Deleter::KubeRetentionNoStamp {
-                flags.push("--stamp=never".into());
-            }
-            flags.extend(extra.iter().cloned());
-            let tracked = components::start_controller(cluster, CONTROLLER, metrics_port, &flags)?;
-            components::wait_for_controller(cluster, metrics_port, Duration::from_secs(120))?;
-            tracked
-        }
+        Deleter::Ceiling => anyhow::bail!("the ceiling starts knowing its expiry: start_ceiling"),
         Deleter::Peer | Deleter::PeerTuned => {
             // client-go's limiter: qps with an equal burst, like governor's per-second quota.
             let qps = budget.unwrap_or(1_000_000);
@@ -205,9 +217,55 @@ pub fn start_with(
             )
             .context("starting the peer kube-controller-manager")?
         }
+        _ => {
+            let mut flags = vec![
+                format!("--qps={}", budget.unwrap_or(0)),
+                "--leader-election=false".into(),
+                // Deleting as fast as asked is what is measured; the breaker would stop it.
+                "--circuit-breaker-deletions=0".into(),
+            ];
+            if deleter == Deleter::KubeRetentionEventEach {
+                flags.push("--event-window=0s".into());
+            }
+            if deleter == Deleter::KubeRetentionNoStamp {
+                flags.push("--stamp=never".into());
+            }
+            flags.extend(extra.iter().cloned());
+            let tracked = components::start_controller(cluster, CONTROLLER, metrics_port, &flags)?;
+            // Ready once every kind is listed: minutes at a million Jobs.
+            components::wait_for_controller(cluster, metrics_port, Duration::from_secs(900))?;
+            tracked
+        }
     };
     Ok(Running {
         tracked,
         replaced_controller_manager,
+    })
+}
+
+/// Starts the ceiling against the Jobs of `namespace`, to delete them all at `at`. Its binary is
+/// built beside the benchmark's.
+pub fn start_ceiling(
+    cluster: &LocalCluster,
+    namespace: &str,
+    at: jiff::Timestamp,
+) -> Result<Running> {
+    let binary = std::env::current_exe()?.with_file_name(CEILING_USER);
+    let tracked = process::spawn(
+        &cluster.layout.state_dir,
+        CEILING_USER,
+        Command::new(&binary)
+            .arg(format!(
+                "--kubeconfig={}",
+                cluster.layout.state("ceiling.kubeconfig").display()
+            ))
+            .arg(format!("--namespace={namespace}"))
+            .arg(format!("--at={at}"))
+            .arg(format!("--concurrency={CEILING_CONCURRENCY}")),
+    )
+    .with_context(|| format!("starting {}", binary.display()))?;
+    Ok(Running {
+        tracked,
+        replaced_controller_manager: None,
     })
 }

@@ -3,8 +3,9 @@
 //! client request budget. Deletion delay p50/p99/max, deletions per second, API requests per
 //! deletion (from the audit log), peak RSS ([`deletion`]); the cost of finding objects the webhook
 //! never saw; policies at scale; memory with many tracked Jobs ([`memory`]); a cold restart with
-//! many tracked and some overdue ([`restart`]). Results go into
-//! docs/benchmarks.md. The default takes about ten minutes; `--full` is the long form.
+//! many tracked and some overdue ([`restart`]); in the unlimited burst, the ceiling a deleter with
+//! no logic reaches. Results go into docs/benchmarks.md. The default takes about ten minutes;
+//! `--full` is the long form; `--huge` measures a million Jobs alone ([`envelope`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use anyhow::Result;
 use clap::Parser;
 use kube_retention_bench::deleters::{self, Deleter};
 use kube_retention_bench::deletion::{self, Scenario, Shape};
-use kube_retention_bench::{discovery, memory, metrics_port, policies, report, restart};
+use kube_retention_bench::{discovery, envelope, memory, metrics_port, policies, report, restart};
 use kube_retention_e2e::components::CONTROLLER;
 use kube_retention_e2e::process::tracked;
 use kube_retention_e2e::{Layout, LocalCluster};
@@ -72,6 +73,16 @@ struct Args {
     /// default finishes in about ten minutes.
     #[arg(long)]
     full: bool,
+    /// Only the envelope at scale (about an hour and a half): `--huge-jobs` Jobs, what each
+    /// deleter and the control plane hold, and a cold start with a tenth of them overdue.
+    #[arg(long)]
+    huge: bool,
+    /// The Jobs of `--huge`.
+    #[arg(long, default_value_t = 1_000_000)]
+    huge_jobs: usize,
+    /// The request budget of `--huge`'s cold starts, requests per second.
+    #[arg(long, default_value_t = 500)]
+    huge_budget: u32,
 }
 
 impl Args {
@@ -202,10 +213,24 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
                 Deleter::KubeRetentionEventEach,
                 Deleter::Peer,
                 Deleter::PeerTuned,
+                Deleter::Ceiling,
             ],
         },
     ];
     let runs = |part: Part| args.only.is_none_or(|only| only == part);
+    if args.huge {
+        let _timer = Timer::new("envelope at scale");
+        let size = envelope::Size {
+            jobs: args.huge_jobs,
+            budget: args.huge_budget,
+        };
+        let figures = envelope::measure(cluster, &client, size).await?;
+        return report::write_section(
+            &root.join(&args.report),
+            "envelope-scale",
+            &envelope::section(&figures),
+        );
+    }
     if args.only == Some(Part::Ledger) {
         let _timer = Timer::new("ledger");
         let target = deletion::Report {

@@ -113,22 +113,23 @@ async fn run_scenario(
         Deleter::KubeRetentionLedger => Some(LedgerSink::start().await?),
         _ => None,
     };
-    let running = deleters::start_with(
-        cluster,
-        deleter,
-        scenario.budget,
-        metrics_port()?,
-        Work::Deleting,
-        &sink.as_ref().map(LedgerSink::flags).unwrap_or_default(),
-    )?;
+    // The ceiling starts once the Jobs have finished, knowing when they expire.
+    let mut running = match deleter {
+        Deleter::Ceiling => None,
+        _ => Some(deleters::start_with(
+            cluster,
+            deleter,
+            scenario.budget,
+            metrics_port()?,
+            Work::Deleting,
+            &sink.as_ref().map(LedgerSink::flags).unwrap_or_default(),
+        )?),
+    };
     // kube-retention's start waited until it had listed; the peer gets time for its informers
     // and its garbage collector's graph to sync.
     let settle = match deleter {
-        Deleter::KubeRetention
-        | Deleter::KubeRetentionEventEach
-        | Deleter::KubeRetentionNoStamp
-        | Deleter::KubeRetentionLedger => 3,
         Deleter::Peer | Deleter::PeerTuned => 10,
+        _ => 3,
     };
     tokio::time::sleep(Duration::from_secs(settle)).await;
     let ttl = match scenario.shape {
@@ -152,6 +153,12 @@ async fn run_scenario(
                 );
             }
             expiries.fill(expiry);
+            if deleter == Deleter::Ceiling {
+                running = Some(deleters::start_ceiling(cluster, &ns, expiry)?);
+            }
+        }
+        Shape::Steady { .. } if deleter == Deleter::Ceiling => {
+            bail!("the ceiling deletes a burst: it has no schedule to keep")
         }
         Shape::Steady { rate, seconds, ttl } => {
             for second in 0..seconds {
@@ -176,7 +183,11 @@ async fn run_scenario(
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
-    let peak_rss_kib = running.pid().and_then(rss_kib).map_or(0, |(peak, _)| peak);
+    let peak_rss_kib = running
+        .as_ref()
+        .and_then(deleters::Running::pid)
+        .and_then(rss_kib)
+        .map_or(0, |(peak, _)| peak);
     drop(running);
     tokio::time::sleep(Duration::from_secs(1)).await;
     let seen = deletions
@@ -236,6 +247,9 @@ pub async fn run(
         "controller",
         &table::section(&rows, &names, target)?,
     )?;
+    if let Some(ceiling) = table::ceiling_section(&rows) {
+        report::write_section(target.file, "envelope-ceiling", &ceiling)?;
+    }
     println!("written to {}", target.file.display());
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! The `controller` section of docs/benchmarks.md: a row per deletion run, the ratios against the
-//! better peer, and how both deleters were run.
+//! better peer, and how both deleters were run; and the `envelope-ceiling` section: the same
+//! runs against the ceiling's.
 
 use super::{Report, Row};
 use crate::deleters::Deleter;
@@ -51,7 +52,7 @@ fn ratios(rows: &[Row], scenarios: &[&str]) -> Vec<String> {
         let best_peer = rows
             .iter()
             .filter(of)
-            .filter(|row| matches!(row.deleter, Deleter::Peer | Deleter::PeerTuned))
+            .filter(|row| row.deleter.is_peer())
             .max_by(|a, b| a.rate.total_cmp(&b.rate));
         if let (Some(ours), Some(peer)) = (ours, best_peer) {
             ratios.push(format!(
@@ -89,7 +90,8 @@ pub fn section(rows: &[Row], scenarios: &[&str], target: &Report<'_>) -> anyhow:
          Events were aggregated per parent, or per kind in a namespace, over 5 s). In the steady\n\
          scenario it also runs with `--stamp=never`, which writes no `expires-at` stamp: one request\n\
          per deletion, the DELETE, against the default `--stamp=finished`'s stamp PATCH per Job that\n\
-         finishes after admission. Every Job carries\n\
+         finishes after admission. The unlimited burst also runs the ceiling, a deleter with no\n\
+         logic (the Envelope section). Every Job carries\n\
          both `retention.dev/ttl-after-finished` and `ttlSecondsAfterFinished`; the benchmark finishes\n\
          Jobs through the status subresource and times each deletion from its expiry to the watch\n\
          event. Requests are counted per client from the API server's audit log\n\
@@ -137,4 +139,52 @@ pub fn ledger_section(rows: &[Row]) -> String {
         rows = rows.iter().map(row_text).collect::<Vec<_>>().join("\n"),
         announced = announced.join("; "),
     )
+}
+
+/// The `envelope-ceiling` section, when a scenario ran the ceiling: each kube-retention row of
+/// that scenario against it.
+pub fn ceiling_section(rows: &[Row]) -> Option<String> {
+    let ceiling = rows.iter().find(|row| row.deleter == Deleter::Ceiling)?;
+    let lines: Vec<String> = rows
+        .iter()
+        .filter(|row| row.scenario == ceiling.scenario)
+        .filter(|row| row.deleter.is_kube_retention() || row.deleter == Deleter::Ceiling)
+        .map(|row| {
+            let total: usize = row.requests.values().sum();
+            format!(
+                "| {} | {:.1} | {:.2} | {:.3} | {:.3} | {:.2} | {:.1} |",
+                row.deleter.label(),
+                row.rate,
+                row.rate / ceiling.rate,
+                percentile(&row.delays, 50.0),
+                percentile(&row.delays, 99.0),
+                total as f64 / row.jobs as f64,
+                mib(row.peak_rss_kib),
+            )
+        })
+        .collect();
+    let ours = rows
+        .iter()
+        .find(|row| row.scenario == ceiling.scenario && row.deleter == Deleter::KubeRetention)?;
+    Some(format!(
+        "### The API server's ceiling\n\n\
+         Measured with `make bench-controller` in the same run as the controller section's\n\
+         \"{scenario}\" ({jobs} Jobs finishing together, no request budget), on the same cluster and\n\
+         Jobs of the same shape: kube-retention's controller ({build}) against\n\
+         `ceiling-deleter` (`bench/src/bin/ceiling-deleter.rs`), a deleter with no logic. Once the\n\
+         Jobs have finished it lists them (metadata only), and at their expiry it sends each one\n\
+         DELETE with uid and resourceVersion preconditions, {concurrency} in flight, reading no\n\
+         answer beyond its status: it judges, queues, budgets and records nothing. Its\n\
+         requests per deletion include its list. Deletions per second count from the expiry to\n\
+         the last deletion the benchmark's watch sees.\n\n\
+         | deleter | deletions/s | of the ceiling | delay p50 (s) | p99 (s) | requests/deletion | peak RSS (MiB) |\n\
+         | --- | --- | --- | --- | --- | --- | --- |\n{lines}\n\n\
+         kube-retention deleted at **{ratio:.2}×** the ceiling's pace. Goal: ≥ 0.9×.\n",
+        scenario = ceiling.scenario,
+        jobs = ceiling.jobs,
+        build = crate::measured_build(),
+        concurrency = crate::deleters::CEILING_CONCURRENCY,
+        lines = lines.join("\n"),
+        ratio = ours.rate / ceiling.rate,
+    ))
 }
