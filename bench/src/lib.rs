@@ -7,6 +7,7 @@ pub mod deleters;
 pub mod deletion;
 pub mod differential;
 pub mod discovery;
+pub mod envelope;
 pub mod jobs;
 pub mod ledger_sink;
 pub mod load;

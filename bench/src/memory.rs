@@ -18,6 +18,8 @@ pub struct Reading {
     pub jobs: usize,
     pub rss_kib: u64,
     pub peak_kib: u64,
+    /// Seconds from its start until kube-retention's /readyz answered 200 (every kind listed).
+    pub listed: Option<f64>,
 }
 
 /// Time to list and settle: 20 s, and a second more per 10,000 Jobs.
@@ -39,27 +41,38 @@ pub async fn measure(
         jobs::create_range(client, NAMESPACE, created..size.max(created), 86_400).await?;
         created = created.max(size);
         for deleter in [Deleter::KubeRetention, Deleter::Peer] {
-            let running = deleters::start(cluster, deleter, None, metrics_port()?, Work::Tracking)?;
-            // Listed (kube-retention's /readyz waited for that) and settled; the peer has no
-            // readiness to wait for, so both get time in proportion to the Jobs to list.
-            tokio::time::sleep(settle(size)).await;
-            let (peak, current) = running.pid().and_then(rss_kib).context("deleter RSS")?;
-            println!(
-                "{}: {:.1} MiB RSS ({:.1} MiB peak) with {size} Jobs",
-                deleter.label(),
-                mib(current),
-                mib(peak)
-            );
-            readings.push(Reading {
-                deleter,
-                jobs: size,
-                rss_kib: current,
-                peak_kib: peak,
-            });
+            readings.push(read(cluster, deleter, size).await?);
         }
     }
     crate::remove_namespace(cluster, NAMESPACE)?;
     Ok(readings)
+}
+
+/// `deleter` started fresh against the `jobs` Jobs that exist, tracking them: its RSS once it
+/// has listed them and settled, and its peak.
+pub async fn read(cluster: &LocalCluster, deleter: Deleter, jobs: usize) -> Result<Reading> {
+    let started = std::time::Instant::now();
+    let running = deleters::start(cluster, deleter, None, metrics_port()?, Work::Tracking)?;
+    let listed = deleter
+        .is_kube_retention()
+        .then(|| started.elapsed().as_secs_f64());
+    // Listed (kube-retention's /readyz waited for that) and settled; the peer has no
+    // readiness to wait for, so both get time in proportion to the Jobs to list.
+    tokio::time::sleep(settle(jobs)).await;
+    let (peak, current) = running.pid().and_then(rss_kib).context("deleter RSS")?;
+    println!(
+        "{}: {:.1} MiB RSS ({:.1} MiB peak) with {jobs} Jobs",
+        deleter.label(),
+        mib(current),
+        mib(peak)
+    );
+    Ok(Reading {
+        deleter,
+        jobs,
+        rss_kib: current,
+        peak_kib: peak,
+        listed,
+    })
 }
 
 /// The `controller-memory` section.

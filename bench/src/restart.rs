@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use jiff::{SignedDuration, Timestamp};
 use kube_retention_e2e::LocalCluster;
 
@@ -57,24 +57,88 @@ pub async fn measure(cluster: &LocalCluster, client: &kube::Client, size: Size) 
     namespace(client, NAMESPACE).await?;
     println!("creating {} Jobs to track", size.tracked);
     jobs::create(client, NAMESPACE, size.tracked, TTL_SECONDS).await?;
+    let limit = Duration::from_secs(120) + Duration::from_secs_f64(2.0 * size.at_budget_pace());
+    let start = cold_start(
+        cluster,
+        client,
+        NAMESPACE,
+        size.overdue(),
+        Deleter::KubeRetention,
+        size.budget,
+        limit,
+    )
+    .await?;
+    crate::remove_namespace(cluster, NAMESPACE)?;
+    let (Some(first_deletion), Some(last_deletion), Some(listed)) =
+        (start.first_deletion, start.last_deletion, start.listed)
+    else {
+        anyhow::bail!("the restart deleted nothing");
+    };
+    anyhow::ensure!(
+        start.deleted == size.due,
+        "{} of {} overdue Jobs deleted within {limit:?}",
+        start.deleted,
+        size.due
+    );
+    Ok(Figures {
+        first_deletion,
+        listed,
+        last_deletion,
+        peak_rss_kib: start.peak_rss_kib,
+        size,
+    })
+}
+
+/// What a cold start against overdue Jobs showed, in seconds from the deleter's start.
+pub struct ColdStart {
+    pub first_deletion: Option<f64>,
+    /// When kube-retention's /readyz first answered 200; the peer says nothing of it.
+    pub listed: Option<f64>,
+    pub last_deletion: Option<f64>,
+    /// Of the overdue Jobs, those deleted within the limit.
+    pub deleted: usize,
+    pub peak_rss_kib: u64,
+    pub rss_kib: u64,
+    /// Whether the deleter was still running at the end (not killed, not crashed).
+    pub alive: bool,
+}
+
+/// Finishes the Jobs `overdue` of `namespace` twice their TTL ago, then starts `deleter` cold
+/// with `budget` requests per second and waits up to `limit` for them to be deleted. The
+/// deleter's memory is read at the end, before it is stopped.
+pub async fn cold_start(
+    cluster: &LocalCluster,
+    client: &kube::Client,
+    namespace: &str,
+    overdue: impl Iterator<Item = usize>,
+    deleter: Deleter,
+    budget: u32,
+    limit: Duration,
+) -> Result<ColdStart> {
+    let overdue: Vec<usize> = overdue.collect();
     let finished = Timestamp::now() - SignedDuration::from_secs(2 * i64::from(TTL_SECONDS));
-    println!("finishing {} of them, overdue", size.due);
-    jobs::finish(client, NAMESPACE, size.overdue(), finished).await?;
-    let (deletions, watch) = jobs::watch_deletions(client, NAMESPACE).await?;
+    println!("finishing {} Jobs, overdue", overdue.len());
+    jobs::finish(client, namespace, overdue.iter().copied(), finished).await?;
+    let (deletions, watch) = jobs::watch_deletions(client, namespace).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
+    println!("starting {} cold", deleter.label());
     let start = Timestamp::now();
     let running = deleters::start(
         cluster,
-        Deleter::KubeRetention,
-        Some(size.budget),
+        deleter,
+        Some(budget),
         metrics_port()?,
         Work::Deleting,
     )?;
-    let listed = since(start, Timestamp::now());
-    let limit = Duration::from_secs(120) + Duration::from_secs_f64(2.0 * size.at_budget_pace());
-    jobs::wait_deleted(&deletions, size.due, limit).await?;
+    let listed = deleter
+        .is_kube_retention()
+        .then(|| since(start, Timestamp::now()));
+    let outcome = jobs::wait_deleted(&deletions, overdue.len(), limit).await;
     watch.abort();
-    let peak_rss_kib = running.pid().and_then(rss_kib).map_or(0, |(peak, _)| peak);
+    if let Err(error) = outcome {
+        println!("{}: {error:#}", deleter.label());
+    }
+    let rss = running.pid().and_then(rss_kib);
     drop(running);
     let seen: Vec<Timestamp> = deletions
         .lock()
@@ -82,17 +146,15 @@ pub async fn measure(cluster: &LocalCluster, client: &kube::Client, size: Size) 
         .values()
         .copied()
         .collect();
-    let first = seen.iter().min().context("no deletions")?;
-    let last = seen.iter().max().context("no deletions")?;
-    let figures = Figures {
-        first_deletion: since(start, *first),
+    Ok(ColdStart {
+        first_deletion: seen.iter().min().map(|at| since(start, *at)),
         listed,
-        last_deletion: since(start, *last),
-        peak_rss_kib,
-        size,
-    };
-    crate::remove_namespace(cluster, NAMESPACE)?;
-    Ok(figures)
+        last_deletion: seen.iter().max().map(|at| since(start, *at)),
+        deleted: seen.len(),
+        peak_rss_kib: rss.map_or(0, |(peak, _)| peak),
+        rss_kib: rss.map_or(0, |(_, current)| current),
+        alive: rss.is_some(),
+    })
 }
 
 /// The `controller-restart` section.
