@@ -153,7 +153,10 @@ endif
 
 # Benchmarks write their results into docs/benchmarks.md. bench-controller takes about ten
 # minutes; `make bench-controller BENCH_ARGS=--full` is the long form (about an hour);
-# `BENCH_ARGS='--only ledger'` measures the deletion ledger's cost (its own section).
+# `BENCH_ARGS='--only ledger'` measures the deletion ledger's cost (its own section);
+# `BENCH_ARGS='--only ceiling'` kube-retention against a deleter with no logic, in rounds, and
+# `BENCH_ARGS='--huge --huge-jobs N'` N Jobs (a million by default) and cold starts among them:
+# the Envelope sections.
 # The benchmarks measure what the image ships: the static musl webhook and controller, as the
 # local cluster's components and as the contenders. The benchmarks themselves are built as usual.
 SHIPPED = $(MUSL_BUILD) --package kube-retention-controller --package kube-retention-webhook \

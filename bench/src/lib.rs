@@ -52,6 +52,24 @@ pub fn rss_split_kib(pid: u32) -> Option<(u64, u64)> {
     Some((anonymous, file))
 }
 
+/// The CPU time a process has used so far, user and system, in seconds (from /proc, whose
+/// clock ticks are 1/100 s on Linux whatever the kernel's own tick).
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command's closing parenthesis: state is the first, utime the 12th.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = |index: usize| fields.get(index)?.parse::<u64>().ok();
+    Some((ticks(11)? + ticks(12)?) as f64 / 100.0)
+}
+
+/// The pid of the local cluster's process `name` (`kube-apiserver`, `etcd`), while it runs.
+pub fn pid_of(cluster: &kube_retention_e2e::LocalCluster, name: &str) -> Option<u32> {
+    kube_retention_e2e::process::tracked(&cluster.layout.state_dir, &[name])
+        .first()?
+        .live_pid()
+        .map(|pid| pid.as_raw().unsigned_abs())
+}
+
 /// KiB (as /proc reports memory) in MiB.
 pub fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0

@@ -9,14 +9,19 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use jiff::{SignedDuration, Timestamp};
 use kube_retention_e2e::LocalCluster;
-use serde_json::Value;
 
 use crate::deleters::{self, Deleter, Work};
 use crate::ledger_sink::LedgerSink;
 use crate::{jobs, metrics_port, namespace, report, rss_kib};
 
+mod audit;
+mod cpu;
 mod table;
 
+use audit::{audited, settle_events};
+pub use cpu::Cpu;
+
+#[derive(Clone)]
 pub enum Shape {
     /// All finish in the same second.
     Burst { ttl: u32 },
@@ -28,6 +33,7 @@ pub enum Shape {
     },
 }
 
+#[derive(Clone)]
 pub struct Scenario {
     pub name: String,
     pub jobs: usize,
@@ -48,6 +54,8 @@ pub struct Row {
     peak_rss_kib: u64,
     /// Deletions the ledger's sink acknowledged (`--ledger-sink` runs only).
     announced: Option<usize>,
+    /// Where the CPU went from a burst's expiry to its last deletion (bursts only).
+    cpu: Option<Cpu>,
 }
 
 fn now_second() -> Timestamp {
@@ -58,46 +66,6 @@ async fn sleep_until(at: Timestamp) {
     if let Ok(wait) = Duration::try_from(at.duration_since(Timestamp::now())) {
         tokio::time::sleep(wait).await;
     }
-}
-
-/// Waits until the deleter's Events stop coming (none for 3 s; a minute at most): Events yield
-/// to deletions and an aggregated one waits for its window, so counting at the last deletion
-/// would miss them.
-async fn settle_events(cluster: &LocalCluster, offset: usize, user: &str, ns: &str) -> Result<()> {
-    let events = || -> Result<usize> {
-        let requests = audited(cluster, offset, user, ns)?;
-        Ok(requests.get("create events").copied().unwrap_or(0))
-    };
-    let (mut last, mut quiet, started) = (events()?, 0, std::time::Instant::now());
-    while quiet < 3 && started.elapsed() < Duration::from_secs(60) {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let now = events()?;
-        quiet = if now == last { quiet + 1 } else { 0 };
-        last = now;
-    }
-    Ok(())
-}
-
-/// Requests by `user` in `namespace` recorded after `offset` bytes of the audit log, by verb.
-fn audited(
-    cluster: &LocalCluster,
-    offset: usize,
-    user: &str,
-    namespace: &str,
-) -> Result<std::collections::BTreeMap<String, usize>> {
-    let log = std::fs::read(cluster.layout.state("logs/audit.log"))?;
-    let mut counts = std::collections::BTreeMap::new();
-    for line in log[offset.min(log.len())..].split(|byte| *byte == b'\n') {
-        let Ok(event) = serde_json::from_slice::<Value>(line) else {
-            continue;
-        };
-        if event["user"]["username"] == user && event["objectRef"]["namespace"] == namespace {
-            let resource = event["objectRef"]["resource"].as_str().unwrap_or_default();
-            let verb = event["verb"].as_str().unwrap_or_default();
-            *counts.entry(format!("{verb} {resource}")).or_default() += 1;
-        }
-    }
-    Ok(counts)
 }
 
 async fn run_scenario(
@@ -173,7 +141,16 @@ async fn run_scenario(
         }
     }
     let limit = Duration::from_secs(120 + scenario.jobs as u64 / 2);
+    let pid = || running.as_ref().and_then(deleters::Running::pid);
+    let cpu_before = match scenario.shape {
+        Shape::Burst { .. } => {
+            sleep_until(expiries[0]).await;
+            Cpu::read(cluster, pid())
+        }
+        Shape::Steady { .. } => None,
+    };
     jobs::wait_deleted(&deletions, scenario.jobs, limit).await?;
+    let cpu = cpu_before.and_then(|before| Some(Cpu::read(cluster, pid())?.since(before)));
     watch.abort();
     settle_events(cluster, offset, &deleter.user(), &ns).await?;
     // The ledger delivers beside the deletions: give it a moment to catch up.
@@ -220,6 +197,7 @@ async fn run_scenario(
         delays,
         peak_rss_kib,
         announced: sink.as_ref().map(LedgerSink::announced),
+        cpu,
     })
 }
 
@@ -247,9 +225,6 @@ pub async fn run(
         "controller",
         &table::section(&rows, &names, target)?,
     )?;
-    if let Some(ceiling) = table::ceiling_section(&rows) {
-        report::write_section(target.file, "envelope-ceiling", &ceiling)?;
-    }
     println!("written to {}", target.file.display());
     Ok(())
 }
@@ -269,6 +244,29 @@ pub async fn run_ledger(
         &table::ledger_section(&rows),
     )?;
     println!("written to {}", target.file.display());
+    Ok(())
+}
+
+/// Runs `burst` (kube-retention, then the ceiling) `rounds` times (`--only ceiling`) and writes
+/// the `envelope-ceiling` section: a ratio per round, as the pace varies from run to run here.
+pub async fn run_ceiling(
+    cluster: &LocalCluster,
+    client: &kube::Client,
+    burst: Scenario,
+    rounds: usize,
+    file: &std::path::Path,
+) -> Result<()> {
+    let scenarios: Vec<Scenario> = (1..=rounds)
+        .map(|round| Scenario {
+            name: format!("round {round}"),
+            deleters: vec![Deleter::KubeRetention, Deleter::Ceiling],
+            ..burst.clone()
+        })
+        .collect();
+    let rows = rows(cluster, client, &scenarios).await?;
+    let section = table::ceiling_section(&rows, &burst.name);
+    report::write_section(file, "envelope-ceiling", &section)?;
+    println!("written to {}", file.display());
     Ok(())
 }
 

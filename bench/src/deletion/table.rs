@@ -61,6 +61,9 @@ fn ratios(rows: &[Row], scenarios: &[&str]) -> Vec<String> {
                 peer.deleter.label()
             ));
         }
+        if let Some(ratio) = ceiling_ratio(rows, scenario) {
+            ratios.push(format!("{scenario}: {ratio:.2}× the ceiling's"));
+        }
     }
     ratios
 }
@@ -76,7 +79,7 @@ pub fn section(rows: &[Row], scenarios: &[&str], target: &Report<'_>) -> anyhow:
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     Ok(format!(
         "## Controller: kube-retention against kube-controller-manager's TTL controller\n\n\
-         Measured with `make bench-controller` (`bench/src/bin/controller-bench.rs`) on a private local\n\
+         Measured with `make bench-controller` (`bench/src/bin/controller-bench/`) on a private local\n\
          cluster (Kubernetes {version}, this machine's {cpus} cores shared by everything). Each row starts\n\
          its deleter fresh: kube-retention's controller ({build}; `--qps` = the budget, 0 when unlimited),\n\
          or a kube-controller-manager running `ttl-after-finished-controller` and\n\
@@ -100,7 +103,7 @@ pub fn section(rows: &[Row], scenarios: &[&str], target: &Report<'_>) -> anyhow:
          deleter's Events to stop (3 s without one) before counting.\n\n\
          | scenario | deleter | Jobs | budget | delay p50 (s) | p99 (s) | max (s) | deletions/s | requests/deletion | DELETE | GET | PATCH | Event | peak RSS (MiB) |\n\
          | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n{rows}\n\n\
-         Deletions per second, kube-retention ÷ the better peer: {ratios}.\n\n\
+         Deletions per second, kube-retention ÷ the better peer (and ÷ the ceiling): {ratios}.\n\n\
          Goals: delay p99 ≤ 1 s at {rate} expiries/s, one request per deletion, ≥ 1.9× the peer's deletions\n\
          per second at equal budget.\n",
         build = crate::measured_build(),
@@ -141,50 +144,109 @@ pub fn ledger_section(rows: &[Row]) -> String {
     )
 }
 
-/// The `envelope-ceiling` section, when a scenario ran the ceiling: each kube-retention row of
-/// that scenario against it.
-pub fn ceiling_section(rows: &[Row]) -> Option<String> {
-    let ceiling = rows.iter().find(|row| row.deleter == Deleter::Ceiling)?;
+/// kube-retention's deletions per second ÷ the ceiling's, in `scenario`.
+fn ceiling_ratio(rows: &[Row], scenario: &str) -> Option<f64> {
+    let rate = |deleter: Deleter| {
+        rows.iter()
+            .find(|row| row.scenario == scenario && row.deleter == deleter)
+            .map(|row| row.rate)
+    };
+    Some(rate(Deleter::KubeRetention)? / rate(Deleter::Ceiling)?)
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+fn ceiling_row(row: &Row, ratio: Option<f64>) -> String {
+    let total: usize = row.requests.values().sum();
+    let per_thousand = |seconds: f64| format!("{:.2}", seconds * 1000.0 / row.jobs as f64);
+    let cpu = row.cpu.map_or(
+        ["–".to_owned(), "–".to_owned(), "–".to_owned()],
+        |cpu| {
+            [
+                per_thousand(cpu.deleter),
+                per_thousand(cpu.apiserver),
+                per_thousand(cpu.etcd),
+            ]
+        },
+    );
+    format!(
+        "| {} | {} | {:.1} | {} | {:.3} | {:.3} | {:.2} | {} | {} | {} | {:.1} |",
+        row.scenario,
+        row.deleter.label(),
+        row.rate,
+        ratio.map_or("".to_owned(), |ratio| format!("{ratio:.2}")),
+        percentile(&row.delays, 50.0),
+        percentile(&row.delays, 99.0),
+        total as f64 / row.jobs as f64,
+        cpu[0],
+        cpu[1],
+        cpu[2],
+        mib(row.peak_rss_kib),
+    )
+}
+
+/// The `envelope-ceiling` section: rounds of the unlimited burst (`burst`), each run by
+/// kube-retention and then the ceiling, with the ratio of each round and their median.
+pub fn ceiling_section(rows: &[Row], burst: &str) -> String {
+    let mut rounds: Vec<&str> = rows.iter().map(|row| row.scenario.as_str()).collect();
+    rounds.dedup();
+    let ratios: Vec<f64> = rounds
+        .iter()
+        .filter_map(|round| ceiling_ratio(rows, round))
+        .collect();
     let lines: Vec<String> = rows
         .iter()
-        .filter(|row| row.scenario == ceiling.scenario)
-        .filter(|row| row.deleter.is_kube_retention() || row.deleter == Deleter::Ceiling)
         .map(|row| {
-            let total: usize = row.requests.values().sum();
-            format!(
-                "| {} | {:.1} | {:.2} | {:.3} | {:.3} | {:.2} | {:.1} |",
-                row.deleter.label(),
-                row.rate,
-                row.rate / ceiling.rate,
-                percentile(&row.delays, 50.0),
-                percentile(&row.delays, 99.0),
-                total as f64 / row.jobs as f64,
-                mib(row.peak_rss_kib),
-            )
+            let ratio = (row.deleter == Deleter::KubeRetention)
+                .then(|| ceiling_ratio(rows, &row.scenario))
+                .flatten();
+            ceiling_row(row, ratio)
         })
         .collect();
-    let ours = rows
-        .iter()
-        .find(|row| row.scenario == ceiling.scenario && row.deleter == Deleter::KubeRetention)?;
-    Some(format!(
-        "### The API server's ceiling\n\n\
-         Measured with `make bench-controller` in the same run as the controller section's\n\
-         \"{scenario}\" ({jobs} Jobs finishing together, no request budget), on the same cluster and\n\
-         Jobs of the same shape: kube-retention's controller ({build}) against\n\
+    let jobs = rows.first().map_or(0, |row| row.jobs);
+    let each: Vec<String> = ratios.iter().map(|ratio| format!("{ratio:.2}")).collect();
+    let median = median(ratios);
+    format!(
+        "## Envelope\n\n\
+         ### The API server's ceiling\n\n\
+         Measured with `make bench-controller BENCH_ARGS='--only ceiling'`: the controller section's\n\
+         \"{burst}\" ({jobs} Jobs finishing together, no request budget) in {rounds} rounds on one\n\
+         private cluster, each run by kube-retention's controller ({build}) and then by\n\
          `ceiling-deleter` (`bench/src/bin/ceiling-deleter.rs`), a deleter with no logic. Once the\n\
          Jobs have finished it lists them (metadata only), and at their expiry it sends each one\n\
          DELETE with uid and resourceVersion preconditions, {concurrency} in flight, reading no\n\
-         answer beyond its status: it judges, queues, budgets and records nothing. Its\n\
-         requests per deletion include its list. Deletions per second count from the expiry to\n\
-         the last deletion the benchmark's watch sees.\n\n\
-         | deleter | deletions/s | of the ceiling | delay p50 (s) | p99 (s) | requests/deletion | peak RSS (MiB) |\n\
-         | --- | --- | --- | --- | --- | --- | --- |\n{lines}\n\n\
-         kube-retention deleted at **{ratio:.2}×** the ceiling's pace. Goal: ≥ 0.9×.\n",
-        scenario = ceiling.scenario,
-        jobs = ceiling.jobs,
+         answer beyond its status: it watches, judges, queues, budgets and records nothing.\n\
+         Deletions per second count from the expiry to the last deletion the benchmark's watch\n\
+         sees; requests per deletion are the deleter's, from the audit log (the ceiling's include\n\
+         its list). Where the time goes: the CPU seconds the deleter, kube-apiserver and etcd used\n\
+         from the expiry to the last deletion, per 1,000 deletions (from /proc). The default run\n\
+         has the ceiling in its unlimited burst too, one round (the controller section).\n\n\
+         | round | deleter | deletions/s | of the ceiling | delay p50 (s) | p99 (s) | requests/deletion | deleter CPU (s/1000) | kube-apiserver CPU (s/1000) | etcd CPU (s/1000) | peak RSS (MiB) |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n{lines}\n\n\
+         kube-retention ÷ the ceiling, per round: {each}; median **{median:.2}×**. Goal: ≥ 0.9×.\n",
+        rounds = rounds.len(),
         build = crate::measured_build(),
         concurrency = crate::deleters::CEILING_CONCURRENCY,
         lines = lines.join("\n"),
-        ratio = ours.rate / ceiling.rate,
-    ))
+        each = each.join(", "),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_middle_pair_s_mean() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(Vec::new()).is_nan());
+    }
 }

@@ -9,12 +9,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use kube_retention_e2e::LocalCluster;
-use kube_retention_e2e::process::tracked;
 
 use crate::deleters::Deleter;
 use crate::memory::{self, Reading};
 use crate::restart::{self, ColdStart};
-use crate::{jobs, mib, namespace, rss_kib};
+use crate::{jobs, mib, namespace, pid_of, rss_kib};
 
 const NAMESPACE: &str = "bench-envelope";
 /// The TTL every Job carries; the overdue ones finished twice that long before a start.
@@ -52,13 +51,7 @@ pub struct ControlPlane {
 }
 
 fn control_plane(cluster: &LocalCluster) -> ControlPlane {
-    let read = |name: &str| {
-        tracked(&cluster.layout.state_dir, &[name])
-            .first()
-            .and_then(|process| process.live_pid())
-            .and_then(|pid| rss_kib(pid.as_raw().unsigned_abs()))
-            .unwrap_or_default()
-    };
+    let read = |name: &str| pid_of(cluster, name).and_then(rss_kib).unwrap_or_default();
     ControlPlane {
         apiserver: read("kube-apiserver"),
         etcd: read("etcd"),

@@ -19,121 +19,9 @@ use kube_retention_e2e::components::CONTROLLER;
 use kube_retention_e2e::process::tracked;
 use kube_retention_e2e::{Layout, LocalCluster};
 
-#[derive(Parser)]
-struct Args {
-    /// Jobs finishing together under the request budget [default: 300; 1,000 with --full].
-    #[arg(long)]
-    budgeted_burst: Option<usize>,
-    /// Jobs finishing together without a budget [default: 1,000; 10,000 with --full].
-    #[arg(long)]
-    unlimited_burst: Option<usize>,
-    /// The shared client request budget, requests per second.
-    #[arg(long, default_value_t = 20)]
-    budget: u32,
-    /// Seconds of steady expiries.
-    #[arg(long, default_value_t = 20)]
-    steady_seconds: usize,
-    /// Expiries per second in the steady scenario.
-    #[arg(long, default_value_t = 20)]
-    steady_rate: usize,
-    /// Request budget of the steady scenario: kube-retention's default.
-    #[arg(long, default_value_t = 50)]
-    steady_budget: u32,
-    /// Jobs tracked for the memory figures, one run each [default: 10,000; 10,000, 100,000 and
-    /// 300,000 with --full].
-    #[arg(long, value_delimiter = ',')]
-    tracked: Option<Vec<usize>>,
-    #[arg(long, default_value = "docs/benchmarks.md")]
-    report: PathBuf,
-    /// Jobs the webhook never saw, for the cost of finding them [default: 2,000; 10,000 with
-    /// --full].
-    #[arg(long)]
-    unlabelled: Option<usize>,
-    /// Jobs tracked when kube-retention restarts cold [default: 10,000; 100,000 with --full].
-    #[arg(long)]
-    restart_tracked: Option<usize>,
-    /// Of those, the Jobs overdue at its start [default: 1,000; 10,000 with --full].
-    #[arg(long)]
-    restart_overdue: Option<usize>,
-    /// Its request budget, requests per second.
-    #[arg(long, default_value_t = 200)]
-    restart_budget: u32,
-    /// Objects under one ClusterRetentionPolicy, for its memory and the cost of changing it
-    /// [default: 20,000; 100,000 with --full].
-    #[arg(long)]
-    policy_objects: Option<usize>,
-    /// The kinds those objects are spread over.
-    #[arg(long, default_value_t = 10)]
-    policy_kinds: usize,
-    /// Run only the deletion scenarios, the memory figure, the restart at scale, the cost of
-    /// finding unlabelled Jobs, or policies at scale.
-    #[arg(long, value_enum)]
-    only: Option<Part>,
-    /// The long form (about an hour): the sizes docs/benchmarks.md reports at full scale. The
-    /// default finishes in about ten minutes.
-    #[arg(long)]
-    full: bool,
-    /// Only the envelope at scale (about an hour and a half): `--huge-jobs` Jobs, what each
-    /// deleter and the control plane hold, and a cold start with a tenth of them overdue.
-    #[arg(long)]
-    huge: bool,
-    /// The Jobs of `--huge`.
-    #[arg(long, default_value_t = 1_000_000)]
-    huge_jobs: usize,
-    /// The request budget of `--huge`'s cold starts, requests per second.
-    #[arg(long, default_value_t = 500)]
-    huge_budget: u32,
-}
+mod args;
 
-impl Args {
-    /// The steady scenario, run by each of `deleters`.
-    fn steady(&self, deleters: Vec<Deleter>) -> Scenario {
-        Scenario {
-            name: format!("steady {} expiries/s", self.steady_rate),
-            jobs: self.steady_rate * self.steady_seconds,
-            budget: Some(self.steady_budget),
-            shape: Shape::Steady {
-                rate: self.steady_rate,
-                seconds: self.steady_seconds,
-                ttl: 10,
-            },
-            deleters,
-        }
-    }
-
-    fn size(&self, given: Option<usize>, short: usize, full: usize) -> usize {
-        given.unwrap_or(if self.full { full } else { short })
-    }
-
-    fn unlimited_burst(&self) -> usize {
-        self.size(self.unlimited_burst, 1_000, 10_000)
-    }
-
-    fn budgeted_burst(&self) -> usize {
-        self.size(self.budgeted_burst, 300, 1_000)
-    }
-
-    /// Long enough to finish every Job of a burst before the first expires.
-    fn burst_ttl(jobs: usize) -> u32 {
-        if jobs > 2_000 { 60 } else { 10 }
-    }
-
-    fn unlabelled(&self) -> usize {
-        self.size(self.unlabelled, 2_000, 10_000)
-    }
-
-    fn policy_objects(&self) -> usize {
-        self.size(self.policy_objects, 20_000, 100_000)
-    }
-
-    fn tracked(&self) -> Vec<usize> {
-        match (&self.tracked, self.full) {
-            (Some(given), _) => given.clone(),
-            (None, false) => vec![10_000],
-            (None, true) => vec![10_000, 100_000, 300_000],
-        }
-    }
-}
+use args::{Args, Part};
 
 /// Prints how long a part took when it ends.
 struct Timer(&'static str, std::time::Instant);
@@ -148,17 +36,6 @@ impl Drop for Timer {
     fn drop(&mut self) {
         println!("{} took {:.0} s", self.0, self.1.elapsed().as_secs_f64());
     }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Part {
-    Deletion,
-    /// The steady scenario with the deletion ledger off and on (not in the default run).
-    Ledger,
-    Memory,
-    Restart,
-    Discovery,
-    Policies,
 }
 
 #[tokio::main]
@@ -230,6 +107,19 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
             "envelope-scale",
             &envelope::section(&figures),
         );
+    }
+    if args.only == Some(Part::Ceiling) {
+        let _timer = Timer::new("ceiling");
+        let jobs = args.unlimited_burst.unwrap_or(10_000);
+        let burst = Scenario {
+            jobs,
+            shape: Shape::Burst {
+                ttl: Args::burst_ttl(jobs),
+            },
+            ..scenarios[2].clone()
+        };
+        let file = root.join(&args.report);
+        return deletion::run_ceiling(cluster, &client, burst, args.ceiling_rounds, &file).await;
     }
     if args.only == Some(Part::Ledger) {
         let _timer = Timer::new("ledger");
