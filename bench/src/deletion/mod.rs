@@ -160,11 +160,7 @@ async fn run_scenario(
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
-    let peak_rss_kib = running
-        .as_ref()
-        .and_then(deleters::Running::pid)
-        .and_then(rss_kib)
-        .map_or(0, |(peak, _)| peak);
+    let peak_rss_kib = pid().and_then(rss_kib).map_or(0, |(peak, _)| peak);
     drop(running);
     tokio::time::sleep(Duration::from_secs(1)).await;
     let seen = deletions

@@ -12,12 +12,10 @@ use kube_retention_e2e::LocalCluster;
 
 use crate::deleters::Deleter;
 use crate::memory::{self, Reading};
-use crate::restart::{self, ColdStart};
+use crate::restart::{self, ColdStart, TTL_SECONDS};
 use crate::{jobs, mib, namespace, pid_of, rss_kib};
 
 const NAMESPACE: &str = "bench-envelope";
-/// The TTL every Job carries; the overdue ones finished twice that long before a start.
-const TTL_SECONDS: u32 = 60;
 
 /// The run's size.
 pub struct Size {
@@ -60,8 +58,7 @@ fn control_plane(cluster: &LocalCluster) -> ControlPlane {
 
 pub struct Figures {
     pub size: Size,
-    /// Jobs created per second, seconds to create them all.
-    pub created_per_second: f64,
+    /// Seconds spent creating the Jobs.
     pub creating: f64,
     pub tracking: Vec<Reading>,
     /// At a tenth of the Jobs, at all of them, and at the end.
@@ -124,7 +121,6 @@ pub async fn measure(cluster: &LocalCluster, client: &kube::Client, size: Size) 
     }
     readings.push(control_plane(cluster));
     Ok(Figures {
-        created_per_second: size.jobs as f64 / creating.as_secs_f64(),
         creating: creating.as_secs_f64(),
         size,
         tracking,

@@ -1,7 +1,7 @@
 //! The `envelope-scale` section of docs/benchmarks.md, with each goal said met or not from the
 //! figures themselves.
 
-use super::{Figures, per_job, seconds};
+use super::{Figures, TTL_SECONDS, per_job, seconds};
 use crate::deleters::Deleter;
 use crate::mib;
 
@@ -158,10 +158,10 @@ pub fn section(figures: &Figures) -> String {
          | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n{cold_starts}\n{failed}\n\
          kube-retention's goals at {jobs} Jobs:\n\n{verdicts}\n",
         jobs = size.jobs,
-        ttl = super::TTL_SECONDS,
-        overdue = 2 * super::TTL_SECONDS,
+        ttl = TTL_SECONDS,
+        overdue = 2 * TTL_SECONDS,
         created = figures.creating,
-        rate = figures.created_per_second,
+        rate = size.jobs as f64 / figures.creating,
         tenth = size.tenth(),
         build = crate::measured_build(),
         budget = size.budget,
