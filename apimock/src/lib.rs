@@ -37,6 +37,9 @@ pub struct Received {
     /// The query string, empty for none.
     pub query: String,
     pub content_type: String,
+    /// The `Accept` header, empty for none: a metadata-only request asks for
+    /// `as=PartialObjectMetadata`.
+    pub accept: String,
     /// The body as JSON; `Null` for none (or a body that is not JSON).
     pub body: Value,
     respond: SendResponse<Response<Body>>,
@@ -56,12 +59,20 @@ impl ApiServer {
         let method = request.method().to_string();
         let path = request.uri().path().to_owned();
         let query = request.uri().query().unwrap_or_default().to_owned();
-        let content_type = request
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .unwrap_or_default()
-            .to_owned();
+        let (content_type, accept) = {
+            let header = |name| {
+                request
+                    .headers()
+                    .get(name)
+                    .and_then(|value| value.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            (
+                header(http::header::CONTENT_TYPE),
+                header(http::header::ACCEPT),
+            )
+        };
         let bytes = request.into_body().collect_bytes().await.ok()?;
         let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         Some(Received {
@@ -69,6 +80,7 @@ impl ApiServer {
             path,
             query,
             content_type,
+            accept,
             body,
             respond,
         })

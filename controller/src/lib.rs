@@ -22,6 +22,7 @@ pub mod evaluator;
 pub mod executor;
 pub mod fair;
 pub mod leader;
+pub mod lean;
 pub mod ledger;
 pub mod metrics;
 pub mod policy_status;

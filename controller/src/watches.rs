@@ -4,9 +4,11 @@
 //! Lists take turns (`--list-concurrency`): the memory a list holds is a page per kind listing,
 //! and 100 kinds listed at once would hold 100 pages. Each watch runs in a task of its own and
 //! hands the loop objects already decoded, a few ahead: a tenant's large objects are decoded
-//! beside the loop that schedules deletions, not on it. Those tasks are members of the
-//! supervised group `watches`: one that ends without being stopped (a watch stream does not end
-//! on its own) or panics is a fault, and stops the controller.
+//! beside the loop that schedules deletions, not on it, and without their `managedFields`
+//! ([`crate::lean`]: at the API server's ceiling decoding was the controller's main cost).
+//! Those tasks are members of the supervised group `watches`: one that ends without being
+//! stopped (a watch stream does not end on its own) or panics is a fault, and stops the
+//! controller.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,6 +25,7 @@ use kube_retention_common::kinds::{Entry, KindId, Watch};
 use kube_retention_runtime::supervise::Group;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::lean::{self, LeanMeta, LeanObject};
 use crate::watch_backoff::watch_backoff;
 
 /// What a watch delivered: whole objects, the metadata of a kind's unfiltered watch, retention
@@ -119,11 +122,10 @@ impl Watches {
         let config = watcher::Config::default().page_size(self.page_size);
         let mut handles = Vec::new();
         if mode == Watch::Managed {
-            let metadata: Api<PartialObjectMeta<DynamicObject>> =
-                Api::all_with(self.client.clone(), &resource);
+            let metadata: Api<LeanMeta> = Api::all_with(self.client.clone(), &resource);
             let unlabelled = watcher::watcher(metadata, config.clone()).backoff(watch_backoff());
             let unlabelled = taking_turns(unlabelled, self.lists.clone())
-                .map(move |event| WatchEvent::Metadata(kind, event));
+                .map(move |event| WatchEvent::Metadata(kind, event.map(lean::unwrapped)));
             let name = format!("{} metadata", entry.resource);
             handles.push(self.push(name, unlabelled.boxed()));
         }
@@ -131,10 +133,10 @@ impl Watches {
             Some(selector) => config.labels(selector),
             None => config,
         };
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        let api: Api<LeanObject> = Api::all_with(self.client.clone(), &resource);
         let objects = watcher::watcher(api, config).backoff(watch_backoff());
         let objects = taking_turns(objects, self.lists.clone())
-            .map(move |event| WatchEvent::Object(kind, event));
+            .map(move |event| WatchEvent::Object(kind, event.map(lean::unwrapped)));
         handles.push(self.push(entry.resource.to_string(), objects.boxed()));
         self.running.insert(kind, (mode, handles));
     }

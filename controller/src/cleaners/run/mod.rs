@@ -24,6 +24,7 @@ use kube_retention_runtime::discovery::served;
 use super::book::{Book, Clean, CleanerKey, KindState, Unavailable};
 use super::metrics::KindLabels;
 use super::status::Problem;
+use crate::lean::{self, LeanObject};
 use crate::watch_backoff::watch_backoff;
 
 /// How often kinds that could not be watched are looked up again.
@@ -202,12 +203,12 @@ impl Cleaners {
             });
         }
         for (kind, resource) in watch {
-            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+            let api: Api<LeanObject> = Api::all_with(self.client.clone(), &resource);
             let config = watcher::Config::default().page_size(self.page_size);
             let label = kind.clone();
             let events = watcher::watcher(api, config)
                 .backoff(watch_backoff())
-                .map(move |event| CleanerEvent::Target(label.clone(), event));
+                .map(move |event| CleanerEvent::Target(label.clone(), event.map(lean::unwrapped)));
             let (handle, registration) = AbortHandle::new_pair();
             self.streams
                 .push(Abortable::new(events, registration).boxed());
