@@ -153,16 +153,17 @@ pub fn section(figures: &Figures) -> String {
          Measured with `make bench-controller` (`bench/src/discovery.rs`): {n} Jobs with a\n\
          `retention.dev/ttl-after-finished` annotation are created while the webhook is stopped, so\n\
          none is labelled `retention.dev/managed`; then kube-retention's controller ({build}) starts\n\
-         fresh (50 req/s budget). Besides its labelled watch it runs a metadata-only watch of Jobs and\n\
-         Pods with no selector, remembers only annotated, unlabelled objects, and labels each once,\n\
+         fresh (50 req/s budget). Besides its labelled watch it runs a metadata-only watch of the Jobs\n\
+         and Pods without the label, remembers only annotated, unlabelled objects, and labels each once,\n\
          within the request budget (so many stragglers are labelled at the budget's pace).\n\n\
          | Jobs | all labelled after start | LIST requests for Jobs (pages) | PATCHes | metadata LIST | whole-object LIST |\n\
          | --- | --- | --- | --- | --- | --- |\n\
          | {n} | {labelled:.1} s | {lists} | {patches} | {meta:.1} MiB ({meta_per:.0} B/object, {meta_s:.1} s) | {full:.1} MiB ({full_per:.0} B/object) |\n\n\
          API cost at 100,000 objects of a kind, from these per-object figures: at start one paged\n\
-         metadata LIST of about {meta_100k:.0} MiB (200 pages of 500) beside the labelled LIST — a\n\
+         metadata LIST of the unlabelled ones, about {meta_100k:.0} MiB if none is labelled (200 pages\n\
+         of 500), beside the labelled LIST — a\n\
          whole-object LIST of every object would be {full_100k:.0} MiB; then one metadata-only watch\n\
-         (one event per change of any object of the kind, metadata only); one PATCH per unlabelled\n\
+         (one event per change of an unlabelled object of the kind, metadata only); one PATCH per unlabelled\n\
          object with retention settings, once; nothing per unannotated object. The controller's\n\
          memory holds only the unlabelled ones until labelled.\n",
         build = crate::measured_build(),

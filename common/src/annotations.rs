@@ -51,6 +51,10 @@ macro_rules! managed_label {
 pub const MANAGED_LABEL: &str = managed_label!();
 /// [`MANAGED_LABEL`] as a label selector.
 pub const MANAGED_SELECTOR: &str = concat!(managed_label!(), "=true");
+/// Every object [`MANAGED_SELECTOR`] leaves out: the stragglers' metadata watch. An object the
+/// controller labels leaves it (the API server tells the watch it is gone) as it enters the
+/// labelled watch.
+pub const UNMANAGED_SELECTOR: &str = concat!(managed_label!(), "!=true");
 
 const KNOWN: [&str; 9] = [
     TTL,

@@ -1,6 +1,8 @@
 //! The controller's watches, started and stopped per kind at run time: one paged LIST and then a
 //! watch for each kind (label-selected where the kind's entry says so), and for kinds watched
-//! through the managed label with stragglers to find, a metadata-only watch of every object.
+//! through the managed label with stragglers to find, a metadata-only watch of every object
+//! without the label (an object labelled leaves the one watch as it enters the other, so each
+//! object costs the API server and the controller one watch, not two).
 //! Lists take turns (`--list-concurrency`): the memory a list holds is a page per kind listing,
 //! and 100 kinds listed at once would hold 100 pages. Each watch runs in a task of its own and
 //! hands the loop objects already decoded, a few ahead: a tenant's large objects are decoded
@@ -20,6 +22,7 @@ use kube::api::{DynamicObject, PartialObjectMeta};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
+use kube_retention_common::annotations::UNMANAGED_SELECTOR;
 use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
 use kube_retention_common::kinds::{Entry, KindId, Watch};
 use kube_retention_runtime::supervise::Group;
@@ -28,7 +31,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::lean::{self, LeanMeta, LeanObject};
 use crate::watch_backoff::watch_backoff;
 
-/// What a watch delivered: whole objects, the metadata of a kind's unfiltered watch, retention
+/// What a watch delivered: whole objects, the metadata of a kind's unlabelled objects, retention
 /// policies, or namespaces (for policies' `namespaceSelector`).
 pub enum WatchEvent {
     Object(KindId, Result<Event<DynamicObject>, watcher::Error>),
@@ -123,7 +126,8 @@ impl Watches {
         let mut handles = Vec::new();
         if mode == Watch::Managed {
             let metadata: Api<LeanMeta> = Api::all_with(self.client.clone(), &resource);
-            let unlabelled = watcher::watcher(metadata, config.clone()).backoff(watch_backoff());
+            let rest = config.clone().labels(UNMANAGED_SELECTOR);
+            let unlabelled = watcher::watcher(metadata, rest).backoff(watch_backoff());
             let unlabelled = taking_turns(unlabelled, self.lists.clone())
                 .map(move |event| WatchEvent::Metadata(kind, event.map(lean::unwrapped)));
             let name = format!("{} metadata", entry.resource);

@@ -87,7 +87,7 @@ pub struct LabelLimits {
 pub enum Watch {
     /// Every object (runs counted by their parent's limits whatever their own settings).
     All,
-    /// Objects carrying `retention.dev/managed`, plus a metadata-only watch for the rest.
+    /// Objects carrying `retention.dev/managed`, plus a metadata-only watch of the rest.
     Managed,
     /// Objects carrying `retention.dev/managed` only: for kinds found by discovery, where an
     /// unfiltered watch of everything would cost too much. The webhook labels what it admits.

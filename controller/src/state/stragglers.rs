@@ -1,8 +1,9 @@
 //! Objects the webhook never saw. Kinds watched through the `retention.dev/managed` label
-//! (Jobs, Pods, extra kinds) are also watched metadata-only and unfiltered; an object that
-//! carries retention settings but not the label — created while the webhook was down, before
-//! kube-retention was installed, or in a namespace the webhook skips — is labelled, and the
-//! labelled watch takes it in from there. Only such stragglers are remembered, never the rest.
+//! (Jobs, Pods, extra kinds) are also watched metadata-only where they lack the label
+//! (`UNMANAGED_SELECTOR`); an object that carries retention settings but not the label —
+//! created while the webhook was down, before kube-retention was installed, or in a namespace
+//! the webhook skips — is labelled: the metadata watch reports it gone, and the labelled watch
+//! takes it in from there. Only such stragglers are remembered, never the rest.
 
 use std::collections::HashMap;
 
