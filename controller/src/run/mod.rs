@@ -54,6 +54,7 @@ mod clock;
 mod evaluations;
 mod governed;
 mod policies;
+mod readiness;
 mod scan;
 
 pub use clock::Clock;
@@ -69,7 +70,10 @@ impl Loop {
         let mut gauges = tokio::time::interval(Duration::from_secs(5));
         let mut label_retries = tokio::time::interval(Duration::from_secs(1));
         let far = Instant::now() + Duration::from_secs(3600 * 24 * 365);
-        let mut listed = HashSet::new();
+        let mut unlisted = readiness::Unlisted::new(&self.served);
+        if unlisted.ready() {
+            self.ready.store(true, Ordering::Relaxed);
+        }
         let initial = *self.leadership.borrow_and_update();
         self.metrics.leader.set(i64::from(initial));
         let actions = self.state.set_leader(initial, self.clock.now());
@@ -83,7 +87,7 @@ impl Loop {
             let actions = tokio::select! {
                 observed = self.watches.next() => match observed {
                     WatchEvent::Object(kind, event) => {
-                        if matches!(event, Ok(Event::InitDone)) && listed.insert(kind) && listed.len() == self.served.len() {
+                        if matches!(event, Ok(Event::InitDone)) && unlisted.listed(kind) {
                             self.ready.store(true, Ordering::Relaxed);
                         }
                         self.on_event(kind, event)
