@@ -16,6 +16,7 @@ pub mod json;
 pub mod kinds;
 pub mod ledger;
 pub mod limits;
+pub mod model;
 pub mod own_settings;
 pub mod policies;
 pub mod progress;

@@ -33,8 +33,9 @@ use thread_priority::{ThreadPriority, set_current_thread_priority};
 use tokio::sync::mpsc;
 
 use crate::fair::FairQueue;
-use crate::state::{ObjectKey, PolicyAnswers, Unevaluated, model_value};
+use crate::state::{ObjectKey, PolicyAnswers, Unevaluated};
 use crate::time_shares::TimeShares;
+use kube_retention_common::model::object_value;
 
 /// An object whose policies' expressions are to be evaluated.
 pub struct Job {
@@ -132,7 +133,7 @@ pub fn serve(
         };
         latest.remove(&job.key);
         let started = Instant::now();
-        let value = model_value(&job.resource, &job.object);
+        let value = object_value(&job.resource, &job.object);
         let answers = value
             .as_ref()
             .map(|value| evaluate(value, &job.policies))

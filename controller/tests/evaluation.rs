@@ -6,6 +6,7 @@
 
 mod support;
 
+use kube_retention_common::model::object_value;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,9 +15,7 @@ use kube_retention_common::cel::EvalError;
 use kube_retention_common::governing::Answers;
 use kube_retention_controller::evaluator::{Job, evaluate, serve};
 use kube_retention_controller::policy_status::{self, Inputs};
-use kube_retention_controller::state::{
-    LoadedPolicy, ObjectKey, PolicyAnswers, PolicyKey, State, model_value,
-};
+use kube_retention_controller::state::{LoadedPolicy, ObjectKey, PolicyAnswers, PolicyKey, State};
 use kube_retention_controller::time_shares::TimeShares;
 use serde_json::{Value, json};
 use support::{JOB, at, kind, leader, loaded_policy, object};
@@ -112,7 +111,7 @@ fn the_state_judges_with_the_answers_evaluated_ahead() {
     let (key, loaded) = policy("a", jobs_spec("object.metadata.name.startsWith(\"ci-\")"));
     state.policy_applied(key.clone(), loaded);
     let object = job("a", "ci-1");
-    let value = model_value(&state.kinds()[kind(JOB)].resource, &object).unwrap();
+    let value = object_value(&state.kinds()[kind(JOB)].resource, &object).unwrap();
     // The answers decide, not a second evaluation: they say it does not match.
     let answers = matching(&key, Ok(false));
     judge(&mut state, &object, &value, &answers);
@@ -136,7 +135,7 @@ fn an_expression_past_its_limit_never_matches_and_the_policy_says_why() {
         cost: 1,
         time: std::time::Duration::MAX,
     };
-    let value = model_value(&state.kinds()[job.key.kind].resource, &job.object).unwrap();
+    let value = object_value(&state.kinds()[job.key.kind].resource, &job.object).unwrap();
     let (result, _) = expression.condition_costing(&value, budget);
     let answers = matching(&key, result);
     judge(&mut state, &job.object, &value, &answers);
@@ -267,7 +266,7 @@ fn evaluating_converts_once_and_answers_every_policy() {
     cluster.0.namespace = None;
     state.policy_applied(cluster.0.clone(), cluster.1);
     let job = job_of(&state, 1, job("a", "ci-1"));
-    let value = model_value(&state.kinds()[job.key.kind].resource, &job.object).unwrap();
+    let value = object_value(&state.kinds()[job.key.kind].resource, &job.object).unwrap();
     let answers = evaluate(&value, &job.policies);
     assert_eq!(answers.len(), 2);
     assert_eq!(answers[&key].matches, Some(Ok(true)));

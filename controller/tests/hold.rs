@@ -6,11 +6,12 @@
 
 mod support;
 
+use kube_retention_common::model::object_value;
 use std::sync::Arc;
 
 use kube::api::DynamicObject;
 use kube_retention_common::governing::Answers;
-use kube_retention_controller::state::{PolicyAnswers, PolicyKey, Reason, State, model_value};
+use kube_retention_controller::state::{PolicyAnswers, PolicyKey, Reason, State};
 use serde_json::{Value, json};
 use support::{JOB, at, deletes, kind, leader, loaded_policy, object};
 
@@ -48,7 +49,7 @@ fn job(name: &str, created: &str, archived: Option<&str>) -> DynamicObject {
 /// Judges `object` with its policy's expressions evaluated on it, as the evaluator does, at
 /// `now`; answers the deletions due.
 fn judged(state: &mut State, object: &DynamicObject, now: &str) -> Vec<(String, Reason)> {
-    let value: Value = model_value(&state.kinds()[kind(JOB)].resource, object).unwrap();
+    let value: Value = object_value(&state.kinds()[kind(JOB)].resource, object).unwrap();
     let rules = state.unevaluated(kind(JOB), object)[0].1.clone();
     let answers: PolicyAnswers = [(Arc::new(key()), Answers::compute(&rules, &value))].into();
     let mut actions = state.judged(kind(JOB), object, &value, Some(&answers), at(now));

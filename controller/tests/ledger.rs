@@ -16,12 +16,13 @@ use kube::api::PropagationPolicy;
 use kube::runtime::events::{Recorder, Reporter};
 use kube_retention_common::Registry;
 use kube_retention_common::ledger::{DELETED, Entry};
+use kube_retention_common::model::object_value;
 use kube_retention_common::sink_policy::SinkPolicy;
 use kube_retention_controller::executor::{Budget, Executor, Feedback, Parts, Settings};
 use kube_retention_controller::ledger::{Ledger, LedgerMetrics, SinkLabels};
 use kube_retention_controller::metrics::Metrics;
 use kube_retention_controller::sinks::{Delivery, Sender};
-use kube_retention_controller::state::{Action, Failure, Ledgered, model_value};
+use kube_retention_controller::state::{Action, Failure, Ledgered};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -377,7 +378,7 @@ fn the_state_says_who_decided_with_what_and_where_it_goes() {
         "status": {"completionTime": "2026-01-01T00:00:00Z", "conditions": [
             {"type": "Complete", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
     }));
-    let value = model_value(&state.kinds()[kind(JOB_KIND)].resource, &job).unwrap();
+    let value = object_value(&state.kinds()[kind(JOB_KIND)].resource, &job).unwrap();
     state.judged(
         kind(JOB_KIND),
         &job,

@@ -8,7 +8,8 @@
 mod support;
 
 use kube::api::DynamicObject;
-use kube_retention_controller::state::{Action, PolicyKey, State, Warning, model_value};
+use kube_retention_common::model::object_value;
+use kube_retention_controller::state::{Action, PolicyKey, State, Warning};
 use serde_json::{Value, json};
 use support::{JOB, at, deletes, kind, leader, loaded_policy, object};
 
@@ -32,7 +33,7 @@ fn job(version: &str, annotations: Value) -> DynamicObject {
 }
 
 fn judged(state: &mut State, object: &DynamicObject, now: &str) -> Vec<Action> {
-    let value: Value = model_value(&state.kinds()[kind(JOB)].resource, object).unwrap();
+    let value: Value = object_value(&state.kinds()[kind(JOB)].resource, object).unwrap();
     state.judged(kind(JOB), object, &value, None, at(now))
 }
 

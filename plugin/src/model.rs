@@ -16,6 +16,7 @@ use kube_retention_common::duration;
 use kube_retention_common::expiry::Expiry;
 use kube_retention_common::governing::{Judgement, Subject, judge};
 use kube_retention_common::kinds::{Entry, Lookup, Registry, Resource};
+use kube_retention_common::model::object_value;
 use kube_retention_common::policies::{self, PolicyKey, PolicyObject, Rules};
 use kube_retention_common::progress::{Outcome, Progress};
 use kube_retention_common::setting::{self, NamedPolicy, Said, Setting};
@@ -108,7 +109,7 @@ pub fn explain(
     policies: &Policies,
     now: Timestamp,
 ) -> Explanation {
-    let value = serde_json::to_value(object).unwrap_or_default();
+    let value = object_value(resource, object).unwrap_or_default();
     let namespace = object.namespace().unwrap_or_default();
     let entry = match kinds.lookup(&value) {
         Lookup::Listed(entry) => entry.clone(),

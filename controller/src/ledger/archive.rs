@@ -19,7 +19,7 @@ use kube_retention_common::ledger::{DELETED, Entry};
 use tokio::sync::Semaphore;
 
 use crate::sinks::{Delivery, Sender};
-use crate::state::model_value;
+use kube_retention_common::model::object_value;
 
 /// Archives under way at once.
 pub const IN_FLIGHT: usize = 16;
@@ -87,7 +87,7 @@ impl Archiver {
         if current != (uid, resource_version) {
             return Archived::Changed;
         }
-        let value = model_value(resource, &object).unwrap_or_default();
+        let value = object_value(resource, &object).unwrap_or_default();
         let entry = entry.with_object(&value);
         let Some(event) = super::event(DELETED, &entry) else {
             return Archived::Failed("the event could not be built".into());

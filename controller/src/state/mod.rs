@@ -14,6 +14,7 @@ use jiff::Timestamp;
 use kube::api::DynamicObject;
 use kube_retention_common::api::ResourceRef;
 use kube_retention_common::kinds::{Entry, KindId, Registry, RegistryError, Role};
+use kube_retention_common::model::object_value;
 use serde_json::Value;
 
 mod action;
@@ -42,7 +43,7 @@ pub use failures::{FIRST_RETRY, Failure, MAX_RETRY, retry_delay};
 pub use guard::{GuardReport, HELD_SHOWN, Standing};
 pub use keys::ObjectKey;
 pub use policies::{Approval, LoadedPolicy, PolicyBook, PolicyKey, Summary, WOULD_DELETE_SHOWN};
-pub use recording::{Stamping, model_value};
+pub use recording::Stamping;
 pub use stragglers::{Labelling, Stragglers};
 
 use keys::{GroupKey, Namespaces};
@@ -124,7 +125,7 @@ impl State {
 
     /// An object of `kind` was added or changed, where no policy has expressions to evaluate.
     pub fn applied(&mut self, kind: KindId, object: &DynamicObject, now: Timestamp) -> Vec<Action> {
-        match model_value(&self.kinds[kind].resource, object) {
+        match object_value(&self.kinds[kind].resource, object) {
             Some(value) => self.judged(kind, object, &value, None, now),
             None => Vec::new(),
         }

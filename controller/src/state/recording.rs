@@ -7,7 +7,7 @@ use std::sync::Arc;
 use compact_str::CompactString;
 use jiff::{SignedDuration, Timestamp};
 use kube::api::DynamicObject;
-use kube_retention_common::kinds::{Entry, KindId, Registry, Resource, Role};
+use kube_retention_common::kinds::{Entry, KindId, Registry, Role};
 use kube_retention_common::{Expiry, Progress};
 use serde_json::Value;
 
@@ -19,17 +19,6 @@ use super::keys::ObjectKey;
 use super::notice::Notice;
 use super::record::{Announcements, Kept, Record, Stamps, Uid};
 use super::{Action, EventTarget, Warning};
-
-/// An object of `resource` as the model reads it: JSON with its apiVersion and kind (list items
-/// of built-in kinds carry neither).
-pub fn model_value(resource: &Resource, object: &DynamicObject) -> Option<Value> {
-    let mut value = serde_json::to_value(object).ok()?;
-    if let Some(map) = value.as_object_mut() {
-        map.insert("apiVersion".into(), Value::String(resource.api_version()));
-        map.insert("kind".into(), Value::String(resource.kind.clone()));
-    }
-    Some(value)
-}
 
 /// Which of its stamps the controller writes itself (`--stamp`). The webhook's stamp at admission
 /// costs no request of its own (it is part of the writer's); the controller's costs a PATCH per

@@ -7,15 +7,21 @@ use serde_json::{Value, json};
 use super::*;
 
 fn explained(object: Value, policies: &Policies) -> Explanation {
+    // The object's own resource, as `kubectl retention explain` resolves it.
+    let resource = match Registry::builtin().lookup(&object) {
+        Lookup::Listed(entry) => entry.resource.clone(),
+        _ => {
+            let (group, version) = match object["apiVersion"].as_str().unwrap().split_once('/') {
+                Some((group, version)) => (group.to_owned(), version.to_owned()),
+                None => (String::new(), object["apiVersion"].as_str().unwrap().to_owned()),
+            };
+            let kind = object["kind"].as_str().unwrap();
+            Resource::new(&group, &version, kind, &format!("{}s", kind.to_lowercase()))
+        }
+    };
     let object: DynamicObject = serde_json::from_value(object).unwrap();
     let now = "2026-06-01T12:00:00Z".parse().unwrap();
-    explain(
-        Registry::builtin(),
-        &Resource::new("", "v1", "U", "us"),
-        &object,
-        policies,
-        now,
-    )
+    explain(Registry::builtin(), &resource, &object, policies, now)
 }
 
 /// No policies, or one RetentionPolicy `team-a/NAME`.
