@@ -11,12 +11,10 @@ fn explained(object: Value, policies: &Policies) -> Explanation {
     let resource = match Registry::builtin().lookup(&object) {
         Lookup::Listed(entry) => entry.resource.clone(),
         _ => {
-            let (group, version) = match object["apiVersion"].as_str().unwrap().split_once('/') {
-                Some((group, version)) => (group.to_owned(), version.to_owned()),
-                None => (String::new(), object["apiVersion"].as_str().unwrap().to_owned()),
-            };
+            let api_version = object["apiVersion"].as_str().unwrap();
+            let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
             let kind = object["kind"].as_str().unwrap();
-            Resource::new(&group, &version, kind, &format!("{}s", kind.to_lowercase()))
+            Resource::new(group, version, kind, &format!("{}s", kind.to_lowercase()))
         }
     };
     let object: DynamicObject = serde_json::from_value(object).unwrap();
