@@ -74,6 +74,7 @@ macro_rules! resource_of_dynamic {
 pub struct LeanObject(pub DynamicObject);
 
 resource_of_dynamic!(LeanObject, false);
+
 /// A metadata watch's [`PartialObjectMeta`] decoded without its `managedFields`.
 #[derive(Clone, Debug)]
 pub struct LeanMeta(pub PartialObjectMeta<DynamicObject>);

@@ -76,16 +76,15 @@ impl KindObjects {
         self.listed = true;
     }
 
-    /// Keeps `object` (without its managed fields, which no condition needs); returns the
-    /// version it replaced.
-    pub fn applied(&mut self, mut object: DynamicObject) -> Option<Arc<DynamicObject>> {
+    /// Keeps `object` (its watch decodes it without managed fields, which no condition needs:
+    /// [`crate::lean`]); returns the version it replaced.
+    pub fn applied(&mut self, object: DynamicObject) -> Option<Arc<DynamicObject>> {
         let (Some(namespace), Some(name)) = (
             object.metadata.namespace.clone(),
             object.metadata.name.clone(),
         ) else {
             return None;
         };
-        object.metadata.managed_fields = None;
         let objects = self.relisting.as_mut().unwrap_or(&mut self.current);
         objects
             .entry(namespace)

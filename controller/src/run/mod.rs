@@ -1,7 +1,7 @@
 //! The controller loop: one paged LIST and then a watch per kind, feeding [`State`] — plus, for
 //! kinds watched through the managed label, a metadata-only watch of the unlabelled, which finds
-//! objects the webhook never labelled; a timer on the earliest deadline; leadership changes; and the executor's
-//! feedback. Actions go to the [`Executor`].
+//! objects the webhook never labelled; a timer on the earliest deadline; leadership changes;
+//! and the executor's feedback. Actions go to the [`Executor`].
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
