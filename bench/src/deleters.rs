@@ -110,9 +110,7 @@ pub struct Running {
 
 impl Running {
     pub fn pid(&self) -> Option<u32> {
-        self.tracked
-            .live_pid()
-            .map(|pid| pid.as_raw().unsigned_abs())
+        crate::live_pid(&self.tracked)
     }
 }
 

@@ -64,10 +64,12 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
 
 /// The pid of the local cluster's process `name` (`kube-apiserver`, `etcd`), while it runs.
 pub fn pid_of(cluster: &kube_retention_e2e::LocalCluster, name: &str) -> Option<u32> {
-    kube_retention_e2e::process::tracked(&cluster.layout.state_dir, &[name])
-        .first()?
-        .live_pid()
-        .map(|pid| pid.as_raw().unsigned_abs())
+    live_pid(kube_retention_e2e::process::tracked(&cluster.layout.state_dir, &[name]).first()?)
+}
+
+/// The pid of `process`, while it runs, as /proc names it.
+pub fn live_pid(process: &kube_retention_e2e::process::Tracked) -> Option<u32> {
+    process.live_pid().map(|pid| pid.as_raw().unsigned_abs())
 }
 
 /// KiB (as /proc reports memory) in MiB.
