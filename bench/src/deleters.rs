@@ -182,11 +182,15 @@ pub fn start_with(
     work: Work,
     extra: &[String],
 ) -> Result<Running> {
+    let collects_garbage = deleter.is_peer() && work == Work::Deleting;
+    // Replaced, and started again on drop, only if it runs: `--huge` stops it for the whole run.
     let replaced_controller_manager =
-        (deleter.is_peer() && work == Work::Deleting).then(|| cluster.clone());
+        (collects_garbage && cluster.controller_manager_running()).then(|| cluster.clone());
     let mut controllers = vec!["ttl-after-finished-controller"];
-    if replaced_controller_manager.is_some() {
+    if collects_garbage {
         controllers.push("garbage-collector-controller");
+    }
+    if replaced_controller_manager.is_some() {
         cluster.stop_controller_manager()?;
     }
     let tracked = match deleter {
@@ -194,26 +198,27 @@ pub fn start_with(
         Deleter::Peer | Deleter::PeerTuned => {
             // client-go's limiter: qps with an equal burst, like governor's per-second quota.
             let qps = budget.unwrap_or(1_000_000);
-            process::spawn(
-                &cluster.layout.state_dir,
-                PEER,
-                Command::new(cluster.layout.binary("kube-controller-manager"))
-                    .arg(format!(
-                        "--kubeconfig={}",
-                        cluster.layout.state("peer.kubeconfig").display()
-                    ))
-                    .arg(format!("--controllers={}", controllers.join(",")))
-                    .arg(format!("--kube-api-qps={qps}"))
-                    .arg(format!("--kube-api-burst={qps}"))
-                    .arg("--leader-elect=false")
-                    .arg("--secure-port=0")
-                    .args(
-                        (deleter == Deleter::PeerTuned).then(|| {
+            let tracked =
+                process::spawn(
+                    &cluster.layout.state_dir,
+                    PEER,
+                    Command::new(cluster.layout.binary("kube-controller-manager"))
+                        .arg(format!(
+                            "--kubeconfig={}",
+                            cluster.layout.state("peer.kubeconfig").display()
+                        ))
+                        .arg(format!("--controllers={}", controllers.join(",")))
+                        .arg(format!("--kube-api-qps={qps}"))
+                        .arg(format!("--kube-api-burst={qps}"))
+                        .arg("--leader-elect=false")
+                        .arg("--secure-port=0")
+                        .args((deleter == Deleter::PeerTuned).then(|| {
                             format!("--concurrent-ttl-after-finished-syncs={TUNED_WORKERS}")
-                        }),
-                    ),
-            )
-            .context("starting the peer kube-controller-manager")?
+                        })),
+                )
+                .context("starting the peer kube-controller-manager")?;
+            first_to_go_out_of_memory(&tracked)?;
+            tracked
         }
         _ => {
             let mut flags = vec![
@@ -230,6 +235,7 @@ pub fn start_with(
             }
             flags.extend(extra.iter().cloned());
             let tracked = components::start_controller(cluster, CONTROLLER, metrics_port, &flags)?;
+            first_to_go_out_of_memory(&tracked)?;
             // Ready once every kind is listed: minutes at a million Jobs.
             components::wait_for_controller(cluster, metrics_port, Duration::from_secs(900))?;
             tracked
@@ -239,6 +245,18 @@ pub fn start_with(
         tracked,
         replaced_controller_manager,
     })
+}
+
+/// Makes a contender the kernel's first choice should the machine run out of memory (the
+/// highest `oom_score_adj`, which any user may set on their own process): at the envelope's
+/// sizes a deleter that cannot hold its objects is a finding, the API server's or etcd's end
+/// would be the end of the run.
+fn first_to_go_out_of_memory(tracked: &Tracked) -> Result<()> {
+    let Some(pid) = crate::live_pid(tracked) else {
+        return Ok(());
+    };
+    std::fs::write(format!("/proc/{pid}/oom_score_adj"), "1000")
+        .with_context(|| format!("making {} the first to go out of memory", tracked.name))
 }
 
 /// Starts the ceiling against the Jobs of `namespace`, to delete them all at `at`. Its binary is
@@ -262,6 +280,7 @@ pub fn start_ceiling(
             .arg(format!("--concurrency={CEILING_CONCURRENCY}")),
     )
     .with_context(|| format!("starting {}", binary.display()))?;
+    first_to_go_out_of_memory(&tracked)?;
     Ok(Running {
         tracked,
         replaced_controller_manager: None,

@@ -22,7 +22,12 @@ pub mod writers;
 
 /// Fields of a process's /proc status, in KiB, in the order of `names` (e.g. `"VmHWM:"`).
 fn status_kib<const N: usize>(pid: u32, names: [&str; N]) -> Option<[u64; N]> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    kib_fields(&format!("/proc/{pid}/status"), names)
+}
+
+/// Fields of a /proc file of `Name:   value kB` lines (a process's status, meminfo), in KiB.
+fn kib_fields<const N: usize>(path: &str, names: [&str; N]) -> Option<[u64; N]> {
+    let status = std::fs::read_to_string(path).ok()?;
     let field = |name: &str| {
         status
             .lines()
@@ -37,6 +42,28 @@ fn status_kib<const N: usize>(pid: u32, names: [&str; N]) -> Option<[u64; N]> {
         *value = field(name)?;
     }
     Some(values)
+}
+
+/// Whether the kernel's log (`dmesg`; false if it cannot be read) says its OOM killer killed
+/// `pid`.
+pub fn killed_for_memory(pid: u32) -> bool {
+    std::process::Command::new("dmesg")
+        .output()
+        .is_ok_and(|log| names_an_oom_kill(&String::from_utf8_lossy(&log.stdout), pid))
+}
+
+/// Whether the kernel log `log` reports `pid` killed for want of memory (the OOM killer's line
+/// is "Out of memory: Killed process PID (name) …", or "Memory cgroup out of memory: …").
+fn names_an_oom_kill(log: &str, pid: u32) -> bool {
+    let killed = format!("Killed process {pid} (");
+    log.lines()
+        .any(|line| line.to_ascii_lowercase().contains("out of memory") && line.contains(&killed))
+}
+
+/// The machine's available memory in KiB (MemAvailable: free, and reclaimable without swap).
+pub fn available_memory_kib() -> Option<u64> {
+    let [available] = kib_fields("/proc/meminfo", ["MemAvailable:"])?;
+    Some(available)
 }
 
 /// Peak and current resident set size of a process, in KiB, from /proc.
@@ -134,5 +161,21 @@ pub async fn until_interrupted(
         outcome = work => outcome,
         _ = tokio::signal::ctrl_c() => anyhow::bail!("interrupted (Ctrl-C); the cluster is taken down"),
         _ = terminate.recv() => anyhow::bail!("terminated (SIGTERM); the cluster is taken down"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_an_oom_kill;
+
+    #[test]
+    fn an_oom_kill_is_read_from_the_kernel_log_for_that_pid_only() {
+        let log = "[  10.1] eth0: link up\n\
+                   [4711.2] Out of memory: Killed process 4242 (kube-controller) total-vm:9000kB\n\
+                   [4800.0] Memory cgroup out of memory: Killed process 77 (etcd) total-vm:1kB\n";
+        assert!(names_an_oom_kill(log, 4242));
+        assert!(names_an_oom_kill(log, 77));
+        assert!(!names_an_oom_kill(log, 424));
+        assert!(!names_an_oom_kill("[1.0] Killed process 5 (x) by hand", 5));
     }
 }

@@ -98,10 +98,30 @@ pub struct ColdStart {
     pub last_deletion: Option<f64>,
     /// Of the overdue Jobs, those deleted within the limit.
     pub deleted: usize,
+    /// The last reading while it ran (the peak is VmHWM, the listing included).
     pub peak_rss_kib: u64,
     pub rss_kib: u64,
-    /// Whether the deleter was still running at the end (not killed, not crashed).
-    pub alive: bool,
+    /// If the deleter ended before the wait did (killed, crashed), when and why.
+    pub ended: Option<Ended>,
+}
+
+/// A deleter's end during its cold start.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ended {
+    /// Seconds from its start to the first time it was seen gone (read each second).
+    pub after: f64,
+    /// Whether the kernel's log says its OOM killer killed it.
+    pub out_of_memory: bool,
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the process ended {:.0} s after its start", self.after)?;
+        if self.out_of_memory {
+            write!(f, ", killed by the kernel's OOM killer")?;
+        }
+        Ok(())
+    }
 }
 
 /// Finishes the Jobs `overdue` of `namespace` twice their TTL ago, then starts `deleter` cold
@@ -134,12 +154,33 @@ pub async fn cold_start(
     let listed = deleter
         .is_kube_retention()
         .then(|| since(start, Timestamp::now()));
-    let outcome = jobs::wait_deleted(&deletions, overdue.len(), limit).await;
+    let pid = running.pid();
+    let (outcome, rss, ended) = {
+        let wait = jobs::wait_deleted(&deletions, overdue.len(), limit);
+        tokio::pin!(wait);
+        let mut each_second = tokio::time::interval(Duration::from_secs(1));
+        let mut rss = pid.and_then(rss_kib);
+        loop {
+            tokio::select! {
+                outcome = &mut wait => break (outcome, rss, None),
+                _ = each_second.tick() => match running.pid().and_then(rss_kib) {
+                    Some(reading) => rss = Some(reading),
+                    // Gone: nothing more will be deleted, and why is the finding.
+                    None => break (Ok(()), rss, Some(Ended {
+                        after: since(start, Timestamp::now()),
+                        out_of_memory: pid.is_some_and(crate::killed_for_memory),
+                    })),
+                },
+            }
+        }
+    };
     watch.abort();
     if let Err(error) = outcome {
         println!("{}: {error:#}", deleter.label());
     }
-    let rss = running.pid().and_then(rss_kib);
+    if let Some(ended) = ended {
+        println!("{}: {ended}", deleter.label());
+    }
     drop(running);
     let seen: Vec<Timestamp> = deletions
         .lock()
@@ -154,7 +195,7 @@ pub async fn cold_start(
         deleted: seen.len(),
         peak_rss_kib: rss.map_or(0, |(peak, _)| peak),
         rss_kib: rss.map_or(0, |(_, current)| current),
-        alive: rss.is_some(),
+        ended,
     })
 }
 

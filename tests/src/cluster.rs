@@ -275,6 +275,13 @@ impl LocalCluster {
         process::stop_all(&self.layout.state_dir, &CONTROL_PLANE[2..]).map(drop)
     }
 
+    /// Whether the control plane's kube-controller-manager runs: a benchmark may have stopped it.
+    pub fn controller_manager_running(&self) -> bool {
+        process::tracked(&self.layout.state_dir, &CONTROL_PLANE[2..])
+            .iter()
+            .any(|tracked| tracked.live_pid().is_some())
+    }
+
     pub(crate) fn wait_until_ready(&self, timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;
         while !self.ready() {

@@ -4,6 +4,13 @@
 //! ([`restart::cold_start`]): kube-retention first, then, on another tenth, kube-controller-manager's
 //! TTL controller and garbage collector. Growth per Job comes from the two sizes. Not in the
 //! default run: creating the Jobs alone takes most of an hour on two cores.
+//!
+//! The largest size this machine holds is found, not assumed: Jobs are created 100,000 at a
+//! time, and creating stops once the machine's available memory falls below a reserve kept for
+//! the cold starts; the section says where and why. The control plane's kube-controller-manager
+//! is stopped for the run (its garbage collector would hold a graph of every Job), and each
+//! deleter is the kernel's first choice should memory run out anyway, so a deleter that cannot
+//! hold a million Jobs is reported as such rather than taking the API server down with it.
 
 use std::time::{Duration, Instant};
 
@@ -16,12 +23,20 @@ use crate::restart::{self, ColdStart, TTL_SECONDS};
 use crate::{jobs, mib, namespace, pid_of, rss_kib};
 
 const NAMESPACE: &str = "bench-envelope";
+/// Jobs created between two looks at the machine's memory.
+const STEP: usize = 100_000;
 
 /// The run's size.
 pub struct Size {
+    /// The Jobs to create, unless the machine's memory runs short first.
     pub jobs: usize,
     /// The request budget of the cold starts, requests per second.
     pub budget: u32,
+    /// The machine's available memory (KiB) below which no more Jobs are created: what the cold
+    /// starts still need.
+    pub reserve_kib: u64,
+    /// kube-apiserver's `GOMEMLIMIT` for the run, if any.
+    pub apiserver_memory_limit: Option<String>,
 }
 
 impl Size {
@@ -41,23 +56,46 @@ impl Size {
     }
 }
 
-/// The control plane's resident memory, in KiB.
+/// The control plane's resident memory (peak, current), in KiB.
 #[derive(Clone, Copy)]
 pub struct ControlPlane {
     pub apiserver: (u64, u64),
+    /// kube-apiserver's live heap (Go's `go_gc_heap_live_bytes`) in KiB: what its objects
+    /// hold, without the garbage collector's headroom.
+    pub apiserver_live_heap: Option<u64>,
     pub etcd: (u64, u64),
 }
 
-fn control_plane(cluster: &LocalCluster) -> ControlPlane {
+async fn control_plane(cluster: &LocalCluster, client: &kube::Client) -> ControlPlane {
     let read = |name: &str| pid_of(cluster, name).and_then(rss_kib).unwrap_or_default();
     ControlPlane {
         apiserver: read("kube-apiserver"),
+        apiserver_live_heap: live_heap_kib(client).await,
         etcd: read("etcd"),
     }
 }
 
+/// kube-apiserver's live heap from its /metrics, in KiB; none if it cannot be read.
+async fn live_heap_kib(client: &kube::Client) -> Option<u64> {
+    let request = http::Request::get("/metrics").body(Vec::new()).ok()?;
+    let metrics = client.request_text(request).await.ok()?;
+    let bytes: f64 = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("go_gc_heap_live_bytes "))?
+        .trim()
+        .parse()
+        .ok()?;
+    Some((bytes / 1024.0) as u64)
+}
+
 pub struct Figures {
+    /// The size reached: `size.jobs` is the Jobs created.
     pub size: Size,
+    /// The Jobs asked for, and why fewer were created if they were.
+    pub target: usize,
+    /// The size of the first readings: a tenth of the Jobs asked for.
+    pub smaller: usize,
+    pub stopped: Option<String>,
     /// Seconds spent creating the Jobs.
     pub creating: f64,
     pub tracking: Vec<Reading>,
@@ -68,27 +106,60 @@ pub struct Figures {
     pub failed: Vec<(Deleter, String)>,
 }
 
-pub async fn measure(cluster: &LocalCluster, client: &kube::Client, size: Size) -> Result<Figures> {
+pub async fn measure(
+    cluster: &LocalCluster,
+    client: &kube::Client,
+    mut size: Size,
+) -> Result<Figures> {
+    if let Some(limit) = &size.apiserver_memory_limit {
+        cluster.restart_apiserver_with_memory_limit(limit)?;
+        // The client's pooled connections went with the old process; a request that fails on
+        // one is not the run's failure.
+        let mut attempts = 0;
+        while let Err(error) = client.apiserver_version().await {
+            attempts += 1;
+            anyhow::ensure!(attempts < 10, "kube-apiserver after its restart: {error}");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
     namespace(client, NAMESPACE).await?;
+    // Nothing here needs it: the Jobs have no dependents, and the peer's cold start runs a
+    // garbage collector of its own. Its graph holds every Job (1.66 GB at 200,000), memory the
+    // larger sizes need for the rest.
+    cluster.stop_controller_manager()?;
     let mut creating = Duration::ZERO;
     let mut tracking = Vec::new();
     let mut created = 0;
     let mut readings = Vec::new();
+    let mut stopped = None;
     for checkpoint in [size.tenth(), size.jobs] {
-        for step in (created..checkpoint).step_by(100_000) {
-            let until = (step + 100_000).min(checkpoint);
+        while created < checkpoint && stopped.is_none() {
+            if let Some(short) = memory_short(size.reserve_kib) {
+                println!("{created} Jobs created; {short}");
+                stopped = Some(short);
+                break;
+            }
+            let until = (created + STEP).min(checkpoint);
             let started = Instant::now();
-            jobs::create_range(client, NAMESPACE, step..until, TTL_SECONDS).await?;
+            jobs::create_range(client, NAMESPACE, created..until, TTL_SECONDS).await?;
             creating += started.elapsed();
-            println!("{until} Jobs created ({:.0} s)", creating.as_secs_f64());
+            created = until;
+            println!("{created} Jobs created ({:.0} s)", creating.as_secs_f64());
         }
-        created = checkpoint;
-        readings.push(control_plane(cluster));
-        tracking.push(memory::read(cluster, Deleter::KubeRetention, checkpoint).await?);
+        anyhow::ensure!(
+            created >= size.tenth(),
+            "no readings: the machine's memory ran short at {created} Jobs, before a tenth of \
+             {}",
+            size.jobs
+        );
+        readings.push(control_plane(cluster, client).await);
+        tracking.push(memory::read(cluster, Deleter::KubeRetention, created).await?);
         if checkpoint == size.tenth() {
-            tracking.push(memory::read(cluster, Deleter::Peer, checkpoint).await?);
+            tracking.push(memory::read(cluster, Deleter::Peer, created).await?);
         }
     }
+    let (target, smaller) = (size.jobs, size.tenth());
+    size.jobs = created;
     let pace = Duration::from_secs_f64(2.0 * size.at_budget_pace());
     let (mut cold_starts, mut failed) = (Vec::new(), Vec::new());
     for (deleter, offset, limit) in [
@@ -119,15 +190,35 @@ pub async fn measure(cluster: &LocalCluster, client: &kube::Client, size: Size) 
             }
         }
     }
-    readings.push(control_plane(cluster));
+    readings.push(control_plane(cluster, client).await);
     Ok(Figures {
         creating: creating.as_secs_f64(),
+        target,
+        smaller,
+        stopped,
         size,
         tracking,
         control_plane: [readings[0], readings[1], readings[2]],
         cold_starts,
         failed,
     })
+}
+
+/// Why no more Jobs may be created, if the machine's available memory is below `reserve_kib`.
+fn memory_short(reserve_kib: u64) -> Option<String> {
+    let available = crate::available_memory_kib()?;
+    (available < reserve_kib).then(|| {
+        format!(
+            "stopped there: the machine had {:.1} GiB of memory available, less than the {:.1} GiB \
+             kept for the cold starts (`--huge-reserve-gib`)",
+            gib(available),
+            gib(reserve_kib)
+        )
+    })
+}
+
+fn gib(kib: u64) -> f64 {
+    kib as f64 / (1024.0 * 1024.0)
 }
 
 fn seconds(value: Option<f64>) -> String {
@@ -144,11 +235,9 @@ fn cold_start_text(size: &Size, start: &ColdStart) -> String {
         seconds(start.last_deletion),
         mib(start.rss_kib),
         mib(start.peak_rss_kib),
-        if start.alive {
-            ""
-        } else {
-            "; the process had ended"
-        },
+        start
+            .ended
+            .map_or(String::new(), |ended| format!("; {ended}")),
     )
 }
 
@@ -161,5 +250,6 @@ fn per_job(smaller: (usize, u64), larger: (usize, u64)) -> String {
     format!("{:.0}", bytes / (larger.0 - smaller.0) as f64)
 }
 
+mod goals;
 mod section;
 pub use section::section;

@@ -74,6 +74,17 @@ pub struct Args {
     /// The request budget of `--huge`'s cold starts, requests per second.
     #[arg(long, default_value_t = 500)]
     pub huge_budget: u32,
+    /// `--huge` creates no more Jobs once the machine has less memory available than this
+    /// (GiB), and measures at the count reached: room for the API server's list peaks in the
+    /// cold starts (2.9 GiB over its resting memory at 400,000 Jobs) and for one more step of
+    /// 100,000 Jobs (1.6 GiB).
+    #[arg(long, default_value_t = 6.0)]
+    pub huge_reserve_gib: f64,
+    /// kube-apiserver's `GOMEMLIMIT` during `--huge` ("none": Go's default, collecting only once
+    /// the heap has doubled). Its live heap grows by about 6 KB per Job; the doubling, not the
+    /// Jobs, is what would not fit beside a million of them.
+    #[arg(long, default_value = "10GiB")]
+    pub huge_apiserver_memory_limit: String,
 }
 
 impl Args {

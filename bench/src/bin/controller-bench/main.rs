@@ -100,6 +100,9 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
         let size = envelope::Size {
             jobs: args.huge_jobs,
             budget: args.huge_budget,
+            reserve_kib: (args.huge_reserve_gib * 1024.0 * 1024.0) as u64,
+            apiserver_memory_limit: Some(args.huge_apiserver_memory_limit.clone())
+                .filter(|limit| limit != "none"),
         };
         let figures = envelope::measure(cluster, &client, size).await?;
         return report::write_section(
