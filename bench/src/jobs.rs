@@ -88,9 +88,13 @@ pub async fn finish(
 /// When each Job's deletion was seen, by name.
 pub type Deletions = Arc<Mutex<HashMap<String, Timestamp>>>;
 
+/// How long the benchmark's watch may go without listing another Job before it gives up.
+const LIST_STALL: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// Watches the namespace's Jobs' metadata in the background and records each deletion's time;
 /// returns once the watch has listed them, so a deletion after the return is timed when the API
-/// server reports it, not when a list of many Jobs ends.
+/// server reports it, not when a list of many Jobs ends. It gives up only when the list stalls
+/// ([`LIST_STALL`] without a Job): a million Jobs may take longer than that to list.
 pub async fn watch_deletions(
     client: &Client,
     namespace: &str,
@@ -98,12 +102,16 @@ pub async fn watch_deletions(
     let deletions: Deletions = Arc::default();
     let jobs: Api<PartialObjectMeta<Job>> = Api::namespaced(client.clone(), namespace);
     let seen = deletions.clone();
-    let (listed_tx, listed) = tokio::sync::oneshot::channel();
+    let (listed_tx, mut listed) = tokio::sync::oneshot::channel();
+    let (progress_tx, mut progress) = tokio::sync::watch::channel(0_usize);
     let task = tokio::spawn(async move {
         let mut listed_tx = Some(listed_tx);
         let mut events = watcher::watcher(jobs, watcher::Config::default()).boxed();
         while let Some(event) = events.next().await {
             match event {
+                Ok(Event::InitApply(_)) => {
+                    progress_tx.send_modify(|listed| *listed += 1);
+                }
                 Ok(Event::InitDone) => {
                     if let Some(listed) = listed_tx.take() {
                         listed.send(()).ok();
@@ -120,11 +128,21 @@ pub async fn watch_deletions(
             }
         }
     });
-    tokio::time::timeout(std::time::Duration::from_secs(300), listed)
-        .await
-        .context("the benchmark's watch of the Jobs did not list them within 5 minutes")?
-        .context("the benchmark's watch of the Jobs ended")?;
-    Ok((deletions, task))
+    loop {
+        tokio::select! {
+            done = &mut listed => {
+                done.context("the benchmark's watch of the Jobs ended")?;
+                return Ok((deletions, task));
+            }
+            moved = tokio::time::timeout(LIST_STALL, progress.changed()) => {
+                let count = *progress.borrow();
+                anyhow::ensure!(
+                    moved.is_ok(),
+                    "the benchmark's watch of the Jobs listed none for {LIST_STALL:?} after {count}"
+                );
+            }
+        }
+    }
 }
 
 pub fn deleted(deletions: &Deletions) -> usize {

@@ -1,5 +1,5 @@
-//! The `envelope-scale` section of docs/benchmarks.md, with each goal said met or not from the
-//! figures themselves.
+//! The `envelope-scale-N` sections of docs/benchmarks.md (N the Jobs asked for), with each
+//! goal said met or not from the figures themselves.
 
 use super::goals::verdicts;
 use super::{Figures, TTL_SECONDS, per_job, seconds};

@@ -105,9 +105,10 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
                 .filter(|limit| limit != "none"),
         };
         let figures = envelope::measure(cluster, &client, size).await?;
+        // A section per size asked for: a run at one size leaves the others' figures be.
         return report::write_section(
             &root.join(&args.report),
-            "envelope-scale",
+            &format!("envelope-scale-{}", args.huge_jobs),
             &envelope::section(&figures),
         );
     }
