@@ -94,7 +94,7 @@ const LIST_STALL: std::time::Duration = std::time::Duration::from_secs(300);
 /// Watches the namespace's Jobs' metadata in the background and records each deletion's time;
 /// returns once the watch has listed them, so a deletion after the return is timed when the API
 /// server reports it, not when a list of many Jobs ends. It gives up only when the list stalls
-/// ([`LIST_STALL`] without a Job): a million Jobs may take longer than that to list.
+/// (5 minutes without a Job): a million Jobs may take longer than that to list.
 pub async fn watch_deletions(
     client: &Client,
     namespace: &str,
