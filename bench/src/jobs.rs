@@ -11,6 +11,7 @@ use futures::{StreamExt, TryStreamExt, stream};
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{PartialObjectMeta, Patch, PatchParams, PostParams};
+use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
 use serde_json::json;
@@ -106,7 +107,11 @@ pub async fn watch_deletions(
     let (progress_tx, mut progress) = tokio::sync::watch::channel(0_usize);
     let task = tokio::spawn(async move {
         let mut listed_tx = Some(listed_tx);
-        let mut events = watcher::watcher(jobs, watcher::Config::default()).boxed();
+        // With a backoff: once the API server is gone, a watcher without one retries at once,
+        // forever, and takes a core with it.
+        let mut events = watcher::watcher(jobs, watcher::Config::default())
+            .default_backoff()
+            .boxed();
         while let Some(event) = events.next().await {
             match event {
                 Ok(Event::InitApply(_)) => {
@@ -135,11 +140,14 @@ pub async fn watch_deletions(
                 return Ok((deletions, task));
             }
             moved = tokio::time::timeout(LIST_STALL, progress.changed()) => {
-                let count = *progress.borrow();
-                anyhow::ensure!(
-                    moved.is_ok(),
-                    "the benchmark's watch of the Jobs listed none for {LIST_STALL:?} after {count}"
-                );
+                if moved.is_err() {
+                    // Not left behind: the run goes on (or ends) without this watch.
+                    task.abort();
+                    anyhow::bail!(
+                        "the benchmark's watch of the Jobs listed none for {LIST_STALL:?} after {}",
+                        *progress.borrow()
+                    );
+                }
             }
         }
     }
