@@ -27,10 +27,9 @@ fn status_kib<const N: usize>(pid: u32, names: [&str; N]) -> Option<[u64; N]> {
 
 /// Fields of a /proc file of `Name:   value kB` lines (a process's status, meminfo), in KiB.
 fn kib_fields<const N: usize>(path: &str, names: [&str; N]) -> Option<[u64; N]> {
-    let status = std::fs::read_to_string(path).ok()?;
+    let text = std::fs::read_to_string(path).ok()?;
     let field = |name: &str| {
-        status
-            .lines()
+        text.lines()
             .find_map(|line| line.strip_prefix(name))?
             .split_whitespace()
             .next()?

@@ -162,7 +162,8 @@ pub async fn cold_start(
         let mut rss = pid.and_then(rss_kib);
         loop {
             tokio::select! {
-                outcome = &mut wait => break (outcome, rss, None),
+                // A reading at the end, as before the sampling; the last sample if it is gone.
+                outcome = &mut wait => break (outcome, running.pid().and_then(rss_kib).or(rss), None),
                 _ = each_second.tick() => match running.pid().and_then(rss_kib) {
                     Some(reading) => rss = Some(reading),
                     // Gone: nothing more will be deleted, and why is the finding.
