@@ -35,6 +35,7 @@ use crate::breaker::{self, Breaker};
 use crate::cleaners::Cleaners;
 use crate::cleaners::act::Cleaning;
 use crate::executor::{Budget, Executor, Parts, Settings};
+use crate::initial_list::Lists;
 use crate::leader::Elector;
 use crate::ledger::Ledger;
 use crate::metrics::Metrics;
@@ -147,7 +148,9 @@ impl Args {
             Propagation::Foreground => PropagationPolicy::Foreground,
             Propagation::Orphan => PropagationPolicy::Orphan,
         };
-        // One request budget and one circuit breaker for the executor and the Cleaners alike.
+        // One way of listing, one request budget and one circuit breaker for the executor and the
+        // Cleaners alike.
+        let lists = Lists::new(args.initial_list, args.page_size);
         let budget = Budget::per_second(NonZeroU32::new(args.qps));
         let breaker = Breaker::new(args.circuit_breaker_deletions, args.circuit_breaker_window);
         if args.circuit_breaker_deletions > 0 {
@@ -183,7 +186,7 @@ impl Args {
                 sender,
                 ledger: Some(ledger.clone()),
             };
-            let cleaners = Cleaners::new(cleaning, args.page_size);
+            let cleaners = Cleaners::new(cleaning, lists.clone());
             let run = cleaners.run(leadership.clone(), std::future::pending());
             supervisor.add(supervise::spawn("cleaner-loop", run));
         }
@@ -206,12 +209,7 @@ impl Args {
         tracing::info!(%identity, qps = args.qps, leader_election = args.leader_election, "starting");
         let (watch_tasks, watching) = supervise::group("watches");
         supervisor.add(watching);
-        let mut watches = Watches::new(
-            client.clone(),
-            args.page_size,
-            args.list_concurrency,
-            watch_tasks,
-        );
+        let mut watches = Watches::new(client.clone(), lists, args.list_concurrency, watch_tasks);
         watches.start_policies();
         let (evaluations, evaluating) =
             crate::run::Evaluations::start().map_err(Error::Evaluator)?;

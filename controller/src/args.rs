@@ -7,6 +7,8 @@ use clap::{Parser, ValueEnum};
 use kube_retention_common::kinds::KindSelection;
 use kube_retention_runtime::LogFormat;
 
+use crate::initial_list::InitialList;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "kube-retention-controller",
@@ -57,7 +59,18 @@ pub struct Args {
     /// moment) before failing with the list of what to grant.
     #[arg(long, env = "KUBE_RETENTION_PERMISSIONS_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
     pub permissions_timeout: std::time::Duration,
-    /// Objects per page of the initial LIST.
+    /// How each watch first lists its kind: `stream` (one watch request that sends every
+    /// object, served from the API server's watch cache, with no continue token to expire on a
+    /// long list) or `pages` (LISTs of `--page-size` objects). `stream` falls back to pages where
+    /// the API server refuses it (its WatchList feature gate off) or cuts it off.
+    #[arg(
+        long,
+        env = "KUBE_RETENTION_INITIAL_LIST",
+        value_enum,
+        default_value = "stream"
+    )]
+    pub initial_list: InitialList,
+    /// Objects per page of a paged initial LIST.
     #[arg(long, default_value_t = 500)]
     pub page_size: u32,
     /// How many kinds are listed at once. Each list holds a page of whole objects in memory and

@@ -5,7 +5,8 @@
 //! - [`executor`]: the API requests, within a client-side budget, deletions first.
 //! - [`evaluator`]: retention policies' CEL, on a thread of its own, fair between namespaces.
 //! - [`run`]: watches, timer and leadership wired to the two; [`watches`] starts and stops them
-//!   per kind; [`discovery`] finds annotated kinds beyond the configured ones.
+//!   per kind, each listing as [`initial_list`] says; [`discovery`] finds annotated kinds beyond
+//!   the configured ones.
 //! - [`cleaners`]: Cleaners, groups deleted together when their conditions hold.
 //! - [`ledger`]: each deletion announced as a CloudEvent (and, with `archiveBeforeDelete`,
 //!   acknowledged first); [`sinks`]: where CloudEvents may go and how they are sent.
@@ -21,9 +22,11 @@ mod error;
 pub mod evaluator;
 pub mod executor;
 pub mod fair;
+pub mod initial_list;
 pub mod leader;
 pub mod lean;
 pub mod ledger;
+pub mod list_turns;
 pub mod metrics;
 pub mod policy_status;
 pub mod relist_throttle;

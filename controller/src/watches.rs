@@ -1,10 +1,10 @@
-//! The controller's watches, started and stopped per kind at run time: one paged LIST and then a
-//! watch for each kind (label-selected where the kind's entry says so), and for kinds watched
-//! through the managed label with stragglers to find, a metadata-only watch of every object
-//! without the label (an object labelled leaves the one watch as it enters the other, so each
-//! object costs the API server and the controller one watch, not two).
-//! Lists take turns (`--list-concurrency`): the memory a list holds is a page per kind listing,
-//! and 100 kinds listed at once would hold 100 pages. Each watch runs in a task of its own and
+//! The controller's watches, started and stopped per kind at run time: one list (streamed or in
+//! pages, [`crate::initial_list`]) and then a watch for each kind (label-selected where the
+//! kind's entry says so), and for kinds watched through the managed label with stragglers to
+//! find, a metadata-only watch of every object without the label (an object labelled leaves the
+//! one watch as it enters the other, so each object costs the API server and the controller one
+//! watch, not two).
+//! Lists take turns ([`crate::list_turns`]). Each watch runs in a task of its own and
 //! hands the loop objects already decoded, a few ahead: a tenant's large objects are decoded
 //! beside the loop that schedules deletions, not on it, and without their `managedFields`
 //! ([`crate::lean`]: at the API server's ceiling decoding was the controller's main cost).
@@ -26,9 +26,11 @@ use kube_retention_common::annotations::UNMANAGED_SELECTOR;
 use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
 use kube_retention_common::kinds::{Entry, KindId, Watch};
 use kube_retention_runtime::supervise::Group;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 
+use crate::initial_list::Lists;
 use crate::lean::{self, LeanMeta, LeanObject};
+use crate::list_turns::taking_turns;
 use crate::watch_backoff::watch_backoff;
 
 /// What a watch delivered: whole objects, the metadata of a kind's unlabelled objects, retention
@@ -46,9 +48,10 @@ pub enum WatchEvent {
 
 pub struct Watches {
     client: Client,
-    page_size: u32,
+    /// How each watch lists.
+    lists: Lists,
     /// A permit per list under way.
-    lists: Arc<Semaphore>,
+    turns: Arc<Semaphore>,
     streams: SelectAll<BoxStream<'static, WatchEvent>>,
     running: HashMap<KindId, (Watch, Vec<Stop>)>,
     /// The watches' tasks, supervised.
@@ -62,15 +65,16 @@ struct Stop {
 }
 
 impl Watches {
-    /// Watches whose tasks are members of `tasks`.
-    pub fn new(client: Client, page_size: u32, list_concurrency: u32, tasks: Group) -> Self {
+    /// Watches that list as `lists` says, `list_concurrency` kinds at a time, in tasks that are
+    /// members of `tasks`.
+    pub fn new(client: Client, lists: Lists, list_concurrency: u32, tasks: Group) -> Self {
         let permits = usize::try_from(list_concurrency)
             .unwrap_or(usize::MAX)
             .max(1);
         Self {
             client,
-            page_size,
-            lists: Arc::new(Semaphore::new(permits)),
+            lists,
+            turns: Arc::new(Semaphore::new(permits)),
             streams: stream::select_all(Vec::new()),
             running: HashMap::new(),
             tasks,
@@ -122,15 +126,15 @@ impl Watches {
 
     fn launch(&mut self, kind: KindId, entry: &Entry, mode: Watch) {
         let resource = entry.resource.api_resource();
-        let config = watcher::Config::default().page_size(self.page_size);
+        let config = watcher::Config::default();
         let mut handles = Vec::new();
         if mode == Watch::Managed {
             let metadata: Api<LeanMeta> = Api::all_with(self.client.clone(), &resource);
             let rest = config.clone().labels(UNMANAGED_SELECTOR);
-            let unlabelled = watcher::watcher(metadata, rest).backoff(watch_backoff());
-            let unlabelled = taking_turns(unlabelled, self.lists.clone())
-                .map(move |event| WatchEvent::Metadata(kind, event.map(lean::unwrapped)));
             let name = format!("{} metadata", entry.resource);
+            let unlabelled = self.lists.watch(metadata, rest, name.clone());
+            let unlabelled = taking_turns(unlabelled.backoff(watch_backoff()), self.turns.clone())
+                .map(move |event| WatchEvent::Metadata(kind, event.map(lean::unwrapped)));
             handles.push(self.push(name, unlabelled.boxed()));
         }
         let config = match mode.selector() {
@@ -138,8 +142,8 @@ impl Watches {
             None => config,
         };
         let api: Api<LeanObject> = Api::all_with(self.client.clone(), &resource);
-        let objects = watcher::watcher(api, config).backoff(watch_backoff());
-        let objects = taking_turns(objects, self.lists.clone())
+        let objects = self.lists.watch(api, config, entry.resource.to_string());
+        let objects = taking_turns(objects.backoff(watch_backoff()), self.turns.clone())
             .map(move |event| WatchEvent::Object(kind, event.map(lean::unwrapped)));
         handles.push(self.push(entry.resource.to_string(), objects.boxed()));
         self.running.insert(kind, (mode, handles));
@@ -161,22 +165,24 @@ impl Watches {
     /// Watches RetentionPolicies, ClusterRetentionPolicies and namespaces' metadata.
     pub fn start_policies(&mut self) {
         let config = watcher::Config::default();
-        let policies = watcher::watcher(
-            Api::<RetentionPolicy>::all(self.client.clone()),
-            config.clone(),
-        )
-        .backoff(watch_backoff())
-        .map(WatchEvent::Policy);
+        let policies = Api::<RetentionPolicy>::all(self.client.clone());
+        let policies = self
+            .lists
+            .watch(policies, config.clone(), "RetentionPolicy".into())
+            .backoff(watch_backoff())
+            .map(WatchEvent::Policy);
         self.push("RetentionPolicy".into(), policies.boxed());
-        let cluster = watcher::watcher(
-            Api::<ClusterRetentionPolicy>::all(self.client.clone()),
-            config.clone(),
-        )
-        .backoff(watch_backoff())
-        .map(WatchEvent::ClusterPolicy);
+        let cluster = Api::<ClusterRetentionPolicy>::all(self.client.clone());
+        let cluster = self
+            .lists
+            .watch(cluster, config.clone(), "ClusterRetentionPolicy".into())
+            .backoff(watch_backoff())
+            .map(WatchEvent::ClusterPolicy);
         self.push("ClusterRetentionPolicy".into(), cluster.boxed());
         let namespaces: Api<PartialObjectMeta<Namespace>> = Api::all(self.client.clone());
-        let namespaces = watcher::watcher(namespaces, config)
+        let namespaces = self
+            .lists
+            .watch(namespaces, config, "Namespace".into())
             .backoff(watch_backoff())
             .map(WatchEvent::Namespace);
         self.push("Namespace".into(), namespaces.boxed());
@@ -213,90 +219,5 @@ impl Watches {
     }
 }
 
-type Events<K> = BoxStream<'static, Result<Event<K>, watcher::Error>>;
-
 /// Events a watch's task decodes ahead of the loop.
 const FORWARDED: usize = 16;
-
-/// `events` that list only while holding one of `lists`' permits: from the list's start (the
-/// watcher asks for the first page when polled after [`Event::Init`]) to its end, or to an error
-/// (the retry queues again, so a kind that keeps failing cannot starve the others).
-fn taking_turns<K: Send + 'static>(
-    events: impl futures::Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static,
-    lists: Arc<Semaphore>,
-) -> Events<K> {
-    let start: (Events<K>, Option<OwnedSemaphorePermit>) = (events.boxed(), None);
-    stream::unfold(start, move |(mut events, mut permit)| {
-        let lists = lists.clone();
-        async move {
-            let event = events.next().await?;
-            match &event {
-                Ok(Event::Init) if permit.is_none() => permit = lists.acquire_owned().await.ok(),
-                Ok(Event::InitDone) | Err(_) => permit = None,
-                Ok(_) => {}
-            }
-            Some((event, (events, permit)))
-        }
-    })
-    .boxed()
-}
-
-#[cfg(test)]
-mod tests {
-    use futures::FutureExt;
-
-    use super::*;
-
-    fn listing(events: Vec<Event<u8>>, lists: &Arc<Semaphore>) -> Events<u8> {
-        let events = stream::iter(events.into_iter().map(Ok)).chain(stream::pending());
-        taking_turns(events, lists.clone())
-    }
-
-    /// The next event if there is one now, as its debug form (events are not comparable).
-    fn next(events: &mut Events<u8>) -> Option<String> {
-        let event = events.next().now_or_never().flatten()?;
-        Some(format!("{:?}", event.ok()?))
-    }
-
-    fn shown(event: Event<u8>) -> Option<String> {
-        Some(format!("{event:?}"))
-    }
-
-    #[tokio::test]
-    async fn kinds_take_turns_to_list_and_a_relist_keeps_its_turn() {
-        let lists = Arc::new(Semaphore::new(1));
-        let mut first = listing(
-            vec![
-                Event::Init,
-                Event::InitApply(1),
-                Event::Init,
-                Event::InitDone,
-                Event::Apply(2),
-            ],
-            &lists,
-        );
-        let mut second = listing(
-            vec![Event::Init, Event::InitApply(3), Event::InitDone],
-            &lists,
-        );
-        assert_eq!(next(&mut first), shown(Event::Init));
-        assert_eq!(next(&mut second), None, "waits while the first kind lists");
-        assert_eq!(next(&mut first), shown(Event::InitApply(1)));
-        assert_eq!(
-            next(&mut first),
-            shown(Event::Init),
-            "a list restarted keeps its permit"
-        );
-        assert_eq!(next(&mut second), None);
-        assert_eq!(next(&mut first), shown(Event::InitDone));
-        assert_eq!(next(&mut second), shown(Event::Init));
-        assert_eq!(
-            next(&mut first),
-            shown(Event::Apply(2)),
-            "watching needs no turn"
-        );
-        assert_eq!(next(&mut second), shown(Event::InitApply(3)));
-        assert_eq!(next(&mut second), shown(Event::InitDone));
-        assert_eq!(lists.available_permits(), 1);
-    }
-}

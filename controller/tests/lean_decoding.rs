@@ -10,6 +10,7 @@ use kube::api::{DynamicObject, PartialObjectMeta};
 use kube::core::WatchEvent as ApiWatchEvent;
 use kube::runtime::watcher::Event;
 use kube_retention_common::Registry;
+use kube_retention_controller::initial_list::{InitialList, Lists};
 use kube_retention_controller::lean::{LeanMeta, LeanObject};
 use kube_retention_controller::watches::{WatchEvent, Watches};
 use serde_json::{Value, json};
@@ -99,12 +100,13 @@ fn what_is_not_an_object_is_an_error_saying_what_was_expected() {
 }
 
 /// Jobs are watched through the managed label, beside a metadata-only watch of all of them:
-/// each list's item reaches the loop decoded without `managedFields`.
+/// each list's item reaches the loop decoded without `managedFields` (paged lists here; streamed
+/// ones decode each event as `a_watch_event_as_the_api_server_streams_it_decodes` shows).
 #[tokio::test]
 async fn the_watches_hand_the_loop_objects_without_their_managed_fields() {
     let (client, mut server) = kube_retention_apimock::pair();
     let (group, _watching) = kube_retention_runtime::supervise::group("watches");
-    let mut watches = Watches::new(client, 500, 2, group);
+    let mut watches = Watches::new(client, Lists::new(InitialList::Pages, 500), 2, group);
     let kinds = Registry::builtin().clone();
     let jobs = kinds.named("Job.batch").unwrap();
     watches.start(jobs, &kinds[jobs]);

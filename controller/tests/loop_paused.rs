@@ -17,6 +17,7 @@ use kube::runtime::watcher::Event;
 use kube_retention_common::Registry;
 use kube_retention_common::kinds::KindId;
 use kube_retention_controller::executor::{Budget, Executor, Parts, Settings};
+use kube_retention_controller::initial_list::{InitialList, Lists};
 use kube_retention_controller::metrics::Metrics;
 use kube_retention_controller::policy_status::writes::{self, StatusWrites};
 use kube_retention_controller::run::{Clock, Evaluations, Extra, Loop};
@@ -81,7 +82,12 @@ impl Harness {
             ledger: None,
         });
         let (group, watching) = kube_retention_runtime::supervise::group("watches");
-        let mut watches = Watches::new(client.clone(), 500, 1, group);
+        let mut watches = Watches::new(
+            client.clone(),
+            Lists::new(InitialList::Pages, 500),
+            1,
+            group,
+        );
         let (events, replayed) = mpsc::unbounded_channel::<WatchEvent>();
         watches.replay(jobs, kinds[jobs].watch.clone(), stream_of(replayed));
         let (evaluations, evaluating) = Evaluations::start().unwrap();

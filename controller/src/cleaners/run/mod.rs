@@ -24,6 +24,7 @@ use kube_retention_runtime::discovery::served;
 use super::book::{Book, Clean, CleanerKey, KindState, Unavailable};
 use super::metrics::KindLabels;
 use super::status::Problem;
+use crate::initial_list::Lists;
 use crate::lean::{self, LeanObject};
 use crate::watch_backoff::watch_backoff;
 
@@ -46,7 +47,7 @@ type Channel<T> = (mpsc::UnboundedSender<T>, mpsc::UnboundedReceiver<T>);
 
 pub struct Cleaners {
     client: Client,
-    page_size: u32,
+    lists: Lists,
     cleaning: Arc<Cleaning>,
     book: Book,
     streams: SelectAll<BoxStream<'static, CleanerEvent>>,
@@ -59,19 +60,21 @@ pub struct Cleaners {
 }
 
 impl Cleaners {
-    pub fn new(cleaning: Cleaning, page_size: u32) -> Self {
+    pub fn new(cleaning: Cleaning, lists: Lists) -> Self {
         let client = cleaning.client.clone();
-        let cleaners = watcher::watcher(
-            Api::<Cleaner>::all(client.clone()),
-            watcher::Config::default(),
-        )
-        .backoff(watch_backoff())
-        .map(CleanerEvent::Cleaner);
+        let cleaners = lists
+            .watch(
+                Api::<Cleaner>::all(client.clone()),
+                watcher::Config::default(),
+                "Cleaner".into(),
+            )
+            .backoff(watch_backoff())
+            .map(CleanerEvent::Cleaner);
         let mut streams = SelectAll::new();
         streams.push(cleaners.boxed());
         Self {
             client,
-            page_size,
+            lists,
             cleaning: Arc::new(cleaning),
             book: Book::default(),
             streams,
@@ -204,9 +207,14 @@ impl Cleaners {
         }
         for (kind, resource) in watch {
             let api: Api<LeanObject> = Api::all_with(self.client.clone(), &resource);
-            let config = watcher::Config::default().page_size(self.page_size);
             let label = kind.clone();
-            let events = watcher::watcher(api, config)
+            let events = self
+                .lists
+                .watch(
+                    api,
+                    watcher::Config::default(),
+                    format!("Cleaners' {kind:?}"),
+                )
                 .backoff(watch_backoff())
                 .map(move |event| CleanerEvent::Target(label.clone(), event.map(lean::unwrapped)));
             let (handle, registration) = AbortHandle::new_pair();
