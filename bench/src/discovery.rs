@@ -63,7 +63,8 @@ async fn count_items(api: &Api<PartialObjectMeta<Job>>, params: ListParams) -> R
     }
 }
 
-/// Requests of `user` after `offset` in the audit log: LISTs of Jobs anywhere, PATCHes in `namespace`.
+/// Requests of `user` after `offset` in the audit log: lists of Jobs anywhere (paged or
+/// streamed), PATCHes in `namespace`.
 fn requests(
     cluster: &LocalCluster,
     offset: usize,
@@ -79,8 +80,17 @@ fn requests(
         if event["user"]["username"] != user || event["objectRef"]["resource"] != "jobs" {
             continue;
         }
+        let uri = event["requestURI"].as_str().unwrap_or_default();
         match event["verb"].as_str() {
-            Some("list") => lists += 1,
+            // A list is a LIST's first page, or a watch that streams the list (counted as it
+            // starts).
+            Some("list") if !uri.contains("continue=") => lists += 1,
+            Some("watch")
+                if uri.contains("sendInitialEvents=true")
+                    && event["stage"] == "ResponseStarted" =>
+            {
+                lists += 1;
+            }
             Some("patch") if event["objectRef"]["namespace"] == namespace => patches += 1,
             _ => {}
         }

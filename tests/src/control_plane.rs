@@ -128,6 +128,16 @@ impl LocalCluster {
         self.start_apiserver(self.apiserver_command().env("GOMEMLIMIT", limit))
     }
 
+    /// Restarts kube-apiserver with `--feature-gates=GATES` (such as "WatchList=false"), waiting
+    /// until it is ready; [`Self::restart_apiserver`] brings back its usual flags.
+    pub fn restart_apiserver_with_feature_gates(&self, gates: &str) -> Result<()> {
+        self.stop_apiserver()?;
+        self.start_apiserver(
+            self.apiserver_command()
+                .arg(format!("--feature-gates={gates}")),
+        )
+    }
+
     fn stop_apiserver(&self) -> Result<()> {
         let apiserver = process::tracked(&self.layout.state_dir, &["kube-apiserver"]).remove(0);
         apiserver.stop(Duration::from_secs(30)).map(drop)

@@ -38,7 +38,7 @@ fn controller_user() -> String {
     LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT)
 }
 
-async fn create_jobs(
+pub(crate) async fn create_jobs(
     ns: &TestNamespace,
     prefix: &str,
     count: usize,
@@ -99,7 +99,8 @@ async fn restart(ns: TestNamespace) -> Result<()> {
         for name in unfinished.iter().chain(&kept) {
             ensure!(jobs.get_opt(name).await?.is_some(), "{name} must survive");
         }
-        // Let the watches settle, then count the LISTs the restarted controller sent.
+        // Let the watches settle, then count the lists the restarted controller sent: streamed
+        // (`--initial-list`'s default), none paged, as the local cluster's API server streams.
         components::wait_for_controller(
             &cluster,
             cluster.controller_port,
@@ -114,34 +115,25 @@ async fn restart(ns: TestNamespace) -> Result<()> {
             ("build.openshift.io", "builds"),
             ("build.openshift.io", "buildconfigs"),
         ] {
-            let count = audit::requests(&ns, &controller_user(), "list", resource, None)?
-                .iter()
-                .filter(|event| {
-                    event["objectRef"]["apiGroup"].as_str().unwrap_or_default() == group
-                })
-                .filter(|event| {
-                    event["requestReceivedTimestamp"]
-                        .as_str()
-                        .and_then(|at| at.parse::<Timestamp>().ok())
-                        .is_some_and(|at| at >= restarted_at)
-                })
-                .count();
-            lists.insert(format!("{resource}.{group}"), count);
+            let listed = audit::lists(&ns, &controller_user(), group, resource, restarted_at)?;
+            lists.insert(format!("{resource}.{group}"), listed);
         }
         // Jobs and Pods have two watches: the labelled objects, and a metadata-only one that
         // finds objects the webhook never labelled.
-        let expected = |kind: &str| {
-            if kind == "jobs.batch" || kind == "pods." {
+        let expected = |kind: &str| audit::Lists {
+            paged: 0,
+            refused: 0,
+            streamed: if kind == "jobs.batch" || kind == "pods." {
                 2
             } else {
                 1
-            }
+            },
         };
         ensure!(
-            lists.iter().all(|(kind, count)| *count == expected(kind)),
-            "LISTs per kind after the restart: {lists:?}"
+            lists.iter().all(|(kind, listed)| *listed == expected(kind)),
+            "lists per kind after the restart: {lists:?}"
         );
-        println!("restart caught up in {took:?}; LISTs per kind {lists:?}");
+        println!("restart caught up in {took:?}; lists per kind {lists:?}");
         Ok::<(), anyhow::Error>(())
     }
     .await;

@@ -20,6 +20,7 @@ mod intent;
 mod kinds;
 mod lifecycle;
 mod listeners;
+mod lists;
 mod plugin;
 mod policies;
 mod support;
@@ -60,6 +61,7 @@ fn main() -> ExitCode {
     let mut disruptive_tests = admission::disruptive_tests(&env);
     disruptive_tests.extend(certs::disruptive_tests(&env));
     disruptive_tests.extend(lifecycle::disruptive_tests(&env));
+    disruptive_tests.extend(lists::disruptive_tests(&env));
     disruptive_tests.extend(breaker::disruptive_tests(&env));
     disruptive_tests.extend(intent::disruptive_tests(&env));
     disruptive_tests.extend(cleaners::disruptive_tests(&env));

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use jiff::Timestamp;
-use kube::Api;
+use kube::{Api, Resource};
 use kube_retention_common::cleaner::Cleaner;
 use kube_retention_e2e::LocalCluster;
 use kube_retention_e2e::cluster::CONTROLLER_SERVICE_ACCOUNT;
@@ -16,6 +16,7 @@ use serde_json::json;
 
 use super::{create_cleaner, expect, revision, revisions};
 use crate::audit;
+use crate::kinds::GROUP;
 use crate::support::TestNamespace;
 use crate::workloads::eventually;
 
@@ -71,19 +72,11 @@ pub async fn evaluated_once(ns: TestNamespace) -> Result<()> {
         format!("{evaluated} evaluations after the restart for {existing} Cleaners")
     })?;
     let user = LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT);
-    let lists_since = |resource: &str| -> Result<usize> {
-        let lists = audit::requests(&ns, &user, "list", resource, None)?;
-        Ok(lists
-            .iter()
-            .filter(|event| {
-                event["requestReceivedTimestamp"]
-                    .as_str()
-                    .and_then(|at| at.parse::<Timestamp>().ok())
-                    .is_some_and(|at| at >= restarted_at)
-            })
-            .count())
+    let lists_since = |group: &str, resource| -> Result<usize> {
+        Ok(audit::lists(&ns, &user, group, resource, restarted_at)?.total())
     };
-    let (cleaner_lists, revision_lists) = (lists_since("cleaners")?, lists_since("revisions")?);
+    let cleaner_lists = lists_since(&Cleaner::group(&()), "cleaners")?;
+    let revision_lists = lists_since(GROUP, "revisions")?;
     println!(
         "restart: {evaluated} evaluations for {existing} Cleaners, LISTs: cleaners {cleaner_lists}, revisions {revision_lists}"
     );

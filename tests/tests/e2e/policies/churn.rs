@@ -69,17 +69,7 @@ pub async fn rewritten_policy(ns: TestNamespace) -> Result<()> {
     deleted_under_the_last_edit(&here).await?;
     let period = Timestamp::now().duration_since(started);
     let user = LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT);
-    // First pages only (a relist of many objects takes several).
-    let relists = audit::requests(&ns, &user, "list", PLURAL, None)?
-        .iter()
-        .filter(|event| {
-            let uri = event["requestURI"].as_str().unwrap_or_default();
-            let at = event["requestReceivedTimestamp"]
-                .as_str()
-                .and_then(|at| at.parse::<Timestamp>().ok());
-            !uri.contains("continue=") && at.is_some_and(|at| at >= started)
-        })
-        .count();
+    let relists = audit::lists(&ns, &user, GROUP, PLURAL, started)?.total();
     let bound = (period.as_secs_f64() / WINDOW.as_secs_f64()).ceil() as usize + 1;
     ensure!(
         relists <= bound,

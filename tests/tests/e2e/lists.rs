@@ -1,0 +1,105 @@
+//! Streamed lists' fallback against the real API server: with kube-apiserver's WatchList
+//! feature gate off, it refuses `sendInitialEvents` (422 Invalid), and a controller started
+//! against it lists in pages from the first refusal of each API and deletes what is due as it
+//! does with streamed lists ([`kube_retention_controller::initial_list`]). Streamed lists on the
+//! usual cluster are counted by `after_sigkill_100_due_objects_go_within_5s_with_one_list_per_watch`.
+//! This restarts the API server and the shared controller, so it runs with the disruptive
+//! trials.
+
+use std::time::Duration;
+
+use anyhow::{Result, ensure};
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::batch::v1::Job;
+use kube::Api;
+use kube_retention_e2e::LocalCluster;
+use kube_retention_e2e::cluster::CONTROLLER_SERVICE_ACCOUNT;
+use kube_retention_e2e::components::{self, CONTROLLER};
+use kube_retention_e2e::process::tracked;
+use libtest_mimic::Trial;
+use serde_json::json;
+
+use crate::audit;
+use crate::lifecycle::create_jobs;
+use crate::support::{Env, TestNamespace};
+use crate::workloads::{eventually, finish_job, now_second};
+
+pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
+    vec![env.trial(
+        "with_streamed_lists_refused_the_controller_lists_in_pages_and_deletes_on_time",
+        refused,
+    )]
+}
+
+async fn refused(ns: TestNamespace) -> Result<()> {
+    let cluster = ns.env.cluster.clone();
+    let controller = tracked(&cluster.layout.state_dir, &[CONTROLLER]).remove(0);
+    controller.kill()?;
+    let gated = cluster.clone();
+    let outcome = async {
+        tokio::task::spawn_blocking(move || {
+            gated.restart_apiserver_with_feature_gates("WatchList=false")
+        })
+        .await??;
+        let started_at = Timestamp::now();
+        components::start_controller(&cluster, CONTROLLER, cluster.controller_port, &[])?;
+        components::wait_for_controller(
+            &cluster,
+            cluster.controller_port,
+            Duration::from_secs(30),
+        )?;
+        let due = create_jobs(
+            &ns,
+            "due",
+            20,
+            json!({"retention.dev/ttl-after-finished": "2s"}),
+        )
+        .await?;
+        let finished = now_second();
+        for name in &due {
+            finish_job(&ns.env.client, &ns.name, name, true, finished).await?;
+        }
+        let jobs: Api<Job> = Api::namespaced(ns.env.client.clone(), &ns.name);
+        eventually(
+            Duration::from_secs(10),
+            "all 20 due Jobs deleted, listed in pages",
+            || async { Ok(jobs.list(&Default::default()).await?.items.is_empty()) },
+        )
+        .await?;
+        let gone = Timestamp::now();
+        ensure!(
+            gone <= finished + SignedDuration::from_secs(5),
+            "the last due Job went at {gone}, its TTL ended at {}",
+            finished + SignedDuration::from_secs(2)
+        );
+        let user = LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT);
+        let listed = audit::lists(&ns, &user, "batch", "jobs", started_at)?;
+        // The first refusal sends every later list of its API to pages; watches started
+        // before it (Jobs have two, listing side by side) may each be refused once.
+        ensure!(
+            listed.refused <= 2 && listed.streamed == 0 && listed.paged == 2,
+            "Jobs' lists with streamed lists refused: {listed:?}"
+        );
+        let refused = audit::refused_streams(&ns, &user, started_at)?;
+        ensure!(refused >= 1, "no streamed list was refused");
+        println!("with WatchList off: Jobs {listed:?}; streamed lists refused {refused}");
+        Ok::<(), anyhow::Error>(())
+    }
+    .await;
+    // Back to the usual API server, and a controller that streams again.
+    let usual = cluster.clone();
+    tokio::task::spawn_blocking(move || usual.restart_apiserver(false)).await??;
+    if let Some(running) = tracked(&cluster.layout.state_dir, &[CONTROLLER]).first()
+        && running.live_pid().is_some()
+    {
+        running.kill()?;
+    }
+    components::start_controller(&cluster, CONTROLLER, cluster.controller_port, &[])?;
+    components::wait_for_controller(&cluster, cluster.controller_port, Duration::from_secs(30))?;
+    let settling = cluster.clone();
+    tokio::task::spawn_blocking(move || {
+        settling.wait_until_controllers_act(Duration::from_secs(120))
+    })
+    .await??;
+    outcome
+}
