@@ -92,10 +92,15 @@ pub type Deletions = Arc<Mutex<HashMap<String, Timestamp>>>;
 /// How long the benchmark's watch may go without listing another Job before it gives up.
 const LIST_STALL: std::time::Duration = std::time::Duration::from_secs(300);
 
+/// How many times the benchmark's watch may begin its list before it gives up.
+const LIST_ATTEMPTS: usize = 3;
+
 /// Watches the namespace's Jobs' metadata in the background and records each deletion's time;
 /// returns once the watch has listed them, so a deletion after the return is timed when the API
-/// server reports it, not when a list of many Jobs ends. It gives up only when the list stalls
-/// (5 minutes without a Job): a million Jobs may take longer than that to list.
+/// server reports it, not when a list of many Jobs ends. The list is streamed, as
+/// kube-retention's are: a paged list of a million Jobs outlives etcd's compaction and begins
+/// again. It gives up when the list stalls (5 minutes without a Job: a million Jobs may take
+/// longer than that to list) or has begun [`LIST_ATTEMPTS`] times.
 pub async fn watch_deletions(
     client: &Client,
     namespace: &str,
@@ -109,11 +114,18 @@ pub async fn watch_deletions(
         let mut listed_tx = Some(listed_tx);
         // With a backoff: once the API server is gone, a watcher without one retries at once,
         // forever, and takes a core with it.
-        let mut events = watcher::watcher(jobs, watcher::Config::default())
-            .default_backoff()
-            .boxed();
+        let config = watcher::Config::default().streaming_lists();
+        let mut events = watcher::watcher(jobs, config).default_backoff().boxed();
+        let mut attempts = 0;
         while let Some(event) = events.next().await {
             match event {
+                Ok(Event::Init) if listed_tx.is_some() => {
+                    attempts += 1;
+                    if attempts > LIST_ATTEMPTS {
+                        // Ends the task: the wait below reports it.
+                        return;
+                    }
+                }
                 Ok(Event::InitApply(_)) => {
                     progress_tx.send_modify(|listed| *listed += 1);
                 }
@@ -136,7 +148,12 @@ pub async fn watch_deletions(
     loop {
         tokio::select! {
             done = &mut listed => {
-                done.context("the benchmark's watch of the Jobs ended")?;
+                done.with_context(|| format!(
+                    "the benchmark's watch of the Jobs ended, or began its list {} times, after \
+                     listing {}",
+                    LIST_ATTEMPTS + 1,
+                    *progress.borrow()
+                ))?;
                 return Ok((deletions, task));
             }
             moved = tokio::time::timeout(LIST_STALL, progress.changed()) => {

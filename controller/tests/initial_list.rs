@@ -19,6 +19,13 @@ fn job(name: &str) -> Value {
            "metadata": {"name": name, "namespace": "team-a", "resourceVersion": "7"}})
 }
 
+/// A page with Jobs of these names, the list's last.
+fn job_list(names: &[&str]) -> Value {
+    let items: Vec<Value> = names.iter().map(|name| job(name)).collect();
+    json!({"apiVersion": "batch/v1", "kind": "JobList",
+           "metadata": {"resourceVersion": "9"}, "items": items})
+}
+
 /// A watch's body: one event a line.
 fn events(lines: &[Value]) -> Vec<u8> {
     lines
@@ -124,11 +131,7 @@ async fn pages_list_without_a_stream() {
     let answered = tokio::spawn(async move {
         let page = next(&mut server).await;
         assert!(is_page(&page), "{}", page.line());
-        page.reply(
-            200,
-            &json!({"apiVersion": "batch/v1", "kind": "JobList",
-                                "metadata": {"resourceVersion": "9"}, "items": [job("first")]}),
-        );
+        page.reply(200, &job_list(&["first"]));
         server
     });
     assert_eq!(read(&mut watch, 3).await, ["init", "first", "done"]);
@@ -155,11 +158,7 @@ async fn a_server_that_refuses_streamed_lists_is_listed_in_pages_from_then_on() 
         );
         let page = next(&mut server).await;
         assert!(is_page(&page), "the same watch, in pages: {}", page.line());
-        page.reply(
-            200,
-            &json!({"apiVersion": "batch/v1", "kind": "JobList",
-                                "metadata": {"resourceVersion": "9"}, "items": [job("first")]}),
-        );
+        page.reply(200, &job_list(&["first"]));
         server
     });
     assert_eq!(
@@ -177,11 +176,7 @@ async fn a_server_that_refuses_streamed_lists_is_listed_in_pages_from_then_on() 
             "a watch created before, in pages: {}",
             page.line()
         );
-        page.reply(
-            200,
-            &json!({"apiVersion": "batch/v1", "kind": "JobList",
-                                "metadata": {"resourceVersion": "9"}, "items": []}),
-        );
+        page.reply(200, &job_list(&[]));
         server
     });
     assert_eq!(read(&mut waiting, 2).await, ["init", "done"]);
@@ -202,11 +197,7 @@ async fn a_server_that_refuses_streamed_lists_is_listed_in_pages_from_then_on() 
     let answered = tokio::spawn(async move {
         let page = next(&mut server).await;
         assert!(is_page(&page), "a later watch, in pages: {}", page.line());
-        page.reply(
-            200,
-            &json!({"apiVersion": "batch/v1", "kind": "JobList",
-                                "metadata": {"resourceVersion": "9"}, "items": []}),
-        );
+        page.reply(200, &job_list(&[]));
     });
     assert_eq!(read(&mut later, 2).await, ["init", "done"]);
     answered.await.unwrap();
@@ -229,12 +220,7 @@ async fn a_streamed_list_cut_before_its_end_begins_again_in_pages() {
         again.reply_raw(200, events(&[added("first")]));
         let page = next(&mut server).await;
         assert!(is_page(&page), "{}", page.line());
-        page.reply(
-            200,
-            &json!({"apiVersion": "batch/v1", "kind": "JobList",
-                                "metadata": {"resourceVersion": "9"},
-                                "items": [job("first"), job("second")]}),
-        );
+        page.reply(200, &job_list(&["first", "second"]));
         server
     });
     assert_eq!(
