@@ -106,12 +106,14 @@ pub struct ColdStart {
 }
 
 /// A deleter's end during its cold start.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Ended {
     /// Seconds from its start to the first time it was seen gone (read each second).
     pub after: f64,
     /// Whether the kernel's log says its OOM killer killed it.
     pub out_of_memory: bool,
+    /// The last line of its own log, which usually says why it stopped.
+    pub last_words: Option<String>,
 }
 
 impl std::fmt::Display for Ended {
@@ -120,8 +122,27 @@ impl std::fmt::Display for Ended {
         if self.out_of_memory {
             write!(f, ", killed by the kernel's OOM killer")?;
         }
+        if let Some(line) = &self.last_words {
+            write!(f, "; its log ends: `{line}`")?;
+        }
         Ok(())
     }
+}
+
+/// How long a log line [`Ended`] quotes may be.
+const QUOTED: usize = 300;
+
+/// The last line of `log` with anything on it, at most [`QUOTED`] characters, backticks made
+/// quotes (it is quoted in Markdown).
+fn last_words(log: &str) -> Option<String> {
+    let line = log.lines().rev().find(|line| !line.trim().is_empty())?;
+    Some(
+        line.trim()
+            .chars()
+            .take(QUOTED)
+            .collect::<String>()
+            .replace('`', "'"),
+    )
 }
 
 /// Finishes the Jobs `overdue` of `namespace` twice their TTL ago, then starts `deleter` cold
@@ -170,6 +191,9 @@ pub async fn cold_start(
                     None => break (Ok(()), rss, Some(Ended {
                         after: since(start, Timestamp::now()),
                         out_of_memory: pid.is_some_and(crate::killed_for_memory),
+                        last_words: running.tracked.log_path()
+                            .and_then(|log| std::fs::read_to_string(log).ok())
+                            .and_then(|log| last_words(&log)),
                     })),
                 },
             }
@@ -179,7 +203,7 @@ pub async fn cold_start(
     if let Err(error) = outcome {
         println!("{}: {error:#}", deleter.label());
     }
-    if let Some(ended) = ended {
+    if let Some(ended) = &ended {
         println!("{}: {ended}", deleter.label());
     }
     drop(running);
@@ -230,4 +254,23 @@ pub fn section(figures: &Figures) -> String {
         pace = size.at_budget_pace(),
         rss = mib(figures.peak_rss_kib),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_words_are_the_last_line_with_anything_on_it_quoted_safely() {
+        let log = "I1126 starting\nF1126 failed: `--x` is not a flag\n\n  \n";
+        assert_eq!(
+            last_words(log).as_deref(),
+            Some("F1126 failed: '--x' is not a flag")
+        );
+        assert_eq!(
+            last_words(&"x".repeat(1000)).map(|line| line.len()),
+            Some(QUOTED)
+        );
+        assert_eq!(last_words("\n \n"), None);
+    }
 }

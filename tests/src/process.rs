@@ -61,6 +61,12 @@ pub fn spawn_exec(
 }
 
 impl Tracked {
+    /// Where the process's output goes: `logs/NAME.log` beside its pid file's directory.
+    pub fn log_path(&self) -> Option<PathBuf> {
+        let state_dir = self.pid_file.parent()?.parent()?;
+        Some(state_dir.join("logs").join(format!("{}.log", self.name)))
+    }
+
     /// The tracked process's pid, if its pid file names a live process that is still the program
     /// it started (a recycled pid after a crash or reboot is not ours).
     pub fn live_pid(&self) -> Option<Pid> {

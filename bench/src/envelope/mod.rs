@@ -237,6 +237,7 @@ fn cold_start_text(size: &Size, start: &ColdStart) -> String {
         mib(start.peak_rss_kib),
         start
             .ended
+            .as_ref()
             .map_or(String::new(), |ended| format!("; {ended}")),
     )
 }

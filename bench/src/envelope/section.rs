@@ -92,7 +92,7 @@ fn cold_start_rows(figures: &Figures) -> Vec<String> {
 /// What ended a cold start early, or kept it from being measured, a paragraph each.
 fn ended_or_failed(figures: &Figures) -> String {
     let ended = figures.cold_starts.iter().filter_map(|(deleter, start)| {
-        let ended = start.ended?;
+        let ended = start.ended.as_ref()?;
         Some(format!("\n**{}: {ended}.**\n", deleter.label()))
     });
     let failed = figures
@@ -223,6 +223,7 @@ mod tests {
                         Some(Ended {
                             after: 300.0,
                             out_of_memory: true,
+                            last_words: None,
                         }),
                     ),
                 ),
@@ -272,6 +273,9 @@ mod tests {
             ended: Some(crate::restart::Ended {
                 after: 12.4,
                 out_of_memory: true,
+                last_words: Some(
+                    "F1126 13:09:09 server.go:42] \"error\" err=\"'x' refused\"".into(),
+                ),
             }),
         };
         let size = super::super::Size {
@@ -287,7 +291,8 @@ mod tests {
         );
         assert!(
             text.ends_with(
-                "; the process ended 12 s after its start, killed by the kernel's OOM killer"
+                "; the process ended 12 s after its start, killed by the kernel's OOM killer; \
+                 its log ends: `F1126 13:09:09 server.go:42] \"error\" err=\"'x' refused\"`"
             ),
             "{text}"
         );
