@@ -100,7 +100,7 @@ const LIST_ATTEMPTS: usize = 3;
 /// server reports it, not when a list of many Jobs ends. The list is streamed, as
 /// kube-retention's are: a paged list of a million Jobs outlives etcd's compaction and begins
 /// again. It gives up when the list stalls (5 minutes without a Job: a million Jobs may take
-/// longer than that to list) or has begun [`LIST_ATTEMPTS`] times.
+/// longer than that to list) or has begun it four times.
 pub async fn watch_deletions(
     client: &Client,
     namespace: &str,
