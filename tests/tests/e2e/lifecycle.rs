@@ -18,6 +18,7 @@ use libtest_mimic::Trial;
 use serde_json::json;
 
 use crate::audit;
+use crate::lists;
 use crate::support::{Env, TestNamespace, shipwright};
 use crate::workloads::{create_buildrun, eventually, finish_buildrun, finish_job, now_second};
 
@@ -115,12 +116,12 @@ async fn restart(ns: TestNamespace) -> Result<()> {
             ("build.openshift.io", "builds"),
             ("build.openshift.io", "buildconfigs"),
         ] {
-            let listed = audit::lists(&ns, &controller_user(), group, resource, restarted_at)?;
+            let listed = lists::lists(&ns, &controller_user(), group, resource, restarted_at)?;
             lists.insert(format!("{resource}.{group}"), listed);
         }
         // Jobs and Pods have two watches: the labelled objects, and a metadata-only one that
         // finds objects the webhook never labelled.
-        let expected = |kind: &str| audit::Lists {
+        let expected = |kind: &str| lists::Lists {
             paged: 0,
             refused: 0,
             streamed: if kind == "jobs.batch" || kind == "pods." {

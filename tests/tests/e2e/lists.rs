@@ -4,7 +4,7 @@
 //! does with streamed lists ([`kube_retention_controller::initial_list`]). Streamed lists on the
 //! usual cluster are counted by `after_sigkill_100_due_objects_go_within_5s_with_one_list_per_watch`.
 //! This restarts the API server and the shared controller, so it runs with the disruptive
-//! trials.
+//! trials. Lists are counted from the audit log ([`lists`]), by how they were sent.
 
 use std::time::Duration;
 
@@ -17,7 +17,7 @@ use kube_retention_e2e::cluster::CONTROLLER_SERVICE_ACCOUNT;
 use kube_retention_e2e::components::{self, CONTROLLER};
 use kube_retention_e2e::process::tracked;
 use libtest_mimic::Trial;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::audit;
 use crate::lifecycle::create_jobs;
@@ -73,14 +73,14 @@ async fn refused(ns: TestNamespace) -> Result<()> {
             finished + SignedDuration::from_secs(2)
         );
         let user = LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT);
-        let listed = audit::lists(&ns, &user, "batch", "jobs", started_at)?;
+        let listed = lists(&ns, &user, "batch", "jobs", started_at)?;
         // The first refusal sends every later list of its API to pages; watches started
         // before it (Jobs have two, listing side by side) may each be refused once.
         ensure!(
             listed.refused <= 2 && listed.streamed == 0 && listed.paged == 2,
             "Jobs' lists with streamed lists refused: {listed:?}"
         );
-        let refused = audit::refused_streams(&ns, &user, started_at)?;
+        let refused = refused_streams(&ns, &user, started_at)?;
         ensure!(refused >= 1, "no streamed list was refused");
         println!("with WatchList off: Jobs {listed:?}; streamed lists refused {refused}");
         Ok::<(), anyhow::Error>(())
@@ -102,4 +102,92 @@ async fn refused(ns: TestNamespace) -> Result<()> {
     })
     .await??;
     outcome
+}
+
+/// The lists of `resource` by `user` received at or after `since`, by how they were sent.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Lists {
+    /// Paged: first pages only (a list of many objects takes several).
+    pub paged: usize,
+    /// Streamed: watches with `sendInitialEvents`, counted when the API server starts answering
+    /// (a watch completes only when it ends).
+    pub streamed: usize,
+    /// Streamed lists the API server refused.
+    pub refused: usize,
+}
+
+impl Lists {
+    /// The lists that were answered, paged or streamed.
+    pub fn total(&self) -> usize {
+        self.paged + self.streamed
+    }
+}
+
+/// How often `user` listed `resource` of API `group` ("" for the core group), anywhere, since
+/// `since`, paged or streamed.
+pub fn lists(
+    ns: &TestNamespace,
+    user: &str,
+    group: &str,
+    resource: &str,
+    since: Timestamp,
+) -> Result<Lists> {
+    let mut lists = Lists::default();
+    for event in since_by(ns, user, since)?.iter().filter(|event| {
+        event["objectRef"]["resource"] == resource
+            && event["objectRef"]["apiGroup"].as_str().unwrap_or_default() == group
+    }) {
+        let uri = event["requestURI"].as_str().unwrap_or_default();
+        match (event["verb"].as_str(), event["stage"].as_str()) {
+            (Some("list"), Some("ResponseComplete")) if !uri.contains("continue=") => {
+                lists.paged += 1;
+            }
+            (Some("watch"), _) if is_refused_stream(event) => lists.refused += 1,
+            (Some("watch"), Some("ResponseStarted"))
+                if uri.contains("sendInitialEvents=true") && !is_refusal(event) =>
+            {
+                lists.streamed += 1;
+            }
+            _ => {}
+        }
+    }
+    Ok(lists)
+}
+
+/// How many streamed lists of any resource the API server refused `user` since `since`.
+pub fn refused_streams(ns: &TestNamespace, user: &str, since: Timestamp) -> Result<usize> {
+    Ok(since_by(ns, user, since)?
+        .iter()
+        .filter(|event| is_refused_stream(event))
+        .count())
+}
+
+/// A streamed list refused: counted once, when its request completes.
+fn is_refused_stream(event: &Value) -> bool {
+    event["verb"] == "watch"
+        && event["stage"] == "ResponseComplete"
+        && event["requestURI"]
+            .as_str()
+            .is_some_and(|uri| uri.contains("sendInitialEvents=true"))
+        && is_refusal(event)
+}
+
+fn is_refusal(event: &Value) -> bool {
+    event["responseStatus"]["code"]
+        .as_u64()
+        .is_some_and(|code| code >= 400)
+}
+
+/// Every recorded request of `user` received at or after `since`, at every stage recorded.
+fn since_by(ns: &TestNamespace, user: &str, since: Timestamp) -> Result<Vec<Value>> {
+    Ok(audit::events(ns)?
+        .into_iter()
+        .filter(|event| {
+            event["user"]["username"] == user
+                && event["requestReceivedTimestamp"]
+                    .as_str()
+                    .and_then(|at| at.parse::<Timestamp>().ok())
+                    .is_some_and(|at| at >= since)
+        })
+        .collect())
 }

@@ -15,8 +15,8 @@ use kube_retention_e2e::process::tracked;
 use serde_json::json;
 
 use super::{create_cleaner, expect, revision, revisions};
-use crate::audit;
 use crate::kinds::GROUP;
+use crate::lists;
 use crate::support::TestNamespace;
 use crate::workloads::eventually;
 
@@ -73,7 +73,7 @@ pub async fn evaluated_once(ns: TestNamespace) -> Result<()> {
     })?;
     let user = LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT);
     let lists_since = |group: &str, resource| -> Result<usize> {
-        Ok(audit::lists(&ns, &user, group, resource, restarted_at)?.total())
+        Ok(lists::lists(&ns, &user, group, resource, restarted_at)?.total())
     };
     let cleaner_lists = lists_since(&Cleaner::group(&()), "cleaners")?;
     let revision_lists = lists_since(GROUP, "revisions")?;

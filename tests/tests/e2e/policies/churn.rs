@@ -14,8 +14,8 @@ use kube_retention_controller::relist_throttle::WINDOW;
 use kube_retention_e2e::cluster::{CONTROLLER_SERVICE_ACCOUNT, LocalCluster};
 use serde_json::{Value, json};
 
-use crate::audit;
 use crate::kinds::{GROUP, define_kind, grant};
+use crate::lists;
 use crate::support::{TestNamespace, object};
 use crate::workloads::{eventually, now_second};
 
@@ -69,7 +69,7 @@ pub async fn rewritten_policy(ns: TestNamespace) -> Result<()> {
     deleted_under_the_last_edit(&here).await?;
     let period = Timestamp::now().duration_since(started);
     let user = LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT);
-    let relists = audit::lists(&ns, &user, GROUP, PLURAL, started)?.total();
+    let relists = lists::lists(&ns, &user, GROUP, PLURAL, started)?.total();
     let bound = (period.as_secs_f64() / WINDOW.as_secs_f64()).ceil() as usize + 1;
     ensure!(
         relists <= bound,
