@@ -54,8 +54,23 @@ pub struct Lists {
     refused: Refused,
 }
 
-/// The APIs (`/api`, `/apis/GROUP`) whose server refused a streamed list.
-type Refused = Arc<Mutex<HashSet<String>>>;
+/// The APIs (`/api`, `/apis/GROUP`) whose server refused a streamed list, shared by every watch.
+#[derive(Clone, Debug, Default)]
+struct Refused(Arc<Mutex<HashSet<String>>>);
+
+impl Refused {
+    fn contains(&self, api: &str) -> bool {
+        self.apis().contains(api)
+    }
+
+    fn insert(&self, api: &str) {
+        self.apis().insert(api.to_owned());
+    }
+
+    fn apis(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
 
 impl Lists {
     pub fn new(initial: InitialList, page_size: u32) -> Self {
@@ -69,7 +84,7 @@ impl Lists {
     /// Whether the server of `api` (`/api`, `/apis/GROUP`) refused a streamed list: every list
     /// of it since is paged.
     pub fn refused(&self, api: &str) -> bool {
-        refused(&self.refused, api)
+        self.refused.contains(api)
     }
 
     /// The watch of `api` with `config`'s selectors, listing as [`Lists`] says; `what` names it
@@ -95,13 +110,6 @@ impl Lists {
         };
         stream::unfold(start, Streaming::next).boxed()
     }
-}
-
-fn refused(refused: &Refused, api: &str) -> bool {
-    refused
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .contains(api)
 }
 
 /// The API a resource's URL belongs to: `/api` for the core group, else `/apis/GROUP`.
@@ -133,7 +141,7 @@ impl<K: Send + 'static> Streaming<K> {
         if !self.started {
             self.started = true;
             // Refused since this watch was created (by a watch that ran first): no request.
-            if refused(&self.refused, &self.served_by)
+            if self.refused.contains(&self.served_by)
                 && let Some(paged) = self.fallback.take()
             {
                 self.events = paged();
@@ -145,10 +153,7 @@ impl<K: Send + 'static> Streaming<K> {
                 && let Some(paged) = self.fallback.take()
             {
                 if refusal {
-                    self.refused
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .insert(self.served_by.clone());
+                    self.refused.insert(&self.served_by);
                 }
                 tracing::warn!(watch = %self.what, api = %self.served_by, "{reason}; listing in pages instead");
                 self.events = paged();
