@@ -150,7 +150,8 @@ impl Args {
         };
         // One way of listing, one request budget and one circuit breaker for the executor and the
         // Cleaners alike.
-        let lists = Lists::new(args.initial_list, args.page_size);
+        let lists = Lists::new(args.initial_list, args.page_size)
+            .counting_fallbacks(metrics.list_fallbacks.clone());
         let budget = Budget::per_second(NonZeroU32::new(args.qps));
         let breaker = Breaker::new(args.circuit_breaker_deletions, args.circuit_breaker_window);
         if args.circuit_breaker_deletions > 0 {

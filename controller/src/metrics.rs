@@ -30,6 +30,14 @@ pub struct UnpermittedLabels {
     pub missing: String,
 }
 
+/// A fallback from streamed lists to pages: the API (`/api`, `/apis/GROUP`) and why
+/// (`refused`, `timeout`, `cut`: [`crate::initial_list::Fallback`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ListFallbackLabels {
+    pub api: String,
+    pub reason: &'static str,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct KindLabels {
     pub kind: String,
@@ -53,6 +61,7 @@ pub struct Metrics {
     pub stragglers: Gauge,
     pub labelled: Counter,
     pub lists: Family<KindLabels, Counter>,
+    pub list_fallbacks: Family<ListFallbackLabels, Counter>,
     pub unpermitted_kinds: Family<UnpermittedLabels, Gauge>,
     pub evaluations_queued: Gauge,
     pub evaluation_seconds: Histogram,
@@ -155,6 +164,12 @@ impl Default for Metrics {
             "Complete (re)lists of a kind by its watch: one at start, one more after each 410 Gone",
             lists.clone(),
         );
+        let list_fallbacks = Family::default();
+        registry.register(
+            "list_fallbacks",
+            "Streamed lists the API server refused or cut off, so listed in pages, by API and why: refused (it refuses streamed lists: every list of that API is paged from then on), timeout (the list outlasted its request: that watch pages from then on), cut (cut off early, most likely under churn: that list is paged, the next streamed)",
+            list_fallbacks.clone(),
+        );
         let unpermitted_kinds = Family::default();
         registry.register(
             "unpermitted_kind",
@@ -210,6 +225,7 @@ impl Default for Metrics {
             cel_limit_exceeded,
             registry: Arc::new(registry),
             lists,
+            list_fallbacks,
             unpermitted_kinds,
             in_backoff,
             overdue,
