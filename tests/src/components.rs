@@ -161,6 +161,21 @@ pub fn wait_for_controller(cluster: &LocalCluster, port: u16, timeout: Duration)
     })
 }
 
+/// The value of one counter `series` (its name and labels as exposed, e.g.
+/// `kube_retention_watch_lists_total{kind="Job.batch"}`) on the `/metrics` of 127.0.0.1:`port`;
+/// 0 while the series is not exposed (a counter family shows a series once it is counted).
+pub fn counter(port: u16, series: &str) -> Result<u64> {
+    let metrics = http_get(port, "/metrics")?;
+    let prefix = format!("{series} ");
+    let Some(value) = metrics.lines().find_map(|line| line.strip_prefix(&prefix)) else {
+        return Ok(0);
+    };
+    value
+        .trim()
+        .parse()
+        .with_context(|| format!("{series} is not a count: {value}"))
+}
+
 /// A plain HTTP GET on 127.0.0.1:`port`; the whole response as text.
 pub fn http_get(port: u16, path: &str) -> Result<String> {
     use std::io::{Read, Write};

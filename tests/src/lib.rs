@@ -5,6 +5,7 @@
 //! `make up` / `make down` drive it through the `local-cluster` binary; the end-to-end suite in
 //! `tests/e2e` starts a private cluster with it.
 
+pub mod audit_lists;
 pub mod cluster;
 pub mod components;
 pub mod control_plane;

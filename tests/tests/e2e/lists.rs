@@ -13,6 +13,7 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::batch::v1::Job;
 use kube::Api;
 use kube_retention_e2e::LocalCluster;
+use kube_retention_e2e::audit_lists::{ListStart, list_start};
 use kube_retention_e2e::cluster::CONTROLLER_SERVICE_ACCOUNT;
 use kube_retention_e2e::components::{self, CONTROLLER};
 use kube_retention_e2e::process::tracked;
@@ -80,8 +81,16 @@ async fn refused(ns: TestNamespace) -> Result<()> {
             listed.refused <= 2 && listed.streamed == 0 && listed.paged == 2,
             "Jobs' lists with streamed lists refused: {listed:?}"
         );
-        let refused = refused_streams(&ns, &user, started_at)?;
+        let refused = refused_streams(&ns, &user, started_at, None)?;
         ensure!(refused >= 1, "no streamed list was refused");
+        // The controller counts each refusal by API: those of batch are of Jobs and CronJobs.
+        let batch = refused_streams(&ns, &user, started_at, Some("batch"))?;
+        let series = r#"kube_retention_list_fallbacks_total{api="/apis/batch",reason="refused"}"#;
+        let counted = components::counter(cluster.controller_port, series)?;
+        ensure!(
+            counted >= 1 && usize::try_from(counted) == Ok(batch),
+            "{series} is {counted}, for {batch} streamed lists of batch refused"
+        );
         println!("with WatchList off: Jobs {listed:?}; streamed lists refused {refused}");
         Ok::<(), anyhow::Error>(())
     }
@@ -137,45 +146,33 @@ pub fn lists(
         event["objectRef"]["resource"] == resource
             && event["objectRef"]["apiGroup"].as_str().unwrap_or_default() == group
     }) {
-        let uri = event["requestURI"].as_str().unwrap_or_default();
-        match (event["verb"].as_str(), event["stage"].as_str()) {
-            (Some("list"), Some("ResponseComplete")) if !uri.contains("continue=") => {
-                lists.paged += 1;
-            }
-            (Some("watch"), _) if is_refused_stream(event) => lists.refused += 1,
-            (Some("watch"), Some("ResponseStarted"))
-                if uri.contains("sendInitialEvents=true") && !is_refusal(event) =>
-            {
-                lists.streamed += 1;
-            }
-            _ => {}
+        match list_start(event) {
+            Some(ListStart::Paged) => lists.paged += 1,
+            Some(ListStart::Streamed) => lists.streamed += 1,
+            Some(ListStart::Refused) => lists.refused += 1,
+            None => {}
         }
     }
     Ok(lists)
 }
 
-/// How many streamed lists of any resource the API server refused `user` since `since`.
-pub fn refused_streams(ns: &TestNamespace, user: &str, since: Timestamp) -> Result<usize> {
+/// How many streamed lists the API server refused `user` since `since`, of API group `group`
+/// ("" for the core group) or of any.
+pub fn refused_streams(
+    ns: &TestNamespace,
+    user: &str,
+    since: Timestamp,
+    group: Option<&str>,
+) -> Result<usize> {
     Ok(since_by(ns, user, since)?
         .iter()
-        .filter(|event| is_refused_stream(event))
+        .filter(|event| {
+            group.is_none_or(|group| {
+                event["objectRef"]["apiGroup"].as_str().unwrap_or_default() == group
+            })
+        })
+        .filter(|event| list_start(event) == Some(ListStart::Refused))
         .count())
-}
-
-/// A streamed list refused: counted once, when its request completes.
-fn is_refused_stream(event: &Value) -> bool {
-    event["verb"] == "watch"
-        && event["stage"] == "ResponseComplete"
-        && event["requestURI"]
-            .as_str()
-            .is_some_and(|uri| uri.contains("sendInitialEvents=true"))
-        && is_refusal(event)
-}
-
-fn is_refusal(event: &Value) -> bool {
-    event["responseStatus"]["code"]
-        .as_u64()
-        .is_some_and(|code| code >= 400)
 }
 
 /// Every recorded request of `user` received at or after `since`, at every stage recorded.

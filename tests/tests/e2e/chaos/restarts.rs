@@ -118,14 +118,8 @@ fn controller_deletes(ns: &TestNamespace) -> Result<Vec<serde_json::Value>> {
 
 /// How often the controller has listed Jobs completely (its `kube_retention_watch_lists_total`).
 fn job_lists(cluster: &LocalCluster) -> Result<u64> {
-    let metrics = components::http_get(cluster.controller_port, "/metrics")?;
-    Ok(metrics
-        .lines()
-        .find_map(|line| {
-            line.strip_prefix(r#"kube_retention_watch_lists_total{kind="Job.batch"} "#)
-        })
-        .and_then(|count| count.trim().parse().ok())
-        .unwrap_or(0))
+    let series = r#"kube_retention_watch_lists_total{kind="Job.batch"}"#;
+    components::counter(cluster.controller_port, series)
 }
 
 fn received(event: &serde_json::Value) -> Option<Timestamp> {
