@@ -15,14 +15,12 @@ use kube_retention_apimock::pair;
 use kube_retention_controller::initial_list::{Fallback, InitialList, Lists};
 use list_support::{
     added, events, initial_events_end, is_page, is_resumed_watch, is_streamed_list, job_list,
-    jobs_watch, next, read,
+    jobs_watch, next, read, streaming_jobs,
 };
 
 #[tokio::test]
 async fn a_kind_is_listed_by_one_streamed_watch_then_watched_from_its_bookmark() {
-    let (client, mut server) = pair();
-    let lists = Lists::new(InitialList::Stream, 500);
-    let mut watch = jobs_watch(&lists, &Api::all(client));
+    let (lists, mut watch, mut server) = streaming_jobs();
     let answered = tokio::spawn(async move {
         let list = next(&mut server).await;
         assert!(is_streamed_list(&list), "{}", list.line());

@@ -10,12 +10,11 @@ mod list_support;
 
 use std::time::Duration;
 
-use kube::Api;
-use kube_retention_apimock::{ApiServer, pair};
-use kube_retention_controller::initial_list::{Fallback, InitialList, Lists};
+use kube_retention_apimock::ApiServer;
+use kube_retention_controller::initial_list::Fallback;
 use list_support::{
     added, events, gone, initial_events_end, is_page, is_resumed_watch, is_streamed_list, job_list,
-    jobs_watch, next, read,
+    next, read, streaming_jobs,
 };
 
 /// Answers a streamed list with `first` and ends the body there: the list is cut. kube-runtime's
@@ -38,9 +37,7 @@ async fn resumed_then_gone(server: &mut ApiServer) {
 
 #[tokio::test(start_paused = true)]
 async fn a_list_cut_early_is_done_in_pages_and_the_next_list_streams_again() {
-    let (client, mut server) = pair();
-    let lists = Lists::new(InitialList::Stream, 500);
-    let mut watch = jobs_watch(&lists, &Api::all(client));
+    let (lists, mut watch, mut server) = streaming_jobs();
     let answered = tokio::spawn(async move {
         cut_streamed_list(&mut server).await;
         let page = next(&mut server).await;
@@ -80,9 +77,7 @@ async fn a_list_cut_early_is_done_in_pages_and_the_next_list_streams_again() {
 
 #[tokio::test(start_paused = true)]
 async fn a_list_cut_at_its_requests_timeout_is_listed_in_pages_from_then_on() {
-    let (client, mut server) = pair();
-    let lists = Lists::new(InitialList::Stream, 500);
-    let mut watch = jobs_watch(&lists, &Api::all(client));
+    let (lists, mut watch, mut server) = streaming_jobs();
     let answered = tokio::spawn(async move {
         cut_streamed_list(&mut server).await;
         let page = next(&mut server).await;

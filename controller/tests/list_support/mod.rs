@@ -7,8 +7,8 @@ use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use kube::Api;
 use kube::runtime::watcher::{self, Event};
-use kube_retention_apimock::{ApiServer, Received};
-use kube_retention_controller::initial_list::{Events, Lists};
+use kube_retention_apimock::{ApiServer, Received, pair};
+use kube_retention_controller::initial_list::{Events, InitialList, Lists};
 use serde_json::{Value, json};
 
 pub fn job(name: &str) -> Value {
@@ -41,6 +41,15 @@ pub fn initial_events_end() -> Value {
     json!({"type": "BOOKMARK", "object": {"apiVersion": "batch/v1", "kind": "Job",
            "metadata": {"resourceVersion": "9",
                         "annotations": {"k8s.io/initial-events-end": "true"}}}})
+}
+
+/// `--initial-list=stream` against a mocked API server: its lists, a Jobs watch through them,
+/// and the server.
+pub fn streaming_jobs() -> (Lists, Events<Job>, ApiServer) {
+    let (client, server) = pair();
+    let lists = Lists::new(InitialList::Stream, 500);
+    let watch = jobs_watch(&lists, &Api::all(client));
+    (lists, watch, server)
 }
 
 pub fn jobs_watch(lists: &Lists, api: &Api<Job>) -> Events<Job> {
