@@ -106,12 +106,38 @@ impl Deleter {
 pub struct Running {
     pub tracked: Tracked,
     replaced_controller_manager: Option<LocalCluster>,
+    /// The length of its log when it started: the log is appended to by every process of its
+    /// name, and what this one wrote follows.
+    log_from: u64,
 }
 
 impl Running {
     pub fn pid(&self) -> Option<u32> {
         crate::live_pid(&self.tracked)
     }
+
+    /// What this process wrote to its log (empty if nothing).
+    pub fn own_log(&self) -> String {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut written = String::new();
+        if let Some(mut log) = self
+            .tracked
+            .log_path()
+            .and_then(|path| std::fs::File::open(path).ok())
+            && log.seek(SeekFrom::Start(self.log_from)).is_ok()
+        {
+            let mut bytes = Vec::new();
+            if log.read_to_end(&mut bytes).is_ok() {
+                written = String::from_utf8_lossy(&bytes).into_owned();
+            }
+        }
+        written
+    }
+}
+
+/// The length of the log of the process named `name`, 0 if there is none yet.
+fn log_length(cluster: &LocalCluster, name: &str) -> u64 {
+    std::fs::metadata(cluster.layout.state(&format!("logs/{name}.log"))).map_or(0, |log| log.len())
 }
 
 impl Drop for Running {
@@ -193,6 +219,7 @@ pub fn start_with(
     if replaced_controller_manager.is_some() {
         cluster.stop_controller_manager()?;
     }
+    let log_from = log_length(cluster, if deleter.is_peer() { PEER } else { CONTROLLER });
     let tracked = match deleter {
         Deleter::Ceiling => anyhow::bail!("the ceiling starts knowing its expiry: start_ceiling"),
         Deleter::Peer | Deleter::PeerTuned => {
@@ -244,6 +271,7 @@ pub fn start_with(
     Ok(Running {
         tracked,
         replaced_controller_manager,
+        log_from,
     })
 }
 
@@ -267,6 +295,7 @@ pub fn start_ceiling(
     at: jiff::Timestamp,
 ) -> Result<Running> {
     let binary = std::env::current_exe()?.with_file_name(CEILING_USER);
+    let log_from = log_length(cluster, CEILING_USER);
     let tracked = process::spawn(
         &cluster.layout.state_dir,
         CEILING_USER,
@@ -284,5 +313,6 @@ pub fn start_ceiling(
     Ok(Running {
         tracked,
         replaced_controller_manager: None,
+        log_from,
     })
 }

@@ -51,6 +51,27 @@ pub fn killed_for_memory(pid: u32) -> bool {
         .is_ok_and(|log| names_an_oom_kill(&String::from_utf8_lossy(&log.stdout), pid))
 }
 
+/// How the child `pid` of this process ended, while it is a zombie not yet waited for (this
+/// benchmark never waits for its deleters): the exit code field of `/proc/PID/stat`.
+pub fn exit_status(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    exit_of_stat(&stat)
+}
+
+/// The exit status in a zombie's `/proc/PID/stat` (its 52nd field, as `waitpid` reports it).
+fn exit_of_stat(stat: &str) -> Option<String> {
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    // Fields counted from 1, the first two (pid, comm) before the ')'.
+    if fields.first() != Some(&"Z") {
+        return None;
+    }
+    let status: i32 = fields.get(52 - 3)?.parse().ok()?;
+    Some(match status & 0x7f {
+        0 => format!("exit status {}", (status >> 8) & 0xff),
+        signal => format!("killed by signal {signal}"),
+    })
+}
+
 /// Whether the kernel log `log` reports `pid` killed for want of memory (the OOM killer's line
 /// is "Out of memory: Killed process PID (name) …", or "Memory cgroup out of memory: …").
 fn names_an_oom_kill(log: &str, pid: u32) -> bool {
@@ -165,7 +186,42 @@ pub async fn until_interrupted(
 
 #[cfg(test)]
 mod tests {
-    use super::names_an_oom_kill;
+    use super::{exit_of_stat, names_an_oom_kill};
+
+    /// A `/proc/PID/stat` line with `state` and, in its 52nd field, `exit_code` (the fields
+    /// between them zero; a process name with a space and a parenthesis, as a name may have).
+    fn stat(state: &str, exit_code: i32) -> String {
+        format!(
+            "77 (kube (ctl) x) {state} {} {exit_code}\n",
+            ["0"; 48].join(" ")
+        )
+    }
+
+    #[test]
+    fn a_zombies_exit_is_read_from_its_stat() {
+        assert_eq!(
+            exit_of_stat(&stat("Z", 15)).as_deref(),
+            Some("killed by signal 15")
+        );
+        assert_eq!(
+            exit_of_stat(&stat("Z", 9)).as_deref(),
+            Some("killed by signal 9")
+        );
+        assert_eq!(
+            exit_of_stat(&stat("Z", 256)).as_deref(),
+            Some("exit status 1")
+        );
+        assert_eq!(
+            exit_of_stat(&stat("Z", 0)).as_deref(),
+            Some("exit status 0")
+        );
+        assert_eq!(
+            exit_of_stat(&stat("S", 0)),
+            None,
+            "a running process has no exit"
+        );
+        assert_eq!(exit_of_stat("77 (x) Z 1 2"), None, "too short");
+    }
 
     #[test]
     fn an_oom_kill_is_read_from_the_kernel_log_for_that_pid_only() {

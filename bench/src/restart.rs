@@ -112,7 +112,9 @@ pub struct Ended {
     pub after: f64,
     /// Whether the kernel's log says its OOM killer killed it.
     pub out_of_memory: bool,
-    /// The last line of its own log, which usually says why it stopped.
+    /// How it ended, as its parent (this benchmark) is told: an exit status or a signal.
+    pub exit: Option<String>,
+    /// The last line this process wrote to its log, which usually says why it stopped.
     pub last_words: Option<String>,
 }
 
@@ -122,10 +124,13 @@ impl std::fmt::Display for Ended {
         if self.out_of_memory {
             write!(f, ", killed by the kernel's OOM killer")?;
         }
-        if let Some(line) = &self.last_words {
-            write!(f, "; its log ends: `{line}`")?;
+        if let Some(exit) = &self.exit {
+            write!(f, " ({exit})")?;
         }
-        Ok(())
+        match &self.last_words {
+            Some(line) => write!(f, "; its log ends: `{line}`"),
+            None => write!(f, "; it wrote nothing to its log"),
+        }
     }
 }
 
@@ -191,9 +196,8 @@ pub async fn cold_start(
                     None => break (Ok(()), rss, Some(Ended {
                         after: since(start, Timestamp::now()),
                         out_of_memory: pid.is_some_and(crate::killed_for_memory),
-                        last_words: running.tracked.log_path()
-                            .and_then(|log| std::fs::read_to_string(log).ok())
-                            .and_then(|log| last_words(&log)),
+                        exit: pid.and_then(crate::exit_status),
+                        last_words: last_words(&running.own_log()),
                     })),
                 },
             }

@@ -223,6 +223,7 @@ mod tests {
                         Some(Ended {
                             after: 300.0,
                             out_of_memory: true,
+                            exit: None,
                             last_words: None,
                         }),
                     ),
@@ -249,7 +250,7 @@ mod tests {
         );
         assert!(text.contains(
             "**kube-controller-manager ttl-after-finished: the process ended 300 s after its \
-             start, killed by the kernel's OOM killer.**"
+             start, killed by the kernel's OOM killer; it wrote nothing to its log.**"
         ));
         assert!(
             text.contains("| kube-retention | 700000 | 70000 | 500 req/s |"),
@@ -273,6 +274,7 @@ mod tests {
             ended: Some(crate::restart::Ended {
                 after: 12.4,
                 out_of_memory: true,
+                exit: Some("killed by signal 9".into()),
                 last_words: Some(
                     "F1126 13:09:09 server.go:42] \"error\" err=\"'x' refused\"".into(),
                 ),
@@ -291,8 +293,8 @@ mod tests {
         );
         assert!(
             text.ends_with(
-                "; the process ended 12 s after its start, killed by the kernel's OOM killer; \
-                 its log ends: `F1126 13:09:09 server.go:42] \"error\" err=\"'x' refused\"`"
+                "; the process ended 12 s after its start, killed by the kernel's OOM killer \
+                 (killed by signal 9); its log ends: `F1126 13:09:09 server.go:42] \"error\" err=\"'x' refused\"`"
             ),
             "{text}"
         );
