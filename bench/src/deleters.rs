@@ -118,20 +118,13 @@ impl Running {
 
     /// What this process wrote to its log (empty if nothing).
     pub fn own_log(&self) -> String {
-        use std::io::{Read, Seek, SeekFrom};
-        let mut written = String::new();
-        if let Some(mut log) = self
+        let log = self
             .tracked
             .log_path()
-            .and_then(|path| std::fs::File::open(path).ok())
-            && log.seek(SeekFrom::Start(self.log_from)).is_ok()
-        {
-            let mut bytes = Vec::new();
-            if log.read_to_end(&mut bytes).is_ok() {
-                written = String::from_utf8_lossy(&bytes).into_owned();
-            }
-        }
-        written
+            .and_then(|path| std::fs::read(path).ok())
+            .unwrap_or_default();
+        let from = usize::try_from(self.log_from).map_or(log.len(), |from| from.min(log.len()));
+        String::from_utf8_lossy(&log[from..]).into_owned()
     }
 }
 
