@@ -16,13 +16,14 @@ MUSL_CARGO = rustup target list --installed | grep -qx $(MUSL) || rustup target 
 MUSL_BUILD = $(MUSL_CARGO) build --release --target $(MUSL)
 LOCAL_CLUSTER = $(CARGO) run --quiet --package kube-retention-e2e --bin local-cluster -- --state $(STATE)
 
-.PHONY: help toolchain cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-memcpy bench-controller bench-cel
+.PHONY: help toolchain cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-memcpy bench-controller bench-cel fuzz-cel bench-cel-stack
 
 help:
 	@echo "make demo    start the local cluster and walk through what kube-retention does"
 	@echo "make test    formatting, clippy, unit and end-to-end tests (chaos suite's short form included),"
 	@echo "             and the as-shipped suite on a real node (root; make test-shipped alone)"
 	@echo "make chaos   the chaos suite and fuzzing at full size; writes docs/reliability.md"
+	@echo "make fuzz-cel  a million hostile CEL expressions, each held to its time, memory and cost bounds"
 	@echo "make up      start the local cluster ($(STATE)/kubeconfig); make down stops it"
 	@echo "make up-node the local cluster with a node running the image and the chart, as shipped"
 	@echo "make image   an OCI image of the static binaries, no container engine needed ($(IMAGE))"
@@ -127,6 +128,21 @@ image-faults: toolchain
 # The image's manifest and config, and each binary in its layer static and running.
 image-test: image
 	KUBE_RETENTION_IMAGE=$(CURDIR)/$(IMAGE) $(CARGO) test --package kube-retention-image --test built_image -- --ignored
+
+# Hostile CEL (common/tests/cel_fuzz.rs): generated expressions over every function offered, on
+# objects up to 1.5 MiB, each held to its memory and cost bounds, and in this release build to
+# its time bound. `make unit` runs 300 cases in a debug build (no time bound there); this runs a
+# million, at about 150 a second on two cores. FUZZ_CEL_SEED picks other cases.
+FUZZ_CEL_CASES ?= 1000000
+fuzz-cel: toolchain
+	FUZZ_CEL_CASES=$(FUZZ_CEL_CASES) $(CARGO) test --release --package kube-retention-common \
+		--test cel_fuzz -- --nocapture
+
+# The stack CEL's deepest admitted expressions use, in a debug and a release build
+# (docs/benchmarks.md, "CEL's stack").
+bench-cel-stack: toolchain
+	$(CARGO) test --package kube-retention-common --test cel_stack -- --nocapture --test-threads 1
+	$(CARGO) test --release --package kube-retention-common --test cel_stack -- --nocapture --test-threads 1
 
 # The end-to-end suite includes the chaos suite's short form.
 e2e: cluster-binaries build

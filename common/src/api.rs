@@ -1,8 +1,9 @@
 //! The `retention.dev/v1alpha1` API: `ClusterRetentionPolicy` (cluster-scoped, with a
 //! `namespaceSelector`) and `RetentionPolicy` (applies to its own namespace). These types are
-//! the source of the CRDs in deploy/crds (`make crds`); the schema only fixes the shape, the
-//! rules (durations, limits, CEL) are [`crate::policies`]'s, so admission and the
-//! controller report every error together and in the same words.
+//! the source of the CRDs in deploy/crds (`make crds`); the schema fixes the shape and bounds
+//! every string, list and map a tenant writes ([`crate::schema_bounds`]), the rules (durations,
+//! limits, CEL) are [`crate::policies`]'s, so admission and the controller report every error
+//! together and in the same words.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
 use kube::CustomResource;
@@ -35,6 +36,7 @@ pub const VERSION: &str = "v1alpha1";
 pub struct ClusterRetentionPolicySpec {
     /// The namespaces it applies in (all when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crate::schema_bounds::selector)]
     pub namespace_selector: Option<LabelSelector>,
     #[serde(flatten)]
     pub rules: PolicyRules,
@@ -71,12 +73,15 @@ pub struct RetentionPolicySpec {
 #[serde(rename_all = "camelCase")]
 pub struct PolicyRules {
     /// The kinds it governs, e.g. `{apiVersion: tekton.dev/v1, kind: PipelineRun}`.
+    #[schemars(length(max = crate::schema_bounds::RESOURCES))]
     pub resources: Vec<ResourceRef>,
     /// Only objects whose labels match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crate::schema_bounds::selector)]
     pub selector: Option<LabelSelector>,
     /// Only objects for which this CEL expression (over `object`) is true.
     #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = crate::schema_bounds::EXPRESSION_BYTES))]
     pub match_expression: Option<String>,
     /// How the kinds say they finished, where kube-retention has no built-in rule (or to
     /// override it).
@@ -84,12 +89,15 @@ pub struct PolicyRules {
     pub finished: Option<FinishedRules>,
     /// Time to live from creation, finished or not (Go duration, e.g. `720h`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = crate::schema_bounds::DURATION_BYTES))]
     pub ttl: Option<String>,
     /// Time to live after succeeding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = crate::schema_bounds::DURATION_BYTES))]
     pub ttl_after_succeeded: Option<String>,
     /// Time to live after failing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = crate::schema_bounds::DURATION_BYTES))]
     pub ttl_after_failed: Option<String>,
     /// Succeeded objects kept per group (1 to 100), the newest first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,6 +107,7 @@ pub struct PolicyRules {
     pub failed_limit: Option<i64>,
     /// A label key: limits count per value of it (default: per kind and namespace).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = crate::schema_bounds::LABEL_KEY_BYTES))]
     pub group_by: Option<String>,
     /// Decide and report in the status, delete nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -112,15 +121,18 @@ pub struct PolicyRules {
     /// !('results.tekton.dev/record' in object.metadata.annotations)`. An expression that cannot
     /// be evaluated on an object holds it too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = crate::schema_bounds::EXPRESSION_BYTES))]
     pub hold_while: Option<String>,
     /// A Warning Event `RetentionExpiring` on each object it governs this long before its
     /// deadline (Go duration, e.g. `1h`); an object's `retention.dev/notify-before` overrides it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = crate::schema_bounds::DURATION_BYTES))]
     pub notify_before: Option<String>,
     /// An http(s) URL: each deletion the policy decides is announced to it as a CloudEvent
     /// `dev.retention.deleted` (the deletion ledger), each notice as `dev.retention.expiring`.
     /// The controller's sink policy (`--cloud-event-sink-*`) says where it may connect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = crate::schema_bounds::URL_BYTES))]
     pub sink: Option<String>,
     /// With `sink`: an object is deleted only once the sink answered 2xx to its
     /// `dev.retention.deleted` event, which then carries the object's final state (its
@@ -145,7 +157,9 @@ pub struct SafetyRules {
 #[serde(rename_all = "camelCase")]
 pub struct ResourceRef {
     /// `group/version`, or `v1` for the core group.
+    #[schemars(length(max = crate::schema_bounds::API_VERSION_BYTES))]
     pub api_version: String,
+    #[schemars(length(max = crate::schema_bounds::NAME_BYTES))]
     pub kind: String,
 }
 
@@ -155,13 +169,16 @@ pub struct ResourceRef {
 pub struct FinishedRules {
     /// True once the object succeeded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = crate::schema_bounds::EXPRESSION_BYTES))]
     pub succeeded: Option<String>,
     /// True once the object failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = crate::schema_bounds::EXPRESSION_BYTES))]
     pub failed: Option<String>,
     /// When it finished, a timestamp (e.g. `timestamp(object.status.finishedAt)`); the time
     /// kube-retention saw it finish when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = crate::schema_bounds::EXPRESSION_BYTES))]
     pub at: Option<String>,
 }
 

@@ -20,6 +20,7 @@ pub mod model;
 pub mod own_settings;
 pub mod policies;
 pub mod progress;
+pub mod schema_bounds;
 pub mod selector;
 pub mod setting;
 pub mod sink_policy;

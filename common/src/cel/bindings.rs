@@ -32,7 +32,7 @@ impl fmt::Debug for Converted {
 impl Converted {
     /// `object` as CEL sees it.
     pub fn new(object: &Value) -> Result<Self, ConversionError> {
-        kube_cel::cel::to_value(object)
+        super::stack::deep(|| kube_cel::cel::to_value(object))
             .map(Converted)
             .map_err(|error| ConversionError::Object(error.to_string()))
     }
@@ -61,9 +61,11 @@ impl Variables {
             .into_iter()
             .map(|(name, value)| {
                 let converted =
-                    kube_cel::cel::to_value(value).map_err(|error| ConversionError::Variable {
-                        name: name.to_owned(),
-                        reason: error.to_string(),
+                    super::stack::deep(|| kube_cel::cel::to_value(value)).map_err(|error| {
+                        ConversionError::Variable {
+                            name: name.to_owned(),
+                            reason: error.to_string(),
+                        }
                     })?;
                 Ok((name.to_owned(), converted))
             })

@@ -9,16 +9,20 @@
 //!
 //! The model follows Kubernetes' (cel-go's cost estimator, `PerCallLimit`), in its units: one
 //! per node evaluated, a string operation a tenth of a unit per byte, a list or map operation a
-//! unit per item, and a loop the cost of its body once per item. Where it differs:
+//! unit per item, and a loop the cost of its body once per item. A call is charged by its rule
+//! ([`rules`]: what it reads and what it makes, from its operands' sizes) before it runs, so
+//! no single call can outrun the limit, and memory is bounded with time. Where it differs:
 //! - Sizes. Kubernetes reads `maxItems` and `maxLength` from the schema, and for a field with
 //!   none assumes the largest request. kube-retention judges any kind, mostly without a schema
 //!   at hand, and with that assumption every loop over an object's list would be refused. It
 //!   knows the limits of `metadata` (a name is at most 253 bytes, a label value 63, ...) and
-//!   assumes that any other list holds at most [`ASSUMED_ITEMS`] items and any other string
-//!   at most [`ASSUMED_BYTES`] bytes. These are assumptions: an object beyond them is still
+//!   assumes that any other list or map holds at most [`ASSUMED_ITEMS`] items and at most
+//!   [`ASSUMED_BYTES`] bytes of text in all, nested items included, and any other string at
+//!   most [`ASSUMED_BYTES`] bytes. These are assumptions: an object beyond them is still
 //!   bounded, at run time, by the same limit.
-//! - Equality (`==`, `!=`) is one unit whatever the sizes: it stops at the first difference,
-//!   and a length that differs is found at once.
+//! - Comparisons (`==`, `<`, ...) are charged up to the shorter operand: a comparison stops at
+//!   the first difference, and a length that differs is found at once.
+//! - The function rules themselves: [`rules`] says where they differ and why.
 //! - The run-time count charges what ran, so a loop that stops early (`exists` on a match) is
 //!   charged for the items it saw.
 
@@ -34,47 +38,24 @@ pub const ASSUMED_ITEMS: u64 = 256;
 /// A string read from an object without a known bound is assumed to be at most this many bytes.
 pub const ASSUMED_BYTES: u64 = 4_096;
 
-/// The function the walk writes into an expression: `CHARGE(value, units, how)` charges
-/// `units`, plus the size of `value` as `how` says ([`How`]), and gives `value` back. The `@`
+/// The function the walk writes into an expression: `CHARGE(value, units)` charges `units` and
+/// gives `value` back (the nodes of the expression, or of a loop's body once per item). The `@`
 /// keeps it out of reach of what users write: it is not an identifier.
 pub const CHARGE: &str = "@retention.charge";
 
-/// How a charged value's size counts.
+/// The function the walk wraps each operand of a costed call in: `OPERAND(value, site, index)`
+/// records `value`'s size as operand `index` of the call at `site` and charges what the call
+/// costs with the operands recorded so far ([`rules`]), before the call runs.
+pub const OPERAND: &str = "@retention.operand";
+
+/// A number read from the object, or computed, is not known at admission: as large as this.
+pub const UNKNOWN_NUMBER: u64 = 1 << 32;
+
+/// A costed call in an expression: its rule and how many operands it has (the target first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(i64)]
-pub enum How {
-    /// Not at all: a fixed number of units.
-    Fixed = 0,
-    /// As a string or bytes: a tenth of a unit per byte (a list passed here costs nothing: the
-    /// function it goes to fails at once).
-    Text = 1,
-    /// As a string, bytes, list or map, whichever it is: a tenth of a unit per byte or a unit
-    /// per item (searched).
-    Any = 2,
-    /// As a copy (concatenation): a tenth of a unit per byte, a unit per item.
-    Copy = 3,
-}
-
-impl How {
-    pub(super) fn from_units(code: i64) -> Self {
-        match code {
-            1 => How::Text,
-            2 => How::Any,
-            3 => How::Copy,
-            _ => How::Fixed,
-        }
-    }
-
-    /// What `bytes` of text or `items` of a collection cost.
-    pub(super) fn units(self, bytes: u64, items: u64) -> u64 {
-        let text = bytes.div_ceil(10);
-        match self {
-            How::Fixed => 0,
-            How::Text => text,
-            How::Any => text.max(items),
-            How::Copy => text.max(items),
-        }
-    }
+pub struct Site {
+    pub rule: Rule,
+    pub arity: usize,
 }
 
 /// An upper bound on a value's size: bytes as text, items as a collection, and the bound on
@@ -84,6 +65,8 @@ struct Size {
     bytes: u64,
     items: u64,
     item: Option<Box<Size>>,
+    /// A whole number's value: a literal's, or [`UNKNOWN_NUMBER`].
+    number: u64,
 }
 
 impl Size {
@@ -91,14 +74,48 @@ impl Size {
         bytes: 0,
         items: 0,
         item: None,
+        number: UNKNOWN_NUMBER,
     };
 
     fn unknown() -> Self {
         Size {
             bytes: ASSUMED_BYTES,
             items: ASSUMED_ITEMS,
-            item: None,
+            ..Size::SCALAR
         }
+    }
+
+    /// What the rules read of a bound.
+    fn extent(&self) -> Extent {
+        let item = self.item();
+        // Items of unknown size hold at most the assumed bytes of text in all.
+        let inner = match &self.item {
+            Some(item) => self.items.saturating_mul(item.bytes),
+            None => ASSUMED_BYTES,
+        };
+        Extent {
+            text: self.bytes,
+            items: self.items,
+            inner,
+            widest: item.bytes,
+            least: 0,
+            number: self.number,
+            deep: self.deep(),
+        }
+    }
+
+    /// What copying a value within this bound costs ([`Extent::deep`]): items of unknown size
+    /// hold at most the assumed bytes of text and the assumed items in all, nested included.
+    fn deep(&self) -> u64 {
+        let own = 1u64.saturating_add(rules::copied(self.bytes));
+        let items = match &self.item {
+            Some(item) => self.items.saturating_mul(item.deep()),
+            None => match self.items {
+                0 => 0,
+                _ => ASSUMED_ITEMS.saturating_add(rules::copied(ASSUMED_BYTES)),
+            },
+        };
+        own.saturating_add(items)
     }
 
     fn text(bytes: u64) -> Self {
@@ -122,6 +139,7 @@ impl Size {
             bytes: self.bytes.max(other.bytes),
             items: self.items.max(other.items),
             item,
+            number: self.number.max(other.number),
         }
     }
 }
@@ -140,10 +158,11 @@ impl Known {
     }
 }
 
-/// An expression with its charges written in, and the most they can come to.
+/// An expression with its charges written in, the most they can come to, and its costed calls.
 pub(super) struct Metered {
     pub expr: IdedExpr,
     pub estimate: u64,
+    pub sites: Vec<Site>,
 }
 
 /// Writes the charges into `expr` and estimates their sum.
@@ -153,8 +172,9 @@ pub(super) fn meter(expr: &IdedExpr) -> Metered {
     let (metered, _) = walk.node(expr, &mut unit);
     let nodes = unit.nodes;
     Metered {
-        expr: charge(metered, nodes, How::Fixed),
+        expr: charge(metered, nodes),
         estimate: unit.cost.saturating_add(nodes),
+        sites: walk.sites,
     }
 }
 
@@ -170,26 +190,41 @@ struct Unit {
 struct Walk {
     /// Loop variables in scope, with what is known of them.
     bound: Vec<(String, Known)>,
+    /// The costed calls met so far; a call's place here is its site.
+    sites: Vec<Site>,
 }
 
-fn charge(value: IdedExpr, units: u64, how: How) -> IdedExpr {
-    let literal = |number: i64| IdedExpr {
+fn int(number: u64) -> IdedExpr {
+    IdedExpr {
         id: 0,
-        expr: Expr::Literal(LiteralValue::Int(number.into())),
-    };
+        expr: Expr::Literal(LiteralValue::Int(
+            i64::try_from(number).unwrap_or(i64::MAX).into(),
+        )),
+    }
+}
+
+fn internal(function: &str, args: Vec<IdedExpr>) -> IdedExpr {
     IdedExpr {
         id: 0,
         expr: Expr::Call(CallExpr {
-            func_name: CHARGE.to_owned(),
+            func_name: function.to_owned(),
             target: None,
-            args: vec![
-                value,
-                literal(i64::try_from(units).unwrap_or(i64::MAX)),
-                literal(how as i64),
-            ],
+            args,
         }),
     }
 }
 
+fn charge(value: IdedExpr, units: u64) -> IdedExpr {
+    internal(CHARGE, vec![value, int(units)])
+}
+
+fn operand(value: IdedExpr, site: usize, index: usize) -> IdedExpr {
+    let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+    internal(OPERAND, vec![value, int(count(site)), int(count(index))])
+}
+
+pub mod rules;
 mod sizes;
 mod walk;
+
+pub use rules::{Extent, Rule};

@@ -36,6 +36,42 @@ pub enum CompileError {
         thousands(ASSUMED_ITEMS)
     )]
     TooCostly { estimate: u64, limit: u64 },
+    #[error(
+        "is {} bytes long, above the limit of {}: split it between `match` and `finished`, or \
+         test fewer things",
+        thousands(*.bytes as u64),
+        thousands(*.limit as u64)
+    )]
+    TooLong { bytes: usize, limit: usize },
+    #[error(
+        "has {} tokens (names, literals, operators), above the limit of {}",
+        thousands(*.tokens as u64),
+        thousands(*.limit as u64)
+    )]
+    TooManyTokens { tokens: usize, limit: usize },
+    #[error(
+        "nests {depth} deep, above the limit of {limit}: each bracket counts 3 and each operator \
+         of a chain such as `a + b + c` one (`&&` and `||` chains count their logarithm); \
+         write the chain as a list and test it once, e.g. `x in [\"a\", \"b\"]`"
+    )]
+    TooDeep { depth: u32, limit: u32 },
+    #[error(
+        "calls {}, which kube-retention does not offer: its cost cannot be bounded before it \
+         runs",
+        quoted(.0)
+    )]
+    NotOffered(Vec<String>),
+    #[error(
+        "gives `{function}` a pattern that is not a string literal: a pattern is compiled once, \
+         when the expression is admitted, so write it out, e.g. {function}(\"^ci-\")"
+    )]
+    PatternNotLiteral { function: String },
+    #[error("gives `{function}` the pattern {pattern:?}, which does not compile: {reason}")]
+    Pattern {
+        function: String,
+        pattern: String,
+        reason: String,
+    },
 }
 
 /// Why an expression could not be evaluated on an object (a field it reads is absent, ...).

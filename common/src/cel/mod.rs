@@ -6,6 +6,7 @@
 //! an evaluation that spends more than its [`Budget`] ([`meter`]) fails, never answering true.
 
 use std::fmt;
+use std::sync::Arc;
 
 use jiff::Timestamp;
 use kube_cel::KubeCelExt;
@@ -29,6 +30,8 @@ pub struct Expression {
     source: String,
     /// The program with the cost meter's charges written in: what is evaluated.
     metered: IdedExpr,
+    /// Its costed calls, which the meter charges before they run.
+    sites: Arc<[Site]>,
     estimate: u64,
     expect: Expect,
 }
@@ -49,20 +52,29 @@ mod bindings;
 mod checks;
 pub mod cost;
 mod errors;
+pub mod hostile;
 pub mod meter;
+mod patterns;
+pub mod shape;
+pub mod stack;
 mod variables;
 
 use bindings::timestamp_value;
 pub use bindings::{ConversionError, Converted, Variables};
 use checks::{has_function, is_operator, wrong_result};
+use cost::Site;
 pub use cost::{ASSUMED_BYTES, ASSUMED_ITEMS, COST_LIMIT};
 pub use errors::{CompileError, EvalError};
-pub use meter::{Budget, Exceeded, TIME_LIMIT, thousands};
+pub use meter::{Budget, Exceeded, TIME_BOUND, TIME_LIMIT, thousands};
+pub use patterns::PATTERN_SIZE_LIMIT;
+pub use shape::{MAX_DEPTH, MAX_SOURCE_BYTES, MAX_TOKENS};
 
 thread_local! {
     static ROOT: Context<'static> = {
         let mut root = Context::default().with_all();
+        patterns::register(&mut root);
         root.add_function(cost::CHARGE, meter::charge);
+        root.add_function(cost::OPERAND, meter::operand);
         root
     };
 }
@@ -73,7 +85,9 @@ impl Expression {
         Self::compile_over(source, expect, &[VARIABLE])
     }
 
-    /// Compiles `source` over the variables `declared`, or says what is wrong with it.
+    /// Compiles `source` over the variables `declared`, or says what is wrong with it. Its size
+    /// is bounded before it is parsed ([`shape`]), and everything after runs on a stack that
+    /// covers the deepest admitted expression ([`stack`]).
     pub fn compile_over(
         source: &str,
         expect: Expect,
@@ -82,6 +96,18 @@ impl Expression {
         if source.trim().is_empty() {
             return Err(CompileError::Empty(expect));
         }
+        shape::check(source)?;
+        stack::deep(|| {
+            contained(|| Self::compile_bounded(source, expect, declared))
+                .unwrap_or_else(|panic| Err(CompileError::Syntax(panic)))
+        })
+    }
+
+    fn compile_bounded(
+        source: &str,
+        expect: Expect,
+        declared: &[&str],
+    ) -> Result<Self, CompileError> {
         let program = Program::compile(source)
             .map_err(|errors| CompileError::Syntax(one_line(&errors.to_string())))?;
         let unknown: Vec<String> = variables::free(&program.expression().expr)
@@ -99,15 +125,28 @@ impl Expression {
                 declared,
             });
         }
-        let missing: Vec<String> = references
+        let called: Vec<&str> = references
             .functions()
             .into_iter()
-            .filter(|name| !is_operator(name) && !has_function(name))
-            .map(str::to_owned)
+            .filter(|name| !is_operator(name))
+            .collect();
+        let missing: Vec<String> = called
+            .iter()
+            .filter(|name| !has_function(name))
+            .map(|name| (*name).to_owned())
             .collect();
         if !missing.is_empty() {
             return Err(CompileError::Functions(missing));
         }
+        let not_offered: Vec<String> = called
+            .iter()
+            .filter(|name| cost::rules::rule_of(name).is_none())
+            .map(|name| (*name).to_owned())
+            .collect();
+        if !not_offered.is_empty() {
+            return Err(CompileError::NotOffered(not_offered));
+        }
+        patterns::check(&program.expression().expr)?;
         if let Some(problem) = wrong_result(&program.expression().expr, expect) {
             return Err(CompileError::WrongResult { problem, expect });
         }
@@ -121,6 +160,7 @@ impl Expression {
         Ok(Self {
             source: source.to_owned(),
             metered: metered.expr,
+            sites: metered.sites.into(),
             estimate: metered.estimate,
             expect,
         })
@@ -142,12 +182,20 @@ impl Expression {
         object: &Value,
         budget: Budget,
     ) -> (Result<bool, EvalError>, u64) {
-        let value = match self.convert(object) {
-            Ok(value) => value.0,
-            Err(error) => return (Err(error), 0),
-        };
+        match self.convert(object) {
+            Ok(converted) => self.condition_costing_converted(&converted, budget),
+            Err(error) => (Err(error), 0),
+        }
+    }
+
+    /// Like [`Expression::condition_costing`], on an object converted already.
+    pub fn condition_costing_converted(
+        &self,
+        object: &Converted,
+        budget: Budget,
+    ) -> (Result<bool, EvalError>, u64) {
         let (result, spent) = self.run(budget, |context| {
-            context.add_variable_from_value(VARIABLE, value);
+            context.add_variable_from_value(VARIABLE, object.0.clone());
         });
         let result = result.and_then(|value| match value {
             CelValue::Bool(value) => Ok(value),
@@ -232,12 +280,22 @@ impl Expression {
         budget: Budget,
         bind: impl FnOnce(&mut Context<'_>),
     ) -> (Result<CelValue, EvalError>, u64) {
-        let (result, spent, exceeded) = meter::metered(budget, || {
-            ROOT.with(|root| {
-                let mut context = root.new_inner_scope();
-                bind(&mut context);
-                CelValue::resolve(&self.metered, &context)
+        let (result, spent, exceeded) = stack::deep(|| {
+            meter::metered(budget, &self.sites, || {
+                contained(|| {
+                    ROOT.with(|root| {
+                        let mut context = root.new_inner_scope();
+                        bind(&mut context);
+                        CelValue::resolve(&self.metered, &context)
+                    })
+                })
             })
+        });
+        let result = result.unwrap_or_else(|panic| {
+            Err(kube_cel::cel::ExecutionError::function_error(
+                "evaluation",
+                format!("failed inside the interpreter: {panic}"),
+            ))
         });
         let result = match exceeded {
             Some(exceeded) => Err(EvalError {
@@ -257,6 +315,19 @@ impl Expression {
             exceeded: None,
         }
     }
+}
+
+/// Runs `work`, and answers a panic inside it (a fault of the interpreter's, never of the
+/// expression's) as its message, so that one expression cannot end the thread that evaluates
+/// every namespace's.
+fn contained<T>(work: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).map_err(|panic| {
+        panic
+            .downcast_ref::<&str>()
+            .map(|text| (*text).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_owned())
+    })
 }
 
 fn one_line(text: &str) -> String {

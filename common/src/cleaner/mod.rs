@@ -45,18 +45,22 @@ pub const EVENT_TYPE: &str = "dev.retention.cleaner.deleted";
 pub struct CleanerSpec {
     /// A Go duration from the Cleaner's creation; nothing is evaluated before it has passed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = crate::schema_bounds::DURATION_BYTES))]
     pub ttl: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<Retry>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub helm: Option<HelmRelease>,
     #[serde(default)]
+    #[schemars(length(max = crate::schema_bounds::TARGETS))]
     pub targets: Vec<Target>,
     /// Where the CloudEvent announcing the clean-up is sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = crate::schema_bounds::URL_BYTES))]
     pub cloud_event_sink: Option<String>,
     /// CEL conditions over the targets (by name, `{items: [...]}`) and `time`; all must hold.
     #[serde(default)]
+    #[schemars(length(max = crate::schema_bounds::CONDITIONS), transform = crate::schema_bounds::expressions)]
     pub conditions: Vec<String>,
 }
 
@@ -65,6 +69,7 @@ pub struct CleanerSpec {
 pub struct Retry {
     /// Re-evaluate at least this often (a Go duration).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = crate::schema_bounds::DURATION_BYTES))]
     pub period: Option<String>,
     /// The conditions only ever turn from false to true as time passes.
     #[serde(default)]
@@ -74,6 +79,7 @@ pub struct Retry {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HelmRelease {
+    #[schemars(length(max = crate::schema_bounds::NAME_BYTES))]
     pub release: String,
     /// Uninstall the release with the targets.
     #[serde(default)]
@@ -84,6 +90,7 @@ pub struct HelmRelease {
 #[serde(rename_all = "camelCase")]
 pub struct Target {
     /// The CEL variable holding `{items: [...]}`.
+    #[schemars(length(max = crate::schema_bounds::NAME_BYTES))]
     pub name: String,
     pub reference: Reference,
     #[serde(default)]
@@ -97,12 +104,17 @@ pub struct Target {
 #[serde(rename_all = "camelCase")]
 pub struct Reference {
     #[serde(default)]
+    #[schemars(length(max = crate::schema_bounds::NAME_BYTES))]
     pub api_group: String,
+    #[schemars(length(max = crate::schema_bounds::NAME_BYTES))]
     pub version: String,
+    #[schemars(length(max = crate::schema_bounds::NAME_BYTES))]
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = crate::schema_bounds::NAME_BYTES))]
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crate::schema_bounds::labels)]
     pub match_labels: Option<BTreeMap<String, String>>,
 }
 

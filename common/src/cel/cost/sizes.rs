@@ -3,6 +3,7 @@
 
 use kube_cel::cel::common::ast::LiteralValue;
 
+use super::rules::Rule;
 use super::walk::{CONSTANT, is_operator};
 use super::{ASSUMED_ITEMS, Known, Size};
 
@@ -17,6 +18,14 @@ pub(super) fn literal_size(literal: &LiteralValue) -> Size {
     match literal {
         LiteralValue::String(text) => Size::text(count(text.inner().len())),
         LiteralValue::Bytes(bytes) => Size::text(count(bytes.inner().len())),
+        LiteralValue::Int(number) => Size {
+            number: u64::try_from(*number.inner()).unwrap_or(0),
+            ..Size::SCALAR
+        },
+        LiteralValue::UInt(number) => Size {
+            number: *number.inner(),
+            ..Size::SCALAR
+        },
         _ => Size::SCALAR,
     }
 }
@@ -47,12 +56,15 @@ fn metadata_size(path: &[String]) -> Option<Size> {
     let path: Vec<&str> = path.iter().map(String::as_str).collect();
     let text = |bytes| Some(Size::text(bytes));
     // Label keys: a 253-byte prefix, a slash and a 63-byte name; values 63 bytes. Annotations:
-    // 256 KiB in all.
-    let map = |key: u64, value: u64| {
+    // 256 KiB in all. A loop over a map goes over its keys, so a map's item is its key; a
+    // value is reached by its path (`annotations[k]`, any `k`).
+    // The map's own text bound is its values' in all, for what copying it costs.
+    let map = |key: u64, values: u64| {
         Some(Size {
-            bytes: 0,
+            bytes: values,
             items: ASSUMED_ITEMS,
-            item: Some(Box::new(Size::text(key.max(value)))),
+            item: Some(Box::new(Size::text(key))),
+            ..Size::SCALAR
         })
     };
     match path.as_slice() {
@@ -61,7 +73,7 @@ fn metadata_size(path: &[String]) -> Option<Size> {
         ["object", "metadata", "name" | "generateName"] => text(253),
         ["object", "metadata", "namespace"] => text(63),
         ["object", "metadata", "uid"] => text(36),
-        ["object", "metadata", "labels"] => map(317, 63),
+        ["object", "metadata", "labels"] => map(317, 63 * ASSUMED_ITEMS),
         ["object", "metadata", "labels", _] => text(63),
         ["object", "metadata", "annotations"] => map(317, 262_144),
         ["object", "metadata", "annotations", _] => text(262_144),
@@ -73,6 +85,7 @@ fn metadata_size(path: &[String]) -> Option<Size> {
 /// `key` is the string literal an index names (`labels["team"]`), where it is one.
 pub(super) fn result_size(
     name: &str,
+    rule: Rule,
     key: Option<&str>,
     target: Option<&Known>,
     args: &[Known],
@@ -80,7 +93,10 @@ pub(super) fn result_size(
     let receiver = target.or(args.first()).map(|known| &known.size);
     match name {
         "_[_]" | "_[?_]" => match (args.first(), key) {
-            (Some(container), Some(key)) if container.path.is_some() => below(container, key),
+            // Any key of a map whose values' bound is known by path (`annotations[k]`).
+            (Some(container), key) if container.path.is_some() => {
+                below(container, key.unwrap_or("*"))
+            }
             (Some(container), _) => Known::sized(container.size.item()),
             (None, _) => Known::sized(Size::unknown()),
         },
@@ -95,6 +111,7 @@ pub(super) fn result_size(
                 bytes: a.bytes.saturating_add(b.bytes),
                 items: a.items.saturating_add(b.items),
                 item,
+                ..Size::SCALAR
             })
         }
         "_?_:_" => Known::sized(args[1].size.clone().max(args[2].size.clone())),
@@ -109,15 +126,50 @@ pub(super) fn result_size(
             let each = list.item().bytes.saturating_add(separator);
             Known::sized(Size::text(list.items.saturating_mul(each)))
         }
-        "split" => {
+        "split" | "findAll" => {
             let bytes = receiver.map_or(0, |size| size.bytes);
             Known::sized(Size {
-                bytes: 0,
-                items: bytes.saturating_add(1),
+                items: bytes.saturating_add(2),
                 item: Some(Box::new(Size::text(bytes))),
+                ..Size::SCALAR
             })
         }
+        "find" => Known::sized(Size::text(receiver.map_or(0, |size| size.bytes))),
+        "replace" => {
+            // As its rule counts it: every position replaced with the longest replacement.
+            let bytes = receiver.map_or(0, |size| size.bytes);
+            let with = args
+                .get(usize::from(target.is_none()) + 1)
+                .map_or(0, |known| known.size.bytes);
+            let made = bytes.saturating_add(bytes.saturating_add(1).saturating_mul(with));
+            Known::sized(Size::text(made))
+        }
+        "lists.range" => Known::sized(Size {
+            items: receiver.map_or(0, |size| size.number),
+            item: Some(Box::new(Size::SCALAR)),
+            ..Size::SCALAR
+        }),
+        "reverse" | "slice" | "sort" | "distinct" => {
+            Known::sized(receiver.cloned().unwrap_or_else(Size::unknown))
+        }
         _ if is_operator(name) || CONSTANT.contains(&name) => Known::sized(Size::SCALAR),
-        _ => Known::sized(Size::unknown()),
+        _ => match rule {
+            // A function that makes up to `grows` times what it reads.
+            Rule::Linear { grows } if grows > 0 => {
+                let all = target.into_iter().chain(args);
+                let (bytes, items) = all.fold((32u64, 0u64), |(bytes, items), known| {
+                    (
+                        bytes.saturating_add(known.size.bytes),
+                        items.saturating_add(known.size.items),
+                    )
+                });
+                Known::sized(Size {
+                    bytes: bytes.saturating_mul(grows),
+                    items: items.saturating_mul(grows),
+                    ..Size::SCALAR
+                })
+            }
+            _ => Known::sized(Size::unknown()),
+        },
     }
 }

@@ -5,29 +5,9 @@ use kube_cel::cel::common::ast::{
     SelectExpr,
 };
 
+use super::rules::{self, Rule};
 use super::sizes::{below, count, literal_size, result_size};
-use super::{How, Known, Size, Unit, Walk, charge};
-
-/// Functions over text: their receiver and arguments are charged as text.
-const TEXT_FUNCTIONS: [&str; 17] = [
-    "startsWith",
-    "endsWith",
-    "matches",
-    "lowerAscii",
-    "upperAscii",
-    "trim",
-    "replace",
-    "split",
-    "substring",
-    "charAt",
-    "indexOf",
-    "lastIndexOf",
-    "timestamp",
-    "duration",
-    "quantity",
-    "url",
-    "format",
-];
+use super::{Known, Site, Size, Unit, Walk, charge, operand};
 
 /// Functions that take no time with the size of their arguments.
 pub(super) const CONSTANT: [&str; 3] = ["size", "type", "has"];
@@ -51,9 +31,9 @@ impl Walk {
                     item = Some(item.map_or(known.size.clone(), |item| item.max(known.size)));
                 }
                 let size = Size {
-                    bytes: 0,
                     items: count(elements.len()),
                     item: item.map(Box::new),
+                    ..Size::SCALAR
                 };
                 let list = ListExpr::new_with_optionals(elements, list.optional_indices.clone());
                 (Expr::List(list), Known::sized(size))
@@ -61,9 +41,9 @@ impl Walk {
             Expr::Map(map) => {
                 let (entries, item) = self.entries(&map.entries, unit);
                 let size = Size {
-                    bytes: 0,
                     items: count(entries.len()),
                     item: item.map(Box::new),
+                    ..Size::SCALAR
                 };
                 (Expr::Map(MapExpr { entries }), Known::sized(size))
             }
@@ -135,54 +115,47 @@ impl Walk {
 
     fn call(&mut self, call: &CallExpr, unit: &mut Unit) -> (Expr, Known) {
         let name = call.func_name.as_str();
-        let mut target = None;
-        let mut target_known = None;
-        if let Some(receiver) = &call.target {
-            let (metered, known) = self.node(receiver, unit);
-            target = Some(metered);
-            target_known = Some(known);
-        }
-        let mut args = Vec::new();
+        let mut operands = Vec::new();
         let mut knowns = Vec::new();
-        for argument in &call.args {
-            let (metered, known) = self.node(argument, unit);
-            args.push(metered);
+        for operand in call.target.iter().map(|target| &**target).chain(&call.args) {
+            let (metered, known) = self.node(operand, unit);
+            operands.push(metered);
             knowns.push(known);
         }
-        // What is charged by size, and how: each operand of a concatenation (copied), the
-        // collection searched by `in`, everything a library function is given.
-        let how: Option<(Vec<usize>, How)> = match name {
-            "_+_" => Some((vec![0, 1], How::Copy)),
-            "@in" => Some((vec![1], How::Any)),
-            _ if is_operator(name) || CONSTANT.contains(&name) => None,
-            _ if TEXT_FUNCTIONS.contains(&name) => Some(((0..args.len()).collect(), How::Text)),
-            _ => Some(((0..args.len()).collect(), How::Any)),
+        // A function without a rule does not compile: `Expression::compile` refused it already.
+        let rule = rules::rule_of(name).unwrap_or(Rule::Fixed);
+        let site = Site {
+            rule,
+            arity: operands.len(),
         };
-        let mut charged = |value: IdedExpr, known: &Known, how: How| {
-            unit.cost = unit
-                .cost
-                .saturating_add(how.units(known.size.bytes, known.size.items));
-            charge(value, 0, how)
-        };
-        if let Some((indices, how)) = how {
-            let is_function = !is_operator(name);
-            if is_function && let (Some(value), Some(known)) = (target.take(), &target_known) {
-                target = Some(charged(value, known, how));
-            }
-            for index in indices {
-                let value = std::mem::take(&mut args[index]);
-                args[index] = charged(value, &knowns[index], how);
-            }
+        // Operators other than these run on their values in place; every library function
+        // is given copies of its operands, whose size is charged.
+        if (rule != Rule::Fixed || !is_operator(name)) && !operands.is_empty() {
+            let extents: Vec<_> = knowns.iter().map(|known| known.size.extent()).collect();
+            unit.cost = unit.cost.saturating_add(rules::call_units(&site, &extents));
+            let site_index = self.sites.len();
+            self.sites.push(site);
+            let site = site_index;
+            operands = operands
+                .into_iter()
+                .enumerate()
+                .map(|(index, value)| operand(value, site, index))
+                .collect();
         }
         let key = match call.args.get(1).map(|index| &index.expr) {
             Some(Expr::Literal(LiteralValue::String(key))) => Some(key.inner()),
             _ => None,
         };
-        let size = result_size(name, key, target_known.as_ref(), &knowns);
+        let (target_known, arg_knowns) = match call.target {
+            Some(_) => (knowns.first(), knowns.get(1..).unwrap_or_default()),
+            None => (None, knowns.as_slice()),
+        };
+        let size = result_size(name, rule, key, target_known, arg_knowns);
+        let target = call.target.as_ref().map(|_| Box::new(operands.remove(0)));
         let metered = Expr::Call(CallExpr {
             func_name: call.func_name.clone(),
-            target: target.map(Box::new),
-            args,
+            target,
+            args: operands,
         });
         (metered, size)
     }
@@ -192,11 +165,12 @@ impl Walk {
         let (accu_init, _) = self.node(&loop_.accu_init, unit);
         let items = range.size.items;
         let item = Known::sized(range.size.item());
-        // The accumulator of `map` and `filter` grows to a list of at most one item per item.
+        // The accumulator of `map` and `filter` grows to a list of at most one item per item,
+        // of what the step appends: not known until the step is walked, so of any size.
         let accumulator = Known::sized(Size {
-            bytes: 0,
             items,
-            item: range.size.item.clone(),
+            item: None,
+            ..Size::SCALAR
         });
         let outer = self.bound.len();
         self.bound.push((loop_.iter_var.clone(), item.clone()));
@@ -222,7 +196,7 @@ impl Walk {
             iter_var2: loop_.iter_var2.clone(),
             accu_var: loop_.accu_var.clone(),
             accu_init,
-            loop_cond: charge(loop_cond, body.nodes, How::Fixed),
+            loop_cond: charge(loop_cond, body.nodes),
             loop_step,
             result,
         };
