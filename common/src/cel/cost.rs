@@ -107,12 +107,12 @@ impl Size {
     /// What copying a value within this bound costs ([`Extent::deep`]): items of unknown size
     /// hold at most the assumed bytes of text and the assumed items in all, nested included.
     fn deep(&self) -> u64 {
-        let own = 1u64.saturating_add(rules::copied(self.bytes));
+        let own = 1u64.saturating_add(rules::compared(self.bytes));
         let items = match &self.item {
             Some(item) => self.items.saturating_mul(item.deep()),
             None => match self.items {
                 0 => 0,
-                _ => ASSUMED_ITEMS.saturating_add(rules::copied(ASSUMED_BYTES)),
+                _ => ASSUMED_ITEMS.saturating_add(rules::compared(ASSUMED_BYTES)),
             },
         };
         own.saturating_add(items)

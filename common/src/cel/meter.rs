@@ -228,7 +228,7 @@ pub(super) fn operand(ftx: &FunctionContext) -> ResolveResult {
         };
         *seen = true;
         *slot = extent;
-        let cost = rules::call_units(site, &frame.operands);
+        let cost = rules::call_units(site.rule, &frame.operands);
         let units = cost.saturating_sub(frame.charged);
         frame.charged = frame.charged.max(cost);
         Ok(units)
@@ -299,12 +299,12 @@ fn deep(value: &dyn Val) -> u64 {
     while let Some(value) = pending.pop() {
         units = units.saturating_add(1);
         if let Some(text) = text_of(value) {
-            units = units.saturating_add(rules::copied(text));
+            units = units.saturating_add(rules::compared(text));
         } else if let Some(list) = value.downcast_ref::<CelList>() {
             pending.extend(list.inner().iter().map(AsRef::as_ref));
         } else if let Some(map) = value.downcast_ref::<CelMap>() {
             for (key, item) in map.inner() {
-                units = units.saturating_add(rules::copied(key_text(key)));
+                units = units.saturating_add(rules::compared(key_text(key)));
                 pending.push(item.as_ref());
             }
         }

@@ -225,19 +225,13 @@ pub const COMPARED_BYTES: u64 = 1024;
 /// meter's own function is one: in and out of it, and into the call itself.
 pub const COPIES: u64 = 3;
 
-/// What a call at `site` costs with these operands: its rule's units, and the copies of its
+/// What a call by `rule` costs with these operands: the rule's units, and the copies of its
 /// operands ([`COPIES`]).
-pub fn call_units(site: &super::Site, operands: &[Extent]) -> u64 {
-    let _ = site.arity;
+pub fn call_units(rule: Rule, operands: &[Extent]) -> u64 {
     let copies = operands.iter().fold(0u64, |sum, operand| {
         sum.saturating_add(operand.deep.saturating_mul(COPIES))
     });
-    units(site.rule, operands).saturating_add(copies)
-}
-
-/// Units for copying `bytes` of text: a copy runs at memory speed, as a comparison does.
-pub fn copied(bytes: u64) -> u64 {
-    compared(bytes)
+    units(rule, operands).saturating_add(copies)
 }
 
 /// Units for `bytes` of text read or made.
@@ -245,8 +239,8 @@ fn text(bytes: u64) -> u64 {
     bytes.div_ceil(10)
 }
 
-/// Units for `bytes` compared.
-fn compared(bytes: u64) -> u64 {
+/// Units for `bytes` compared or copied ([`COMPARED_BYTES`]).
+pub fn compared(bytes: u64) -> u64 {
     bytes / COMPARED_BYTES
 }
 

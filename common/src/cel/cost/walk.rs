@@ -124,18 +124,17 @@ impl Walk {
         }
         // A function without a rule does not compile: `Expression::compile` refused it already.
         let rule = rules::rule_of(name).unwrap_or(Rule::Fixed);
-        let site = Site {
-            rule,
-            arity: operands.len(),
-        };
-        // Operators other than these run on their values in place; every library function
-        // is given copies of its operands, whose size is charged.
+        // A library function is given copies of its operands, and a costed operator's are
+        // measured: both are charged by their operands' sizes. Other operators run on their
+        // values in place.
         if (rule != Rule::Fixed || !is_operator(name)) && !operands.is_empty() {
             let extents: Vec<_> = knowns.iter().map(|known| known.size.extent()).collect();
-            unit.cost = unit.cost.saturating_add(rules::call_units(&site, &extents));
-            let site_index = self.sites.len();
-            self.sites.push(site);
-            let site = site_index;
+            unit.cost = unit.cost.saturating_add(rules::call_units(rule, &extents));
+            let site = self.sites.len();
+            self.sites.push(Site {
+                rule,
+                arity: operands.len(),
+            });
             operands = operands
                 .into_iter()
                 .enumerate()
