@@ -35,7 +35,7 @@ use crate::setting::PolicyField;
 
 mod answers;
 
-pub use answers::Answers;
+pub use answers::{Answers, Part};
 
 /// A policy that may apply to an object.
 #[derive(Debug, Clone, Copy)]

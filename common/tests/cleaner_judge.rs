@@ -185,3 +185,80 @@ fn an_invalid_spec_is_not_judged() {
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].path, "spec.ttl");
 }
+
+/// Steps a judgement one condition at a time, as the controller's evaluator does; answers the
+/// verdict and how many steps it took.
+fn stepped(judge: &Judge, now: Timestamp, variables: &Variables) -> (Verdict, u64) {
+    let mut judging = match judge.start(at(CREATED), now) {
+        Ok(verdict) => return (verdict, 0),
+        Err(judging) => judging,
+    };
+    loop {
+        if let Some(verdict) = judge.step(&mut judging, variables) {
+            return (verdict, judging.steps());
+        }
+    }
+}
+
+#[test]
+fn a_judgement_goes_one_condition_at_one_time_per_step_and_within_its_most_steps() {
+    // Sixteen conditions, the most a Cleaner has; all turn true at one moment within the day.
+    let conditions: Vec<String> = (0..16)
+        .map(|n| {
+            format!(
+                "time >= timestamp(\"2026-11-22T17:3{}:00Z\") || {n} < 0",
+                n % 10
+            )
+        })
+        .collect();
+    let judge = judge(preview(json!({
+        "retry": {"period": "24h", "monotonic": true},
+        "conditions": conditions,
+    })));
+    let now = at("2026-11-22T12:00:00Z");
+    let (verdict, steps) = stepped(&judge, now, &variables(&revisions(&[])));
+    let Verdict::Wait {
+        until, found: true, ..
+    } = verdict
+    else {
+        panic!("expected a found moment, got {verdict:?}");
+    };
+    assert!(until >= at("2026-11-22T17:39:00Z"), "{until}");
+    assert!(steps > 16, "the search took steps of its own: {steps}");
+    assert!(
+        steps <= judge.most_steps(),
+        "{steps} steps, more than {}",
+        judge.most_steps()
+    );
+    assert_eq!(
+        judge.judge(at(CREATED), now, &variables(&revisions(&[]))),
+        verdict,
+        "stepped or at once, one verdict"
+    );
+}
+
+proptest::proptest! {
+    /// A monotonic condition found within the search's resolution of the moment it turns true,
+    /// wherever in the period that is, in at most `most_steps` steps.
+    #[test]
+    fn the_monotonic_search_finds_any_moment_within_its_resolution(
+        offset_ms in 1i64..(5 * 3600 * 1000),
+        conditions in 1usize..4,
+    ) {
+        let now = at("2026-11-22T12:00:00Z");
+        let turns = now.checked_add(SignedDuration::from_millis(offset_ms)).expect("in range");
+        let sources: Vec<String> = (0..conditions)
+            .map(|n| format!("time >= timestamp(\"{turns}\") && {n} >= 0"))
+            .collect();
+        let judge = judge(preview(json!({
+            "retry": {"period": "5h", "monotonic": true},
+            "conditions": sources,
+        })));
+        let (verdict, steps) = stepped(&judge, now, &variables(&revisions(&[])));
+        let Verdict::Wait { until, unmet: 0, found: true } = verdict else {
+            return Err(proptest::test_runner::TestCaseError::fail(format!("{verdict:?}")));
+        };
+        proptest::prop_assert!(until >= turns && until.duration_since(turns) <= SEARCH_RESOLUTION, "{until} for {turns}");
+        proptest::prop_assert!(steps <= judge.most_steps());
+    }
+}

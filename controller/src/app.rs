@@ -34,6 +34,7 @@ use crate::args::{Args, Propagation, Stamp};
 use crate::breaker::{self, Breaker};
 use crate::cleaners::Cleaners;
 use crate::cleaners::act::Cleaning;
+use crate::evaluator::Evaluator;
 use crate::executor::{Budget, Executor, Parts, Settings};
 use crate::initial_list::Lists;
 use crate::leader::Elector;
@@ -176,6 +177,10 @@ impl Args {
             metrics.ledger.clone(),
         );
         supervisor.add(delivering);
+        // One evaluator for every tenant's CEL: policies' and Cleaners' share its time.
+        let (evaluator, evaluating) =
+            Evaluator::spawn(metrics.evaluator.clone()).map_err(Error::Evaluator)?;
+        supervisor.add(evaluating);
         if args.cleaners {
             let cleaning = Cleaning {
                 budget: budget.clone(),
@@ -187,7 +192,7 @@ impl Args {
                 sender,
                 ledger: Some(ledger.clone()),
             };
-            let cleaners = Cleaners::new(cleaning, lists.clone());
+            let cleaners = Cleaners::new(cleaning, lists.clone(), evaluator.clone());
             let run = cleaners.run(leadership.clone(), std::future::pending());
             supervisor.add(supervise::spawn("cleaner-loop", run));
         }
@@ -212,9 +217,7 @@ impl Args {
         supervisor.add(watching);
         let mut watches = Watches::new(client.clone(), lists, args.list_concurrency, watch_tasks);
         watches.start_policies();
-        let (evaluations, evaluating) =
-            crate::run::Evaluations::start().map_err(Error::Evaluator)?;
-        supervisor.add(evaluating);
+        let evaluations = crate::run::Evaluations::new(evaluator, client.clone());
         let (statuses, writing) = StatusWrites::spawn(client, writes::RETRY);
         supervisor.add(writing);
         let control = Loop {

@@ -224,6 +224,18 @@ impl From<LeanMeta> for PartialObjectMeta<DynamicObject> {
     }
 }
 
+/// An object of a metadata watch as a [`DynamicObject`] without a body (a Cleaner's targets
+/// that no condition reads).
+impl From<LeanMeta> for DynamicObject {
+    fn from(LeanMeta(metadata): LeanMeta) -> Self {
+        DynamicObject {
+            types: metadata.types,
+            metadata: metadata.metadata,
+            data: Value::Null,
+        }
+    }
+}
+
 /// A watch's `event` with each object unwrapped from the type it was decoded as.
 pub fn unwrapped<L, K: From<L>>(event: Event<L>) -> Event<K> {
     match event {

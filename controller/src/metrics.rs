@@ -10,6 +10,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::cleaners::metrics::CleanerMetrics;
+use crate::evaluator::EvaluatorMetrics;
 use crate::ledger::LedgerMetrics;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -71,6 +72,7 @@ pub struct Metrics {
     pub held_by_breaker: Gauge,
     pub cleaners: CleanerMetrics,
     pub ledger: LedgerMetrics,
+    pub evaluator: EvaluatorMetrics,
 }
 
 impl Default for Metrics {
@@ -214,7 +216,9 @@ impl Default for Metrics {
         );
         let cleaners = CleanerMetrics::register(&mut registry);
         let ledger = LedgerMetrics::register(&mut registry);
+        let evaluator = EvaluatorMetrics::register(&mut registry);
         Self {
+            evaluator,
             breaker_open,
             breaker_trips,
             held_by_breaker,

@@ -1,8 +1,8 @@
-//! Each namespace's share of the CEL evaluator's time. Round robin ([`crate::fair`]) shares
-//! turns, and turns alone are not fair when one tenant's evaluations run to their cost limit
+//! Each namespace's share of the CEL evaluator's time. Round robin ([`crate::evaluator::backlog`])
+//! shares turns, and turns alone are not fair when one tenant's evaluations run to their cost limit
 //! (tens of milliseconds each) and another's take microseconds: the heavy tenant would keep the
-//! evaluator busy up to its cap on the machine, and every other tenant's watches, deletions and
-//! the API server they share would pay for it in CPU. So each namespace is charged the time its
+//! evaluator busy up to its cap on the machine, and every other tenant's watches, deletions and the
+//! API server they share would pay for it in CPU. So each namespace is charged the time its
 //! evaluations took and credited [`NAMESPACE_SHARE`] of a core as time passes, holding at most
 //! [`BURST`] of credit; a namespace in debt waits, while the others' turns go on. This is how the
 //! API server charges the CEL of a request to the flow that sent it (API Priority and Fairness),

@@ -4,7 +4,7 @@
 use jiff::Timestamp;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube_retention_common::cleaner::{Cleaner, Verdict};
-use kube_retention_controller::cleaners::book::{Book, CleanerKey, Unavailable};
+use kube_retention_controller::cleaners::book::{Book, CleanerKey, Scope, ScopeWatch, Unavailable};
 use kube_retention_controller::cleaners::status::Problem;
 use serde_json::{Value, json};
 
@@ -55,6 +55,23 @@ fn object(kind: &GroupVersionKind, name: &str, labels: Value, status: Value) -> 
     .expect("an object")
 }
 
+/// `kind` in the Cleaners' namespace.
+fn here(kind: GroupVersionKind) -> Scope {
+    Scope::new(kind, "previews")
+}
+
+/// Starts the watches the book plans, each listing.
+fn start_watches(book: &mut Book) -> Vec<(Scope, ScopeWatch)> {
+    let plan = book.plan_watches().expect("something to plan");
+    let mut started = Vec::new();
+    for (scope, resource, how) in plan {
+        book.watch_started(&scope, resource, &how);
+        book.objects_mut(&scope).expect("watching").relist_started();
+        started.push((scope, how));
+    }
+    started
+}
+
 fn key(name: &str) -> CleanerKey {
     CleanerKey {
         namespace: "previews".into(),
@@ -74,14 +91,12 @@ fn listed(names: &[&str], revisions: Vec<DynamicObject>) -> Book {
     book.relist_done();
     book.resolved(&revision(), Ok(resource(&revision(), "revisions")));
     book.resolved(&config_map(), Ok(resource(&config_map(), "configmaps")));
-    for kind in [revision(), config_map()] {
-        book.objects_mut(&kind).expect("served").relist_started();
-    }
+    start_watches(&mut book);
     for object in revisions {
-        book.object_applied(&revision(), object);
+        book.object_applied(&here(revision()), object);
     }
     let settings = object(&config_map(), "p42-settings", json!({}), json!({}));
-    book.object_applied(&config_map(), settings);
+    book.object_applied(&here(config_map()), settings);
     book
 }
 
@@ -99,13 +114,13 @@ fn after_a_restart_each_cleaner_is_evaluated_once_when_every_target_kind_is_list
         Vec::<CleanerKey>::new(),
         "the kinds are still listing"
     );
-    book.objects_listed(&revision());
+    book.objects_listed(&here(revision()));
     assert_eq!(
         book.take_due(at(NOW)),
         Vec::<CleanerKey>::new(),
         "ConfigMaps are still listing"
     );
-    book.objects_listed(&config_map());
+    book.objects_listed(&here(config_map()));
     assert_eq!(book.take_due(at(NOW)), vec![key("p42"), key("p43")]);
     let waiting = book.evaluate(&key("p42"), at(NOW)).expect("tracked");
     let until = at("2026-11-22T13:00:00Z");
@@ -140,8 +155,8 @@ fn a_target_change_wakes_only_the_cleaners_that_select_it() {
         json!({"phase": "Active"}),
     );
     let mut book = listed(&["p42", "p43"], vec![active, other]);
-    book.objects_listed(&revision());
-    book.objects_listed(&config_map());
+    book.objects_listed(&here(revision()));
+    book.objects_listed(&here(config_map()));
     for due in book.take_due(at(NOW)) {
         book.evaluate(&due, at(NOW));
     }
@@ -151,7 +166,7 @@ fn a_target_change_wakes_only_the_cleaners_that_select_it() {
         json!({"app": "p42"}),
         json!({"phase": "Retired"}),
     );
-    book.object_applied(&revision(), retired);
+    book.object_applied(&here(revision()), retired);
     assert_eq!(book.take_due(at(NOW)), vec![key("p42")]);
     let evaluation = book.evaluate(&key("p42"), at(NOW)).expect("tracked");
     assert_eq!(evaluation.verdict, Ok(Verdict::Clean));
@@ -175,10 +190,10 @@ fn a_target_change_wakes_only_the_cleaners_that_select_it() {
     assert_eq!(clean.uid, "uid-p42");
     // A relabelled revision wakes the Cleaner that selected it before.
     let moved = object(&revision(), "r9", json!({"app": "p43"}), json!({}));
-    book.object_applied(&revision(), moved.clone());
+    book.object_applied(&here(revision()), moved.clone());
     assert_eq!(book.take_due(at(NOW)), vec![key("p43")]);
     book.object_applied(
-        &revision(),
+        &here(revision()),
         object(&revision(), "r9", json!({"app": "none"}), json!({})),
     );
     assert_eq!(book.take_due(at(NOW)), vec![key("p43")]);
@@ -187,12 +202,12 @@ fn a_target_change_wakes_only_the_cleaners_that_select_it() {
 #[test]
 fn a_cleaner_being_cleaned_is_not_evaluated_again_and_a_failed_clean_is_retried() {
     let mut book = listed(&["p42"], Vec::new());
-    book.objects_listed(&revision());
-    book.objects_listed(&config_map());
+    book.objects_listed(&here(revision()));
+    book.objects_listed(&here(config_map()));
     assert_eq!(book.take_due(at(NOW)), vec![key("p42")]);
     let evaluation = book.evaluate(&key("p42"), at(NOW)).expect("tracked");
     assert!(evaluation.clean.is_some());
-    book.object_deleted(&config_map(), "previews", "p42-settings");
+    book.object_deleted(&here(config_map()), "p42-settings");
     assert_eq!(book.take_due(at(NOW)), Vec::<CleanerKey>::new(), "cleaning");
     book.clean_done(&key("p42"), false, at(NOW));
     assert_eq!(book.next_deadline(), Some(at("2026-11-22T12:00:30Z")));
@@ -204,10 +219,10 @@ fn a_cleaner_being_cleaned_is_not_evaluated_again_and_a_failed_clean_is_retried(
     book.clean_done(&key("p42"), true, at("2026-11-22T12:00:31Z"));
     // The deletions the clean caused must not clean the group a second time.
     book.object_applied(
-        &config_map(),
+        &here(config_map()),
         object(&config_map(), "p42-settings", json!({}), json!({})),
     );
-    book.object_deleted(&config_map(), "previews", "p42-settings");
+    book.object_deleted(&here(config_map()), "p42-settings");
     assert_eq!(
         book.take_due(at("2026-11-22T14:00:00Z")),
         Vec::<CleanerKey>::new()
@@ -218,8 +233,8 @@ fn a_cleaner_being_cleaned_is_not_evaluated_again_and_a_failed_clean_is_retried(
 #[test]
 fn its_own_status_write_does_not_wake_a_cleaner_but_a_new_spec_does() {
     let mut book = listed(&["p42"], Vec::new());
-    book.objects_listed(&revision());
-    book.objects_listed(&config_map());
+    book.objects_listed(&here(revision()));
+    book.objects_listed(&here(config_map()));
     book.take_due(at(NOW));
     let mut with_status = cleaner("p42", &[NOT_ACTIVE]);
     with_status.status = Some(Default::default());
@@ -238,7 +253,13 @@ fn a_target_kind_that_cannot_be_watched_is_a_problem_retried_soon() {
     let unserved = Unavailable::NotServed("404 page not found".into());
     book.resolved(&revision(), Err(unserved));
     book.resolved(&config_map(), Ok(resource(&config_map(), "configmaps")));
-    book.objects_listed(&config_map());
+    let started = start_watches(&mut book);
+    assert_eq!(
+        started.len(),
+        1,
+        "only the served kind is watched: {started:?}"
+    );
+    book.objects_listed(&here(config_map()));
     assert_eq!(book.take_due(at(NOW)), vec![key("p42")]);
     let evaluation = book.evaluate(&key("p42"), at(NOW)).expect("tracked");
     let Err(Problem::TargetKind { kind, reason }) = evaluation.verdict else {

@@ -13,12 +13,15 @@ use std::time::Duration;
 use kube::api::DynamicObject;
 use kube_retention_common::cel::EvalError;
 use kube_retention_common::governing::Answers;
-use kube_retention_controller::evaluator::{Job, evaluate, serve};
+use kube_retention_controller::evaluator::{
+    Bounds, Evaluated, EvaluatorMetrics, Job, PolicyOutcome, PolicyWork, Work, evaluate, serve,
+};
 use kube_retention_controller::policy_status::{self, Inputs};
 use kube_retention_controller::state::{LoadedPolicy, ObjectKey, PolicyAnswers, PolicyKey, State};
 use kube_retention_controller::time_shares::TimeShares;
 use serde_json::{Value, json};
 use support::{JOB, at, kind, leader, loaded_policy, object};
+use tokio::sync::mpsc::UnboundedSender;
 
 fn policy(namespace: &str, spec: Value) -> (PolicyKey, LoadedPolicy) {
     let key = PolicyKey {
@@ -191,30 +194,35 @@ fn the_evaluator_serves_namespaces_in_turn_and_only_the_latest_version() {
     let (cheap, loaded) = policy("b", jobs_spec("object.metadata.name.startsWith(\"ci-\")"));
     state.policy_applied(cheap, loaded);
     let (jobs, queued) = std::sync::mpsc::channel();
+    let (results, mut answered) = tokio::sync::mpsc::unbounded_channel();
+    let metrics = EvaluatorMetrics::default();
+    let send = |job: Job| jobs.send(work(job, &results)).unwrap();
     let mut seq = 0;
     for n in 0..6 {
         seq += 1;
-        jobs.send(job_of(&state, seq, job("a", &format!("a-{n}"))))
-            .unwrap();
+        send(job_of(&state, seq, job("a", &format!("a-{n}"))));
     }
     // Two versions of one object of b: only the second is evaluated.
-    jobs.send(job_of(&state, seq + 1, job("b", "ci-1")))
-        .unwrap();
-    jobs.send(job_of(&state, seq + 2, job("b", "ci-1")))
-        .unwrap();
+    send(job_of(&state, seq + 1, job("b", "ci-1")));
+    send(job_of(&state, seq + 2, job("b", "ci-1")));
     drop(jobs);
-    let (results, mut answered) = tokio::sync::mpsc::unbounded_channel();
-    serve(&queued, &results, unlimited_time());
+    serve(&queued, unlimited_time(), Bounds::default(), &metrics);
     let mut order = Vec::new();
-    while let Ok(evaluated) = answered.try_recv() {
+    while let Ok(outcome) = answered.try_recv() {
+        let evaluated = evaluated(outcome);
         order.push((evaluated.job.key.name.to_string(), evaluated.job.seq));
     }
-    assert_eq!(order.len(), 7, "{order:?}");
+    assert_eq!(
+        order.len(),
+        7,
+        "the second version replaced the first: {order:?}"
+    );
     assert_eq!(
         order[1],
         ("ci-1".to_owned(), seq + 2),
         "b's turn comes second: {order:?}"
     );
+    assert_eq!(metrics.superseded.get(), 1);
 }
 
 #[test]
@@ -225,28 +233,49 @@ fn a_namespace_whose_evaluations_cost_past_its_time_share_waits_while_the_others
     let (cheap, loaded) = policy("b", jobs_spec("object.metadata.name.startsWith(\"ci-\")"));
     state.policy_applied(cheap, loaded);
     let (jobs, queued) = std::sync::mpsc::channel();
+    let (results, mut answered) = tokio::sync::mpsc::unbounded_channel();
     let objects = [("a", "a-1"), ("a", "a-2"), ("b", "ci-1"), ("b", "ci-2")];
     for (seq, (namespace, name)) in (1..).zip(objects) {
-        jobs.send(job_of(&state, seq, job(namespace, name)))
+        jobs.send(work(job_of(&state, seq, job(namespace, name)), &results))
             .unwrap();
     }
-    let (results, mut answered) = tokio::sync::mpsc::unbounded_channel();
     let evaluator = std::thread::spawn(move || {
-        // A tenth of a core each and no credit ahead: a's loops (tens of milliseconds) put it
-        // in debt for a thousand times longer than b's prefix test does b.
-        serve(&queued, &results, TimeShares::new(0.1, Duration::ZERO));
+        // A tenth of a core each and 5 ms of credit ahead: b's prefix tests and every
+        // conversion (microseconds) stay within it, a's loops (tens of milliseconds) put a in
+        // debt for hundreds of milliseconds.
+        let shares = TimeShares::new(0.1, Duration::from_millis(5));
+        serve(
+            &queued,
+            shares,
+            Bounds::default(),
+            &EvaluatorMetrics::default(),
+        );
     });
-    let first = answered.blocking_recv().unwrap();
+    let first = evaluated(answered.blocking_recv().unwrap());
     assert_eq!(&*first.job.key.name, "a-1", "a's turn came first");
     // b's object sent while a is in debt goes before a's second, and so does b's backlog.
-    jobs.send(job_of(&state, 5, job("b", "ci-3"))).unwrap();
-    drop(jobs);
+    jobs.send(work(job_of(&state, 5, job("b", "ci-3")), &results))
+        .unwrap();
+    drop((jobs, results));
     evaluator.join().unwrap();
     let mut order = vec![first.job.key.name.to_string()];
-    while let Ok(evaluated) = answered.try_recv() {
-        order.push(evaluated.job.key.name.to_string());
+    while let Ok(outcome) = answered.try_recv() {
+        order.push(evaluated(outcome).job.key.name.to_string());
     }
     assert_eq!(order, ["a-1", "ci-1", "ci-2", "ci-3", "a-2"]);
+}
+
+/// `job` as evaluator work, answering on `results`.
+fn work(job: Job, results: &UnboundedSender<PolicyOutcome>) -> Box<dyn Work> {
+    Box::new(PolicyWork::new(job, results.clone()))
+}
+
+/// The answers in `outcome`: nothing is shed within the default bounds.
+fn evaluated(outcome: PolicyOutcome) -> Evaluated {
+    match outcome {
+        PolicyOutcome::Evaluated(evaluated) => *evaluated,
+        PolicyOutcome::Shed { key, .. } => panic!("{key:?} was shed"),
+    }
 }
 
 /// Shares that never make a namespace wait.

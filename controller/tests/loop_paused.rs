@@ -16,6 +16,7 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::watcher::Event;
 use kube_retention_common::Registry;
 use kube_retention_common::kinds::KindId;
+use kube_retention_controller::evaluator::Evaluator;
 use kube_retention_controller::executor::{Budget, Executor, Parts, Settings};
 use kube_retention_controller::initial_list::{InitialList, Lists};
 use kube_retention_controller::metrics::Metrics;
@@ -90,7 +91,9 @@ impl Harness {
         );
         let (events, replayed) = mpsc::unbounded_channel::<WatchEvent>();
         watches.replay(jobs, kinds[jobs].watch.clone(), stream_of(replayed));
-        let (evaluations, evaluating) = Evaluations::start().unwrap();
+        let metrics = kube_retention_controller::evaluator::EvaluatorMetrics::default();
+        let (evaluator, evaluating) = Evaluator::spawn(metrics).unwrap();
+        let evaluations = Evaluations::new(evaluator, client.clone());
         let (statuses, writing) = StatusWrites::spawn(client, writes::RETRY);
         let (scans_tx, scans) = mpsc::channel(1);
         let (leading, leadership) = watch::channel(true);

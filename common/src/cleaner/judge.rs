@@ -95,75 +95,167 @@ impl Judge {
         created.saturating_add(self.ttl).unwrap_or(Timestamp::MAX)
     }
 
-    /// The verdict at `now` over the targets' `variables`.
+    /// The verdict at `now` over the targets' `variables`, every step at once.
     pub fn judge(&self, created: Timestamp, now: Timestamp, variables: &Variables) -> Verdict {
+        let mut judging = match self.start(created, now) {
+            Ok(verdict) => return verdict,
+            Err(judging) => judging,
+        };
+        loop {
+            if let Some(verdict) = self.step(&mut judging, variables) {
+                return verdict;
+            }
+        }
+    }
+
+    /// Begins a judgement at `now`: the verdict where no condition needs evaluating (the `ttl`
+    /// has not passed, or there are no conditions), else the judgement to go on with
+    /// [`Judge::step`].
+    pub fn start(&self, created: Timestamp, now: Timestamp) -> Result<Verdict, Judging> {
         let ripe = self.ripe_at(created);
         if now < ripe {
-            return Verdict::TooEarly { until: ripe };
+            return Ok(Verdict::TooEarly { until: ripe });
         }
-        let later = |wait: SignedDuration| now.saturating_add(wait).unwrap_or(Timestamp::MAX);
-        match self.first_unmet(variables, now) {
-            Ok(None) => Verdict::Clean,
-            Ok(Some(unmet)) => {
-                let horizon = later(self.period);
-                let found = self
-                    .monotonic
-                    .then(|| self.search(variables, now, horizon))
-                    .flatten();
-                Verdict::Wait {
-                    until: found.unwrap_or(horizon),
-                    unmet,
-                    found: found.is_some(),
-                }
-            }
-            Err(error) => Verdict::Failed {
+        if self.conditions.is_empty() {
+            return Ok(Verdict::Clean);
+        }
+        Err(Judging {
+            now,
+            horizon: later(now, self.period),
+            phase: Phase::Now,
+            next: 0,
+            steps: 0,
+        })
+    }
+
+    /// Evaluates one condition at one time — the unit the controller's evaluator runs at a
+    /// turn — and answers the verdict once the judgement is complete. Every condition at `now`
+    /// first, in order; with `retry.monotonic`, then every condition at the period's end and a
+    /// binary search between the two for the moment they all hold: at most
+    /// [`Judge::most_steps`] in all.
+    pub fn step(&self, judging: &mut Judging, variables: &Variables) -> Option<Verdict> {
+        let Some(condition) = self.conditions.get(judging.next) else {
+            return Some(Verdict::Clean);
+        };
+        judging.steps += 1;
+        let holds = condition.condition_in(variables, Some((TIME, judging.time())));
+        let all = judging.next + 1 == self.conditions.len();
+        let horizon = judging.horizon;
+        match (judging.phase, holds) {
+            (Phase::Now, Err(error)) => Some(Verdict::Failed {
                 until: later(
+                    judging.now,
                     self.period
                         .min(SignedDuration::try_from(ERROR_RETRY).unwrap_or_default()),
                 ),
                 error,
-            },
-        }
-    }
-
-    /// The index of the first condition that is false at `at`, if any.
-    fn first_unmet(
-        &self,
-        variables: &Variables,
-        at: Timestamp,
-    ) -> Result<Option<usize>, EvalError> {
-        for (index, condition) in self.conditions.iter().enumerate() {
-            if !condition.condition_in(variables, Some((TIME, at)))? {
-                return Ok(Some(index));
+            }),
+            (_, Ok(true)) if !all => {
+                judging.next += 1;
+                None
+            }
+            (Phase::Now, Ok(true)) => Some(Verdict::Clean),
+            (Phase::Now, Ok(false)) if self.monotonic => {
+                judging.phase = Phase::Horizon {
+                    unmet: judging.next,
+                };
+                judging.next = 0;
+                None
+            }
+            (Phase::Now, Ok(false)) => Some(Verdict::Wait {
+                until: horizon,
+                unmet: judging.next,
+                found: false,
+            }),
+            (Phase::Horizon { unmet }, Ok(false) | Err(_)) => Some(Verdict::Wait {
+                until: horizon,
+                unmet,
+                found: false,
+            }),
+            (Phase::Horizon { unmet }, Ok(true)) => judging.narrowed(unmet, judging.now, horizon),
+            (Phase::Search { unmet, low, .. }, Ok(true)) => {
+                judging.narrowed(unmet, low, judging.time())
+            }
+            (Phase::Search { unmet, high, .. }, Ok(false) | Err(_)) => {
+                judging.narrowed(unmet, judging.time(), high)
             }
         }
-        Ok(None)
     }
 
-    fn holds(&self, variables: &Variables, at: Timestamp) -> bool {
-        matches!(self.first_unmet(variables, at), Ok(None))
+    /// The most steps a judgement takes: every condition at `now`, at the period's end, and at
+    /// each point of the search (the period halved down to [`SEARCH_RESOLUTION`]).
+    pub fn most_steps(&self) -> u64 {
+        let mut points = 0u64;
+        let mut span = self.period;
+        while span > SEARCH_RESOLUTION {
+            span /= 2;
+            points += 1;
+        }
+        let conditions = u64::try_from(self.conditions.len()).unwrap_or(u64::MAX);
+        conditions.saturating_mul(points + 2)
+    }
+}
+
+/// A Cleaner's judgement in progress ([`Judge::start`], [`Judge::step`]): the time its
+/// conditions are being evaluated at, and the next condition to evaluate there.
+#[derive(Debug, Clone)]
+pub struct Judging {
+    now: Timestamp,
+    /// The period's end: when the Cleaner is evaluated again unless the search finds sooner.
+    horizon: Timestamp,
+    phase: Phase,
+    next: usize,
+    steps: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    /// At `now`.
+    Now,
+    /// At the horizon, condition `unmet` having been false now.
+    Horizon { unmet: usize },
+    /// The conditions were false at `low` and hold at `high`: at the middle.
+    Search {
+        unmet: usize,
+        low: Timestamp,
+        high: Timestamp,
+    },
+}
+
+impl Judging {
+    /// How many conditions were evaluated so far.
+    pub fn steps(&self) -> u64 {
+        self.steps
     }
 
-    /// The earliest time in (`false_at`, `horizon`] at which every condition holds, assuming
-    /// they only turn from false to true; `None` when they do not hold at the horizon.
-    fn search(
-        &self,
-        variables: &Variables,
-        false_at: Timestamp,
-        horizon: Timestamp,
-    ) -> Option<Timestamp> {
-        if !self.holds(variables, horizon) {
-            return None;
+    fn time(&self) -> Timestamp {
+        match self.phase {
+            Phase::Now => self.now,
+            Phase::Horizon { .. } => self.horizon,
+            Phase::Search { low, high, .. } => middle(low, high).unwrap_or(high),
         }
-        let (mut low, mut high) = (false_at, horizon);
-        while high.duration_since(low) > SEARCH_RESOLUTION {
-            let middle = low.saturating_add(high.duration_since(low) / 2).ok()?;
-            if self.holds(variables, middle) {
-                high = middle;
-            } else {
-                low = middle;
-            }
-        }
-        Some(high)
     }
+
+    /// The conditions are false at `low` and hold at `high`: the moment found, or the search
+    /// goes on between them.
+    fn narrowed(&mut self, unmet: usize, low: Timestamp, high: Timestamp) -> Option<Verdict> {
+        self.next = 0;
+        if high.duration_since(low) <= SEARCH_RESOLUTION || middle(low, high).is_none() {
+            return Some(Verdict::Wait {
+                until: high,
+                unmet,
+                found: true,
+            });
+        }
+        self.phase = Phase::Search { unmet, low, high };
+        None
+    }
+}
+
+fn later(now: Timestamp, wait: SignedDuration) -> Timestamp {
+    now.saturating_add(wait).unwrap_or(Timestamp::MAX)
+}
+
+fn middle(low: Timestamp, high: Timestamp) -> Option<Timestamp> {
+    low.saturating_add(high.duration_since(low) / 2).ok()
 }

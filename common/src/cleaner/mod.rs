@@ -19,7 +19,7 @@ use crate::field_error::FieldError;
 
 mod judge;
 
-pub use judge::{DEFAULT_PERIOD, ERROR_RETRY, Judge, SEARCH_RESOLUTION, Verdict};
+pub use judge::{DEFAULT_PERIOD, ERROR_RETRY, Judge, Judging, SEARCH_RESOLUTION, Verdict};
 
 /// The variable bound to the time of an evaluation.
 pub const TIME: &str = "time";

@@ -19,6 +19,37 @@ pub struct Answers {
     pub hold: Option<Result<bool, EvalError>>,
 }
 
+/// One of a policy's expressions: the unit the controller's evaluator runs at a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    Match,
+    Succeeded,
+    Failed,
+    At,
+    Hold,
+}
+
+impl Part {
+    /// The order they are evaluated in: `match` decides whether the others are.
+    const ORDER: [Part; 5] = [
+        Part::Match,
+        Part::Succeeded,
+        Part::Failed,
+        Part::At,
+        Part::Hold,
+    ];
+
+    fn expression(self, rules: &Rules) -> Option<&Expression> {
+        match self {
+            Part::Match => rules.matches.as_ref(),
+            Part::Succeeded => rules.finished.succeeded.as_ref(),
+            Part::Failed => rules.finished.failed.as_ref(),
+            Part::At => rules.finished.at.as_ref(),
+            Part::Hold => rules.hold_while.as_ref(),
+        }
+    }
+}
+
 impl Answers {
     /// Evaluates `rules`' expressions on `object`, converting it to CEL once.
     pub fn compute(rules: &Rules, object: &Value) -> Self {
@@ -45,30 +76,52 @@ impl Answers {
         }
     }
 
-    /// Evaluates `rules`' expressions on an object converted already.
+    /// Evaluates `rules`' expressions on an object converted already, one [`Part`] after
+    /// another: the computation the controller's evaluator runs a part per turn.
     pub fn compute_converted(rules: &Rules, object: &Converted) -> Self {
-        let matches = rules
+        let mut answers = Self::default();
+        while let Some(part) = answers.next_part(rules) {
+            answers.answer(rules, part, object);
+        }
+        answers
+    }
+
+    /// The next of `rules`' expressions to evaluate, given what is answered so far: `match`
+    /// first, and nothing after a `match` that did not answer true.
+    pub fn next_part(&self, rules: &Rules) -> Option<Part> {
+        if self
             .matches
             .as_ref()
-            .map(|matcher| matcher.condition_of(object));
-        if matches.as_ref().is_some_and(|matched| matched != &Ok(true)) {
-            return Self {
-                matches,
-                ..Self::default()
-            };
+            .is_some_and(|matched| matched != &Ok(true))
+        {
+            return None;
         }
-        let condition = |expression: &Option<Expression>| {
-            expression
-                .as_ref()
-                .map(|expression| expression.condition_of(object))
+        Part::ORDER
+            .into_iter()
+            .find(|part| part.expression(rules).is_some() && !self.answered(*part))
+    }
+
+    /// Evaluates `part` of `rules` on `object`, and keeps its answer.
+    pub fn answer(&mut self, rules: &Rules, part: Part, object: &Converted) {
+        let Some(expression) = part.expression(rules) else {
+            return;
         };
-        let finished = &rules.finished;
-        Self {
-            matches,
-            succeeded: condition(&finished.succeeded),
-            failed: condition(&finished.failed),
-            at: finished.at.as_ref().map(|at| at.time_of(object)),
-            hold: condition(&rules.hold_while),
+        match part {
+            Part::Match => self.matches = Some(expression.condition_of(object)),
+            Part::Succeeded => self.succeeded = Some(expression.condition_of(object)),
+            Part::Failed => self.failed = Some(expression.condition_of(object)),
+            Part::At => self.at = Some(expression.time_of(object)),
+            Part::Hold => self.hold = Some(expression.condition_of(object)),
+        }
+    }
+
+    fn answered(&self, part: Part) -> bool {
+        match part {
+            Part::Match => self.matches.is_some(),
+            Part::Succeeded => self.succeeded.is_some(),
+            Part::Failed => self.failed.is_some(),
+            Part::At => self.at.is_some(),
+            Part::Hold => self.hold.is_some(),
         }
     }
 

@@ -11,6 +11,7 @@
 pub mod act;
 pub mod book;
 pub mod helm;
+pub mod judging;
 pub mod metrics;
 pub mod run;
 pub mod status;

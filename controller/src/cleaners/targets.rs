@@ -1,8 +1,8 @@
-//! What a Cleaner's targets resolve to: the objects of each referenced kind, kept from one watch
-//! per kind (its first LIST and then its events), and which of them a reference selects — by
-//! name, by labels, or all of the kind in the Cleaner's namespace.
+//! What a Cleaner's targets resolve to: the objects of each referenced kind in the Cleaner's
+//! namespace, kept from one watch per kind and namespace (its first LIST and then its events),
+//! and which of them a reference selects — by name, by labels, or all of the kind there.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
@@ -39,22 +39,25 @@ pub fn describe(resource: &ApiResource, name: &str) -> String {
     }
 }
 
-/// The objects of one kind, by namespace and name.
+/// The objects of one kind in one namespace, by name, as one watch delivers them.
 #[derive(Debug)]
 pub struct KindObjects {
     pub resource: ApiResource,
+    /// Whether whole objects are kept: otherwise only what selecting and deleting them needs.
+    bodies: bool,
     listed: bool,
-    current: HashMap<String, BTreeMap<String, Arc<DynamicObject>>>,
+    current: BTreeMap<String, Arc<DynamicObject>>,
     /// Filled during a (re)list, and then replacing `current`.
-    relisting: Option<HashMap<String, BTreeMap<String, Arc<DynamicObject>>>>,
+    relisting: Option<BTreeMap<String, Arc<DynamicObject>>>,
 }
 
 impl KindObjects {
-    pub fn new(resource: ApiResource) -> Self {
+    pub fn new(resource: ApiResource, bodies: bool) -> Self {
         Self {
             resource,
+            bodies,
             listed: false,
-            current: HashMap::new(),
+            current: BTreeMap::new(),
             relisting: None,
         }
     }
@@ -65,7 +68,7 @@ impl KindObjects {
     }
 
     pub fn relist_started(&mut self) {
-        self.relisting = Some(HashMap::new());
+        self.relisting = Some(BTreeMap::new());
     }
 
     /// Ends a (re)list: what it did not deliver is gone.
@@ -77,49 +80,66 @@ impl KindObjects {
     }
 
     /// Keeps `object` (its watch decodes it without managed fields, which no condition needs:
-    /// [`crate::lean`]); returns the version it replaced.
-    pub fn applied(&mut self, object: DynamicObject) -> Option<Arc<DynamicObject>> {
-        let (Some(namespace), Some(name)) = (
-            object.metadata.namespace.clone(),
-            object.metadata.name.clone(),
-        ) else {
-            return None;
+    /// [`crate::lean`]; without `bodies`, only its name, labels, uid and version); returns it
+    /// as kept and the version it replaced.
+    pub fn applied(
+        &mut self,
+        object: DynamicObject,
+    ) -> (Option<Arc<DynamicObject>>, Option<Arc<DynamicObject>>) {
+        let Some(name) = object.metadata.name.clone() else {
+            return (None, None);
         };
+        let object = Arc::new(if self.bodies { object } else { trimmed(object) });
         let objects = self.relisting.as_mut().unwrap_or(&mut self.current);
-        objects
-            .entry(namespace)
-            .or_default()
-            .insert(name, Arc::new(object))
+        let old = objects.insert(name, object.clone());
+        (Some(object), old)
     }
 
-    pub fn deleted(&mut self, namespace: &str, name: &str) -> Option<Arc<DynamicObject>> {
-        let objects = self.current.get_mut(namespace)?;
-        let gone = objects.remove(name);
-        if objects.is_empty() {
-            self.current.remove(namespace);
-        }
-        gone
+    pub fn deleted(&mut self, name: &str) -> Option<Arc<DynamicObject>> {
+        self.current.remove(name)
     }
 
-    /// The objects `reference` selects in `namespace`, by name.
+    /// The objects `reference` selects, by name.
     pub fn selected<'a>(
         &'a self,
-        namespace: &str,
         reference: &'a Reference,
     ) -> impl Iterator<Item = &'a Arc<DynamicObject>> + 'a {
-        let objects = self.current.get(namespace);
-        let by_name = reference
-            .name
-            .as_ref()
-            .map(|name| objects.and_then(|objects| objects.get(name)));
+        let by_name = reference.name.as_ref().map(|name| self.current.get(name));
         let all = match by_name {
             Some(_) => None,
-            None => objects.map(|objects| objects.values()),
+            None => Some(self.current.values()),
         };
         by_name
             .flatten()
             .into_iter()
             .chain(all.into_iter().flatten())
             .filter(move |object| selects(reference, object))
+    }
+
+    /// How many objects are kept.
+    pub fn len(&self) -> usize {
+        self.current.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.current.is_empty()
+    }
+}
+
+/// What a Cleaner needs of an object no condition reads: its name and namespace to select and
+/// describe it, its labels to select it, its uid to delete exactly it.
+fn trimmed(object: DynamicObject) -> DynamicObject {
+    let metadata = object.metadata;
+    DynamicObject {
+        types: object.types,
+        metadata: kube::api::ObjectMeta {
+            name: metadata.name,
+            namespace: metadata.namespace,
+            labels: metadata.labels,
+            uid: metadata.uid,
+            resource_version: metadata.resource_version,
+            ..kube::api::ObjectMeta::default()
+        },
+        data: serde_json::Value::Null,
     }
 }

@@ -20,9 +20,9 @@
 //!   — now the oldest of the namespace with the longest backlog, so the bound costs the tenant
 //!   that floods, not the others. Deletions, stamps and labels are never dropped.
 //!
-//! The queue itself is the one the CEL evaluator uses ([`crate::fair`]): a `VecDeque` of keys
-//! over a map of `VecDeque`s, hand-written because the crates that schedule fairly bring a
-//! runtime or a scheduler of their own, or hold their items by reference.
+//! The queue itself is [`crate::fair`]'s: a `VecDeque` of keys over a map of `VecDeque`s,
+//! hand-written because the crates that schedule fairly bring a runtime or a scheduler of their
+//! own, or hold their items by reference.
 
 use std::sync::Arc;
 

@@ -1,7 +1,9 @@
 //! Objects whose policies have expressions, in the loop: each version goes to the
 //! [`Evaluator`] and is judged when its answers come back — unless a newer version (or its
 //! deletion) came first, which drops them, or a policy changed meanwhile, which evaluates it
-//! again. Objects no policy with expressions selects are judged at once, as before.
+//! again. Objects no policy with expressions selects are judged at once, as before. An object
+//! the evaluator shed to stay within its memory bound is fetched again (one GET) at its turn,
+//! and evaluated as if the watch had brought it.
 //!
 //! The blast-radius guard counts a kind once its objects listed are judged. It waits for the
 //! objects whose evaluation was under way when the list ended, each until its first answer comes
@@ -13,39 +15,57 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use kube::api::DynamicObject;
+use kube::api::{Api, DynamicObject};
+use kube::{Client, ResourceExt};
 use kube_retention_common::kinds::KindId;
-use kube_retention_runtime::supervise::Supervised;
 use tokio::sync::mpsc;
 
 use super::Loop;
-use crate::evaluator::{Evaluated, Evaluator, Job};
-use crate::metrics::Metrics;
+use crate::evaluator::{Evaluated, Evaluator, Job, PolicyOutcome, PolicyWork};
+use crate::metrics::{ErrorLabels, Metrics};
 use crate::state::{Action, ObjectKey, answers_current};
+
+/// How soon a failed fetch of a shed object is tried again.
+const FETCH_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// An object fetched again after the evaluator shed it: the version it stood for, and what the
+/// GET answered (`None`: gone meanwhile, its watch says so too).
+pub struct Fetched {
+    key: ObjectKey,
+    seq: u64,
+    object: Result<Option<DynamicObject>, kube::Error>,
+}
 
 /// The evaluations under way, by object: the latest version's sequence number; and, by kind,
 /// the objects under way when its last list ended, whose answers the guard awaits.
 pub struct Evaluations {
     evaluator: Evaluator,
-    pub(super) results: mpsc::UnboundedReceiver<Evaluated>,
+    client: Client,
+    sender: mpsc::UnboundedSender<PolicyOutcome>,
+    pub(super) results: mpsc::UnboundedReceiver<PolicyOutcome>,
+    fetches: mpsc::UnboundedSender<Fetched>,
+    pub(super) fetched: mpsc::UnboundedReceiver<Fetched>,
     pending: HashMap<ObjectKey, u64>,
     awaited: HashMap<KindId, HashSet<ObjectKey>>,
     next: u64,
 }
 
 impl Evaluations {
-    /// Starts the evaluator's thread, answered for a supervisor.
-    pub fn start() -> std::io::Result<(Self, Supervised)> {
+    /// Evaluations on `evaluator`'s thread; objects it sheds are fetched again with `client`.
+    pub fn new(evaluator: Evaluator, client: Client) -> Self {
         let (sender, results) = mpsc::unbounded_channel();
-        let (evaluator, thread) = Evaluator::spawn(sender)?;
-        let evaluations = Self {
+        let (fetches, fetched) = mpsc::unbounded_channel();
+        Self {
             evaluator,
+            client,
+            sender,
             results,
+            fetches,
+            fetched,
             pending: HashMap::new(),
             awaited: HashMap::new(),
             next: 0,
-        };
-        Ok((evaluations, thread))
+        }
     }
 
     fn submit(&mut self, mut job: Job, metrics: &Metrics) {
@@ -53,11 +73,17 @@ impl Evaluations {
         job.seq = self.next;
         self.pending.insert(job.key.clone(), job.seq);
         metrics.evaluations_queued.set(gauge(self.pending.len()));
-        if !self.evaluator.submit(job) {
+        let work = PolicyWork::new(job, self.sender.clone());
+        if !self.evaluator.submit(Box::new(work)) {
             tracing::error!(
                 "the CEL evaluator's thread has ended; policies with expressions no longer apply"
             );
         }
+    }
+
+    /// Whether `seq` is the latest version of `key` submitted.
+    fn latest(&self, key: &ObjectKey, seq: u64) -> bool {
+        self.pending.get(key) == Some(&seq)
     }
 
     /// `key` changed or went otherwise: whatever is under way for it no longer counts. Answers
@@ -133,10 +159,74 @@ impl Loop {
         Vec::new()
     }
 
+    /// What the evaluator sent back for an object: its answers, or word that it was shed.
+    pub(super) fn on_outcome(&mut self, outcome: PolicyOutcome) -> Vec<Action> {
+        match outcome {
+            PolicyOutcome::Evaluated(evaluated) => self.on_evaluated(*evaluated),
+            PolicyOutcome::Shed { key, seq } => {
+                self.fetch_again(key, seq);
+                Vec::new()
+            }
+        }
+    }
+
+    /// Fetches the object `key` stood for in the version `seq`, if that is still its latest:
+    /// the evaluator let it go, and its turn has come.
+    fn fetch_again(&self, key: ObjectKey, seq: u64) {
+        if !self.evaluations.latest(&key, seq) || !self.watches.is_running(key.kind) {
+            return;
+        }
+        let resource = self.state.kinds()[key.kind].resource.api_resource();
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.evaluations.client.clone(), &key.namespace, &resource);
+        let fetched = self.evaluations.fetches.clone();
+        tokio::spawn(async move {
+            let object = api.get_opt(&key.name).await;
+            fetched.send(Fetched { key, seq, object }).ok();
+        });
+    }
+
+    /// An object fetched again: evaluated as if its watch had brought it, if nothing newer did
+    /// meanwhile. Gone, or not fetched, it waits for its watch's next word of it.
+    pub(super) fn on_fetched(&mut self, fetched: Fetched) -> Vec<Action> {
+        let Fetched { key, seq, object } = fetched;
+        if !self.evaluations.latest(&key, seq) {
+            return Vec::new();
+        }
+        match object {
+            Ok(Some(mut object)) => {
+                object.managed_fields_mut().clear();
+                self.on_applied(key.kind, object, self.clock.now())
+            }
+            Ok(None) => {
+                let awaited = self.evaluations.forget(&key);
+                match awaited {
+                    true => self.settle(key.kind),
+                    false => Vec::new(),
+                }
+            }
+            Err(error) => {
+                let kind = self.state.kinds()[key.kind].resource.to_string();
+                tracing::warn!(namespace = %key.namespace, name = %key.name, %kind, %error, "fetching an object the evaluator shed failed; trying again");
+                let labels = ErrorLabels {
+                    kind,
+                    operation: "fetch",
+                };
+                self.metrics.errors.get_or_create(&labels).inc();
+                let again = self.evaluations.sender.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(FETCH_RETRY).await;
+                    again.send(PolicyOutcome::Shed { key, seq }).ok();
+                });
+                Vec::new()
+            }
+        }
+    }
+
     /// An object's answers came back: judged with them if they are still its latest and its
     /// policies unchanged. The last the guard awaited in a namespace lets the blast-radius
     /// guards counting the kind there decide.
-    pub(super) fn on_evaluated(&mut self, evaluated: Evaluated) -> Vec<Action> {
+    fn on_evaluated(&mut self, evaluated: Evaluated) -> Vec<Action> {
         let kind = evaluated.job.key.kind;
         let awaited = self.evaluations.answered(&evaluated.job.key);
         let mut actions = self.judge_evaluated(evaluated);
@@ -160,7 +250,7 @@ impl Loop {
             took,
         } = evaluated;
         self.metrics.evaluation_seconds.observe(took.as_secs_f64());
-        if self.evaluations.pending.get(&job.key) != Some(&job.seq) {
+        if !self.evaluations.latest(&job.key, job.seq) {
             return Vec::new();
         }
         self.evaluations.forget(&job.key);

@@ -97,7 +97,8 @@ impl Loop {
                     WatchEvent::ClusterPolicy(event) => self.on_policy(event),
                     WatchEvent::Namespace(event) => self.on_namespace(event),
                 },
-                Some(evaluated) = self.evaluations.results.recv() => self.on_evaluated(evaluated),
+                Some(outcome) = self.evaluations.results.recv() => self.on_outcome(outcome),
+                Some(fetched) = self.evaluations.fetched.recv() => self.on_fetched(fetched),
                 Some(scan) = self.scans.recv() => {
                     self.on_scan(scan);
                     Vec::new()

@@ -1,43 +1,78 @@
-//! One evaluation of a Cleaner: its targets resolved from the kinds' objects, the conditions
-//! judged over them, and either the group to clean or the time to look again.
+//! One evaluation of a Cleaner: its targets resolved from the objects watched in its namespace
+//! ([`Book::prepare`]), the conditions judged over them — on the evaluator, a step at a time,
+//! or at once in tests — and either the group to clean or the time to look again
+//! ([`Book::conclude`]).
+
+use std::sync::Arc;
 
 use jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
-use kube_retention_common::cel::Variables;
+use kube::api::DynamicObject;
 use kube_retention_common::cleaner::{ERROR_RETRY, Verdict};
-use serde_json::{Value, json};
 
-use super::{Book, Clean, CleanerKey, Doomed, Evaluation, KindState};
+use super::{Book, Clean, CleanerKey, Doomed, Evaluation, KindState, Scope, ScopeState};
+use crate::cleaners::judging::{Pending, judged_at_once};
 use crate::cleaners::status::Problem;
 use crate::cleaners::targets::{describe, kind_of};
 
+/// An evaluation prepared: decided already, or its conditions to judge.
+pub enum Prepared {
+    Decided(Evaluation),
+    Conditions(Pending),
+}
+
 impl Book {
-    /// Evaluates the Cleaner `key` at `now`; `None` when it is gone.
+    /// Evaluates the Cleaner `key` at `now`, its conditions judged at once; `None` when it is
+    /// gone.
     pub fn evaluate(&mut self, key: &CleanerKey, now: Timestamp) -> Option<Evaluation> {
+        match self.prepare(key, now)? {
+            Prepared::Decided(evaluation) => Some(evaluation),
+            Prepared::Conditions(pending) => {
+                let verdict = judged_at_once(&pending);
+                self.conclude(pending, verdict, now)
+            }
+        }
+    }
+
+    /// Resolves the Cleaner `key`'s targets at `now`: the evaluation where that decides it
+    /// (its `ttl` not passed, no conditions, a target unreadable, the spec invalid), else its
+    /// conditions to judge off the loop ([`Book::conclude`] takes their verdict). `None` when
+    /// it is gone or its target kinds are not known yet.
+    pub fn prepare(&mut self, key: &CleanerKey, now: Timestamp) -> Option<Prepared> {
         let tracked = self.cleaners.get(key)?;
         let mut resolved = Vec::new();
-        let mut values: Vec<(&str, Value)> = Vec::new();
+        let mut targets: Vec<(String, Vec<Arc<DynamicObject>>)> = Vec::new();
         let mut objects = Vec::new();
         let mut problem = None;
         for target in &tracked.spec.targets {
             let kind = kind_of(&target.reference);
-            let kind_objects = match self.kinds.get(&kind) {
-                Some(KindState::Served(kind_objects)) => kind_objects,
-                Some(KindState::Unavailable(reason)) => {
+            let unavailable = match self.kinds.get(&kind) {
+                Some(KindState::Served(_)) => {
+                    match self.scopes.get(&Scope::new(kind.clone(), &key.namespace)) {
+                        Some(ScopeState::Watching(objects)) => Ok(objects),
+                        Some(ScopeState::Unavailable(reason)) => Err(reason),
+                        None => return None,
+                    }
+                }
+                Some(KindState::Unavailable(reason)) => Err(reason),
+                Some(KindState::Resolving) | None => return None,
+            };
+            let kind_objects = match unavailable {
+                Ok(kind_objects) => kind_objects,
+                Err(reason) => {
                     problem.get_or_insert(Problem::TargetKind {
                         kind: format!("{}/{}", kind.api_version(), kind.kind),
                         reason: reason.clone(),
                     });
                     continue;
                 }
-                Some(KindState::Resolving) | None => return None,
             };
             let mut items = Vec::new();
-            for object in kind_objects.selected(&key.namespace, &target.reference) {
+            for object in kind_objects.selected(&target.reference) {
                 let name = object.name_any();
                 resolved.push(describe(&kind_objects.resource, &name));
                 if target.include_when_evaluating {
-                    items.push(serde_json::to_value(object.as_ref()).unwrap_or(Value::Null));
+                    items.push(object.clone());
                 }
                 if target.delete {
                     objects.push(Doomed {
@@ -49,24 +84,11 @@ impl Book {
                 }
             }
             if target.include_when_evaluating {
-                values.push((target.name.as_str(), json!({ "items": items })));
+                targets.push((target.name.clone(), items));
             }
         }
-        let verdict = match (&tracked.judge, problem) {
-            (Err(errors), _) => {
-                let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
-                Err(Problem::InvalidSpec(errors.join("; ")))
-            }
-            (Ok(_), Some(problem)) => Err(problem),
-            (Ok(judge), None) => {
-                let named = values.iter().map(|(name, value)| (*name, value));
-                match Variables::new(named) {
-                    Ok(variables) => Ok(judge.judge(tracked.created, now, &variables)),
-                    Err(reason) => Err(Problem::Values(reason)),
-                }
-            }
-        };
-        let clean = matches!(verdict, Ok(Verdict::Clean)).then(|| Clean {
+        resolved.sort();
+        let clean = Clean {
             cleaner: key.clone(),
             uid: tracked.uid.clone(),
             objects,
@@ -77,7 +99,88 @@ impl Book {
                 .filter(|helm| helm.delete)
                 .map(|helm| helm.release.clone()),
             sink: tracked.spec.cloud_event_sink.clone(),
-        });
+        };
+        let started = match (&tracked.judge, problem) {
+            (Err(errors), _) => {
+                let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+                Err(Problem::InvalidSpec(errors.join("; ")))
+            }
+            (Ok(_), Some(problem)) => Err(problem),
+            (Ok(judge), None) => Ok((judge.clone(), judge.start(tracked.created, now))),
+        };
+        let verdict = match started {
+            Err(problem) => Err(problem),
+            Ok((_, Ok(verdict))) => Ok(verdict),
+            Ok((judge, Err(judging))) => {
+                self.seq += 1;
+                let seq = self.seq;
+                if let Some(tracked) = self.cleaners.get_mut(key) {
+                    tracked.evaluating = Some(seq);
+                }
+                return Some(Prepared::Conditions(Pending {
+                    key: key.clone(),
+                    seq,
+                    judge,
+                    judging,
+                    targets,
+                    resolved,
+                    clean,
+                }));
+            }
+        };
+        let evaluation = self.decided(key, verdict, resolved, clean, now);
+        Some(Prepared::Decided(evaluation))
+    }
+
+    /// The verdict on `pending`'s conditions: the evaluation, unless the Cleaner went or was
+    /// prepared again meanwhile (that later evaluation counts).
+    pub fn conclude(
+        &mut self,
+        pending: Pending,
+        verdict: Result<Verdict, Problem>,
+        now: Timestamp,
+    ) -> Option<Evaluation> {
+        let tracked = self.cleaners.get_mut(&pending.key)?;
+        if tracked.evaluating != Some(pending.seq) {
+            return None;
+        }
+        tracked.evaluating = None;
+        let Pending {
+            key,
+            resolved,
+            clean,
+            ..
+        } = pending;
+        Some(self.decided(&key, verdict, resolved, clean, now))
+    }
+
+    /// The evaluation `seq` of `key` will not be concluded (its verdict came to a replica that
+    /// no longer leads): `key` is evaluated again at the next chance.
+    pub fn abandon(&mut self, key: &CleanerKey, seq: u64) {
+        if let Some(tracked) = self.cleaners.get_mut(key)
+            && tracked.evaluating == Some(seq)
+        {
+            tracked.evaluating = None;
+            self.woken.insert(key.clone());
+        }
+    }
+
+    /// Whether `seq` is the latest evaluation prepared of `key`, and under way.
+    pub fn evaluating(&self, key: &CleanerKey, seq: u64) -> bool {
+        self.cleaners
+            .get(key)
+            .is_some_and(|tracked| tracked.evaluating == Some(seq))
+    }
+
+    fn decided(
+        &mut self,
+        key: &CleanerKey,
+        verdict: Result<Verdict, Problem>,
+        resolved: Vec<String>,
+        clean: Clean,
+        now: Timestamp,
+    ) -> Evaluation {
+        let clean = matches!(verdict, Ok(Verdict::Clean)).then_some(clean);
         let next = match &verdict {
             Ok(verdict) => verdict.next(),
             Err(Problem::InvalidSpec(_)) => None,
@@ -87,12 +190,11 @@ impl Book {
         if let Some(tracked) = self.cleaners.get_mut(key) {
             tracked.acting = clean.is_some();
         }
-        resolved.sort();
-        Some(Evaluation {
+        Evaluation {
             verdict,
             resolved,
             clean,
-        })
+        }
     }
 
     /// A clean ended. A failed one is tried again soon; after a successful one the Cleaner is

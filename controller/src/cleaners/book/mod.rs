@@ -1,9 +1,13 @@
 //! The Cleaners and what their targets resolve to, and when each is evaluated next; pure and
-//! clock-injected, so every decision is tested without a cluster. The index from a kind and
-//! namespace to the Cleaners referring to it is what makes a change to a target wake its
-//! Cleaners at once rather than at their next `retry.period`.
+//! clock-injected, so every decision is tested without a cluster. Targets are watched by
+//! [`Scope`] — one kind in one namespace, that of the Cleaners referring to it — never across
+//! the cluster: a tenant's Cleaner sees, holds and costs only its own namespace's objects, and
+//! only as much of them as its conditions read ([`ScopeWatch`]). The index from a scope to the
+//! Cleaners referring to it is what makes a change to a target wake its Cleaners at once rather
+//! than at their next `retry.period`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use jiff::Timestamp;
 use kube::ResourceExt;
@@ -12,6 +16,14 @@ use kube_retention_common::cleaner::{Cleaner, CleanerSpec, Judge, Verdict};
 
 use super::status::Problem;
 use super::targets::{KindObjects, kind_of};
+
+mod evaluate;
+mod objects;
+mod scopes;
+
+pub use evaluate::Prepared;
+pub use objects::Unavailable;
+pub use scopes::{KINDS_PER_NAMESPACE, Scope, ScopeWatch};
 
 /// A Cleaner by namespace and name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -26,14 +38,22 @@ impl std::fmt::Display for CleanerKey {
     }
 }
 
-/// Whether a referenced kind can be watched.
-#[derive(Debug)]
+/// Whether a referenced kind is served, as discovery answered.
+#[derive(Debug, Clone)]
 pub enum KindState {
     /// Discovery has not answered yet.
     Resolving,
-    /// Not served, or not permitted: the reason.
+    /// Not served: the reason.
     Unavailable(String),
-    Served(KindObjects),
+    Served(ApiResource),
+}
+
+/// A scope's targets: watched, or why not.
+#[derive(Debug)]
+pub enum ScopeState {
+    Watching(KindObjects),
+    /// The API server refused to list or watch them, or the namespace refers to too many kinds.
+    Unavailable(String),
 }
 
 /// An object to delete, exactly this one (its uid).
@@ -69,22 +89,29 @@ struct Tracked {
     created: Timestamp,
     spec: CleanerSpec,
     /// The judge of its spec, or what is wrong with the spec.
-    judge: Result<Judge, Vec<kube_retention_common::FieldError>>,
+    judge: Result<Arc<Judge>, Vec<kube_retention_common::FieldError>>,
     next: Option<Timestamp>,
     acting: bool,
+    /// The evaluation prepared last, while its verdict is awaited.
+    evaluating: Option<u64>,
 }
 
 #[derive(Debug, Default)]
 pub struct Book {
     cleaners: BTreeMap<CleanerKey, Tracked>,
     kinds: HashMap<GroupVersionKind, KindState>,
-    /// (kind, namespace) → the Cleaners with a target of that kind there.
-    wanted: HashMap<(GroupVersionKind, String), BTreeSet<CleanerKey>>,
+    scopes: HashMap<Scope, ScopeState>,
+    /// Scope → the Cleaners with a target of that kind in that namespace.
+    wanted: HashMap<Scope, BTreeSet<CleanerKey>>,
     schedule: BTreeSet<(Timestamp, CleanerKey)>,
     woken: BTreeSet<CleanerKey>,
     /// Cleaners seen by a list under way.
     relisting: Option<BTreeSet<CleanerKey>>,
     cleaners_listed: bool,
+    /// The last evaluation prepared.
+    seq: u64,
+    /// Whether the watches must be planned again ([`Book::plan_watches`]).
+    replan: bool,
 }
 
 impl Book {
@@ -131,14 +158,14 @@ impl Book {
             .creation_timestamp
             .as_ref()
             .map_or(Timestamp::UNIX_EPOCH, |time| time.0);
-        let judge = Judge::new(&cleaner.spec);
+        let judge = Judge::new(&cleaner.spec).map(Arc::new);
         for target in &cleaner.spec.targets {
             let kind = kind_of(&target.reference);
             self.kinds
                 .entry(kind.clone())
                 .or_insert(KindState::Resolving);
             self.wanted
-                .entry((kind, key.namespace.clone()))
+                .entry(Scope::new(kind, &key.namespace))
                 .or_default()
                 .insert(key.clone());
         }
@@ -149,6 +176,7 @@ impl Book {
             judge,
             next: None,
             acting: false,
+            evaluating: None,
         };
         self.cleaners.insert(key.clone(), tracked);
         self.woken.insert(key);
@@ -170,7 +198,7 @@ impl Book {
         }
         self.woken.remove(key);
         for target in &tracked.spec.targets {
-            let index = (kind_of(&target.reference), key.namespace.clone());
+            let index = Scope::new(kind_of(&target.reference), &key.namespace);
             if let Some(cleaners) = self.wanted.get_mut(&index) {
                 cleaners.remove(key);
                 if cleaners.is_empty() {
@@ -180,11 +208,14 @@ impl Book {
         }
     }
 
-    /// Kinds no Cleaner refers to any more are no longer watched.
+    /// Kinds and scopes no Cleaner refers to any more are no longer watched.
     fn forget_unwanted_kinds(&mut self) {
+        self.replan = true;
         let wanted: std::collections::HashSet<&GroupVersionKind> =
-            self.wanted.keys().map(|(kind, _)| kind).collect();
+            self.wanted.keys().map(|scope| &scope.kind).collect();
         self.kinds.retain(|kind, _| wanted.contains(kind));
+        self.scopes
+            .retain(|scope, _| self.wanted.contains_key(scope));
     }
 
     /// A Cleaner's uid and spec.
@@ -223,7 +254,7 @@ impl Book {
             .filter(|key| {
                 self.cleaners
                     .get(*key)
-                    .is_some_and(|tracked| !tracked.acting && self.known(tracked))
+                    .is_some_and(|tracked| !tracked.acting && self.known(key, tracked))
             })
             .cloned()
             .collect();
@@ -233,18 +264,20 @@ impl Book {
         ready
     }
 
-    fn known(&self, tracked: &Tracked) -> bool {
+    fn known(&self, key: &CleanerKey, tracked: &Tracked) -> bool {
         tracked.spec.targets.iter().all(|target| {
-            match self.kinds.get(&kind_of(&target.reference)) {
-                Some(KindState::Served(objects)) => objects.listed(),
+            let kind = kind_of(&target.reference);
+            match self.kinds.get(&kind) {
+                Some(KindState::Served(_)) => {
+                    match self.scopes.get(&Scope::new(kind, &key.namespace)) {
+                        Some(ScopeState::Watching(objects)) => objects.listed(),
+                        Some(ScopeState::Unavailable(_)) => true,
+                        None => false,
+                    }
+                }
                 Some(KindState::Unavailable(_)) => true,
                 Some(KindState::Resolving) | None => false,
             }
         })
     }
 }
-
-mod evaluate;
-mod objects;
-
-pub use objects::Unavailable;

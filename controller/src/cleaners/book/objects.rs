@@ -1,80 +1,81 @@
-//! The targets' side of the book: discovery's answers for the kinds Cleaners refer to, their
-//! objects as the watches deliver them, and which Cleaners each change wakes.
+//! The targets' side of the book: discovery's answers for the kinds Cleaners refer to, the
+//! objects of each [`Scope`] as its watch delivers them, and which Cleaners each change wakes.
 
 use std::sync::Arc;
 
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 
-use super::{Book, CleanerKey, KindState};
+use super::{Book, KindState, Scope, ScopeState};
 use crate::cleaners::targets::{KindObjects, kind_of, selects};
 
 impl Book {
-    /// The kinds some Cleaner refers to, and whether each awaits discovery.
+    /// The kinds some Cleaner refers to, and what discovery said of each.
     pub fn kinds(&self) -> impl Iterator<Item = (&GroupVersionKind, &KindState)> {
         self.kinds.iter()
     }
 
-    /// Discovery's answer for `kind`; its Cleaners are evaluated again.
+    /// Discovery's answer for `kind`; the Cleaners referring to it are evaluated again.
     pub fn resolved(&mut self, kind: &GroupVersionKind, answer: Result<ApiResource, Unavailable>) {
         let Some(state) = self.kinds.get_mut(kind) else {
             return;
         };
+        self.replan = true;
         *state = match answer {
-            Ok(resource) => KindState::Served(KindObjects::new(resource)),
+            Ok(resource) => KindState::Served(resource),
             Err(reason) => KindState::Unavailable(reason.to_string()),
         };
         self.wake_kind(kind);
     }
 
-    pub fn objects_mut(&mut self, kind: &GroupVersionKind) -> Option<&mut KindObjects> {
-        match self.kinds.get_mut(kind) {
-            Some(KindState::Served(objects)) => Some(objects),
+    /// The objects watched in `scope`, once its watch has started.
+    pub fn objects_mut(&mut self, scope: &Scope) -> Option<&mut KindObjects> {
+        match self.scopes.get_mut(scope) {
+            Some(ScopeState::Watching(objects)) => Some(objects),
             _ => None,
         }
     }
 
-    /// A (re)list of `kind` ended: its Cleaners are evaluated again.
-    pub fn objects_listed(&mut self, kind: &GroupVersionKind) {
-        if let Some(objects) = self.objects_mut(kind) {
+    /// A (re)list of `scope` ended: its Cleaners are evaluated again.
+    pub fn objects_listed(&mut self, scope: &Scope) {
+        if let Some(objects) = self.objects_mut(scope) {
             objects.relist_done();
         }
-        self.wake_kind(kind);
+        self.wake_scope(scope);
     }
 
     /// A target object changed: the Cleaners it was or is selected by wake at once.
-    pub fn object_applied(&mut self, kind: &GroupVersionKind, object: DynamicObject) {
-        let Some(objects) = self.objects_mut(kind) else {
+    pub fn object_applied(&mut self, scope: &Scope, object: DynamicObject) {
+        let Some(objects) = self.objects_mut(scope) else {
             return;
         };
         let listing = !objects.listed();
-        let new = Arc::new(object.clone());
-        let old = objects.applied(object);
+        let (new, old) = objects.applied(object);
         if !listing {
-            self.wake_selecting(kind, [Some(new), old].into_iter().flatten());
+            self.wake_selecting(scope, new.into_iter().chain(old));
         }
     }
 
-    pub fn object_deleted(&mut self, kind: &GroupVersionKind, namespace: &str, name: &str) {
+    pub fn object_deleted(&mut self, scope: &Scope, name: &str) {
         let gone = self
-            .objects_mut(kind)
-            .and_then(|objects| objects.deleted(namespace, name));
-        self.wake_selecting(kind, gone);
+            .objects_mut(scope)
+            .and_then(|objects| objects.deleted(name));
+        self.wake_selecting(scope, gone);
     }
 
     fn wake_selecting(
         &mut self,
-        kind: &GroupVersionKind,
+        scope: &Scope,
         objects: impl IntoIterator<Item = Arc<DynamicObject>>,
     ) {
+        let Some(keys) = self.wanted.get(scope) else {
+            return;
+        };
         for object in objects {
-            let namespace = object.metadata.namespace.clone().unwrap_or_default();
-            let Some(keys) = self.wanted.get(&(kind.clone(), namespace)) else {
-                continue;
-            };
             for key in keys {
                 let selected = self.cleaners.get(key).is_some_and(|tracked| {
                     tracked.spec.targets.iter().any(|target| {
-                        &kind_of(&target.reference) == kind && selects(&target.reference, &object)
+                        kind_of(&target.reference) == scope.kind
+                            && selects(&target.reference, &object)
                     })
                 });
                 if selected {
@@ -85,18 +86,21 @@ impl Book {
     }
 
     fn wake_kind(&mut self, kind: &GroupVersionKind) {
-        let keys = self.wanted.iter().filter(|((wanted, _), _)| wanted == kind);
-        let keys: Vec<CleanerKey> = keys.flat_map(|(_, keys)| keys.iter().cloned()).collect();
+        let keys = self.wanted.iter().filter(|(scope, _)| &scope.kind == kind);
+        let keys: Vec<_> = keys.flat_map(|(_, keys)| keys.iter().cloned()).collect();
         self.woken.extend(keys);
     }
 
-    /// Kinds that could not be watched are looked up again.
+    /// Kinds that were not served, and scopes the API server refused, are tried again.
     pub fn retry_unavailable(&mut self) {
+        self.replan = true;
         for state in self.kinds.values_mut() {
             if matches!(state, KindState::Unavailable(_)) {
                 *state = KindState::Resolving;
             }
         }
+        self.scopes
+            .retain(|_, state| !matches!(state, ScopeState::Unavailable(_)));
     }
 }
 

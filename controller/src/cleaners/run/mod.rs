@@ -1,6 +1,9 @@
-//! The Cleaners' loop: a watch of Cleaners, one watch per kind their targets refer to (started
-//! once discovery names its resource, stopped when no Cleaner refers to it), a timer on the
-//! earliest scheduled evaluation, and leadership — only the leader evaluates and cleans.
+//! The Cleaners' loop: a watch of Cleaners, one watch per kind and namespace their targets
+//! refer to (started once discovery names the kind's resource, as narrow as the book plans it,
+//! stopped when no Cleaner refers to it), a timer on the earliest scheduled evaluation, and
+//! leadership — only the leader evaluates and cleans. Conditions are judged on the evaluator's
+//! thread, with every tenant's other CEL ([`crate::cleaners::judging`]); their verdicts come
+//! back here.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -21,11 +24,13 @@ use tokio::time::Instant;
 use super::act::{Cleaned, Cleaning};
 use kube_retention_runtime::discovery::served;
 
-use super::book::{Book, Clean, CleanerKey, KindState, Unavailable};
+use super::book::{Book, Clean, CleanerKey, KindState, Scope, ScopeWatch, Unavailable};
+use super::judging::CleanerOutcome;
 use super::metrics::KindLabels;
 use super::status::Problem;
+use crate::evaluator::Evaluator;
 use crate::initial_list::Lists;
-use crate::lean::{self, LeanObject};
+use crate::lean::{self, LeanMeta, LeanObject};
 use crate::watch_backoff::watch_backoff;
 
 /// How often kinds that could not be watched are looked up again.
@@ -33,10 +38,7 @@ const REDISCOVER: Duration = Duration::from_secs(30);
 
 enum CleanerEvent {
     Cleaner(Result<Event<Cleaner>, watcher::Error>),
-    Target(
-        GroupVersionKind,
-        Result<Event<DynamicObject>, watcher::Error>,
-    ),
+    Target(Scope, Result<Event<DynamicObject>, watcher::Error>),
 }
 
 /// Discovery's answer for a kind.
@@ -51,16 +53,20 @@ pub struct Cleaners {
     cleaning: Arc<Cleaning>,
     book: Book,
     streams: SelectAll<BoxStream<'static, CleanerEvent>>,
-    watching: HashMap<GroupVersionKind, AbortHandle>,
+    watching: HashMap<Scope, (AbortHandle, ScopeWatch)>,
     resolving: HashSet<GroupVersionKind>,
     resolutions: Channel<Resolution>,
     finished: Channel<Finished>,
+    evaluator: Evaluator,
+    judged: Channel<CleanerOutcome>,
+    /// Whether this replica leads: only the leader evaluates and cleans.
+    leading: bool,
     /// What was last written to each Cleaner's status.
     written: HashMap<CleanerKey, CleanerStatus>,
 }
 
 impl Cleaners {
-    pub fn new(cleaning: Cleaning, lists: Lists) -> Self {
+    pub fn new(cleaning: Cleaning, lists: Lists, evaluator: Evaluator) -> Self {
         let client = cleaning.client.clone();
         let cleaners = lists
             .watch(
@@ -82,6 +88,9 @@ impl Cleaners {
             resolving: HashSet::new(),
             resolutions: mpsc::unbounded_channel(),
             finished: mpsc::unbounded_channel(),
+            evaluator,
+            judged: mpsc::unbounded_channel(),
+            leading: false,
             written: HashMap::new(),
         }
     }
@@ -96,7 +105,8 @@ impl Cleaners {
         let far = Instant::now() + Duration::from_secs(3600 * 24 * 365);
         loop {
             self.follow_kinds();
-            if *leadership.borrow() {
+            self.leading = *leadership.borrow();
+            if self.leading {
                 let now = Timestamp::now();
                 for key in self.book.take_due(now) {
                     self.evaluate(&key, now).await;
@@ -110,6 +120,7 @@ impl Cleaners {
                     self.book.resolved(&kind, answer);
                 }
                 Some((clean, outcome)) = self.finished.1.recv() => self.finish(clean, outcome).await,
+                Some(outcome) = self.judged.1.recv() => self.on_judged(outcome).await,
                 () = tokio::time::sleep_until(deadline) => {}
                 Ok(()) = leadership.changed() => {}
                 _ = rediscover.tick() => self.book.retry_unavailable(),
@@ -133,62 +144,52 @@ impl Cleaners {
                     self.book.removed(&key);
                 }
             },
-            CleanerEvent::Target(kind, Ok(event)) => match event {
+            CleanerEvent::Target(scope, Ok(event)) => match event {
                 Event::Init => {
-                    if let Some(objects) = self.book.objects_mut(&kind) {
+                    if let Some(objects) = self.book.objects_mut(&scope) {
                         objects.relist_started();
                     }
                 }
                 Event::InitApply(object) | Event::Apply(object) => {
-                    self.book.object_applied(&kind, object)
+                    self.book.object_applied(&scope, object)
                 }
                 Event::InitDone => {
                     let label = KindLabels {
-                        kind: format!("{}.{}", kind.kind, kind.group),
+                        kind: format!("{}.{}", scope.kind.kind, scope.kind.group),
                     };
                     self.cleaning.metrics.lists.get_or_create(&label).inc();
-                    self.book.objects_listed(&kind);
+                    self.book.objects_listed(&scope);
                 }
-                Event::Delete(object) => {
-                    let namespace = object.namespace().unwrap_or_default();
-                    self.book
-                        .object_deleted(&kind, &namespace, &object.name_any());
-                }
+                Event::Delete(object) => self.book.object_deleted(&scope, &object.name_any()),
             },
             CleanerEvent::Cleaner(Err(error)) => {
                 tracing::warn!(%error, "watching Cleaners failed; retrying")
             }
-            CleanerEvent::Target(kind, Err(error)) => {
-                tracing::warn!(kind = %kind.kind, group = %kind.group, %error, "watching Cleaner targets failed; retrying");
+            CleanerEvent::Target(scope, Err(error)) => {
+                let kind = &scope.kind;
+                tracing::warn!(kind = %kind.kind, group = %kind.group, namespace = %scope.namespace, %error, "watching Cleaner targets failed; retrying");
                 if let watcher::Error::InitialListFailed(kube::Error::Api(status))
                 | watcher::Error::WatchFailed(kube::Error::Api(status)) = &error
                     && status.code == 403
                 {
-                    self.stop(&kind);
+                    self.stop(&scope);
                     let reason = Unavailable::Forbidden(status.message.clone());
-                    self.book.resolved(&kind, Err(reason));
+                    self.book.scope_refused(&scope, reason.to_string());
                 }
             }
         }
     }
 
-    /// Starts discovery for new kinds and watches for resolved ones; stops unreferenced watches.
+    /// Starts discovery for new kinds, and the watches the book plans; stops the others.
     fn follow_kinds(&mut self) {
-        let mut referenced = HashSet::new();
-        let mut resolve = Vec::new();
-        let mut watch = Vec::new();
-        for (kind, state) in self.book.kinds() {
-            referenced.insert(kind.clone());
-            match state {
-                KindState::Resolving if !self.resolving.contains(kind) => {
-                    resolve.push(kind.clone())
-                }
-                KindState::Served(objects) if !self.watching.contains_key(kind) => {
-                    watch.push((kind.clone(), objects.resource.clone()));
-                }
-                _ => {}
-            }
-        }
+        let resolve: Vec<GroupVersionKind> = self
+            .book
+            .kinds()
+            .filter(|(kind, state)| {
+                matches!(state, KindState::Resolving) && !self.resolving.contains(*kind)
+            })
+            .map(|(kind, _)| kind.clone())
+            .collect();
         for kind in resolve {
             self.resolving.insert(kind.clone());
             let (client, answers) = (self.client.clone(), self.resolutions.0.clone());
@@ -205,36 +206,71 @@ impl Cleaners {
                 answers.send((kind, answer)).ok();
             });
         }
-        for (kind, resource) in watch {
-            let api: Api<LeanObject> = Api::all_with(self.client.clone(), &resource);
-            let label = kind.clone();
-            let events = self
-                .lists
-                .watch(
-                    api,
-                    watcher::Config::default(),
-                    format!("Cleaners' {kind:?}"),
-                )
-                .backoff(watch_backoff())
-                .map(move |event| CleanerEvent::Target(label.clone(), event.map(lean::unwrapped)));
-            let (handle, registration) = AbortHandle::new_pair();
-            self.streams
-                .push(Abortable::new(events, registration).boxed());
-            self.watching.insert(kind, handle);
+        let Some(plan) = self.book.plan_watches() else {
+            return;
+        };
+        let mut planned = HashSet::new();
+        for (scope, resource, how) in plan {
+            planned.insert(scope.clone());
+            if self
+                .watching
+                .get(&scope)
+                .is_some_and(|(_, watching)| watching == &how)
+            {
+                continue;
+            }
+            self.stop(&scope);
+            self.watch(&scope, &resource, &how);
+            self.book.watch_started(&scope, resource, &how);
         }
-        let unreferenced: Vec<GroupVersionKind> = self
+        let unplanned: Vec<Scope> = self
             .watching
             .keys()
-            .filter(|kind| !referenced.contains(*kind))
+            .filter(|scope| !planned.contains(*scope))
             .cloned()
             .collect();
-        for kind in unreferenced {
-            self.stop(&kind);
+        for scope in unplanned {
+            self.stop(&scope);
         }
     }
 
-    fn stop(&mut self, kind: &GroupVersionKind) {
-        if let Some(handle) = self.watching.remove(kind) {
+    /// Starts the watch of `scope`, as narrow as `how`: in its namespace only, with the
+    /// selectors every reference shares, and metadata only where no condition reads bodies.
+    fn watch(&mut self, scope: &Scope, resource: &ApiResource, how: &ScopeWatch) {
+        let mut config = watcher::Config::default();
+        if let Some(labels) = &how.labels {
+            config = config.labels(labels);
+        }
+        if let Some(fields) = &how.fields {
+            config = config.fields(fields);
+        }
+        let what = format!("Cleaners' {} in {}", scope.kind.kind, scope.namespace);
+        let label = scope.clone();
+        let events = if how.bodies {
+            let api: Api<LeanObject> =
+                Api::namespaced_with(self.client.clone(), &scope.namespace, resource);
+            self.lists
+                .watch(api, config, what)
+                .backoff(watch_backoff())
+                .map(move |event| CleanerEvent::Target(label.clone(), event.map(lean::unwrapped)))
+                .boxed()
+        } else {
+            let api: Api<LeanMeta> =
+                Api::namespaced_with(self.client.clone(), &scope.namespace, resource);
+            self.lists
+                .watch(api, config, what)
+                .backoff(watch_backoff())
+                .map(move |event| CleanerEvent::Target(label.clone(), event.map(lean::unwrapped)))
+                .boxed()
+        };
+        let (handle, registration) = AbortHandle::new_pair();
+        self.streams
+            .push(Abortable::new(events, registration).boxed());
+        self.watching.insert(scope.clone(), (handle, how.clone()));
+    }
+
+    fn stop(&mut self, scope: &Scope) {
+        if let Some((handle, _)) = self.watching.remove(scope) {
             handle.abort();
         }
     }

@@ -1,4 +1,5 @@
-//! What follows an evaluation: the status written (and a Warning Event when it newly says
+//! An evaluation and what follows it: prepared by the book, its conditions judged on the
+//! evaluator's thread; then the status written (and a Warning Event when it newly says
 //! Ready=False), and for a group whose conditions hold, the clean in its own task; then the
 //! clean's outcome.
 
@@ -10,15 +11,54 @@ use serde_json::json;
 
 use super::Cleaners;
 use crate::cleaners::act::{self, Cleaned};
-use crate::cleaners::book::{Clean, CleanerKey};
+use crate::cleaners::book::{Clean, CleanerKey, Evaluation, Prepared};
+use crate::cleaners::judging::{CleanerOutcome, CleanerWork};
 use crate::cleaners::metrics::OutcomeLabels;
 use crate::cleaners::status::{self, Problem};
 
 impl Cleaners {
     pub(super) async fn evaluate(&mut self, key: &CleanerKey, now: Timestamp) {
-        let Some(evaluation) = self.book.evaluate(key, now) else {
+        match self.book.prepare(key, now) {
+            None => {}
+            Some(Prepared::Decided(evaluation)) => self.evaluated(key, evaluation, now).await,
+            Some(Prepared::Conditions(pending)) => {
+                let work = CleanerWork::new(pending, self.judged.0.clone());
+                if !self.evaluator.submit(Box::new(work)) {
+                    tracing::error!(cleaner = %key, "the CEL evaluator's thread has ended; Cleaners' conditions are no longer judged");
+                }
+            }
+        }
+    }
+
+    /// The evaluator's verdict on a Cleaner's conditions, or word that it shed the evaluation
+    /// (prepared again at once, if still the latest).
+    pub(super) async fn on_judged(&mut self, outcome: CleanerOutcome) {
+        let now = Timestamp::now();
+        if !self.leading {
+            // Judged for a leader this replica no longer is: evaluated again if it leads again.
+            let (key, seq) = match &outcome {
+                CleanerOutcome::Judged { pending, .. } => (pending.key.clone(), pending.seq),
+                CleanerOutcome::Shed { key, seq } => (key.clone(), *seq),
+            };
+            self.book.abandon(&key, seq);
             return;
-        };
+        }
+        match outcome {
+            CleanerOutcome::Judged { pending, verdict } => {
+                let key = pending.key.clone();
+                if let Some(evaluation) = self.book.conclude(*pending, verdict, now) {
+                    self.evaluated(&key, evaluation, now).await;
+                }
+            }
+            CleanerOutcome::Shed { key, seq } => {
+                if self.book.evaluating(&key, seq) {
+                    self.evaluate(&key, now).await;
+                }
+            }
+        }
+    }
+
+    async fn evaluated(&mut self, key: &CleanerKey, evaluation: Evaluation, now: Timestamp) {
         let outcome = match &evaluation.verdict {
             Ok(Verdict::TooEarly { .. }) => "too_early",
             Ok(Verdict::Wait { .. }) => "waiting",

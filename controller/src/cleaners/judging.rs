@@ -1,0 +1,220 @@
+//! A Cleaner's conditions judged as evaluator [`Work`], through the same evaluator, shares and
+//! limits as retention policies' expressions: its targets converted to CEL in one step, then one
+//! condition at one time per step ([`Judge::step`]) — the monotonic search included, which is
+//! what let one Cleaner hold the Cleaners' loop for seconds — and the verdict sent back to the
+//! Cleaners' loop. Shed, it leaves a token that asks the loop to prepare it again.
+
+use std::sync::Arc;
+
+use kube::api::DynamicObject;
+use kube_retention_common::cel::Variables;
+use kube_retention_common::cleaner::{Judge, Judging, Verdict};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::book::{Clean, CleanerKey};
+use super::status::Problem;
+use crate::evaluator::work::json_bytes;
+use crate::evaluator::{Progress, Work, WorkKey};
+
+/// One evaluation of a Cleaner whose conditions need CEL, prepared by the book.
+pub struct Pending {
+    pub key: CleanerKey,
+    /// Orders a Cleaner's evaluations: only the latest one's verdict is taken.
+    pub seq: u64,
+    pub judge: Arc<Judge>,
+    pub judging: Judging,
+    /// The objects each target the conditions see selects, by target name.
+    pub targets: Vec<(String, Vec<Arc<DynamicObject>>)>,
+    /// `status.resolvedTargets`.
+    pub resolved: Vec<String>,
+    /// What cleaning does if the verdict is [`Verdict::Clean`].
+    pub clean: Clean,
+}
+
+/// What the evaluator sends back to the Cleaners' loop.
+pub enum CleanerOutcome {
+    Judged {
+        pending: Box<Pending>,
+        verdict: Result<Verdict, Problem>,
+    },
+    /// Shed to keep the evaluator's backlog within its bound: prepared again, if still the
+    /// latest.
+    Shed { key: CleanerKey, seq: u64 },
+}
+
+/// How much more than their JSON the targets hold once converted (the JSON values and CEL's).
+const CONVERTED_FACTOR: usize = 3;
+
+enum Stage {
+    Fresh,
+    Converted(Variables),
+    Decided(Result<Verdict, Problem>),
+}
+
+/// A [`Pending`] evaluation as evaluator work.
+pub struct CleanerWork {
+    pending: Pending,
+    namespace: Arc<str>,
+    bytes: usize,
+    stage: Stage,
+    results: mpsc::UnboundedSender<CleanerOutcome>,
+}
+
+impl CleanerWork {
+    pub fn new(pending: Pending, results: mpsc::UnboundedSender<CleanerOutcome>) -> Self {
+        let bytes = pending
+            .targets
+            .iter()
+            .flat_map(|(_, objects)| objects)
+            .map(|object| {
+                let annotations = object.metadata.annotations.iter().flatten();
+                let metadata: usize = annotations
+                    .map(|(key, value)| key.len() + value.len())
+                    .sum();
+                json_bytes(&object.data).saturating_add(metadata)
+            })
+            .fold(0usize, usize::saturating_add);
+        Self {
+            namespace: Arc::from(pending.key.namespace.as_str()),
+            pending,
+            bytes,
+            stage: Stage::Fresh,
+            results,
+        }
+    }
+}
+
+/// The targets as their conditions see them: `{items: [...]}` by name.
+fn convert(targets: &[(String, Vec<Arc<DynamicObject>>)]) -> Result<Variables, Problem> {
+    let values: Vec<(&str, Value)> = targets
+        .iter()
+        .map(|(name, objects)| {
+            let items: Vec<Value> = objects
+                .iter()
+                .map(|object| serde_json::to_value(object.as_ref()).unwrap_or(Value::Null))
+                .collect();
+            (name.as_str(), json!({ "items": items }))
+        })
+        .collect();
+    Variables::new(values.iter().map(|(name, value)| (*name, value))).map_err(Problem::Values)
+}
+
+impl Work for CleanerWork {
+    fn namespace(&self) -> &Arc<str> {
+        &self.namespace
+    }
+
+    fn key(&self) -> WorkKey {
+        WorkKey::Cleaner(Arc::from(self.pending.key.name.as_str()))
+    }
+
+    fn step(&mut self) -> Progress {
+        let Pending {
+            judge,
+            judging,
+            targets,
+            ..
+        } = &mut self.pending;
+        let decided = match &self.stage {
+            Stage::Fresh => match convert(targets) {
+                Ok(variables) => {
+                    self.stage = Stage::Converted(variables);
+                    None
+                }
+                Err(problem) => Some(Err(problem)),
+            },
+            Stage::Converted(variables) => judge.step(judging, variables).map(Ok),
+            Stage::Decided(_) => return Progress::Done,
+        };
+        match decided {
+            Some(verdict) => {
+                self.stage = Stage::Decided(verdict);
+                Progress::Done
+            }
+            None => Progress::More,
+        }
+    }
+
+    fn weight(&self) -> usize {
+        match self.stage {
+            Stage::Fresh => self.bytes,
+            Stage::Converted(_) => self.bytes.saturating_mul(CONVERTED_FACTOR),
+            Stage::Decided(_) => 0,
+        }
+    }
+
+    fn finish(self: Box<Self>) {
+        let Self {
+            pending,
+            stage,
+            results,
+            ..
+        } = *self;
+        if let Stage::Decided(verdict) = stage {
+            results
+                .send(CleanerOutcome::Judged {
+                    pending: Box::new(pending),
+                    verdict,
+                })
+                .ok();
+        }
+    }
+
+    fn shed(self: Box<Self>) -> Box<dyn Work> {
+        Box::new(Shed {
+            namespace: self.namespace,
+            key: self.pending.key,
+            seq: self.pending.seq,
+            results: self.results,
+        })
+    }
+}
+
+/// What a shed [`CleanerWork`] leaves in its place.
+struct Shed {
+    namespace: Arc<str>,
+    key: CleanerKey,
+    seq: u64,
+    results: mpsc::UnboundedSender<CleanerOutcome>,
+}
+
+impl Work for Shed {
+    fn namespace(&self) -> &Arc<str> {
+        &self.namespace
+    }
+
+    fn key(&self) -> WorkKey {
+        WorkKey::Cleaner(Arc::from(self.key.name.as_str()))
+    }
+
+    fn step(&mut self) -> Progress {
+        Progress::Done
+    }
+
+    fn weight(&self) -> usize {
+        0
+    }
+
+    fn finish(self: Box<Self>) {
+        let Self {
+            key, seq, results, ..
+        } = *self;
+        results.send(CleanerOutcome::Shed { key, seq }).ok();
+    }
+
+    fn shed(self: Box<Self>) -> Box<dyn Work> {
+        self
+    }
+}
+
+/// Judges `pending` at once, every step, where no evaluator is at hand (the Cleaners' tests).
+pub fn judged_at_once(pending: &Pending) -> Result<Verdict, Problem> {
+    let variables = convert(&pending.targets)?;
+    let mut judging = pending.judging.clone();
+    loop {
+        if let Some(verdict) = pending.judge.step(&mut judging, &variables) {
+            return Ok(verdict);
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! Retention policies' expressions on one object, as evaluator [`Work`]: the object converted
+//! to CEL in one step, then each policy's expressions one per step (`match` first, the others
+//! only where it held: [`Answers::next_part`]), and the answers sent back to the loop. Shed, it
+//! leaves a token that asks the loop to fetch the object again ([`PolicyOutcome::Shed`]).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kube::api::DynamicObject;
+use kube_retention_common::cel::Converted;
+use kube_retention_common::governing::Answers;
+use kube_retention_common::kinds::Resource;
+use kube_retention_common::model::object_value;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::work::{Progress, Work, WorkKey, json_bytes};
+use crate::state::{ObjectKey, PolicyAnswers, Unevaluated};
+
+/// An object whose policies' expressions are to be evaluated.
+pub struct Job {
+    /// Orders the versions of one object: only the latest is evaluated and applied.
+    pub seq: u64,
+    /// The object's kind, namespace and name.
+    pub key: ObjectKey,
+    /// Its kind's resource, for the apiVersion and kind the model reads.
+    pub resource: Resource,
+    pub object: DynamicObject,
+    pub policies: Unevaluated,
+}
+
+/// A job done: the object as the model reads it (made here, off the loop), what each policy's
+/// expressions said, and how long they took.
+pub struct Evaluated {
+    pub job: Job,
+    pub value: Option<Value>,
+    pub answers: PolicyAnswers,
+    pub took: Duration,
+}
+
+/// What the evaluator sends back to the loop for a job.
+pub enum PolicyOutcome {
+    Evaluated(Box<Evaluated>),
+    /// The job was shed to keep the backlog within its bound: the loop fetches the object
+    /// again, if `seq` is still its latest version.
+    Shed {
+        key: ObjectKey,
+        seq: u64,
+    },
+}
+
+/// How much more than its JSON an object holds once converted: the model's JSON value and
+/// CEL's, beside the object itself.
+const CONVERTED_FACTOR: usize = 4;
+
+enum Stage {
+    Fresh,
+    Converted {
+        value: Option<Value>,
+        converted: Option<Converted>,
+        answers: Vec<Answers>,
+    },
+}
+
+/// A [`Job`] as evaluator work.
+pub struct PolicyWork {
+    job: Job,
+    bytes: usize,
+    stage: Stage,
+    took: Duration,
+    results: mpsc::UnboundedSender<PolicyOutcome>,
+}
+
+impl PolicyWork {
+    pub fn new(job: Job, results: mpsc::UnboundedSender<PolicyOutcome>) -> Self {
+        let bytes = object_bytes(&job.object);
+        Self {
+            job,
+            bytes,
+            stage: Stage::Fresh,
+            took: Duration::ZERO,
+            results,
+        }
+    }
+
+    /// One step: the conversion, or one expression of the first policy with any left.
+    fn advance(&mut self) -> Progress {
+        let Stage::Converted {
+            value,
+            converted,
+            answers,
+        } = &mut self.stage
+        else {
+            let value = object_value(&self.job.resource, &self.job.object);
+            let converted = value.as_ref().and_then(|value| Converted::new(value).ok());
+            let answers = vec![Answers::default(); self.job.policies.len()];
+            let done = value.is_none()
+                || !self
+                    .job
+                    .policies
+                    .iter()
+                    .any(|(_, rules)| rules.has_expressions());
+            self.stage = Stage::Converted {
+                value,
+                converted,
+                answers,
+            };
+            return if done { Progress::Done } else { Progress::More };
+        };
+        let Some(value) = value else {
+            return Progress::Done;
+        };
+        let next = self
+            .job
+            .policies
+            .iter()
+            .zip(answers.iter_mut())
+            .find_map(|((_, rules), answers)| Some((rules, answers.next_part(rules)?, answers)));
+        if let Some((rules, part, answers)) = next {
+            match converted {
+                Some(converted) => answers.answer(rules, part, converted),
+                // Not representable in CEL: every expression fails on it, saying why, at once.
+                None => *answers = Answers::compute(rules, value),
+            }
+        }
+        let more = self
+            .job
+            .policies
+            .iter()
+            .zip(answers.iter())
+            .any(|((_, rules), answers)| answers.next_part(rules).is_some());
+        if more { Progress::More } else { Progress::Done }
+    }
+}
+
+impl Work for PolicyWork {
+    fn namespace(&self) -> &Arc<str> {
+        &self.job.key.namespace
+    }
+
+    fn key(&self) -> WorkKey {
+        WorkKey::Object(self.job.key.clone())
+    }
+
+    fn step(&mut self) -> Progress {
+        let started = Instant::now();
+        let progress = self.advance();
+        self.took += started.elapsed();
+        progress
+    }
+
+    fn weight(&self) -> usize {
+        match self.stage {
+            Stage::Fresh => self.bytes,
+            Stage::Converted { .. } => self.bytes.saturating_mul(CONVERTED_FACTOR),
+        }
+    }
+
+    fn finish(self: Box<Self>) {
+        let Self {
+            job,
+            stage,
+            took,
+            results,
+            ..
+        } = *self;
+        let (value, answers) = match stage {
+            Stage::Fresh => (None, Vec::new()),
+            Stage::Converted { value, answers, .. } => (value, answers),
+        };
+        let answers = job
+            .policies
+            .iter()
+            .map(|(key, _)| key.clone())
+            .zip(answers)
+            .collect();
+        let evaluated = Evaluated {
+            job,
+            value,
+            answers,
+            took,
+        };
+        // The loop gone, the controller is stopping: nobody needs the answers.
+        results
+            .send(PolicyOutcome::Evaluated(Box::new(evaluated)))
+            .ok();
+    }
+
+    fn shed(self: Box<Self>) -> Box<dyn Work> {
+        Box::new(Shed {
+            key: self.job.key,
+            seq: self.job.seq,
+            results: self.results,
+        })
+    }
+}
+
+/// What a shed [`PolicyWork`] leaves in its place.
+struct Shed {
+    key: ObjectKey,
+    seq: u64,
+    results: mpsc::UnboundedSender<PolicyOutcome>,
+}
+
+impl Work for Shed {
+    fn namespace(&self) -> &Arc<str> {
+        &self.key.namespace
+    }
+
+    fn key(&self) -> WorkKey {
+        WorkKey::Object(self.key.clone())
+    }
+
+    fn step(&mut self) -> Progress {
+        Progress::Done
+    }
+
+    fn weight(&self) -> usize {
+        0
+    }
+
+    fn finish(self: Box<Self>) {
+        let Self { key, seq, results } = *self;
+        results.send(PolicyOutcome::Shed { key, seq }).ok();
+    }
+
+    fn shed(self: Box<Self>) -> Box<dyn Work> {
+        self
+    }
+}
+
+/// About how many bytes `object` takes: its body and the metadata a tenant can fill.
+fn object_bytes(object: &DynamicObject) -> usize {
+    let texts = |map: &Option<std::collections::BTreeMap<String, String>>| {
+        map.iter()
+            .flatten()
+            .map(|(key, value)| key.len() + value.len())
+            .sum::<usize>()
+    };
+    let metadata = &object.metadata;
+    json_bytes(&object.data)
+        .saturating_add(texts(&metadata.labels))
+        .saturating_add(texts(&metadata.annotations))
+        .saturating_add(1024)
+}
+
+/// Each policy's answers for `value`, every step at once (converted to CEL once for all).
+pub fn evaluate(value: &Value, policies: &Unevaluated) -> PolicyAnswers {
+    let converted = Converted::new(value);
+    policies
+        .iter()
+        .map(|(key, rules)| {
+            let answers = match &converted {
+                Ok(converted) => Answers::compute_converted(rules, converted),
+                Err(_) => Answers::compute(rules, value),
+            };
+            (key.clone(), answers)
+        })
+        .collect()
+}

@@ -1,0 +1,74 @@
+//! What the evaluator runs: a piece of [`Work`] that a tenant's input caused — a policy's
+//! expressions on one object, a Cleaner's conditions over its targets — done a [`Work::step`] at
+//! a time, each step one expression on one object (or the conversion of the object before
+//! them), so that the evaluator can turn to another namespace between any two.
+//!
+//! The work owns its result and where it goes: [`Work::finish`] hands it to whoever submitted
+//! it. A work that the backlog must let go of to stay within its memory bound is
+//! [`Work::shed`] into a token that keeps its place in line and, at its turn, asks its
+//! submitter for it again.
+
+use std::sync::Arc;
+
+use crate::state::ObjectKey;
+
+/// Which work a newer one replaces: the same object, or the same Cleaner (within a namespace).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum WorkKey {
+    Object(ObjectKey),
+    Cleaner(Arc<str>),
+}
+
+/// Where a work is after a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// More steps to go.
+    More,
+    /// Complete: [`Work::finish`] hands over its result.
+    Done,
+}
+
+pub trait Work: Send {
+    /// The namespace whose share of the evaluator's time pays for it.
+    fn namespace(&self) -> &Arc<str>;
+
+    /// What a newer work of the same key supersedes.
+    fn key(&self) -> WorkKey;
+
+    /// Runs one unit: one expression on one object, or the conversion the expressions need.
+    fn step(&mut self) -> Progress;
+
+    /// About how many bytes it holds now: what the backlog bounds.
+    fn weight(&self) -> usize;
+
+    /// Hands its result to whoever submitted it.
+    fn finish(self: Box<Self>);
+
+    /// Lets go of what it holds: the token left asks the submitter for the work again at its
+    /// turn, and weighs nothing.
+    fn shed(self: Box<Self>) -> Box<dyn Work>;
+}
+
+/// About how many bytes `value` takes as parsed JSON: its text, and a word or so for each node.
+/// Walked with a stack of its own (an object's nesting is the API server's to bound, not ours).
+pub fn json_bytes(value: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    const NODE: usize = 32;
+    let mut bytes = 0usize;
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        bytes = bytes.saturating_add(NODE);
+        match value {
+            Value::String(text) => bytes = bytes.saturating_add(text.len()),
+            Value::Array(items) => pending.extend(items),
+            Value::Object(fields) => {
+                for (key, item) in fields {
+                    bytes = bytes.saturating_add(key.len());
+                    pending.push(item);
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+    bytes
+}
