@@ -9,7 +9,7 @@ use jiff::Timestamp;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube_retention_common::cleaner::Cleaner;
 use kube_retention_controller::cleaners::book::{
-    Book, CleanerKey, KINDS_PER_NAMESPACE, ScopeWatch,
+    Book, CleanerKey, KINDS_PER_NAMESPACE, Scope, ScopeWatch,
 };
 use kube_retention_controller::cleaners::status::Problem;
 use kube_retention_controller::cleaners::targets::KindObjects;
@@ -227,4 +227,53 @@ fn objects_no_condition_reads_are_kept_as_what_selecting_and_deleting_them_needs
     assert_eq!(kept.metadata.annotations, None);
     assert_eq!(kept.data, Value::Null);
     assert!(serde_json::to_vec(kept.as_ref()).unwrap().len() < 1024);
+}
+
+#[test]
+fn nothing_is_watched_before_the_cleaners_are_listed_and_a_widened_watch_holds_its_cleaners() {
+    let mut book = Book::default();
+    book.relist_started();
+    let first = json!([target(
+        "revisions",
+        "Revision",
+        json!({"matchLabels": {"app": "p42"}}),
+        true
+    )]);
+    book.applied(&cleaner("previews", "p42", first));
+    serve_all(&mut book);
+    assert!(
+        book.plan_watches().is_none(),
+        "planned for one Cleaner, the watch would be planned and listed again for the next"
+    );
+    book.relist_done();
+    assert_eq!(
+        plan(&mut book),
+        [(
+            "Revision".into(),
+            "previews".into(),
+            watch(Some("app=p42"), None, true)
+        )]
+    );
+    let now: Timestamp = "2026-11-22T12:00:00Z".parse().unwrap();
+    assert_eq!(book.take_due(now).len(), 1);
+    // Another Cleaner widens the watch, which started too recently to start again at once:
+    // what it holds lacks p43's revisions, so both wait for the wider watch's list.
+    let second = json!([target(
+        "revisions",
+        "Revision",
+        json!({"matchLabels": {"app": "p43"}}),
+        true
+    )]);
+    book.applied(&cleaner("previews", "p43", second));
+    let scope = Scope::new(GroupVersionKind::gvk("", "v1", "Revision"), "previews");
+    book.plan_watches().unwrap();
+    book.scope_waits(&scope);
+    assert_eq!(
+        book.take_due(now),
+        Vec::<CleanerKey>::new(),
+        "waiting for the list"
+    );
+    book.replan();
+    assert_eq!(plan(&mut book)[0].2, watch(None, None, true));
+    assert_eq!(book.take_due(now).len(), 2, "listed: both evaluated");
 }

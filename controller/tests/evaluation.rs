@@ -14,7 +14,8 @@ use kube::api::DynamicObject;
 use kube_retention_common::cel::EvalError;
 use kube_retention_common::governing::Answers;
 use kube_retention_controller::evaluator::{
-    Bounds, Evaluated, EvaluatorMetrics, Job, PolicyOutcome, PolicyWork, Work, evaluate, serve,
+    Bounds, Evaluated, EvaluatorMetrics, Job, PolicyOutcome, PolicyWork, Submission, Work,
+    evaluate, serve,
 };
 use kube_retention_controller::policy_status::{self, Inputs};
 use kube_retention_controller::state::{LoadedPolicy, ObjectKey, PolicyAnswers, PolicyKey, State};
@@ -266,8 +267,9 @@ fn a_namespace_whose_evaluations_cost_past_its_time_share_waits_while_the_others
 }
 
 /// `job` as evaluator work, answering on `results`.
-fn work(job: Job, results: &UnboundedSender<PolicyOutcome>) -> Box<dyn Work> {
-    Box::new(PolicyWork::new(job, results.clone()))
+fn work(job: Job, results: &UnboundedSender<PolicyOutcome>) -> Submission {
+    let work: Box<dyn Work> = Box::new(PolicyWork::new(job, results.clone()));
+    work.into()
 }
 
 /// The answers in `outcome`: nothing is shed within the default bounds.

@@ -36,6 +36,8 @@ struct Probe {
     log: Log,
     /// Finished, or shed into a token.
     ended: bool,
+    /// Shed before and asked for again.
+    returning: bool,
 }
 
 impl Drop for Probe {
@@ -65,6 +67,7 @@ fn probe(
         working: bytes.1,
         log: log.clone(),
         ended: false,
+        returning: false,
     })
 }
 
@@ -93,6 +96,10 @@ impl Work for Probe {
         } else {
             self.working
         }
+    }
+
+    fn returning(&self) -> bool {
+        self.returning
     }
 
     fn finish(mut self: Box<Self>) {
@@ -175,6 +182,7 @@ fn roomy() -> Bounds {
         namespace_bytes: usize::MAX,
         queued_bytes: usize::MAX,
         started_bytes: usize::MAX,
+        returns: usize::MAX,
     }
 }
 
@@ -230,6 +238,7 @@ fn past_its_bound_a_namespace_sheds_its_newest_waiting_work_and_asks_for_it_at_i
         namespace_bytes: 250,
         queued_bytes: usize::MAX,
         started_bytes: usize::MAX,
+        returns: usize::MAX,
     };
     let mut backlog = Backlog::new(bounds);
     for name in ["a-1", "a-2", "a-3", "a-4"] {
@@ -260,6 +269,7 @@ fn past_the_total_the_heaviest_namespace_pays_and_work_under_way_is_never_shed()
         namespace_bytes: usize::MAX,
         queued_bytes: 500,
         started_bytes: usize::MAX,
+        returns: usize::MAX,
     };
     let mut backlog = Backlog::new(bounds);
     backlog.push(probe(&log, "heavy", "h-1", 3, (300, 300)));
@@ -286,6 +296,7 @@ fn no_work_starts_while_what_is_under_way_holds_the_bound_and_what_started_finis
         namespace_bytes: usize::MAX,
         queued_bytes: usize::MAX,
         started_bytes: 1000,
+        returns: usize::MAX,
     };
     let mut backlog = Backlog::new(bounds);
     for namespace in ["a", "b", "c"] {
@@ -296,6 +307,63 @@ fn no_work_starts_while_what_is_under_way_holds_the_bound_and_what_started_finis
         steps_of(&log),
         ["a", "a", "a", "b", "b", "b", "c", "c", "c"],
         "one under way at a time: the bound is one work's"
+    );
+}
+
+#[test]
+fn work_heavier_than_its_lane_comes_back_once_and_goes_and_few_come_back_at_once() {
+    let log = Log::default();
+    let bounds = Bounds {
+        namespace_bytes: 100,
+        queued_bytes: usize::MAX,
+        started_bytes: usize::MAX,
+        returns: 1,
+    };
+    let mut backlog = Backlog::new(bounds);
+    backlog.push(probe(&log, "a", "a-big", 2, (500, 500)));
+    backlog.push(probe(&log, "b", "b-big", 2, (500, 500)));
+    assert_eq!(
+        backlog.dropped().shed,
+        2,
+        "each alone past its lane's bound"
+    );
+    backlog.step(|_| true).unwrap().done.unwrap().finish();
+    assert_eq!(backlog.outstanding(), 1);
+    assert!(
+        backlog.step(|_| true).is_none(),
+        "b's token waits: one work may be asked back at a time"
+    );
+    let back = Probe {
+        namespace: "a".into(),
+        name: "a-big".into(),
+        steps: 2,
+        taken: 0,
+        waiting: 500,
+        working: 500,
+        log: log.clone(),
+        ended: false,
+        returning: true,
+    };
+    backlog.push(Box::new(back));
+    assert_eq!(
+        backlog.dropped().shed,
+        2,
+        "work coming back is never shed again"
+    );
+    drain(&mut backlog);
+    let log = log.lock().unwrap().clone();
+    let ends: Vec<&Seen> = log
+        .iter()
+        .filter(|seen| !matches!(seen, Seen::Step(_)))
+        .collect();
+    assert_eq!(
+        ends,
+        [
+            &Seen::Again("a-big".into()),
+            // a-big's first step started it: b's token may ask for b-big.
+            &Seen::Again("b-big".into()),
+            &Seen::Done("a-big".into()),
+        ]
     );
 }
 
@@ -313,6 +381,8 @@ enum Act {
         /// Namespaces held back by their share this turn.
         held: u8,
     },
+    /// The submitter answers the oldest work asked for again: back, or gone.
+    Return { back: bool },
 }
 
 fn act() -> impl Strategy<Value = Act> {
@@ -327,18 +397,56 @@ fn act() -> impl Strategy<Value = Act> {
             }
         ),
         (0u8..16).prop_map(|held| Act::Step { held }),
+        any::<bool>().prop_map(|back| Act::Return { back }),
     ]
+}
+
+/// Answers the oldest work asked for again (a token's name in `log` not answered yet): pushed
+/// back as work coming back, or said to be gone. Answers whether there was one.
+fn answer_one(backlog: &mut Backlog, log: &Log, answered: &mut usize, back: bool) -> bool {
+    let asked: Vec<String> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|seen| match seen {
+            Seen::Again(name) => Some(name.clone()),
+            _ => None,
+        })
+        .collect();
+    let Some(name) = asked.get(*answered) else {
+        return false;
+    };
+    *answered += 1;
+    if !back {
+        backlog.nothing_returned();
+        return true;
+    }
+    let (namespace, _) = name.split_once('-').unwrap();
+    backlog.push(Box::new(Probe {
+        namespace: namespace.into(),
+        name: name.clone(),
+        steps: 2,
+        taken: 0,
+        waiting: 400,
+        working: 400,
+        log: log.clone(),
+        ended: false,
+        returning: true,
+    }));
+    true
 }
 
 proptest! {
     #[test]
     fn under_any_flood_the_bounds_hold_and_every_work_ends_once(acts in prop::collection::vec(act(), 1..300)) {
         const MOST: usize = 1200;
-        let bounds = Bounds { namespace_bytes: 600, queued_bytes: 1500, started_bytes: 2000 };
+        const MOST_WAITING: usize = 400;
+        let bounds = Bounds { namespace_bytes: 600, queued_bytes: 1500, started_bytes: 2000, returns: 2 };
         let log = Log::default();
         let mut backlog = Backlog::new(bounds);
         let mut pushed = 0u64;
         let mut ended = 0u64;
+        let mut answered = 0;
         let mut waited: HashMap<Arc<str>, HashSet<Arc<str>>> = HashMap::new();
         for act in acts {
             match act {
@@ -352,14 +460,22 @@ proptest! {
                         working: working.into(),
                         log: log.clone(),
                         ended: false,
+                        returning: false,
                     };
                     backlog.push(Box::new(work));
                     pushed += 1;
                 }
+                Act::Return { back } => {
+                    if answer_one(&mut backlog, &log, &mut answered, back) && back {
+                        pushed += 1;
+                    }
+                }
                 Act::Step { held } => {
                     let namespaces: Vec<Arc<str>> = backlog.namespaces().cloned().collect();
-                    // Without room to start work, only work under way goes: no round is owed.
-                    let room = backlog.bytes().1 < bounds.started_bytes;
+                    // Without room to start work, or to ask for more back, not every
+                    // namespace may go: no round is owed.
+                    let room = backlog.bytes().1 < bounds.started_bytes
+                        && backlog.outstanding() < bounds.returns;
                     let turn = backlog.step(|namespace| {
                         let index: u8 = namespace.parse().unwrap();
                         held & (1 << index) == 0
@@ -383,15 +499,31 @@ proptest! {
                 }
             }
             let (queued, started) = backlog.bytes();
-            prop_assert!(queued <= bounds.queued_bytes, "{queued} waiting");
+            let coming_back = bounds.returns * MOST_WAITING;
+            prop_assert!(backlog.outstanding() <= bounds.returns);
+            prop_assert!(queued <= bounds.queued_bytes + coming_back, "{queued} waiting");
             prop_assert!(started <= bounds.started_bytes + MOST, "{started} under way");
         }
-        while let Some(turn) = backlog.step(|_| true) {
-            if let Some(done) = turn.done {
-                done.finish();
-                ended += 1;
+        // The submitters answer everything asked, and the backlog drains.
+        loop {
+            while let Some(turn) = backlog.step(|_| true) {
+                if let Some(done) = turn.done {
+                    done.finish();
+                    ended += 1;
+                }
             }
+            if !answer_one(&mut backlog, &log, &mut answered, true) {
+                break;
+            }
+            pushed += 1;
         }
+        prop_assert!(
+            backlog.is_empty(),
+            "left: {} works, {:?} bytes, {} outstanding, {answered} answered",
+            backlog.len(),
+            backlog.bytes(),
+            backlog.outstanding()
+        );
         let dropped = backlog.dropped();
         prop_assert_eq!(ended + dropped.superseded, pushed);
         let log = log.lock().unwrap();
@@ -404,5 +536,73 @@ proptest! {
         prop_assert_eq!(done + again, ended);
         prop_assert_eq!(superseded, dropped.superseded);
         prop_assert!(again <= dropped.shed, "{again} asked again, {} shed", dropped.shed);
+        prop_assert_eq!(backlog.outstanding(), 0);
     }
+}
+
+/// A work whose one step waits without running, as a step of the lowest-priority thread does
+/// on a loaded machine; it says when it is done.
+struct Waiting {
+    namespace: Arc<str>,
+    name: String,
+    done: std::sync::mpsc::Sender<String>,
+}
+
+impl Work for Waiting {
+    fn namespace(&self) -> &Arc<str> {
+        &self.namespace
+    }
+
+    fn key(&self) -> WorkKey {
+        WorkKey::Cleaner(self.name.as_str().into())
+    }
+
+    fn step(&mut self) -> Progress {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        Progress::Done
+    }
+
+    fn weight(&self) -> usize {
+        1
+    }
+
+    fn finish(self: Box<Self>) {
+        self.done.send(self.name.clone()).unwrap();
+    }
+
+    fn shed(self: Box<Self>) -> Box<dyn Work> {
+        self
+    }
+}
+
+#[test]
+fn a_namespace_is_charged_the_cpu_time_its_steps_took_not_the_time_they_were_away() {
+    use kube_retention_controller::evaluator::{EvaluatorMetrics, Submission, serve};
+    use kube_retention_controller::time_shares::TimeShares;
+    let (works, queued) = std::sync::mpsc::channel::<Submission>();
+    let (done, finished) = std::sync::mpsc::channel();
+    for name in ["first", "second"] {
+        let waiting = Waiting {
+            namespace: "a".into(),
+            name: name.into(),
+            done: done.clone(),
+        };
+        let waiting: Box<dyn Work> = Box::new(waiting);
+        works.send(waiting.into()).unwrap();
+    }
+    drop(works);
+    let evaluator = std::thread::spawn(move || {
+        // A thousandth of a core and no credit ahead: charged the 200 ms the first step was
+        // away, the namespace would wait 200 s before its second.
+        let shares = TimeShares::new(0.001, std::time::Duration::ZERO);
+        serve(&queued, shares, roomy(), &EvaluatorMetrics::default());
+    });
+    let patience = std::time::Duration::from_secs(60);
+    assert_eq!(finished.recv_timeout(patience).unwrap(), "first");
+    assert_eq!(
+        finished.recv_timeout(patience).unwrap(),
+        "second",
+        "the second waited as if the first had run for its whole 200 ms"
+    );
+    evaluator.join().unwrap();
 }

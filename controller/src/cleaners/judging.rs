@@ -55,6 +55,8 @@ enum Stage {
 /// A [`Pending`] evaluation as evaluator work.
 pub struct CleanerWork {
     pending: Pending,
+    /// Shed before, and prepared again.
+    returning: bool,
     namespace: Arc<str>,
     bytes: usize,
     stage: Stage,
@@ -78,10 +80,19 @@ impl CleanerWork {
         Self {
             namespace: Arc::from(pending.key.namespace.as_str()),
             pending,
+            returning: false,
             bytes,
             stage: Stage::Fresh,
             results,
         }
+    }
+}
+
+impl CleanerWork {
+    /// This work as shed work coming back ([`Work::returning`]), where `returning`.
+    pub fn returning(mut self, returning: bool) -> Self {
+        self.returning = returning;
+        self
     }
 }
 
@@ -142,6 +153,10 @@ impl Work for CleanerWork {
             Stage::Converted(_) => self.bytes.saturating_mul(CONVERTED_FACTOR),
             Stage::Decided(_) => 0,
         }
+    }
+
+    fn returning(&self) -> bool {
+        self.returning
     }
 
     fn finish(self: Box<Self>) {

@@ -67,6 +67,11 @@ impl KindObjects {
         self.listed
     }
 
+    /// Its objects no longer count as listed (the watch is to be started again).
+    pub fn unlisted(&mut self) {
+        self.listed = false;
+    }
+
     pub fn relist_started(&mut self) {
         self.relisting = Some(BTreeMap::new());
     }

@@ -12,6 +12,12 @@
 //!   from the back of the heaviest lane — the tenant who queued the most pays — into tokens
 //!   that keep their place and ask for the work again at their turn. The tokens themselves
 //!   hold a key each: one per object of the namespace at most, as the controller's own records.
+//! - **Coming back, bounded.** A token's turn asks its submitter for the work again (for a
+//!   policy's object, one GET). At most [`Bounds::returns`] are outstanding — asked for and not
+//!   yet started — across every namespace, and a token waits its turn while that many are: so
+//!   the API server sees at most that many such GETs at once, however many tokens there are.
+//!   The work comes back first in its lane, the place it had, and is never shed again: shedding
+//!   costs a tenant time, never its progress.
 //!   Work under way (converted, partly evaluated: several times its object) is weighed after
 //!   every step and never shed — shedding it would waste the steps it took, and under a flood
 //!   no work would ever finish — so a work starts only while what is under way holds less than
@@ -23,46 +29,24 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
+use super::bounds::{Bounds, Dropped};
 use super::work::{Progress, Work, WorkKey};
 
-/// How much the queued work may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bounds {
-    /// Waiting to start, in one namespace's lane.
-    pub namespace_bytes: usize,
-    /// Waiting to start, in every lane together.
-    pub queued_bytes: usize,
-    /// Under way: no work starts while what is under way holds this much.
-    pub started_bytes: usize,
-}
-
-impl Default for Bounds {
-    /// A namespace queues at most 8 MiB (five objects at etcd's 1.5 MiB limit), all of them
-    /// 32 MiB, and work under way holds about 32 MiB more: beside the controller's working set
-    /// and one evaluation's own bound, within the chart's memory limit (README, "What a
-    /// namespace editor can and cannot make the controller do").
-    fn default() -> Self {
-        Self {
-            namespace_bytes: 8 * 1024 * 1024,
-            queued_bytes: 32 * 1024 * 1024,
-            started_bytes: 32 * 1024 * 1024,
-        }
-    }
-}
-
-/// What the backlog let go of, counted since it began.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Dropped {
-    /// Replaced by a newer work of the same key before it was done.
-    pub superseded: u64,
-    /// Shed to stay within the bounds (asked for again at their turn).
-    pub shed: u64,
+enum Kind {
+    /// Waiting to start, sheddable.
+    Waiting,
+    /// Shed work coming back: waiting to start, never shed again.
+    Returning,
+    /// A shed work's token: at its turn it asks for the work again.
+    Token,
+    Started,
 }
 
 struct Entry {
     work: Box<dyn Work>,
     weight: usize,
-    started: bool,
+    kind: Kind,
 }
 
 #[derive(Default)]
@@ -86,6 +70,8 @@ pub struct Backlog {
     round: VecDeque<Arc<str>>,
     queued: usize,
     started: usize,
+    /// Tokens whose turn asked for their work, the work not started yet.
+    outstanding: usize,
     dropped: Dropped,
 }
 
@@ -97,34 +83,47 @@ impl Backlog {
             round: VecDeque::new(),
             queued: 0,
             started: 0,
+            outstanding: 0,
             dropped: Dropped::default(),
         }
     }
 
-    /// Queues `work` behind its namespace's others, or in place of the work of its key.
+    /// Queues `work` behind its namespace's others, or in place of the work of its key; work
+    /// coming back from being shed goes first.
     pub fn push(&mut self, work: Box<dyn Work>) {
         let namespace = work.namespace().clone();
         let key = work.key();
         let weight = work.weight();
+        let kind = match work.returning() {
+            true => Kind::Returning,
+            false => Kind::Waiting,
+        };
         let lane = self.lanes.entry(namespace.clone()).or_default();
         if lane.order.is_empty() {
             self.round.push_back(namespace.clone());
         }
-        let entry = Entry {
-            work,
-            weight,
-            started: false,
-        };
+        let entry = Entry { work, weight, kind };
         match lane.entries.insert(key.clone(), entry) {
-            Some(replaced) if replaced.started => {
-                self.dropped.superseded += 1;
-                self.started -= replaced.weight;
-            }
             Some(replaced) => {
                 self.dropped.superseded += 1;
-                lane.queued -= replaced.weight;
-                self.queued -= replaced.weight;
+                match replaced.kind {
+                    Kind::Started => self.started -= replaced.weight,
+                    Kind::Waiting | Kind::Returning | Kind::Token => {
+                        lane.queued -= replaced.weight;
+                        self.queued -= replaced.weight;
+                    }
+                }
+                if replaced.kind == Kind::Returning {
+                    self.outstanding = self.outstanding.saturating_sub(1);
+                }
+                if kind == Kind::Returning {
+                    // First in line, ahead of any token: what comes back starts before more
+                    // is asked back, or the two would wait for each other.
+                    lane.order.retain(|queued| queued != &key);
+                    lane.order.push_front(key);
+                }
             }
+            None if kind == Kind::Returning => lane.order.push_front(key),
             None => lane.order.push_back(key),
         }
         lane.queued += weight;
@@ -132,18 +131,28 @@ impl Backlog {
         self.shed_past_bounds(&namespace);
     }
 
+    /// A shed work asked for again will not come back (it is gone, or newer work replaced it).
+    pub fn nothing_returned(&mut self) {
+        self.outstanding = self.outstanding.saturating_sub(1);
+    }
+
     /// Runs one step of the first work of the first namespace in the round that may go: that
-    /// `ready` lets go (its share of time), and whose work is under way or may start. That
-    /// namespace goes to the back of the round; those held back keep their place. `None` when
-    /// no namespace may go.
+    /// `ready` lets go (its share of time), and whose work is under way or may start (room
+    /// under way, and for a token, room for one more work to come back). That namespace goes
+    /// to the back of the round; those held back keep their order. `None` when none may go.
     pub fn step(&mut self, mut ready: impl FnMut(&Arc<str>) -> bool) -> Option<Turn> {
         let room = self.started < self.bounds.started_bytes;
+        let returns = self.outstanding < self.bounds.returns;
         let turns = self.round.len();
         let namespace = (0..turns).find_map(|_| {
             let namespace = self.round.pop_front()?;
             let may_run = self
                 .front(&namespace)
-                .is_some_and(|entry| entry.started || room);
+                .is_some_and(|entry| match entry.kind {
+                    Kind::Started => true,
+                    Kind::Waiting | Kind::Returning => room,
+                    Kind::Token => room && returns,
+                });
             let go = may_run && ready(&namespace);
             self.round.push_back(namespace.clone());
             go.then_some(namespace)
@@ -151,13 +160,19 @@ impl Backlog {
         let lane = self.lanes.get_mut(&namespace)?;
         let key = lane.order.front()?.clone();
         let entry = lane.entries.get_mut(&key)?;
-        if entry.started {
-            self.started -= entry.weight;
-        } else {
-            lane.queued -= entry.weight;
-            self.queued -= entry.weight;
-            entry.started = true;
+        match entry.kind {
+            Kind::Started => self.started -= entry.weight,
+            Kind::Waiting | Kind::Returning | Kind::Token => {
+                lane.queued -= entry.weight;
+                self.queued -= entry.weight;
+            }
         }
+        match entry.kind {
+            Kind::Returning => self.outstanding = self.outstanding.saturating_sub(1),
+            Kind::Token => self.outstanding += 1,
+            Kind::Waiting | Kind::Started => {}
+        }
+        entry.kind = Kind::Started;
         let progress = entry.work.step();
         entry.weight = entry.work.weight();
         let done = match progress {
@@ -192,24 +207,29 @@ impl Backlog {
             && self.shed_one(namespace)
         {}
         while self.queued > self.bounds.queued_bytes {
-            let heaviest = self
+            let mut lanes: Vec<(&Arc<str>, usize)> = self
                 .lanes
                 .iter()
-                .max_by_key(|(_, lane)| lane.queued)
-                .map(|(namespace, _)| namespace.clone());
-            if !heaviest.is_some_and(|heaviest| self.shed_one(&heaviest)) {
+                .map(|(namespace, lane)| (namespace, lane.queued))
+                .collect();
+            lanes.sort_by(|a, b| b.1.cmp(&a.1));
+            let lanes: Vec<Arc<str>> = lanes
+                .into_iter()
+                .map(|(namespace, _)| namespace.clone())
+                .collect();
+            if !lanes.iter().any(|heaviest| self.shed_one(heaviest)) {
                 return;
             }
         }
     }
 
-    /// Sheds the last work of `namespace` that waits to start and holds anything; false where
-    /// none does.
+    /// Sheds the last waiting work of `namespace` that holds anything (not work coming back);
+    /// false where there is none.
     fn shed_one(&mut self, namespace: &Arc<str>) -> bool {
         let Some(lane) = self.lanes.get_mut(namespace) else {
             return false;
         };
-        let sheddable = |entry: &Entry| !entry.started && entry.weight > 0;
+        let sheddable = |entry: &Entry| entry.kind == Kind::Waiting && entry.weight > 0;
         let Some(key) = lane
             .order
             .iter()
@@ -229,7 +249,7 @@ impl Backlog {
         let token = Entry {
             work,
             weight,
-            started: false,
+            kind: Kind::Token,
         };
         lane.entries.insert(key, token);
         self.dropped.shed += 1;
@@ -253,6 +273,11 @@ impl Backlog {
     /// What the work waiting to start holds, and what the work under way holds.
     pub fn bytes(&self) -> (usize, usize) {
         (self.queued, self.started)
+    }
+
+    /// Shed works asked for again and not started yet.
+    pub fn outstanding(&self) -> usize {
+        self.outstanding
     }
 
     pub fn dropped(&self) -> Dropped {

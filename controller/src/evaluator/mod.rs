@@ -11,17 +11,19 @@
 //! namespace's time while the others' turns go on, so it gets no more of the machine by writing
 //! them.
 //!
-//! A thread rather than tokio's blocking pool: evaluation is CPU work that never awaits. The
-//! thread takes at most [`CPU_SHARE`] of one core, whatever tenants ask: after each step it
-//! rests in proportion to the time it took (rests shorter than [`MIN_REST`] are added up
-//! first), so everyday expressions, which take microseconds, never wait, and expressions
-//! stopped at their limit cannot keep a core busy. It also runs at the lowest priority (nice
-//! 19), so that where cores are contended the loops, the executor and the API server come first.
+//! A thread rather than tokio's blocking pool: evaluation is CPU work that never awaits. The thread
+//! takes at most [`CPU_SHARE`] of one core, whatever tenants ask: after each step it rests in
+//! proportion to the time it took (rests shorter than [`MIN_REST`] are added up first), so everyday
+//! expressions, which take microseconds, never wait, and expressions stopped at their limit cannot
+//! keep a core busy. Steps are charged in the thread's CPU time. It also runs at the lowest
+//! priority (nice 19), so that where cores are contended the loops, the executor and the API server
+//! come first.
 
 use std::sync::Arc;
 use std::sync::mpsc as channel;
 use std::time::{Duration, Instant};
 
+use cpu_time::ThreadTime;
 use kube_retention_runtime::supervise::{self, Supervised};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
@@ -31,10 +33,12 @@ use thread_priority::{ThreadPriority, set_current_thread_priority};
 use crate::time_shares::TimeShares;
 
 pub mod backlog;
+pub mod bounds;
 pub mod policy;
 pub mod work;
 
-pub use backlog::{Backlog, Bounds, Dropped};
+pub use backlog::Backlog;
+pub use bounds::{Bounds, Dropped};
 pub use policy::{Evaluated, Job, PolicyOutcome, PolicyWork, evaluate};
 pub use work::{Progress, Work, WorkKey};
 
@@ -91,29 +95,59 @@ impl EvaluatorMetrics {
     }
 }
 
+/// What a loop sends the evaluator's thread.
+pub enum Submission {
+    Work(Box<dyn Work>),
+    /// Shed work asked for again will not come back ([`Backlog::nothing_returned`]).
+    NothingReturned,
+}
+
+impl From<Box<dyn Work>> for Submission {
+    fn from(work: Box<dyn Work>) -> Self {
+        Submission::Work(work)
+    }
+}
+
 /// The way to the evaluator's thread: cloned by every loop that submits work.
 #[derive(Clone)]
 pub struct Evaluator {
-    work: channel::Sender<Box<dyn Work>>,
+    work: channel::Sender<Submission>,
 }
 
 impl Evaluator {
     /// Starts the thread, `cel-evaluator`, and answers it for a supervisor: it ends once every
     /// [`Evaluator`] is dropped and the work queued is done.
     pub fn spawn(metrics: EvaluatorMetrics) -> std::io::Result<(Self, Supervised)> {
+        Self::spawn_with(metrics, TimeShares::default(), Bounds::default())
+    }
+
+    /// Like [`Evaluator::spawn`], each namespace's time shared by `shares` and the backlog
+    /// held within `bounds`.
+    pub fn spawn_with(
+        metrics: EvaluatorMetrics,
+        shares: TimeShares<Arc<str>>,
+        bounds: Bounds,
+    ) -> std::io::Result<(Self, Supervised)> {
         let (work, queued) = channel::channel();
         let thread = supervise::thread("cel-evaluator", move || {
             if let Err(error) = set_current_thread_priority(ThreadPriority::Min) {
                 tracing::warn!(%error, "could not lower the CEL evaluator's priority");
             }
-            serve(&queued, TimeShares::default(), Bounds::default(), &metrics);
+            serve(&queued, shares, bounds, &metrics);
         })?;
         Ok((Self { work }, thread))
     }
 
     /// Queues `work`; false once the thread has ended.
     pub fn submit(&self, work: Box<dyn Work>) -> bool {
-        self.work.send(work).is_ok()
+        self.work.send(Submission::Work(work)).is_ok()
+    }
+
+    /// Says that shed work asked for again will not come back: it went, or newer work
+    /// replaced it, or nothing is to be evaluated of it any more.
+    pub fn nothing_returned(&self) {
+        // The thread gone, the controller is stopping: nothing to bound any more.
+        self.work.send(Submission::NothingReturned).ok();
     }
 }
 
@@ -121,7 +155,7 @@ impl Evaluator {
 /// step at a time, each namespace's time shared by `shares`, the backlog within `bounds`;
 /// public so that tests can drive it.
 pub fn serve(
-    queued: &channel::Receiver<Box<dyn Work>>,
+    queued: &channel::Receiver<Submission>,
     mut shares: TimeShares<Arc<str>>,
     bounds: Bounds,
     metrics: &EvaluatorMetrics,
@@ -133,39 +167,58 @@ pub fn serve(
         let before = backlog.dropped();
         if backlog.is_empty() {
             match queued.recv() {
-                Ok(work) => backlog.push(work),
+                Ok(submission) => take(&mut backlog, submission),
                 Err(_) => return,
             }
         }
-        while let Ok(work) = queued.try_recv() {
-            backlog.push(work);
+        while let Ok(submission) = queued.try_recv() {
+            take(&mut backlog, submission);
         }
         let now = Instant::now();
-        let started = Instant::now();
+        let started = ThreadTime::now();
         let turn = backlog.step(|namespace| shares.ready_at(namespace, now).is_none());
         let Some(turn) = turn else {
             metrics.observe(&backlog, before);
-            // Every namespace with work is in debt: wait for the first to pay it off, or for
-            // new work (perhaps a namespace's that is not).
+            // Every namespace with work is in debt, or waits for room: wait for the first to
+            // pay its debt off, or for what the loops send (new work, perhaps a namespace's
+            // that is not in debt; shed work coming back).
             let next = backlog.namespaces();
             let until = next
                 .filter_map(|namespace| shares.ready_at(namespace, now))
                 .min();
-            let wait = until.map_or(MIN_REST, |until| until.saturating_duration_since(now));
-            if !open {
-                std::thread::sleep(wait);
-                continue;
-            }
-            match queued.recv_timeout(wait) {
-                Ok(work) => backlog.push(work),
-                Err(channel::RecvTimeoutError::Timeout) => {}
-                // No more work will come; what is queued is still served.
-                Err(channel::RecvTimeoutError::Disconnected) => open = false,
+            let received = match (until, open) {
+                (Some(until), true) => {
+                    match queued.recv_timeout(until.saturating_duration_since(now)) {
+                        Ok(submission) => Some(submission),
+                        Err(channel::RecvTimeoutError::Timeout) => None,
+                        // No more work will come; what is queued is still served.
+                        Err(channel::RecvTimeoutError::Disconnected) => {
+                            open = false;
+                            None
+                        }
+                    }
+                }
+                (None, true) => match queued.recv() {
+                    Ok(submission) => Some(submission),
+                    Err(_) => return,
+                },
+                (Some(until), false) => {
+                    std::thread::sleep(until.saturating_duration_since(now));
+                    None
+                }
+                // Nothing can go and nothing more will come: shed work will not come back.
+                (None, false) => return,
+            };
+            if let Some(submission) = received {
+                take(&mut backlog, submission);
             }
             continue;
         };
+        // Charged the CPU time the step took, not the time it was away: at the lowest priority
+        // on a loaded machine, the thread waits many times longer than it runs, and a tenant
+        // charged for that wait would get far less than its share.
         let took = started.elapsed();
-        shares.charge(&turn.namespace, took, started + took);
+        shares.charge(&turn.namespace, took, Instant::now());
         if let Some(done) = turn.done {
             done.finish();
         }
@@ -175,5 +228,12 @@ pub fn serve(
             std::thread::sleep(owed);
             owed = Duration::ZERO;
         }
+    }
+}
+
+fn take(backlog: &mut Backlog, submission: Submission) {
+    match submission {
+        Submission::Work(work) => backlog.push(work),
+        Submission::NothingReturned => backlog.nothing_returned(),
     }
 }

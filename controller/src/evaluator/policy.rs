@@ -65,6 +65,8 @@ enum Stage {
 /// A [`Job`] as evaluator work.
 pub struct PolicyWork {
     job: Job,
+    /// Shed before, and fetched again.
+    returning: bool,
     bytes: usize,
     stage: Stage,
     took: Duration,
@@ -76,11 +78,18 @@ impl PolicyWork {
         let bytes = object_bytes(&job.object);
         Self {
             job,
+            returning: false,
             bytes,
             stage: Stage::Fresh,
             took: Duration::ZERO,
             results,
         }
+    }
+
+    /// This work as shed work coming back ([`Work::returning`]), where `returning`.
+    pub fn returning(mut self, returning: bool) -> Self {
+        self.returning = returning;
+        self
     }
 
     /// One step: the conversion, or one expression of the first policy with any left.
@@ -154,6 +163,10 @@ impl Work for PolicyWork {
             Stage::Fresh => self.bytes,
             Stage::Converted { .. } => self.bytes.saturating_mul(CONVERTED_FACTOR),
         }
+    }
+
+    fn returning(&self) -> bool {
+        self.returning
     }
 
     fn finish(self: Box<Self>) {

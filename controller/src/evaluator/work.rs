@@ -47,6 +47,12 @@ pub trait Work: Send {
     /// Lets go of what it holds: the token left asks the submitter for the work again at its
     /// turn, and weighs nothing.
     fn shed(self: Box<Self>) -> Box<dyn Work>;
+
+    /// Whether this is shed work coming back, asked for at its turn: it goes first in its
+    /// namespace's lane, the place it had.
+    fn returning(&self) -> bool {
+        false
+    }
 }
 
 /// About how many bytes `value` takes as parsed JSON: its text, and a word or so for each node.

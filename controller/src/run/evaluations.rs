@@ -48,6 +48,8 @@ pub struct Evaluations {
     pending: HashMap<ObjectKey, u64>,
     awaited: HashMap<KindId, HashSet<ObjectKey>>,
     next: u64,
+    /// The shed object fetched again being submitted now: it comes back to the evaluator.
+    returning: Option<ObjectKey>,
 }
 
 impl Evaluations {
@@ -65,6 +67,7 @@ impl Evaluations {
             pending: HashMap::new(),
             awaited: HashMap::new(),
             next: 0,
+            returning: None,
         }
     }
 
@@ -73,7 +76,8 @@ impl Evaluations {
         job.seq = self.next;
         self.pending.insert(job.key.clone(), job.seq);
         metrics.evaluations_queued.set(gauge(self.pending.len()));
-        let work = PolicyWork::new(job, self.sender.clone());
+        let returning = self.returning.take_if(|key| key == &job.key).is_some();
+        let work = PolicyWork::new(job, self.sender.clone()).returning(returning);
         if !self.evaluator.submit(Box::new(work)) {
             tracing::error!(
                 "the CEL evaluator's thread has ended; policies with expressions no longer apply"
@@ -174,6 +178,7 @@ impl Loop {
     /// the evaluator let it go, and its turn has come.
     fn fetch_again(&self, key: ObjectKey, seq: u64) {
         if !self.evaluations.latest(&key, seq) || !self.watches.is_running(key.kind) {
+            self.evaluations.evaluator.nothing_returned();
             return;
         }
         let resource = self.state.kinds()[key.kind].resource.api_resource();
@@ -191,14 +196,22 @@ impl Loop {
     pub(super) fn on_fetched(&mut self, fetched: Fetched) -> Vec<Action> {
         let Fetched { key, seq, object } = fetched;
         if !self.evaluations.latest(&key, seq) {
+            self.evaluations.evaluator.nothing_returned();
             return Vec::new();
         }
         match object {
             Ok(Some(mut object)) => {
                 object.managed_fields_mut().clear();
-                self.on_applied(key.kind, object, self.clock.now())
+                self.evaluations.returning = Some(key.clone());
+                let actions = self.on_applied(key.kind, object, self.clock.now());
+                if self.evaluations.returning.take().is_some() {
+                    // Judged without its expressions (no policy with any selects it now).
+                    self.evaluations.evaluator.nothing_returned();
+                }
+                actions
             }
             Ok(None) => {
+                self.evaluations.evaluator.nothing_returned();
                 let awaited = self.evaluations.forget(&key);
                 match awaited {
                     true => self.settle(key.kind),

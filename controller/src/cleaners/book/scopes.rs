@@ -48,8 +48,10 @@ impl Book {
     /// changed since the last plan: every scope some Cleaner refers to whose kind is served
     /// and which the API server has not refused. Scopes past their namespace's
     /// [`KINDS_PER_NAMESPACE`] are marked unavailable, saying why.
+    /// Nothing is planned before the Cleaners are listed: a watch planned for some of them
+    /// would be planned again, and listed again, for the rest.
     pub fn plan_watches(&mut self) -> Option<Vec<(Scope, ApiResource, ScopeWatch)>> {
-        if !std::mem::take(&mut self.replan) {
+        if !self.cleaners_listed || !std::mem::take(&mut self.replan) {
             return None;
         }
         let mut kinds_by_namespace: BTreeMap<&str, BTreeMap<String, &GroupVersionKind>> =
@@ -138,6 +140,20 @@ impl Book {
         let objects = KindObjects::new(resource, how.bodies);
         self.scopes
             .insert(scope.clone(), ScopeState::Watching(objects));
+    }
+
+    /// The watch of `scope` must change, but not yet (it started too recently): what it holds
+    /// may lack what a Cleaner now refers to, so its Cleaners wait for the new one's list.
+    /// Planned again at [`Book::replan`].
+    pub fn scope_waits(&mut self, scope: &Scope) {
+        if let Some(ScopeState::Watching(objects)) = self.scopes.get_mut(scope) {
+            objects.unlisted();
+        }
+    }
+
+    /// The watches are planned again at the next [`Book::plan_watches`].
+    pub fn replan(&mut self) {
+        self.replan = true;
     }
 
     /// The API server refused to list or watch `scope`: its Cleaners say so until the next

@@ -36,6 +36,10 @@ use crate::watch_backoff::watch_backoff;
 /// How often kinds that could not be watched are looked up again.
 const REDISCOVER: Duration = Duration::from_secs(30);
 
+/// The least time between two starts of one scope's watch: a tenant who keeps changing what
+/// its Cleaners refer to lists its namespace at most this often.
+const RESTART_EVERY: Duration = Duration::from_secs(5);
+
 enum CleanerEvent {
     Cleaner(Result<Event<Cleaner>, watcher::Error>),
     Target(Scope, Result<Event<DynamicObject>, watcher::Error>),
@@ -53,7 +57,9 @@ pub struct Cleaners {
     cleaning: Arc<Cleaning>,
     book: Book,
     streams: SelectAll<BoxStream<'static, CleanerEvent>>,
-    watching: HashMap<Scope, (AbortHandle, ScopeWatch)>,
+    watching: HashMap<Scope, (AbortHandle, ScopeWatch, Instant)>,
+    /// When the watches are planned again, for a change that had to wait.
+    replan_at: Option<Instant>,
     resolving: HashSet<GroupVersionKind>,
     resolutions: Channel<Resolution>,
     finished: Channel<Finished>,
@@ -85,6 +91,7 @@ impl Cleaners {
             book: Book::default(),
             streams,
             watching: HashMap::new(),
+            replan_at: None,
             resolving: HashSet::new(),
             resolutions: mpsc::unbounded_channel(),
             finished: mpsc::unbounded_channel(),
@@ -113,6 +120,7 @@ impl Cleaners {
                 }
             }
             let deadline = self.book.next_deadline().map_or(far, instant_at);
+            let replan = self.replan_at.unwrap_or(far);
             tokio::select! {
                 Some(observed) = self.streams.next() => self.observe(observed),
                 Some((kind, answer)) = self.resolutions.1.recv() => {
@@ -124,6 +132,10 @@ impl Cleaners {
                 () = tokio::time::sleep_until(deadline) => {}
                 Ok(()) = leadership.changed() => {}
                 _ = rediscover.tick() => self.book.retry_unavailable(),
+                () = tokio::time::sleep_until(replan) => {
+                    self.replan_at = None;
+                    self.book.replan();
+                }
                 () = &mut shutdown => return,
             }
         }
@@ -210,14 +222,18 @@ impl Cleaners {
             return;
         };
         let mut planned = HashSet::new();
+        let now = Instant::now();
         for (scope, resource, how) in plan {
             planned.insert(scope.clone());
-            if self
-                .watching
-                .get(&scope)
-                .is_some_and(|(_, watching)| watching == &how)
-            {
-                continue;
+            match self.watching.get(&scope) {
+                Some((_, watching, _)) if watching == &how => continue,
+                Some((_, _, started)) if now < *started + RESTART_EVERY => {
+                    self.book.scope_waits(&scope);
+                    let at = *started + RESTART_EVERY;
+                    self.replan_at = Some(self.replan_at.map_or(at, |other| other.min(at)));
+                    continue;
+                }
+                _ => {}
             }
             self.stop(&scope);
             self.watch(&scope, &resource, &how);
@@ -266,11 +282,12 @@ impl Cleaners {
         let (handle, registration) = AbortHandle::new_pair();
         self.streams
             .push(Abortable::new(events, registration).boxed());
-        self.watching.insert(scope.clone(), (handle, how.clone()));
+        self.watching
+            .insert(scope.clone(), (handle, how.clone(), Instant::now()));
     }
 
     fn stop(&mut self, scope: &Scope) {
-        if let Some((handle, _)) = self.watching.remove(scope) {
+        if let Some((handle, _, _)) = self.watching.remove(scope) {
             handle.abort();
         }
     }

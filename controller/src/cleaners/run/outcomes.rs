@@ -18,11 +18,20 @@ use crate::cleaners::status::{self, Problem};
 
 impl Cleaners {
     pub(super) async fn evaluate(&mut self, key: &CleanerKey, now: Timestamp) {
-        match self.book.prepare(key, now) {
+        self.evaluate_as(key, now, false).await;
+    }
+
+    /// Evaluates `key`; `returning`: it was shed, and is asked for again at its turn.
+    async fn evaluate_as(&mut self, key: &CleanerKey, now: Timestamp, returning: bool) {
+        let prepared = self.book.prepare(key, now);
+        if returning && !matches!(prepared, Some(Prepared::Conditions(_))) {
+            self.evaluator.nothing_returned();
+        }
+        match prepared {
             None => {}
             Some(Prepared::Decided(evaluation)) => self.evaluated(key, evaluation, now).await,
             Some(Prepared::Conditions(pending)) => {
-                let work = CleanerWork::new(pending, self.judged.0.clone());
+                let work = CleanerWork::new(pending, self.judged.0.clone()).returning(returning);
                 if !self.evaluator.submit(Box::new(work)) {
                     tracing::error!(cleaner = %key, "the CEL evaluator's thread has ended; Cleaners' conditions are no longer judged");
                 }
@@ -41,6 +50,9 @@ impl Cleaners {
                 CleanerOutcome::Shed { key, seq } => (key.clone(), *seq),
             };
             self.book.abandon(&key, seq);
+            if matches!(outcome, CleanerOutcome::Shed { .. }) {
+                self.evaluator.nothing_returned();
+            }
             return;
         }
         match outcome {
@@ -52,7 +64,9 @@ impl Cleaners {
             }
             CleanerOutcome::Shed { key, seq } => {
                 if self.book.evaluating(&key, seq) {
-                    self.evaluate(&key, now).await;
+                    self.evaluate_as(&key, now, true).await;
+                } else {
+                    self.evaluator.nothing_returned();
                 }
             }
         }

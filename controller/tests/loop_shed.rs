@@ -1,0 +1,189 @@
+//! The loop against a mocked API server when the evaluator must let go of work: a namespace
+//! whose big Jobs, all judged by a policy with an expression, fill its lane of the evaluator's
+//! backlog has the newest shed; each shed Job is fetched again with one GET at its turn, then
+//! judged and deleted like the others — nothing is lost to the bound, and nothing is fetched
+//! that was not shed.
+
+#![allow(clippy::unwrap_used)] // test code
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::PropagationPolicy;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::watcher::Event;
+use kube_retention_common::Registry;
+use kube_retention_common::api::RetentionPolicy;
+use kube_retention_controller::evaluator::{Bounds, Evaluator, EvaluatorMetrics};
+use kube_retention_controller::executor::{Budget, Executor, Parts, Settings};
+use kube_retention_controller::initial_list::{InitialList, Lists};
+use kube_retention_controller::metrics::Metrics;
+use kube_retention_controller::policy_status::writes::{self, StatusWrites};
+use kube_retention_controller::run::{Clock, Evaluations, Extra, Loop};
+use kube_retention_controller::state::State;
+use kube_retention_controller::time_shares::TimeShares;
+use kube_retention_controller::watches::{WatchEvent, Watches};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+
+const JOBS: usize = 4;
+/// Each Job's annotation filler: four fit no lane of 300 KB.
+const FILLER: usize = 100_000;
+
+fn job(name: &str) -> Value {
+    json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": "team-a", "uid": format!("uid-{name}"),
+                     "resourceVersion": "7", "creationTimestamp": "2026-01-01T00:00:00Z",
+                     "labels": {"retention.dev/managed": "true"},
+                     "annotations": {"filler": "x".repeat(FILLER)}},
+        "status": {"completionTime": "2026-01-01T00:00:01Z", "conditions": [
+            {"type": "Complete", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"}]}
+    })
+}
+
+fn policy() -> RetentionPolicy {
+    serde_json::from_value(json!({
+        "apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
+        "metadata": {"name": "jobs", "namespace": "team-a", "uid": "uid-policy", "generation": 1},
+        "spec": {"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
+                 "match": "object.metadata.name.startsWith('job-')",
+                 "ttlAfterSucceeded": "1s"}
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_job_the_evaluator_shed_is_fetched_again_at_its_turn_and_judged() {
+    let (client, mut api) = kube_retention_apimock::pair();
+    let kinds = Registry::builtin().clone();
+    let jobs = kinds.named("Job.batch").unwrap();
+    let (feedback_tx, feedback) = mpsc::unbounded_channel();
+    let reporter = Reporter {
+        controller: "test".into(),
+        instance: None,
+    };
+    let (executor, executing) = Executor::spawn(Parts {
+        client: client.clone(),
+        settings: Settings {
+            breaker: kube_retention_controller::breaker::Breaker::off(),
+            budget: Budget::unlimited(),
+            propagation: PropagationPolicy::Background,
+            concurrency: 1,
+            events: false,
+            event_window: Duration::ZERO,
+        },
+        metrics: Metrics::default(),
+        recorder: Recorder::new(client.clone(), reporter),
+        feedback: feedback_tx,
+        ledger: None,
+    });
+    let (group, watching) = kube_retention_runtime::supervise::group("watches");
+    let mut watches = Watches::new(
+        client.clone(),
+        Lists::new(InitialList::Pages, 500),
+        1,
+        group,
+    );
+    // The policy comes through the stream the Jobs' watch starts with; the policy's change
+    // then lists the Jobs afresh, from the mocked API server.
+    let (events, replayed) = mpsc::unbounded_channel::<WatchEvent>();
+    let replayed = futures::stream::unfold(replayed, |mut events| async move {
+        Some((events.recv().await?, events))
+    });
+    watches.replay(jobs, kinds[jobs].watch.clone(), replayed.boxed());
+    let bounds = Bounds {
+        namespace_bytes: 300_000,
+        ..Bounds::default()
+    };
+    let metrics = EvaluatorMetrics::default();
+    // A hundredth of a core and no credit ahead: after the first Job's first step (a
+    // millisecond or more) the namespace waits a tenth of a second or more, while the loop
+    // queues the others at once.
+    let shares = TimeShares::new(0.01, Duration::ZERO);
+    let (evaluator, evaluating) = Evaluator::spawn_with(metrics.clone(), shares, bounds).unwrap();
+    let evaluations = Evaluations::new(evaluator, client.clone());
+    let (statuses, writing) = StatusWrites::spawn(client, writes::RETRY);
+    let (scans_tx, scans) = mpsc::channel(1);
+    let (_leading, leadership) = watch::channel(true);
+    let control = Loop {
+        state: State::new(kinds),
+        served: Vec::new(),
+        watches,
+        scans,
+        executor,
+        feedback,
+        leadership,
+        metrics: Metrics::default(),
+        ready: Arc::new(AtomicBool::new(false)),
+        extra: Extra::new(statuses),
+        evaluations,
+        clock: Clock::System,
+    };
+    let running = tokio::spawn(control.run(std::future::pending()));
+    events
+        .send(WatchEvent::Policy(Ok(Event::Apply(policy()))))
+        .unwrap();
+    let names: Vec<String> = (0..JOBS).map(|n| format!("job-{n}")).collect();
+    let mut fetched: BTreeMap<String, usize> = BTreeMap::new();
+    let mut deleted = Vec::new();
+    let mut open = Vec::new();
+    while deleted.len() < JOBS {
+        let received = api
+            .next_within(Duration::from_secs(60))
+            .await
+            .expect("a request");
+        let path = received.path.clone();
+        if received.query.contains("watch=true") {
+            open.push(received.unanswered());
+            continue;
+        }
+        match received.method.as_str() {
+            "GET" if path == "/apis/batch/v1/jobs" => {
+                let labelled = !received.query.contains("%21retention.dev");
+                let items: Vec<Value> = match labelled {
+                    true => names.iter().map(|name| job(name)).collect(),
+                    false => Vec::new(),
+                };
+                let list = json!({"apiVersion": "batch/v1", "kind": "JobList",
+                                  "metadata": {"resourceVersion": "10"}, "items": items});
+                received.reply(200, &list);
+            }
+            "GET" => {
+                let name = path.rsplit('/').next().unwrap().to_owned();
+                assert_eq!(
+                    path,
+                    format!("/apis/batch/v1/namespaces/team-a/jobs/{name}")
+                );
+                *fetched.entry(name.clone()).or_default() += 1;
+                received.reply(200, &job(&name));
+            }
+            "DELETE" => {
+                let name = path.rsplit('/').next().unwrap().to_owned();
+                assert_eq!(
+                    received.body["preconditions"],
+                    json!({"uid": format!("uid-{name}"), "resourceVersion": "7"})
+                );
+                deleted.push(name);
+                let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Success"});
+                received.reply(200, &status);
+            }
+            _ => received.reply(200, &json!({})),
+        }
+    }
+    running.abort();
+    drop((open, executing, watching, evaluating, writing, scans_tx));
+    deleted.sort();
+    assert_eq!(deleted, names, "every Job judged and deleted, shed or not");
+    let shed = metrics.shed.get();
+    assert!(shed >= 1, "four 100 KB Jobs do not fit a 300 KB lane");
+    let gets: usize = fetched.values().sum();
+    assert_eq!(
+        u64::try_from(gets).unwrap(),
+        shed,
+        "one GET for each Job shed, and none for the others: {fetched:?}"
+    );
+}
