@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::annotations::APPROVED_GENERATION;
 use crate::api::{PolicyRules, ResourceRef};
-use crate::cel::{Expect, Expression};
+use crate::cel::{Check, Expect, Expression, VARIABLE};
 use crate::duration;
 use crate::field_error::FieldError;
 use crate::kinds::group_of;
@@ -59,6 +59,16 @@ pub struct Finished {
 impl Rules {
     /// Reads a policy's spec; `namespace_selector` is a ClusterRetentionPolicy's.
     pub fn read(spec: &PolicyRules, namespace_selector: Option<&Value>) -> (Self, Vec<FieldError>) {
+        Self::read_checking(spec, namespace_selector, Check::Compile)
+    }
+
+    /// As [`Rules::read`], its expressions compiled or only bounded as `check` says (bounded
+    /// only, the rules have none).
+    pub fn read_checking(
+        spec: &PolicyRules,
+        namespace_selector: Option<&Value>,
+        check: Check,
+    ) -> (Self, Vec<FieldError>) {
         let mut errors = Vec::new();
         let mut rules = Rules {
             kinds: kinds(&spec.resources, &mut errors),
@@ -70,6 +80,7 @@ impl Rules {
                 "spec.match",
                 spec.match_expression.as_deref(),
                 Expect::Condition,
+                check,
                 &mut errors,
             ),
             ttl: ttl("spec.ttl", spec.ttl.as_deref(), &mut errors),
@@ -93,6 +104,7 @@ impl Rules {
                 "spec.holdWhile",
                 spec.hold_while.as_deref(),
                 Expect::Condition,
+                check,
                 &mut errors,
             ),
             notify_before: ttl(
@@ -122,18 +134,21 @@ impl Rules {
                     "spec.finished.succeeded",
                     finished.succeeded.as_deref(),
                     Expect::Condition,
+                    check,
                     &mut errors,
                 ),
                 failed: expression(
                     "spec.finished.failed",
                     finished.failed.as_deref(),
                     Expect::Condition,
+                    check,
                     &mut errors,
                 ),
                 at: expression(
                     "spec.finished.at",
                     finished.at.as_deref(),
                     Expect::Time,
+                    check,
                     &mut errors,
                 ),
             };
@@ -235,12 +250,14 @@ fn expression(
     path: &str,
     source: Option<&str>,
     expect: Expect,
+    check: Check,
     errors: &mut Vec<FieldError>,
 ) -> Option<Expression> {
     let source = source?;
-    Expression::compile(source, expect)
+    Expression::checked(source, expect, &[VARIABLE], check)
         .map_err(|rule| errors.push(FieldError::new(path, &json!(source), rule)))
         .ok()
+        .flatten()
 }
 
 fn ttl(path: &str, text: Option<&str>, errors: &mut Vec<FieldError>) -> Option<Duration> {
