@@ -1,6 +1,7 @@
 //! The webhook put together behind [`Args::run`]: the client, the kinds (`--disable-kind`), the
-//! sink policy, the access and writer checks, the TLS configuration with its supervised reload
-//! (`tls-reload`), and the server until SIGTERM, draining after the endpoints catch up.
+//! sink policy, the access and writer checks, the bounds on admission work, the TLS
+//! configuration with its supervised reload (`tls-reload`), and the server until SIGTERM,
+//! draining after the endpoints catch up.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -10,6 +11,7 @@ use kube_retention_runtime::supervise::Supervisor;
 
 use crate::access::Reviews;
 use crate::args::Args;
+use crate::limits::Limits;
 use crate::parents::ApiParents;
 use crate::tls::{CertificateFiles, server_config};
 use crate::{Context, Error, Result, router, server};
@@ -27,9 +29,11 @@ impl Args {
         }
         .registry()?;
         let sink_policy = args.sink_policy.policy()?;
+        let limits = Limits::new(args.admission_timeout.into(), args.max_admissions_in_flight);
         let mut context = Context::new(Arc::new(ApiParents(client.clone())))
             .with_kinds(kinds)
-            .with_sink_policy(sink_policy);
+            .with_sink_policy(sink_policy)
+            .with_limits(limits, args.max_compilations);
         let reviews = Arc::new(Reviews::new(client, &args.controller_user));
         if !args.controller_user.is_empty() {
             context = context.with_access(reviews.clone());
@@ -50,10 +54,12 @@ impl Args {
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .map_err(|source| Error::Bind {
+                what: "admission",
                 address: args.listen,
                 source,
             })?;
         let address = listener.local_addr().map_err(|source| Error::Bind {
+            what: "admission",
             address: args.listen,
             source,
         })?;
