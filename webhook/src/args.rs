@@ -27,6 +27,16 @@ pub struct Args {
     /// PEM private key of the certificate; reloaded when it changes.
     #[arg(long, env = "KUBE_RETENTION_TLS_KEY")]
     pub tls_key: PathBuf,
+    /// PEM CA certificates that clients must present a certificate of: a connection without
+    /// one fails its TLS handshake, so only an API server given such a client certificate (its
+    /// AdmissionConfiguration's kubeConfigFile) is answered. Probes and metrics then need
+    /// --metrics-address. Unset: any client is answered.
+    #[arg(long, env = "KUBE_RETENTION_CLIENT_CA_FILE")]
+    pub client_ca_file: Option<PathBuf>,
+    /// Where to serve /healthz, /readyz and /metrics in plain HTTP besides the HTTPS address
+    /// (which serves them too while clients are not verified). Unset: not served apart.
+    #[arg(long, env = "KUBE_RETENTION_METRICS_ADDRESS")]
+    pub metrics_address: Option<SocketAddr>,
     /// How often to check the certificate files for changes.
     #[arg(long, env = "KUBE_RETENTION_CERT_RELOAD_INTERVAL", default_value = "1s", value_parser = humantime::parse_duration)]
     pub cert_reload_interval: Duration,

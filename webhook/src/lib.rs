@@ -126,7 +126,7 @@ impl Context {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("the serving certificate: {0}")]
+    #[error("TLS: {0}")]
     Tls(#[from] tls::TlsError),
     #[error("serving admission requests: {0}")]
     Serve(#[source] std::io::Error),
