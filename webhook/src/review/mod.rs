@@ -1,5 +1,5 @@
-//! AdmissionReview handling: decode, dispatch to validation ([`validating`]) or mutation
-//! ([`mutating`]) within the request's deadline, encode the answer. Malformed bodies get an
+//! AdmissionReview handling: decode, dispatch to validation (`validating.rs`) or mutation
+//! (`mutating.rs`) within the request's deadline, encode the answer. Malformed bodies get an
 //! `InvalidRequest` review and HTTP 400, never a panic or a 500; a review not answered by its
 //! deadline ([`crate::limits`]) gets an explicit answer: a validation is refused (a check that
 //! could not finish is no check), a mutation admitted unchanged with a warning (mutation never
