@@ -17,17 +17,6 @@ use serde_json::Value;
 /// The only variable an expression may use.
 pub const VARIABLE: &str = "object";
 
-/// How far a reader of a spec goes with its expressions: compile them, as evaluation needs, or
-/// only bound them ([`shape`]: empty, too long, too many tokens, too deep), which reads the text
-/// once without parsing it. The webhook reads a spec bounded first, on its async workers, and
-/// compiles it off them once its writer may make it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Check {
-    #[default]
-    Compile,
-    Shape,
-}
-
 /// What an expression must produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expect {
@@ -60,6 +49,7 @@ impl PartialEq for Expression {
 }
 
 mod bindings;
+mod check;
 mod checks;
 pub mod cost;
 mod errors;
@@ -72,6 +62,7 @@ mod variables;
 
 use bindings::timestamp_value;
 pub use bindings::{ConversionError, Converted, Variables};
+pub use check::Check;
 use checks::{has_function, is_operator, wrong_result};
 use cost::Site;
 pub use cost::{ASSUMED_BYTES, ASSUMED_ITEMS, COST_LIMIT};
@@ -94,21 +85,6 @@ impl Expression {
     /// Compiles `source` over `object`, or says what is wrong with it.
     pub fn compile(source: &str, expect: Expect) -> Result<Self, CompileError> {
         Self::compile_over(source, expect, &[VARIABLE])
-    }
-
-    /// `source` compiled over `declared` ([`Check::Compile`]), or only bounded ([`Check::Shape`]:
-    /// `None` within the bounds); or what is wrong with it.
-    pub fn checked(
-        source: &str,
-        expect: Expect,
-        declared: &[&str],
-        check: Check,
-    ) -> Result<Option<Self>, CompileError> {
-        match check {
-            Check::Compile => Self::compile_over(source, expect, declared).map(Some),
-            Check::Shape if source.trim().is_empty() => Err(CompileError::Empty(expect)),
-            Check::Shape => shape::check(source).map(|_| None),
-        }
     }
 
     /// Compiles `source` over the variables `declared`, or says what is wrong with it. Its size
