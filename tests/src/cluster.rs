@@ -224,6 +224,7 @@ impl LocalCluster {
                 key_pem: &pki.admin.key_pem,
             },
         )?;
+        crate::admission_config::write(layout, &pki.webhook_client)?;
         process::spawn(
             &layout.state_dir,
             "kube-apiserver",

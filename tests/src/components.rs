@@ -16,6 +16,9 @@ pub const CONTROLLER: &str = "kube-retention-controller";
 pub const SECOND_CONTROLLER: &str = "kube-retention-controller-2";
 /// A second webhook replica, for tests of a graceful stop.
 pub const SECOND_WEBHOOK: &str = "kube-retention-webhook-2";
+/// A webhook replica verifying its clients' certificates, for the test of client
+/// authentication.
+pub const VERIFYING_WEBHOOK: &str = "kube-retention-webhook-verifying";
 /// Where the tests' CloudEvent sinks listen: a loopback address (Linux routes all of 127/8 to
 /// `lo`) that the sink policy refuses by default, so the controller and the webhook are told to
 /// allow it, and only it ([`SINK_ALLOW`]).
@@ -30,6 +33,16 @@ pub fn start_webhook(cluster: &LocalCluster) -> Result<Tracked> {
 
 /// Starts a webhook replica named `name` (its pid file and log) on `port`.
 pub fn start_webhook_replica(cluster: &LocalCluster, name: &str, port: u16) -> Result<Tracked> {
+    start_webhook_with(cluster, name, port, &[])
+}
+
+/// As [`start_webhook_replica`], with `extra` flags.
+pub fn start_webhook_with(
+    cluster: &LocalCluster,
+    name: &str,
+    port: u16,
+    extra: &[String],
+) -> Result<Tracked> {
     let layout = &cluster.layout;
     let binary = layout.cargo_binary(WEBHOOK);
     ensure!(
@@ -59,7 +72,8 @@ pub fn start_webhook_replica(cluster: &LocalCluster, name: &str, port: u16) -> R
             // A local process has no endpoints to wait for: drain after a second.
             .arg("--shutdown-delay=1s")
             .arg(SINK_ALLOW)
-            .arg("--log-format=text"),
+            .arg("--log-format=text")
+            .args(extra),
     )
 }
 

@@ -82,7 +82,12 @@ impl LocalCluster {
                 "--audit-log-path={}",
                 layout.state("logs/audit.log").display()
             ))
-            .arg("--audit-log-maxsize=4000");
+            .arg("--audit-log-maxsize=4000")
+            // The client certificate it presents to webhooks that ask for one.
+            .arg(format!(
+                "--admission-control-config-file={}",
+                layout.state(crate::admission_config::FILE).display()
+            ));
         if self.node {
             command
                 // The `kubernetes` Service's endpoint, for the node's pods.

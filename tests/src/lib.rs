@@ -5,6 +5,7 @@
 //! `make up` / `make down` drive it through the `local-cluster` binary; the end-to-end suite in
 //! `tests/e2e` starts a private cluster with it.
 
+pub mod admission_config;
 pub mod audit_lists;
 pub mod cluster;
 pub mod components;
@@ -12,7 +13,7 @@ pub mod control_plane;
 pub mod kubeconfig;
 pub mod layout;
 pub mod node;
-mod pki;
+pub mod pki;
 pub mod process;
 
 use std::process::{Command, Output};
@@ -24,9 +25,10 @@ pub use cluster::{LocalCluster, Outcome};
 pub use layout::Layout;
 
 /// kube-retention's own processes, started after the control plane.
-pub const COMPONENTS: [&str; 4] = [
+pub const COMPONENTS: [&str; 5] = [
     components::WEBHOOK,
     components::SECOND_WEBHOOK,
+    components::VERIFYING_WEBHOOK,
     components::CONTROLLER,
     components::SECOND_CONTROLLER,
 ];

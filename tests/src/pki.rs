@@ -14,7 +14,18 @@ pub(crate) struct Pki {
     pub(crate) ca_pem: String,
     pub(crate) admin: kube_retention_certs::CertifiedKey,
     pub(crate) controller_manager: kube_retention_certs::CertifiedKey,
+    /// What the API server presents to webhooks that ask for a client certificate.
+    pub(crate) webhook_client: kube_retention_certs::CertifiedKey,
 }
+
+/// The CA of the API server's client certificate towards webhooks: what a webhook verifying
+/// its clients is given (`--client-ca-file`).
+pub const WEBHOOK_CLIENT_CA: &str = "webhook-client-ca.crt";
+/// The API server's client certificate towards webhooks, and its key.
+pub const WEBHOOK_CLIENT: [&str; 2] = [
+    "apiserver-webhook-client.crt",
+    "apiserver-webhook-client.key",
+];
 
 impl Pki {
     pub(crate) fn write(layout: &Layout) -> Result<Self> {
@@ -47,6 +58,12 @@ impl Pki {
         let webhook_ca =
             CertificateAuthority::generate("kube-retention-webhook-ca", CERT_VALIDITY)?;
         let webhook = webhook_ca.issue_serving(&["127.0.0.1", "localhost"], CERT_VALIDITY)?;
+        // The API server's identity towards webhooks, from a CA of its own: a webhook trusts
+        // exactly what the admin gave the API server.
+        let webhook_client_ca =
+            CertificateAuthority::generate("kube-retention-webhook-client-ca", CERT_VALIDITY)?;
+        let webhook_client =
+            webhook_client_ca.issue_client("kube-apiserver", &[], CERT_VALIDITY)?;
         // The node's identities: what the Node authorizer and the default RBAC bindings know.
         for (file, user, group) in [
             ("kubelet", crate::node::NODE_USER, "system:nodes"),
@@ -70,6 +87,9 @@ impl Pki {
             ("webhook-ca.key", &webhook_ca.certified().key_pem),
             ("webhook.crt", &webhook.cert_pem),
             ("webhook.key", &webhook.key_pem),
+            (WEBHOOK_CLIENT_CA, &webhook_client_ca.certified().cert_pem),
+            (WEBHOOK_CLIENT[0], &webhook_client.cert_pem),
+            (WEBHOOK_CLIENT[1], &webhook_client.key_pem),
             ("ca.crt", &ca_pem),
             // Kept so tools (the benchmarks) can issue further client identities.
             ("ca.key", &ca.certified().key_pem),
@@ -84,6 +104,7 @@ impl Pki {
             ca_pem,
             admin,
             controller_manager,
+            webhook_client,
         })
     }
 }

@@ -9,7 +9,11 @@
 //! time to live ([`CACHE_FOR`]: a role granted or taken away, a newly aggregated ClusterRole,
 //! counts within that time) and single flight (admissions asking the same question at once,
 //! also when the answer has just expired under load, share one review). A failed review is
-//! not remembered: the next asker tries again.
+//! not remembered: the next asker tries again. Discovery's answers (the resources a group
+//! version serves, or that it serves none) are remembered the same way for
+//! [`DISCOVERY_CACHE_FOR`], one lookup per group version: a CRD installed since counts within
+//! that time, and until then its kind is asked about as every resource of its group, the
+//! stricter question.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -17,15 +21,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::authorization::v1::SubjectAccessReview;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource;
 use kube::api::PostParams;
 use kube::{Api, Client};
-use kube_retention_runtime::discovery::served;
+use kube_retention_runtime::discovery::{find, group_version};
 use moka::future::Cache;
 
 pub use kube_retention_common::access::{Request, Subject};
 pub use kube_retention_common::kinds::CONTROLLER_VERBS as VERBS;
 /// How long an answer is reused: a role granted or taken away counts within this time.
 pub const CACHE_FOR: Duration = Duration::from_secs(5);
+/// How long discovery's answer for a kind is reused: a CRD installed or removed counts within
+/// this time (the controller looks again every 30 s).
+pub const DISCOVERY_CACHE_FOR: Duration = Duration::from_secs(10);
 
 pub type Missing<'a> =
     Pin<Box<dyn Future<Output = Result<Vec<&'static str>, kube::Error>> + Send + 'a>>;
@@ -62,6 +70,8 @@ pub struct Reviews {
     /// The controller's user name, `system:serviceaccount:NAMESPACE:NAME`.
     controller: Subject,
     answers: Cache<Question, bool>,
+    /// By apiVersion; `None`: not served.
+    group_versions: Cache<String, Option<Arc<[APIResource]>>>,
 }
 
 type Question = (Subject, Request);
@@ -83,6 +93,10 @@ impl Reviews {
             answers: Cache::builder()
                 .max_capacity(CACHED_ANSWERS)
                 .time_to_live(time_to_live)
+                .build(),
+            group_versions: Cache::builder()
+                .max_capacity(CACHED_ANSWERS)
+                .time_to_live(DISCOVERY_CACHE_FOR)
                 .build(),
         }
     }
@@ -119,7 +133,16 @@ fn unshared(error: Arc<kube::Error>) -> kube::Error {
 impl ControllerAccess for Reviews {
     fn served<'a>(&'a self, api_version: &'a str, kind: &'a str) -> Plural<'a> {
         Box::pin(async move {
-            let served = served(&self.client, api_version, kind).await?;
+            let listing = async {
+                let listed = group_version(&self.client, api_version).await?;
+                Ok(listed.map(Arc::from))
+            };
+            let resources = self
+                .group_versions
+                .try_get_with(api_version.to_owned(), listing)
+                .await
+                .map_err(unshared)?;
+            let served = find(resources.as_deref().unwrap_or_default(), api_version, kind);
             Ok(served.map(|served| served.resource.plural))
         })
     }

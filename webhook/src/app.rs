@@ -1,17 +1,20 @@
 //! The webhook put together behind [`Args::run`]: the client, the kinds (`--disable-kind`), the
-//! sink policy, the access and writer checks, the TLS configuration with its supervised reload
-//! (`tls-reload`), and the server until SIGTERM, draining after the endpoints catch up.
+//! sink policy, the access and writer checks, the bounds on admission work, the TLS
+//! configuration (clients verified with `--client-ca-file`) with its supervised reload
+//! (`tls-reload`), the plain probes and metrics server (`--metrics-address`, supervised as
+//! `metrics-server`), and the server until SIGTERM, draining after the endpoints catch up.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use kube_retention_common::kinds::KindSelection;
-use kube_retention_runtime::supervise::Supervisor;
+use kube_retention_runtime::supervise::{self, Supervisor};
 
 use crate::access::Reviews;
 use crate::args::Args;
+use crate::limits::Limits;
 use crate::parents::ApiParents;
-use crate::tls::{CertificateFiles, server_config};
+use crate::tls::{CertificateFiles, client_verifier, server_config};
 use crate::{Context, Error, Result, router, server};
 
 impl Args {
@@ -27,9 +30,11 @@ impl Args {
         }
         .registry()?;
         let sink_policy = args.sink_policy.policy()?;
+        let limits = Limits::new(args.admission_timeout.into(), args.max_admissions_in_flight);
         let mut context = Context::new(Arc::new(ApiParents(client.clone())))
             .with_kinds(kinds)
-            .with_sink_policy(sink_policy);
+            .with_sink_policy(sink_policy)
+            .with_limits(limits, args.max_compilations);
         let reviews = Arc::new(Reviews::new(client, &args.controller_user));
         if !args.controller_user.is_empty() {
             context = context.with_access(reviews.clone());
@@ -39,25 +44,47 @@ impl Args {
         }
         let context = Arc::new(context);
         let mut supervisor = Supervisor::default();
+        let clients = args
+            .client_ca_file
+            .as_deref()
+            .map(client_verifier)
+            .transpose()?;
+        let verifying = clients.is_some();
         let (tls, reloading) = server_config(
             CertificateFiles {
                 cert: args.tls_cert,
                 key: args.tls_key,
             },
             args.cert_reload_interval,
+            clients,
         )?;
         supervisor.add(reloading);
+        if let Some(address) = args.metrics_address {
+            let listener = tokio::net::TcpListener::bind(address)
+                .await
+                .map_err(|source| Error::Bind {
+                    what: "metrics",
+                    address,
+                    source,
+                })?;
+            tracing::info!(%address, "serving probes and metrics");
+            let probes = router::probes(context.clone());
+            let server = async move { axum::serve(listener, probes).await };
+            supervisor.add(supervise::spawn("metrics-server", server));
+        }
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .map_err(|source| Error::Bind {
+                what: "admission",
                 address: args.listen,
                 source,
             })?;
         let address = listener.local_addr().map_err(|source| Error::Bind {
+            what: "admission",
             address: args.listen,
             source,
         })?;
-        tracing::info!(%address, "serving admission webhook");
+        tracing::info!(%address, verifying_clients = verifying, "serving admission webhook");
         let router = router::router(context.clone(), args.max_body_bytes);
         let shutdown = async move {
             kube_retention_runtime::shutdown_signal().await;

@@ -7,6 +7,8 @@ use std::time::Duration;
 use clap::Parser;
 use kube_retention_runtime::LogFormat;
 
+use crate::compilations::DEFAULT_MAX_COMPILATIONS;
+use crate::limits::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT};
 use crate::router::DEFAULT_MAX_BODY_BYTES;
 
 #[derive(Debug, Parser)]
@@ -25,12 +27,36 @@ pub struct Args {
     /// PEM private key of the certificate; reloaded when it changes.
     #[arg(long, env = "KUBE_RETENTION_TLS_KEY")]
     pub tls_key: PathBuf,
+    /// PEM CA certificates that clients must present a certificate of: a connection without
+    /// one fails its TLS handshake, so only an API server given such a client certificate (its
+    /// AdmissionConfiguration's kubeConfigFile) is answered. Probes and metrics then need
+    /// --metrics-address. Unset: any client is answered.
+    #[arg(long, env = "KUBE_RETENTION_CLIENT_CA_FILE")]
+    pub client_ca_file: Option<PathBuf>,
+    /// Where to serve /healthz, /readyz and /metrics in plain HTTP besides the HTTPS address
+    /// (which serves them too while clients are not verified). Unset: not served apart.
+    #[arg(long, env = "KUBE_RETENTION_METRICS_ADDRESS")]
+    pub metrics_address: Option<SocketAddr>,
     /// How often to check the certificate files for changes.
     #[arg(long, env = "KUBE_RETENTION_CERT_RELOAD_INTERVAL", default_value = "1s", value_parser = humantime::parse_duration)]
     pub cert_reload_interval: Duration,
     /// Largest AdmissionReview body accepted, in bytes.
     #[arg(long, env = "KUBE_RETENTION_MAX_BODY_BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
+    /// The longest an admission may take, from its first byte to its answer: keep it below the
+    /// registrations' timeoutSeconds (3). A validation not finished by then is refused, a
+    /// mutation admitted unchanged, both with a message saying so; a body not received by then
+    /// is cut off.
+    #[arg(long, env = "KUBE_RETENTION_ADMISSION_TIMEOUT", default_value_t = DEFAULT_TIMEOUT.into())]
+    pub admission_timeout: humantime::Duration,
+    /// Admissions answered at once; beyond them a request is refused unread (503), and the API
+    /// server applies the registration's failurePolicy.
+    #[arg(long, env = "KUBE_RETENTION_MAX_ADMISSIONS_IN_FLIGHT", default_value_t = DEFAULT_MAX_IN_FLIGHT)]
+    pub max_admissions_in_flight: usize,
+    /// Admissions whose CEL expressions (policies, Cleaners) are compiled at once, each on a
+    /// blocking thread of its own; the others wait for their turn within their deadline.
+    #[arg(long, env = "KUBE_RETENTION_MAX_COMPILATIONS", default_value_t = DEFAULT_MAX_COMPILATIONS)]
+    pub max_compilations: usize,
     /// After SIGTERM, how long to keep serving (not ready, closing each connection after its
     /// response) while the Service's endpoints catch up, before draining and exiting.
     #[arg(long, env = "KUBE_RETENTION_SHUTDOWN_DELAY", default_value = "5s", value_parser = humantime::parse_duration)]

@@ -4,12 +4,16 @@
 //! - [`mutate`]: copies Build (and BuildConfig) TTLs into new runs and stamps
 //!   `retention.dev/expires-at` wherever admission can compute it.
 //! - [`review`]: decodes AdmissionReviews and dispatches them; malformed input gets a clear error.
+//! - [`limits`] and [`compilations`]: the bounds on admission work — a deadline per request,
+//!   the requests in flight, CEL compiled off the async workers a few at a time.
 //! - [`sink_warnings`]: warns about a Cleaner's CloudEvent sink the sink policy refuses.
 //! - [`tls`] and [`server`]: HTTPS over rustls with certificate hot-reload (a supervised task).
 
 pub mod access;
 pub mod app;
 pub mod args;
+pub mod compilations;
+pub mod limits;
 pub mod metrics;
 pub mod mutate;
 pub mod parents;
@@ -42,6 +46,10 @@ pub struct Context {
     /// Where the controller may send Cleaners' CloudEvents: admission warns about the rest.
     pub sink_policy: Arc<SinkPolicy>,
     pub metrics: metrics::Metrics,
+    /// The deadline of each request and the bound on requests in flight.
+    pub limits: limits::Limits,
+    /// Where policies' and Cleaners' expressions are compiled, a few at a time.
+    pub compilations: compilations::Compilations,
     /// Set on SIGTERM: `/readyz` fails so the Service stops sending here, and each response
     /// closes its connection so clients reconnect to another replica before this one stops.
     pub draining: AtomicBool,
@@ -49,6 +57,7 @@ pub struct Context {
 
 impl Context {
     pub fn new(parents: Arc<dyn parents::Parents>) -> Self {
+        let metrics = metrics::Metrics::default();
         Self {
             parents,
             kinds: Registry::builtin().clone(),
@@ -56,8 +65,26 @@ impl Context {
             writers: None,
             controller_user: String::new(),
             sink_policy: Arc::new(SinkPolicy::default()),
-            metrics: metrics::Metrics::default(),
+            compilations: compilations::Compilations::new(
+                compilations::DEFAULT_MAX_COMPILATIONS,
+                metrics.compilations_running.clone(),
+            ),
+            limits: limits::Limits::default(),
+            metrics,
             draining: AtomicBool::new(false),
+        }
+    }
+
+    /// With `limits` on admissions, and at most `max_compilations` at once.
+    pub fn with_limits(self, limits: limits::Limits, max_compilations: usize) -> Self {
+        let compilations = compilations::Compilations::new(
+            max_compilations,
+            self.metrics.compilations_running.clone(),
+        );
+        Self {
+            limits,
+            compilations,
+            ..self
         }
     }
 
@@ -99,14 +126,16 @@ impl Context {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("the serving certificate: {0}")]
+    #[error("TLS: {0}")]
     Tls(#[from] tls::TlsError),
     #[error("serving admission requests: {0}")]
     Serve(#[source] std::io::Error),
     #[error("Kubernetes client: {0}")]
     Kube(#[from] kube::Error),
-    #[error("binding the admission address {address}: {source}")]
+    #[error("binding the {what} address {address}: {source}")]
     Bind {
+        /// "admission", "metrics".
+        what: &'static str,
         address: std::net::SocketAddr,
         source: std::io::Error,
     },

@@ -1,18 +1,21 @@
-//! The webhook's Prometheus metrics: requests by hook, kind, operation and outcome, and a
-//! latency histogram.
+//! The webhook's Prometheus metrics: requests by hook, kind, operation and outcome, a latency
+//! histogram, and how much of its bounded capacity is in use (admissions in flight, CEL
+//! compilations running). Outcomes are exported in lower case (`denied`, `timeout`), as the
+//! alerts ask for them.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::review::Hook;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, EncodeLabelValue)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AdmissionOutcome {
     Allowed,
     Patched,
@@ -22,6 +25,33 @@ pub enum AdmissionOutcome {
     /// Whether the writer may could not be checked: refused.
     Unchecked,
     Malformed,
+    /// Not answered within `--admission-timeout`: a validation refused, a mutation admitted
+    /// unchanged, a body that never finished cut off.
+    Timeout,
+    /// Refused unread: `--max-admissions-in-flight` were already in flight.
+    Shed,
+}
+
+impl AdmissionOutcome {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allowed => "allowed",
+            Self::Patched => "patched",
+            Self::Denied => "denied",
+            Self::Forbidden => "forbidden",
+            Self::Unchecked => "unchecked",
+            Self::Malformed => "malformed",
+            Self::Timeout => "timeout",
+            Self::Shed => "shed",
+        }
+    }
+}
+
+impl EncodeLabelValue for AdmissionOutcome {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+        EncodeLabelValue::encode(&self.as_str(), encoder)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -42,6 +72,11 @@ pub struct Metrics {
     registry: Arc<Registry>,
     requests: Family<RequestLabels, Counter>,
     duration: Family<HookLabels, Histogram>,
+    /// Admissions being answered (body read, decoded, checked): at most
+    /// `--max-admissions-in-flight`.
+    pub admissions_in_flight: Gauge,
+    /// CEL compilations running on blocking threads: at most `--max-compilations`.
+    pub compilations_running: Gauge,
 }
 
 impl Default for Metrics {
@@ -63,10 +98,24 @@ impl Default for Metrics {
             "Time to answer an AdmissionReview, from decoding to the encoded response",
             duration.clone(),
         );
+        let admissions_in_flight = Gauge::default();
+        registry.register(
+            "admissions_in_flight",
+            "AdmissionReviews being read or answered",
+            admissions_in_flight.clone(),
+        );
+        let compilations_running = Gauge::default();
+        registry.register(
+            "cel_compilations_running",
+            "Admissions whose CEL expressions are being compiled, each on a blocking thread",
+            compilations_running.clone(),
+        );
         Self {
             registry: Arc::new(registry),
             requests,
             duration,
+            admissions_in_flight,
+            compilations_running,
         }
     }
 }

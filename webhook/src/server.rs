@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use axum::Router;
 use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
@@ -17,6 +17,12 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long an HTTP/1.1 client may take to send a request's headers, idle time before them
+/// included: a client that trickles them is cut off, and so is a connection idle that long (the
+/// API server opens another). A body is the handler's to cut, by the admission's deadline
+/// ([`crate::limits`]).
+const HEADER_READ_TIMEOUT: Duration = HANDSHAKE_TIMEOUT;
 
 /// The pause after a failed accept: 5 ms doubling to 1 s while failures continue (backon's
 /// exponential backoff, without jitter: one listener, nothing to spread), so a process out of
@@ -59,7 +65,11 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let acceptor = TlsAcceptor::from(tls);
     let graceful = GracefulShutdown::new();
-    let builder = Builder::new(TokioExecutor::new());
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
     tokio::pin!(shutdown);
     let mut backoff = AcceptBackoff::default();
     loop {

@@ -2,6 +2,11 @@
 //! files and reloaded when they change. New handshakes get the new certificate; established
 //! connections carry on undisturbed. The reload runs as the supervised task `tls-reload`: were it
 //! to end, the webhook would serve its certificate past expiry, so its end stops the webhook.
+//!
+//! With a client CA (`--client-ca-file`), every client must present a certificate it signed,
+//! or the handshake fails: only an API server given such a certificate (its admission
+//! kubeconfig) gets an answer, and nobody else can use the writer check as an oracle or spend
+//! the webhook's CPU. The CA is read at start; a new one needs a restart.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -11,9 +16,10 @@ use arc_swap::ArcSwap;
 use std::time::Duration;
 
 use kube_retention_runtime::supervise::{self, Supervised};
-use rustls::ServerConfig;
-use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::server::danger::ClientCertVerifier;
+use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
+use rustls::{RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
@@ -45,16 +51,18 @@ pub enum TlsError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("the certificate file: {0}")]
+    #[error("the serving certificate file: {0}")]
     Certificate(#[source] rustls_pki_types::pem::Error),
-    #[error("the certificate file holds no certificate")]
+    #[error("the serving certificate file holds no certificate")]
     NoCertificate,
-    #[error("the key file: {0}")]
+    #[error("the serving key file: {0}")]
     Key(#[source] rustls_pki_types::pem::Error),
-    #[error("the certificate and key do not match: {0}")]
+    #[error("the serving certificate and key do not match: {0}")]
     Mismatch(#[source] rustls::Error),
     #[error("the TLS versions: {0}")]
     Versions(#[source] rustls::Error),
+    #[error("the client CA file {}: {reason}", path.display())]
+    ClientCa { path: PathBuf, reason: String },
 }
 
 /// The certificate chain and key files, and what they held when last read.
@@ -88,23 +96,52 @@ fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<Arc<CertifiedKey>> {
     Ok(Arc::new(certified))
 }
 
-/// Loads the certificate, builds the server config, and starts a task that reloads the files
-/// every `interval` when their contents change, answered for a supervisor. A broken
-/// replacement is logged and skipped.
+/// A verifier of client certificates against the CAs in the PEM file at `path`: a client
+/// without a certificate they signed fails its handshake.
+pub fn client_verifier(path: &Path) -> Result<Arc<dyn ClientCertVerifier>> {
+    let refused = |reason: String| TlsError::ClientCa {
+        path: path.to_owned(),
+        reason,
+    };
+    let pem = std::fs::read(path).map_err(|error| refused(format!("reading it: {error}")))?;
+    let mut roots = RootCertStore::empty();
+    for certificate in CertificateDer::pem_slice_iter(&pem) {
+        let certificate = certificate.map_err(|error| refused(error.to_string()))?;
+        roots
+            .add(certificate)
+            .map_err(|error| refused(format!("a certificate in it: {error}")))?;
+    }
+    if roots.is_empty() {
+        return Err(refused("it holds no certificate".to_owned()).into());
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+        .build()
+        .map_err(|error| refused(error.to_string()))?;
+    Ok(verifier)
+}
+
+/// Loads the certificate, builds the server config (verifying clients with `clients`, if
+/// given), and starts a task that reloads the files every `interval` when their contents
+/// change, answered for a supervisor. A broken replacement is logged and skipped.
 pub fn server_config(
     files: CertificateFiles,
     interval: Duration,
+    clients: Option<Arc<dyn ClientCertVerifier>>,
 ) -> Result<(Arc<ServerConfig>, Supervised)> {
     let (cert, key) = files.read()?;
     let resolver = Arc::new(ReloadingResolver {
         current: ArcSwap::new(certified_key(&cert, &key)?),
     });
-    let mut config =
+    let builder =
         ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
             .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-            .map_err(TlsError::Versions)?
-            .with_no_client_auth()
-            .with_cert_resolver(resolver.clone());
+            .map_err(TlsError::Versions)?;
+    let builder = match clients {
+        Some(verifier) => builder.with_client_cert_verifier(verifier),
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder.with_cert_resolver(resolver.clone());
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let reloading = supervise::spawn("tls-reload", reload(files, resolver, (cert, key), interval));
     Ok((Arc::new(config), reloading))

@@ -1,6 +1,7 @@
 //! `access::Reviews::served` against a mocked API server (tower-test): the plural a kind is
 //! served under, from a discovery GET of its group version (`/api/v1` for the core group),
-//! subresources skipped; a group version not served (404) is `None`, any other failure an error.
+//! subresources skipped; a group version not served (404) is `None`, any other failure an error;
+//! answers remembered for `DISCOVERY_CACHE_FOR`, failures not.
 
 #![allow(clippy::unwrap_used)]
 
@@ -43,10 +44,10 @@ async fn served_finds_the_plural_by_discovery_of_the_group_version() {
             Some("pods"),
         ),
         (
-            "batch/v1",
+            "apps/v1",
             "Build",
-            "/apis/batch/v1",
-            vec![("jobs", "Job")],
+            "/apis/apps/v1",
+            vec![("deployments", "Deployment")],
             None,
         ),
     ] {
@@ -78,7 +79,43 @@ async fn served_is_none_for_a_group_version_not_served_and_an_error_otherwise() 
     assert_eq!(server.fail(404).await, expected);
     assert_eq!(asked.await.unwrap().unwrap(), None);
 
+    // A fresh cache: the answer above is remembered (`access::DISCOVERY_CACHE_FOR`).
+    let (mut server, reviews) = start(CACHE_FOR);
     let asked = served(&reviews);
     assert_eq!(server.fail(503).await, expected);
     assert_eq!(code(&asked.await.unwrap().unwrap_err()), 503);
+}
+
+/// An admission naming a kind of a group version looked up within
+/// `access::DISCOVERY_CACHE_FOR` costs no discovery request; a failed lookup is not remembered,
+/// and concurrent lookups share one request.
+#[tokio::test(start_paused = true)]
+async fn served_answers_are_remembered_and_failures_are_not() {
+    let (mut server, reviews) = start(CACHE_FOR);
+    let served = |reviews: &Arc<Reviews>, kind: &'static str| {
+        let reviews = reviews.clone();
+        tokio::spawn(async move { reviews.served("batch/v1", kind).await })
+    };
+    let failing = served(&reviews, "Job");
+    assert_eq!(
+        server.fail(503).await,
+        ("GET".to_owned(), "/apis/batch/v1".to_owned())
+    );
+    assert_eq!(code(&failing.await.unwrap().unwrap_err()), 503);
+    let askers: Vec<_> = (0..5).map(|_| served(&reviews, "Job")).collect();
+    let seen = server.next().await.expect("the lookup again, once");
+    assert_eq!(seen.path, "/apis/batch/v1");
+    seen.reply(200, &resources("batch/v1", &[("jobs", "Job")]));
+    for asker in askers {
+        assert_eq!(asker.await.unwrap().unwrap().as_deref(), Some("jobs"));
+    }
+    let again = served(&reviews, "Job");
+    assert_eq!(again.await.unwrap().unwrap().as_deref(), Some("jobs"));
+    let other = served(&reviews, "CronJob");
+    assert_eq!(
+        other.await.unwrap().unwrap(),
+        None,
+        "not in batch/v1's listing"
+    );
+    assert!(server.quiet().await, "answered from the cache");
 }

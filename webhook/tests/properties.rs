@@ -22,7 +22,9 @@ fn context() -> Context {
 }
 
 fn answer(body: &[u8]) -> Vec<StatusCode> {
+    // Timers: every review has its deadline.
     let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
         .build()
         .unwrap();
     let context = context();

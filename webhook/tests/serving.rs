@@ -77,7 +77,7 @@ async fn serves_health_and_metrics() {
     assert_eq!(status, StatusCode::OK);
     let text = String::from_utf8(body.to_vec()).unwrap();
     assert!(
-        text.contains(r#"kube_retention_webhook_admission_requests_total{hook="validate",kind="Build",operation="CREATE",outcome="Denied"} 1"#),
+        text.contains(r#"kube_retention_webhook_admission_requests_total{hook="validate",kind="Build",operation="CREATE",outcome="denied"} 1"#),
         "{text}"
     );
     assert!(

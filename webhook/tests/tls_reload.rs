@@ -102,6 +102,7 @@ async fn rotated_certificate_is_served_without_failing_a_request() {
             key: dir.path().join("tls.key"),
         },
         Duration::from_millis(50),
+        None,
     )
     .unwrap();
     let context = Arc::new(Context::new(

@@ -49,6 +49,7 @@ impl PartialEq for Expression {
 }
 
 mod bindings;
+mod check;
 mod checks;
 pub mod cost;
 mod errors;
@@ -61,6 +62,7 @@ mod variables;
 
 use bindings::timestamp_value;
 pub use bindings::{ConversionError, Converted, Variables};
+pub use check::Check;
 use checks::{has_function, is_operator, wrong_result};
 use cost::Site;
 pub use cost::{ASSUMED_BYTES, ASSUMED_ITEMS, COST_LIMIT};

@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::cel::{Expect, Expression};
+use crate::cel::{Check, Expect, Expression};
 use crate::duration;
 use crate::field_error::FieldError;
 
@@ -167,6 +167,11 @@ const RESERVED: [&str; 21] = [
 
 /// Every error of a Cleaner's spec (JSON, as admission receives it), with its field path.
 pub fn errors(spec: &Value) -> Vec<FieldError> {
+    errors_checking(spec, Check::Compile)
+}
+
+/// As [`errors`], its conditions compiled or only bounded as `check` says.
+pub fn errors_checking(spec: &Value, check: Check) -> Vec<FieldError> {
     let parsed: CleanerSpec = match serde_json::from_value(spec.clone()) {
         Ok(parsed) => parsed,
         Err(error) => {
@@ -219,7 +224,7 @@ pub fn errors(spec: &Value) -> Vec<FieldError> {
     let mut declared = parsed.evaluated_names();
     declared.push(TIME);
     for (index, condition) in parsed.conditions.iter().enumerate() {
-        if let Err(error) = Expression::compile_over(condition, Expect::Condition, &declared) {
+        if let Err(error) = Expression::checked(condition, Expect::Condition, &declared, check) {
             let path = format!("spec.conditions[{index}]");
             errors.push(FieldError::new(
                 path,

@@ -1,5 +1,6 @@
 //! The webhook through the real API server and real kubectl: denials at `kubectl apply` time,
-//! TTL inheritance, expires-at stamping, and what happens while the webhook is down.
+//! TTL inheritance, expires-at stamping, client authentication (`admission/client_auth.rs`),
+//! and what happens while the webhook is down.
 
 use std::time::Duration;
 
@@ -10,6 +11,7 @@ use libtest_mimic::Trial;
 
 use crate::support::{Env, TestNamespace, shipwright};
 
+mod client_auth;
 mod inheritance;
 
 pub fn tests(env: &Env) -> Vec<Trial> {
@@ -51,6 +53,10 @@ pub fn tests(env: &Env) -> Vec<Trial> {
             untouched,
         ),
         env.trial("deploy_manifests_pass_server_side_dry_run", deploy_dry_run),
+        env.trial(
+            "a_webhook_verifying_clients_answers_the_api_server_and_refuses_others_in_tls",
+            client_auth::verified,
+        ),
     ]
 }
 

@@ -4,9 +4,11 @@
 //! Helm's --create-namespace owns, and Helm's own labels), and the API server accepts what it
 //! renders in a server-side dry run, monitoring objects included (against the Prometheus
 //! operator's real CRDs). What `controller.disabledKinds` does to the render is
-//! `chart/disabled_kinds.rs`'s.
+//! `chart/disabled_kinds.rs`'s; who may reach the webhook (`webhook.clientAuth`,
+//! `webhook.networkPolicy`) is `chart/webhook_access.rs`'s.
 
 mod disabled_kinds;
+mod webhook_access;
 
 use std::collections::BTreeMap;
 
@@ -31,6 +33,7 @@ pub fn tests(env: &Env) -> Vec<Trial> {
         ),
     ];
     tests.extend(disabled_kinds::tests(env));
+    tests.extend(webhook_access::tests(env));
     tests
 }
 

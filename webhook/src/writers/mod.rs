@@ -12,13 +12,16 @@
 //!
 //! Lengthening or removing a setting needs nothing more than the write itself, and neither do
 //! kube-retention's own writes (its controller's stamps and labels). Answers come from
-//! SubjectAccessReviews for the request's `userInfo`, cached per question for a few seconds. If
-//! the API server cannot answer, the write is refused with the reason: a check that fails open is
-//! no check.
+//! SubjectAccessReviews for the request's `userInfo`, cached per question for a few seconds. A
+//! request asks each distinct question once, however many fields need it, and up to
+//! [`CONCURRENT_QUESTIONS`] at once. If the API server cannot answer, the write is refused with
+//! the reason: a check that fails open is no check.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::pin::Pin;
+
+use futures::StreamExt;
 
 use kube::api::DynamicObject;
 use kube::core::admission::AdmissionRequest;
@@ -28,6 +31,10 @@ use serde_json::Value;
 
 use crate::Context;
 use crate::access::{Request, Reviews, Subject};
+
+/// The questions one admission has in flight at once: a Cleaner's sixteen targets are asked
+/// about in two rounds, not sixteen.
+pub const CONCURRENT_QUESTIONS: usize = 8;
 
 pub type Allowed<'a> = Pin<Box<dyn Future<Output = Result<bool, kube::Error>> + Send + 'a>>;
 
@@ -116,23 +123,42 @@ pub async fn refusals(
     Ok(refusals)
 }
 
-/// The needs `writer` is refused, one field error per field and verb.
+/// The needs `writer` is refused, one field error per field and verb. Each distinct question is
+/// asked once, [`CONCURRENT_QUESTIONS`] at a time; where one could not be answered, the first
+/// such in the needs' order refuses the write.
 async fn ask(
     writers: &dyn WriterAccess,
     writer: &Subject,
     needs: Vec<Need>,
 ) -> Result<Vec<FieldError>, Unchecked> {
+    let mut questions: Vec<&Request> = Vec::new();
+    for need in &needs {
+        if !questions.contains(&&need.request) {
+            questions.push(&need.request);
+        }
+    }
+    // Made before the stream, not in its `map`: a closure there makes the future unprovably Send.
+    let asking: Vec<Allowed<'_>> = questions
+        .iter()
+        .map(|question| writers.allowed(writer, question))
+        .collect();
+    let answers: Vec<Result<bool, kube::Error>> = futures::stream::iter(asking)
+        .buffered(CONCURRENT_QUESTIONS)
+        .collect()
+        .await;
+    let mut answered: HashMap<&Request, bool> = HashMap::new();
+    for (question, answer) in questions.iter().zip(answers) {
+        let allowed = answer.map_err(|source| Unchecked {
+            verb: question.verb,
+            resource: qualified(&question.resource, &question.group),
+            source,
+        })?;
+        answered.insert(question, allowed);
+    }
     let mut refusals = Vec::new();
     let mut denied: BTreeSet<(String, String)> = BTreeSet::new();
-    for need in needs {
-        let allowed = writers
-            .allowed(writer, &need.request)
-            .await
-            .map_err(|source| Unchecked {
-                verb: need.request.verb,
-                resource: qualified(&need.request.resource, &need.request.group),
-                source,
-            })?;
+    for need in &needs {
+        let allowed = answered.get(&need.request).copied().unwrap_or(false);
         if !allowed && denied.insert((need.path.clone(), need.request.verb.to_owned())) {
             let rule = format!(
                 "{}, so you may not {}",
@@ -140,8 +166,8 @@ async fn ask(
                 need.consequence
             );
             refusals.push(FieldError {
-                path: need.path,
-                value: need.value,
+                path: need.path.clone(),
+                value: need.value.clone(),
                 rule,
             });
         }

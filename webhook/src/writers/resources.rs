@@ -1,7 +1,10 @@
 //! What a write of a retention policy or a Cleaner needs: permissions on each kind it names, in
 //! its namespace (a ClusterRetentionPolicy: cluster-wide), when it is new or its spec changed, or
-//! (a policy) when the write approves its deletions past the blast-radius guard.
+//! (a policy) when the write approves its deletions past the blast-radius guard. The plurals of
+//! the kinds named are looked up together ([`super::CONCURRENT_QUESTIONS`] at a time; the
+//! lookups themselves are cached, [`crate::access`]).
 
+use futures::StreamExt;
 use kube_retention_common::annotations::APPROVED_GENERATION;
 use kube_retention_common::api::ResourceRef;
 use kube_retention_common::cleaner::CleanerSpec;
@@ -13,13 +16,24 @@ use super::Need;
 use crate::Context;
 use crate::access::Request;
 
-/// The plural the cluster serves `kind` of `api_version` under; `*` (every resource of its group)
-/// for a kind it does not serve (yet), which has no resource name to ask about.
-async fn plural(context: &Context, api_version: &str, kind: &str) -> String {
-    match context.access.served(api_version, kind).await {
-        Ok(Some(plural)) => plural,
-        Ok(None) | Err(_) => "*".to_owned(),
-    }
+/// The plurals the cluster serves each (api_version, kind) of `kinds` under, in their order;
+/// `*` (every resource of its group) for a kind it does not serve (yet), which has no resource
+/// name to ask about.
+async fn plurals(context: &Context, kinds: &[(String, String)]) -> Vec<String> {
+    // Made before the stream, not in its `map`: a closure there makes the future unprovably Send.
+    let lookups: Vec<_> = kinds
+        .iter()
+        .map(|(api_version, kind)| async move {
+            match context.access.served(api_version, kind).await {
+                Ok(Some(plural)) => plural,
+                Ok(None) | Err(_) => "*".to_owned(),
+            }
+        })
+        .collect();
+    futures::stream::iter(lookups)
+        .buffered(super::CONCURRENT_QUESTIONS)
+        .collect()
+        .await
 }
 
 /// The spec of a new object, or of one whose spec the write changed.
@@ -66,17 +80,14 @@ pub(super) async fn policy_needs(
         .cloned()
         .and_then(|resources| serde_json::from_value(resources).ok())
         .unwrap_or_default();
+    let kinds: Vec<(String, String)> = resources
+        .iter()
+        .map(|resource| (resource.api_version.clone(), resource.kind.clone()))
+        .collect();
+    let plurals = plurals(context, &kinds).await;
     let mut needs = Vec::new();
-    for (index, resource) in resources.iter().enumerate() {
+    for (index, (resource, plural)) in resources.iter().zip(plurals).enumerate() {
         let group = group_of(&resource.api_version).to_owned();
-        let plural = match context
-            .access
-            .served(&resource.api_version, &resource.kind)
-            .await
-        {
-            Ok(Some(plural)) => plural,
-            Ok(None) | Err(_) => "*".to_owned(),
-        };
         let value = serde_json::to_value(resource).unwrap_or(Value::Null);
         for verb in ["delete", "list"] {
             needs.push(Need {
@@ -112,15 +123,23 @@ pub(super) async fn cleaner_needs(
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)
         .map(str::to_owned);
+    let kinds: Vec<(String, String)> = spec
+        .targets
+        .iter()
+        .map(|target| {
+            let reference = &target.reference;
+            let api_version = if reference.api_group.is_empty() {
+                reference.version.clone()
+            } else {
+                format!("{}/{}", reference.api_group, reference.version)
+            };
+            (api_version, reference.kind.clone())
+        })
+        .collect();
+    let plurals = plurals(context, &kinds).await;
     let mut needs = Vec::new();
-    for (index, target) in spec.targets.iter().enumerate() {
+    for (index, (target, plural)) in spec.targets.iter().zip(plurals).enumerate() {
         let reference = &target.reference;
-        let api_version = if reference.api_group.is_empty() {
-            reference.version.clone()
-        } else {
-            format!("{}/{}", reference.api_group, reference.version)
-        };
-        let plural = plural(context, &api_version, &reference.kind).await;
         let verbs: &[&'static str] = if target.delete {
             &["delete", "list"]
         } else {

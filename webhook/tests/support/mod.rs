@@ -69,6 +69,10 @@ pub fn router() -> TestRouter {
 }
 
 impl TestRouter {
+    pub fn over(router: Router) -> Self {
+        Self(router)
+    }
+
     pub async fn oneshot_raw(self, request: Request<Body>) -> (StatusCode, Bytes) {
         let response = self.0.oneshot(request).await.unwrap();
         let status = response.status();

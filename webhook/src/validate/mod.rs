@@ -4,13 +4,20 @@
 //!
 //! On UPDATE only errors the change introduces are denied: an object admitted before the webhook
 //! was installed must stay updatable (finalizers, labels) even if its old settings are invalid.
+//!
+//! A policy's or a Cleaner's expressions are compiled, or only bounded ([`Check`]): admission
+//! bounds them first on its async worker and compiles them off it ([`crate::compilations`]);
+//! [`bounds`] checks the lists that multiply its work before either.
 
 use kube_retention_common::annotations::APPROVED_GENERATION;
 use kube_retention_common::api::{GROUP, PolicyRules};
+use kube_retention_common::cel::Check;
 use kube_retention_common::kinds::group_of;
 use kube_retention_common::policies::{Rules, approved_generation};
 use kube_retention_common::{FieldError, OwnSettings, Registry, cleaner};
 use serde_json::Value;
+
+pub mod bounds;
 
 /// The kinds whose spec is a policy.
 const POLICY_KINDS: [&str; 2] = ["RetentionPolicy", "ClusterRetentionPolicy"];
@@ -19,11 +26,19 @@ const CLEANER: &str = "Cleaner";
 /// The errors to deny `object` for, given the `old` object of an UPDATE. A kind switched off in
 /// `kinds` is not kube-retention's to judge. A policy is judged whole, every time.
 pub fn new_errors(kinds: &Registry, object: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    if is_policy(object) {
-        return policy_errors(object);
-    }
-    if is_cleaner(object) {
-        return cleaner::errors(object.get("spec").unwrap_or(&Value::Null));
+    new_errors_checking(kinds, object, old, Check::Compile)
+}
+
+/// As [`new_errors`], a policy's or a Cleaner's expressions compiled or only bounded as `check`
+/// says.
+pub fn new_errors_checking(
+    kinds: &Registry,
+    object: &Value,
+    old: Option<&Value>,
+    check: Check,
+) -> Vec<FieldError> {
+    if let Some(errors) = ours_errors(object, check) {
+        return errors;
     }
     let Some(entry) = kinds.entry_for(object) else {
         return Vec::new();
@@ -37,6 +52,16 @@ pub fn new_errors(kinds: &Registry, object: &Value, old: Option<&Value>) -> Vec<
         .into_iter()
         .filter(|error| !old_errors.contains(error))
         .collect()
+}
+
+/// The errors of a policy or a Cleaner (`None` for any other object), its expressions compiled
+/// or only bounded as `check` says.
+pub fn ours_errors(object: &Value, check: Check) -> Option<Vec<FieldError>> {
+    if is_policy(object) {
+        return Some(policy_errors(object, check));
+    }
+    is_cleaner(object)
+        .then(|| cleaner::errors_checking(object.get("spec").unwrap_or(&Value::Null), check))
 }
 
 pub fn is_policy(object: &Value) -> bool {
@@ -53,12 +78,12 @@ fn is_ours(object: &Value, kinds: &[&str]) -> bool {
     group_of(text("apiVersion")) == GROUP && kinds.contains(&text("kind"))
 }
 
-/// Every error of a RetentionPolicy or ClusterRetentionPolicy: its spec, and the generation its
-/// approval names.
-pub fn policy_errors(object: &Value) -> Vec<FieldError> {
+/// Every error of a RetentionPolicy or ClusterRetentionPolicy: its spec (its expressions
+/// compiled or bounded as `check` says), and the generation its approval names.
+pub fn policy_errors(object: &Value, check: Check) -> Vec<FieldError> {
     let spec = object.get("spec").cloned().unwrap_or(Value::Null);
     let mut errors = match serde_json::from_value::<PolicyRules>(spec.clone()) {
-        Ok(rules) => Rules::read(&rules, spec.get("namespaceSelector")).1,
+        Ok(rules) => Rules::read_checking(&rules, spec.get("namespaceSelector"), check).1,
         Err(error) => vec![FieldError::new(
             "spec",
             &spec,

@@ -1,0 +1,150 @@
+//! The chart's `webhook.clientAuth` and `webhook.networkPolicy`, which decide who may reach the
+//! webhook: off by default (the defaults render deploy/, `chart.rs`); on, the webhook gets
+//! `--client-ca-file` from the named ConfigMap and a NetworkPolicy admits its HTTPS port from
+//! the API server's CIDRs alone and its metrics port from the named peers alone; the render
+//! lints and the API server accepts it; either turned on without what it needs fails the render,
+//! saying what to give.
+
+use anyhow::{Context, Result, ensure};
+use libtest_mimic::Trial;
+use serde_json::{Value, json};
+
+use super::{CHART, apply_dry_run, objects, render};
+use crate::cleaners::helm;
+use crate::support::{Env, TestNamespace};
+
+pub(super) fn tests(env: &Env) -> Vec<Trial> {
+    vec![
+        env.trial(
+            "the_helm_chart_verifies_the_api_servers_client_certificate_and_fences_the_webhook_when_asked",
+            rendered,
+        ),
+        env.trial(
+            "the_helm_chart_refuses_client_auth_or_a_network_policy_without_what_they_need",
+            refused,
+        ),
+    ]
+}
+
+const ON: [&str; 8] = [
+    "--set",
+    "webhook.clientAuth.enabled=true,webhook.clientAuth.caConfigMap=api-server-clients",
+    "--set",
+    "webhook.networkPolicy.enabled=true",
+    "--set",
+    "webhook.networkPolicy.apiServerCIDRs={10.0.0.0/28,192.168.7.5/32}",
+    "--set-json",
+    r#"webhook.networkPolicy.metricsFrom=[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}]"#,
+];
+
+async fn rendered(ns: TestNamespace) -> Result<()> {
+    let chart = ns.env.cluster.layout.repo_root.join(CHART);
+    let said = kube_retention_e2e::run(
+        helm(&ns.env)
+            .args(["lint", "--strict"])
+            .args(ON)
+            .arg(&chart),
+    )?;
+    ensure!(said.contains("0 chart(s) failed"), "helm lint: {said}");
+    let yaml = render(&ns, &ON)?;
+    let rendered = objects(&yaml)?;
+
+    let policy = rendered
+        .get("NetworkPolicy kube-retention/kube-retention-webhook")
+        .context("the NetworkPolicy")?;
+    let expected = json!({
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "kube-retention-webhook"}},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {"from": [{"ipBlock": {"cidr": "10.0.0.0/28"}}, {"ipBlock": {"cidr": "192.168.7.5/32"}}],
+             "ports": [{"protocol": "TCP", "port": "https"}]},
+            {"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+             "ports": [{"protocol": "TCP", "port": "metrics"}]},
+        ],
+    });
+    ensure!(policy["spec"] == expected, "the NetworkPolicy: {policy}");
+
+    let deployment = rendered
+        .get("Deployment kube-retention/kube-retention-webhook")
+        .context("the webhook's Deployment")?;
+    let pod = &deployment["spec"]["template"]["spec"];
+    let webhook = pod["containers"]
+        .as_array()
+        .and_then(|containers| containers.iter().find(|c| c["name"] == "webhook"))
+        .context("the webhook container")?;
+    let args: Vec<&str> = webhook["args"]
+        .as_array()
+        .context("args")?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for flag in [
+        "--client-ca-file=/client-ca/ca.crt",
+        "--metrics-address=0.0.0.0:8080",
+    ] {
+        ensure!(args.contains(&flag), "{flag} missing: {args:?}");
+    }
+    ensure!(
+        webhook["volumeMounts"]
+            .as_array()
+            .context("mounts")?
+            .contains(&json!({"name": "client-ca", "mountPath": "/client-ca", "readOnly": true})),
+        "the CA is mounted: {webhook}"
+    );
+    ensure!(
+        pod["volumes"]
+            .as_array()
+            .context("volumes")?
+            .contains(&json!({"name": "client-ca", "configMap": {"name": "api-server-clients"}})),
+        "the CA comes from the ConfigMap: {pod}"
+    );
+    for probe in ["readinessProbe", "livenessProbe"] {
+        ensure!(
+            webhook[probe]["httpGet"]["port"] == "metrics"
+                && webhook[probe]["httpGet"].get("scheme").is_none(),
+            "{probe} on the plain port, which needs no client certificate: {webhook}"
+        );
+    }
+    let applied = apply_dry_run(&ns, &yaml)?;
+    ensure!(
+        applied.contains(
+            "networkpolicy.networking.k8s.io/kube-retention-webhook created (server dry run)"
+        ) && applied.contains("deployment.apps/kube-retention-webhook created (server dry run)"),
+        "kubectl apply --dry-run=server: {applied}"
+    );
+    Ok(())
+}
+
+async fn refused(ns: TestNamespace) -> Result<()> {
+    let chart = ns.env.cluster.layout.repo_root.join(CHART);
+    for (values, expected) in [
+        (
+            "webhook.networkPolicy.enabled=true",
+            "webhook.networkPolicy.apiServerCIDRs: name the addresses the API server calls the \
+             webhook from",
+        ),
+        (
+            "webhook.clientAuth.enabled=true",
+            "webhook.clientAuth.caConfigMap: name the ConfigMap holding the CA of the API \
+             server's client certificate",
+        ),
+    ] {
+        let output = kube_retention_e2e::output_with_input(
+            helm(&ns.env)
+                .args(["template", "x", "--set", values])
+                .arg(&chart),
+            "",
+        )?;
+        let said = String::from_utf8_lossy(&output.stderr);
+        ensure!(
+            !output.status.success() && said.contains(expected),
+            "{values} must fail the render saying what to give: {said}"
+        );
+    }
+    let defaults = objects(&render(&ns, &[])?)?;
+    ensure!(
+        !defaults.keys().any(|key| key.starts_with("NetworkPolicy ")),
+        "no NetworkPolicy by default"
+    );
+    Ok(())
+}

@@ -1,0 +1,75 @@
+//! The bounds on admission work: a deadline for each request, from its first byte to its
+//! answer, and a bound on the requests in flight. The API server gives up on a webhook after
+//! the registrations' `timeoutSeconds` (3 s) and then applies their `failurePolicy`; the
+//! webhook answers first, well within that, and says what happened, never leaving the API
+//! server to time out. Beyond [`Limits::max_in_flight`] a request is refused unread (503), so a
+//! flood queues nothing: the API server applies the registration's `failurePolicy` to it, as
+//! to an absent webhook. CEL compilation has a bound of its own ([`crate::compilations`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::metrics::Metrics;
+
+/// How long a request may take, from its first byte to its answer: well within the
+/// registrations' `timeoutSeconds` (3), leaving the API server a second for the network.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How many requests may be in flight at once: far above what the API server's admission
+/// traffic keeps in flight (a review takes milliseconds), far below what would exhaust memory
+/// (each holds at most one body of `--max-body-bytes`).
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 128;
+
+/// The deadline and the in-flight bound, shared by every request.
+#[derive(Clone)]
+pub struct Limits {
+    pub timeout: Duration,
+    pub max_in_flight: usize,
+    in_flight: Arc<Semaphore>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self::new(DEFAULT_TIMEOUT, DEFAULT_MAX_IN_FLIGHT)
+    }
+}
+
+impl Limits {
+    pub fn new(timeout: Duration, max_in_flight: usize) -> Self {
+        Self {
+            timeout,
+            max_in_flight,
+            in_flight: Arc::new(Semaphore::new(max_in_flight)),
+        }
+    }
+
+    /// A place among the requests in flight, counted in `metrics` while it is held; `None`
+    /// when all are taken.
+    pub fn enter(&self, metrics: &Metrics) -> Option<InFlight> {
+        let permit = self.in_flight.clone().try_acquire_owned().ok()?;
+        metrics.admissions_in_flight.inc();
+        Some(InFlight {
+            _permit: permit,
+            metrics: metrics.clone(),
+        })
+    }
+
+    /// The requests in flight now.
+    pub fn in_flight(&self) -> usize {
+        self.max_in_flight - self.in_flight.available_permits()
+    }
+}
+
+/// A request's place in flight, given back when it is answered or dropped.
+pub struct InFlight {
+    _permit: OwnedSemaphorePermit,
+    metrics: Metrics,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.metrics.admissions_in_flight.dec();
+    }
+}

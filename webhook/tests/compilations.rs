@@ -1,0 +1,175 @@
+//! CEL compilation at admission, through the router: policies' and Cleaners' expressions are
+//! compiled off the async workers, at most `--max-compilations` at once however many large
+//! expressions arrive together (a property over generated ones), once per admission; a writer
+//! who may not make a policy has nothing compiled; lists past the CRDs' bounds are refused
+//! before anything is compiled or asked. Counts and outcomes, never times.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use kube_retention_webhook::Context;
+use kube_retention_webhook::limits::Limits;
+use kube_retention_webhook::router::{DEFAULT_MAX_BODY_BYTES, router};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use support::{Rbac, TestRouter, cause_fields, context, ours};
+
+/// Posts `review` to `/validate` on a router over `context`: the status and the JSON body.
+async fn validate(context: &Arc<Context>, review: &Value) -> (StatusCode, Value) {
+    let request = Request::post("/validate")
+        .header("content-type", "application/json")
+        .body(Body::from(serde_json::to_vec(review).unwrap()))
+        .unwrap();
+    let router = TestRouter::over(router(context.clone(), DEFAULT_MAX_BODY_BYTES));
+    let (status, body) = router.oneshot_raw(request).await;
+    (status, serde_json::from_slice(&body).unwrap())
+}
+
+fn policy(spec: Value) -> Value {
+    json!({"apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
+           "metadata": {"name": "p", "namespace": "team-a"}, "spec": spec})
+}
+
+fn cleaner(targets: usize, conditions: Vec<String>) -> Value {
+    let targets: Vec<Value> = (0..targets)
+        .map(|index| {
+            json!({"name": format!("t{index}"), "includeWhenEvaluating": true,
+                   "reference": {"version": "v1", "kind": "ConfigMap", "name": format!("c{index}")}})
+        })
+        .collect();
+    json!({"apiVersion": "retention.dev/v1alpha1", "kind": "Cleaner",
+           "metadata": {"name": "preview", "namespace": "team-a"},
+           "spec": {"ttl": "1h", "targets": targets, "conditions": conditions}})
+}
+
+/// May delete and list Secrets in team-a: what the policies here name.
+fn secrets_editor() -> Arc<Rbac> {
+    Arc::new(Rbac {
+        allowed: vec![
+            ("bob", "delete", "secrets", Some("team-a")),
+            ("bob", "list", "secrets", Some("team-a")),
+        ],
+        ..Rbac::default()
+    })
+}
+
+fn secrets_policy(matching: &str) -> Value {
+    policy(
+        json!({"resources": [{"apiVersion": "v1", "kind": "Secret"}], "ttl": "1h",
+                  "match": matching}),
+    )
+}
+
+#[tokio::test]
+async fn a_writer_who_may_not_make_a_policy_has_nothing_compiled() {
+    let context = Arc::new(context(Arc::new(Rbac::default())));
+    let object = secrets_policy("object.metadata.name.startsWith('ci-')");
+    let (_, body) = validate(&context, &ours("RetentionPolicy", "CREATE", &object, None)).await;
+    assert_eq!(body["response"]["status"]["code"], 403, "{body}");
+    assert_eq!(
+        cause_fields(&body),
+        ["spec.resources[0]", "spec.resources[0]"]
+    );
+    assert_eq!(context.compilations.started(), 0);
+}
+
+#[tokio::test]
+async fn an_expression_that_does_not_compile_is_denied_once_its_writer_may_make_it() {
+    let rbac = secrets_editor();
+    let context = Arc::new(context(rbac.clone()));
+    let object = secrets_policy("object.metadata.name.frobnicate()");
+    let (_, body) = validate(&context, &ours("RetentionPolicy", "CREATE", &object, None)).await;
+    assert_eq!(body["response"]["status"]["code"], 422, "{body}");
+    assert_eq!(cause_fields(&body), ["spec.match"]);
+    assert_eq!(
+        rbac.asked.lock().unwrap().len(),
+        2,
+        "delete and list, asked first"
+    );
+    assert_eq!(context.compilations.started(), 1);
+
+    let valid = secrets_policy("object.metadata.name.startsWith('ci-')");
+    let (_, body) = validate(&context, &ours("RetentionPolicy", "CREATE", &valid, None)).await;
+    assert_eq!(body["response"]["allowed"], true, "{body}");
+    assert_eq!(context.compilations.started(), 2);
+}
+
+#[tokio::test]
+async fn lists_past_their_bounds_are_refused_before_anything_is_compiled_or_asked() {
+    let rbac = Arc::new(Rbac::default());
+    let context = Arc::new(context(rbac.clone()));
+    let conditions = vec!["t0.items.size() == 0".to_owned(); 17];
+    let object = cleaner(17, conditions);
+    let (_, body) = validate(&context, &ours("Cleaner", "CREATE", &object, None)).await;
+    assert_eq!(body["response"]["status"]["code"], 422, "{body}");
+    assert_eq!(cause_fields(&body), ["spec.targets", "spec.conditions"]);
+    let message = body["response"]["status"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("spec.targets: 17 targets are above the limit of 16 (the CRD's maxItems)"),
+        "{message}"
+    );
+    assert_eq!(context.compilations.started(), 0);
+    assert!(rbac.asked.lock().unwrap().is_empty());
+}
+
+/// Expressions near the bounds on one: `&&` chains of size comparisons over the targets, up to
+/// 4,096 bytes and 1,024 tokens, nested brackets up to the depth bound, or text that is not
+/// CEL at all.
+fn expression() -> impl Strategy<Value = String> {
+    let chain = (1usize..100, 0usize..16).prop_map(|(terms, target)| {
+        let term = format!("t{target}.items.size() > {terms}");
+        vec![term; terms].join(" && ")
+    });
+    let nested = (1usize..33).prop_map(|depth| {
+        format!(
+            "{}t0.items.size() == 0{}",
+            "(".repeat(depth),
+            ")".repeat(depth)
+        )
+    });
+    let junk = "[ -~]{0,4096}";
+    prop_oneof![chain, nested, junk]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(8))]
+
+    /// However many large expressions arrive at once, at most `--max-compilations` admissions
+    /// compile at a time, each once, and every admission is answered with a review.
+    #[test]
+    fn concurrent_admissions_of_large_expressions_compile_within_the_bound(
+        requests in prop::collection::vec(prop::collection::vec(expression(), 1..=16), 1..=6),
+    ) {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let context = Arc::new(
+            Context::new(Arc::new(support::FakeParents::with_fixtures()))
+                .with_limits(Limits::new(Duration::from_secs(3600), 128), 2),
+        );
+        let answers = runtime.block_on(async {
+            let admissions = requests.iter().map(|conditions| {
+                let review = ours("Cleaner", "CREATE", &cleaner(16, conditions.clone()), None);
+                let context = context.clone();
+                async move { validate(&context, &review).await }
+            });
+            futures::future::join_all(admissions).await
+        });
+        for (status, body) in &answers {
+            prop_assert_eq!(*status, StatusCode::OK);
+            prop_assert!(body["response"]["allowed"].is_boolean(), "{}", body);
+            prop_assert_ne!(&body["response"]["status"]["code"], &json!(504), "{}", body);
+        }
+        prop_assert!(context.compilations.peak() <= 2, "peak {}", context.compilations.peak());
+        prop_assert_eq!(context.compilations.started(), requests.len());
+        prop_assert_eq!(context.compilations.running(), 0);
+    }
+}
