@@ -212,7 +212,7 @@ impl Backlog {
                 .iter()
                 .map(|(namespace, lane)| (namespace, lane.queued))
                 .collect();
-            lanes.sort_by(|a, b| b.1.cmp(&a.1));
+            lanes.sort_by_key(|lane| std::cmp::Reverse(lane.1));
             let lanes: Vec<Arc<str>> = lanes
                 .into_iter()
                 .map(|(namespace, _)| namespace.clone())
