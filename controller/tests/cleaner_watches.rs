@@ -63,12 +63,17 @@ async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_ref
     let cleaners = Cleaners::new(cleaning, Lists::new(InitialList::Pages, 500), evaluator);
     let (_leading, leadership) = watch::channel(true);
     let running = tokio::spawn(cleaners.run(leadership, std::future::pending()));
+    // The requests in their order, and the watches (which run beside them, in an order of
+    // their own).
     let mut seen = Vec::new();
+    let mut watches = Vec::new();
     let mut watching = Vec::new();
-    while let Some(received) = api.next().await {
+    let mut patched = false;
+    while !(patched && watches.len() == 2) {
+        let received = api.next().await.expect("a request");
         let line = received.line();
         if received.query.contains("watch=true") {
-            seen.push(format!("WATCH {}", received.path));
+            watches.push(received.path.clone());
             // Watches stay open: nothing more happens on them.
             watching.push(received.unanswered());
             continue;
@@ -108,24 +113,30 @@ async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_ref
                     json!(["p42-settings.configmaps/v1"])
                 );
                 received.reply(200, &cleaner());
-                break;
+                patched = true;
             }
             _ => received.refuse(404, "not served here"),
         }
     }
     running.abort();
     drop((watching, evaluating));
+    watches.sort();
+    assert_eq!(
+        watches,
+        [
+            "/api/v1/namespaces/previews/configmaps",
+            "/apis/retention.dev/v1alpha1/cleaners"
+        ]
+    );
     let metadata = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
     assert_eq!(
         seen,
         [
             "GET /apis/retention.dev/v1alpha1/cleaners?&limit=500 accept=".to_owned(),
-            "WATCH /apis/retention.dev/v1alpha1/cleaners".to_owned(),
             "GET /api/v1 accept=".to_owned(),
             format!(
                 "GET /api/v1/namespaces/previews/configmaps?&fieldSelector=metadata.name%3Dp42-settings&limit=500 accept={metadata}"
             ),
-            "WATCH /api/v1/namespaces/previews/configmaps".to_owned(),
             "PATCH /apis/retention.dev/v1alpha1/namespaces/previews/cleaners/p42/status accept=application/json".to_owned(),
         ]
     );

@@ -100,10 +100,11 @@ async fn a_job_the_evaluator_shed_is_fetched_again_at_its_turn_and_judged() {
         ..Bounds::default()
     };
     let metrics = EvaluatorMetrics::default();
-    // A hundredth of a core and no credit ahead: after the first Job's first step (a
-    // millisecond or more) the namespace waits a tenth of a second or more, while the loop
-    // queues the others at once.
-    let shares = TimeShares::new(0.01, Duration::ZERO);
+    // The namespace starts two seconds in debt (a second charged at half a core): nothing of
+    // it is evaluated before the loop has queued all four.
+    let mut shares = TimeShares::new(0.5, Duration::ZERO);
+    let debt = std::time::Instant::now();
+    shares.charge(&Arc::from("team-a"), Duration::from_secs(1), debt);
     let (evaluator, evaluating) = Evaluator::spawn_with(metrics.clone(), shares, bounds).unwrap();
     let evaluations = Evaluations::new(evaluator, client.clone());
     let (statuses, writing) = StatusWrites::spawn(client, writes::RETRY);
@@ -179,7 +180,10 @@ async fn a_job_the_evaluator_shed_is_fetched_again_at_its_turn_and_judged() {
     deleted.sort();
     assert_eq!(deleted, names, "every Job judged and deleted, shed or not");
     let shed = metrics.shed.get();
-    assert!(shed >= 1, "four 100 KB Jobs do not fit a 300 KB lane");
+    assert_eq!(
+        shed, 2,
+        "four Jobs of a little over 100 KB queued: the two newest do not fit a 300 KB lane"
+    );
     let gets: usize = fetched.values().sum();
     assert_eq!(
         u64::try_from(gets).unwrap(),

@@ -15,7 +15,9 @@
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use cpu_time::ThreadTime;
 
 use kube_cel::cel::common::ast::{Expr, LiteralValue};
 use kube_cel::cel::common::types::{
@@ -28,13 +30,19 @@ use kube_cel::cel::{ExecutionError, FunctionContext, ResolveResult, Value};
 use super::cost::rules::{self, Extent};
 use super::cost::{CHARGE, COST_LIMIT, OPERAND, Site};
 
-/// How long one evaluation may run. The cost limit is what bounds an evaluation; this is the
-/// second guard, for work the cost model misjudges, and for what it leaves out: binding the
-/// object converts all of it (about 20 ms for 1.5 MiB). At 40 to 90 ns a unit (`make
-/// bench-cel`, docs/benchmarks.md) [`COST_LIMIT`] takes 40 to 90 ms in a release build, so an
-/// expression near its cost limit may be stopped by this one first. The clock is read
-/// at every charge, and every call is charged before it runs, so an evaluation ends within
-/// one call of this: [`TIME_BOUND`] is what the fuzz campaign holds every evaluation to.
+/// How long one evaluation may run, in the evaluating thread's CPU time. The cost limit is what
+/// bounds an evaluation; this is the second guard, for work the cost model misjudges. At 40 to
+/// 90 ns a unit (`make bench-cel`, docs/benchmarks.md) [`COST_LIMIT`] takes 40 to 90 ms in a
+/// release build, so an expression near its cost limit may be stopped by this one first.
+///
+/// CPU time, not the wall clock's: the controller evaluates at the lowest priority, and on a
+/// loaded machine an evaluation waits many times longer than it runs; stopped by the wall clock
+/// it would fail for what other processes did. Reading a thread's CPU clock is a system call
+/// (about 2 µs), so it is read at most every [`READ_EVERY_CHARGES`] charges or
+/// [`READ_EVERY_UNITS`] units; in between, the time is foretold from the last reading and the
+/// units charged since, and every call is charged before it runs — so an evaluation ends
+/// within a few calls of this: [`TIME_BOUND`] is what the fuzz campaign holds every evaluation
+/// to.
 pub const TIME_LIMIT: Duration = Duration::from_millis(40);
 
 /// The most one evaluation takes, in CPU time on a release build: [`TIME_LIMIT`] and the one
@@ -85,7 +93,12 @@ impl fmt::Display for Exceeded {
 struct Meter {
     spent: u64,
     budget: Budget,
-    deadline: Option<Instant>,
+    /// The thread's CPU clock when the evaluation began.
+    began: Option<ThreadTime>,
+    /// CPU time taken at the last reading, and what was charged since.
+    read: Duration,
+    units_since: u64,
+    charges_since: u32,
     exceeded: Option<Exceeded>,
 }
 
@@ -96,10 +109,34 @@ impl Meter {
             cost: u64::MAX,
             time: Duration::MAX,
         },
-        deadline: None,
+        began: None,
+        read: Duration::ZERO,
+        units_since: 0,
+        charges_since: 0,
         exceeded: None,
     };
+
+    /// The CPU time the evaluation will have taken once the work charged so far, `units` of
+    /// it charged now and not begun, is done: the clock read when enough was charged since its
+    /// last reading, and the units charged since then foretold at [`NANOS_PER_UNIT`].
+    fn foretold(&mut self, units: u64) -> Option<Duration> {
+        let began = self.began?;
+        if self.charges_since >= READ_EVERY_CHARGES || self.units_since >= READ_EVERY_UNITS {
+            self.read = began.elapsed();
+            self.charges_since = 0;
+            self.units_since = 0;
+        }
+        self.units_since = self.units_since.saturating_add(units);
+        self.charges_since = self.charges_since.saturating_add(1);
+        let ahead = Duration::from_nanos(self.units_since.saturating_mul(NANOS_PER_UNIT));
+        Some(self.read.saturating_add(ahead))
+    }
 }
+
+/// The thread's CPU clock is read once this many charges were made since the last reading...
+const READ_EVERY_CHARGES: u32 = 16;
+/// ...or once this many units were (about 60 µs of work at [`NANOS_PER_UNIT`]).
+const READ_EVERY_UNITS: u64 = 1_000;
 
 /// One costed call's operands so far, and what it was charged for them.
 #[derive(Debug, Clone, Default)]
@@ -130,7 +167,7 @@ pub(super) fn metered<T>(
 ) -> (T, u64, Option<Exceeded>) {
     let armed = Meter {
         budget,
-        deadline: Instant::now().checked_add(budget.time),
+        began: Some(ThreadTime::now()),
         ..Meter::IDLE
     };
     let calls = Calls {
@@ -150,25 +187,19 @@ pub(super) fn metered<T>(
 const NANOS_PER_UNIT: u64 = 60;
 
 /// Adds `units` to the meter, and fails past the cost limit, or where the work they pay for
-/// would end past the time limit. The clock is read at every charge: a charge comes before
-/// its work, never after a long stretch of it.
+/// would end past the time limit (foretold: [`Meter::foretold`]). A charge comes before its
+/// work, never after a long stretch of it.
 fn spend(units: u64) -> Result<(), ExecutionError> {
     METER.with(|cell| {
         let mut meter = cell.get();
         meter.spent = meter.spent.saturating_add(units);
+        let foretold = meter.foretold(units);
         if meter.exceeded.is_none() && meter.spent > meter.budget.cost {
             meter.exceeded = Some(Exceeded::Cost {
                 limit: meter.budget.cost,
             });
         }
-        let foretold = Duration::from_nanos(units.saturating_mul(NANOS_PER_UNIT));
-        if meter.exceeded.is_none()
-            && meter.deadline.is_some_and(|deadline| {
-                Instant::now()
-                    .checked_add(foretold)
-                    .is_none_or(|end| end > deadline)
-            })
-        {
+        if meter.exceeded.is_none() && foretold.is_some_and(|end| end > meter.budget.time) {
             meter.exceeded = Some(Exceeded::Time {
                 limit: meter.budget.time,
             });

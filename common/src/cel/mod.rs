@@ -8,11 +8,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use jiff::Timestamp;
 use kube_cel::KubeCelExt;
 use kube_cel::cel::common::ast::IdedExpr;
-use kube_cel::cel::{Context, Program, Value as CelValue};
-use serde_json::Value;
+use kube_cel::cel::{Context, Program};
 
 /// The only variable an expression may use.
 pub const VARIABLE: &str = "object";
@@ -53,6 +51,7 @@ mod check;
 mod checks;
 pub mod cost;
 mod errors;
+mod evaluation;
 pub mod hostile;
 pub mod meter;
 mod patterns;
@@ -60,7 +59,6 @@ pub mod shape;
 pub mod stack;
 mod variables;
 
-use bindings::timestamp_value;
 pub use bindings::{ConversionError, Converted, Variables};
 pub use check::Check;
 use checks::{has_function, is_operator, wrong_result};
@@ -71,14 +69,19 @@ pub use meter::{Budget, Exceeded, TIME_BOUND, TIME_LIMIT, thousands};
 pub use patterns::PATTERN_SIZE_LIMIT;
 pub use shape::{MAX_DEPTH, MAX_SOURCE_BYTES, MAX_TOKENS};
 
+/// A context with every function an expression may call and the meter's own: what
+/// evaluations run in (a scope of it, with the variables bound: [`bindings`]).
+fn root() -> Context<'static> {
+    let mut root = Context::default().with_all();
+    patterns::register(&mut root);
+    root.add_function(cost::CHARGE, meter::charge);
+    root.add_function(cost::OPERAND, meter::operand);
+    root
+}
+
 thread_local! {
-    static ROOT: Context<'static> = {
-        let mut root = Context::default().with_all();
-        patterns::register(&mut root);
-        root.add_function(cost::CHARGE, meter::charge);
-        root.add_function(cost::OPERAND, meter::operand);
-        root
-    };
+    /// The functions on offer, for asking whether one exists ([`checks`]).
+    static ROOT: Context<'static> = root();
 }
 
 impl Expression {
@@ -175,147 +178,6 @@ impl Expression {
     /// The most an evaluation can cost on an object within the assumed sizes ([`cost`]).
     pub fn estimated_cost(&self) -> u64 {
         self.estimate
-    }
-
-    /// Evaluates a condition on `object` within `budget`, and answers what it cost; for the
-    /// cost model's tests and benchmarks.
-    pub fn condition_costing(
-        &self,
-        object: &Value,
-        budget: Budget,
-    ) -> (Result<bool, EvalError>, u64) {
-        match self.convert(object) {
-            Ok(converted) => self.condition_costing_converted(&converted, budget),
-            Err(error) => (Err(error), 0),
-        }
-    }
-
-    /// Like [`Expression::condition_costing`], on an object converted already.
-    pub fn condition_costing_converted(
-        &self,
-        object: &Converted,
-        budget: Budget,
-    ) -> (Result<bool, EvalError>, u64) {
-        let (result, spent) = self.run(budget, |context| {
-            context.add_variable_from_value(VARIABLE, object.0.clone());
-        });
-        let result = result.and_then(|value| match value {
-            CelValue::Bool(value) => Ok(value),
-            other => Err(self.error(format!("gave {other:?}, not true or false"))),
-        });
-        (result, spent)
-    }
-
-    /// Evaluates a condition on `object`.
-    pub fn condition(&self, object: &Value) -> Result<bool, EvalError> {
-        self.condition_of(&self.convert(object)?)
-    }
-
-    /// Evaluates a time on `object`.
-    pub fn time(&self, object: &Value) -> Result<Timestamp, EvalError> {
-        self.time_of(&self.convert(object)?)
-    }
-
-    /// Evaluates a condition on an object converted already.
-    pub fn condition_of(&self, object: &Converted) -> Result<bool, EvalError> {
-        match self.evaluate(object)? {
-            CelValue::Bool(value) => Ok(value),
-            other => Err(self.error(format!("gave {other:?}, not true or false"))),
-        }
-    }
-
-    /// Evaluates a time on an object converted already.
-    pub fn time_of(&self, object: &Converted) -> Result<Timestamp, EvalError> {
-        match self.evaluate(object)? {
-            CelValue::Timestamp(at) => Timestamp::from_second(at.timestamp())
-                .and_then(|second| {
-                    second.checked_add(jiff::SignedDuration::from_nanos(i64::from(
-                        at.timestamp_subsec_nanos(),
-                    )))
-                })
-                .map_err(|error| self.error(error.to_string())),
-            CelValue::String(text) => text
-                .parse()
-                .map_err(|_| self.error(format!("gave {text:?}, not an RFC 3339 time"))),
-            other => Err(self.error(format!("gave {other:?}, not a timestamp"))),
-        }
-    }
-
-    /// Evaluates a condition over `variables`, and a time bound by name where given.
-    pub fn condition_in(
-        &self,
-        variables: &Variables,
-        time: Option<(&str, Timestamp)>,
-    ) -> Result<bool, EvalError> {
-        let time = time
-            .map(|(name, at)| timestamp_value(at).map(|value| (name, value)))
-            .transpose();
-        let time = time.map_err(|reason| self.error(reason.to_string()))?;
-        let (result, _) = self.run(Budget::default(), |context| {
-            for (name, value) in &variables.values {
-                context.add_variable_from_value(name.clone(), value.clone());
-            }
-            if let Some((name, at)) = time {
-                context.add_variable_from_value(name, at);
-            }
-        });
-        match result? {
-            CelValue::Bool(value) => Ok(value),
-            other => Err(self.error(format!("gave {other:?}, not true or false"))),
-        }
-    }
-
-    fn convert(&self, object: &Value) -> Result<Converted, EvalError> {
-        Converted::new(object).map_err(|reason| self.error(reason.to_string()))
-    }
-
-    fn evaluate(&self, object: &Converted) -> Result<CelValue, EvalError> {
-        let (result, _) = self.run(Budget::default(), |context| {
-            context.add_variable_from_value(VARIABLE, object.0.clone());
-        });
-        result
-    }
-
-    /// Runs the metered program over the variables `bind` adds, within `budget`.
-    fn run(
-        &self,
-        budget: Budget,
-        bind: impl FnOnce(&mut Context<'_>),
-    ) -> (Result<CelValue, EvalError>, u64) {
-        let (result, spent, exceeded) = stack::deep(|| {
-            meter::metered(budget, &self.sites, || {
-                contained(|| {
-                    ROOT.with(|root| {
-                        let mut context = root.new_inner_scope();
-                        bind(&mut context);
-                        CelValue::resolve(&self.metered, &context)
-                    })
-                })
-            })
-        });
-        let result = result.unwrap_or_else(|panic| {
-            Err(kube_cel::cel::ExecutionError::function_error(
-                "evaluation",
-                format!("failed inside the interpreter: {panic}"),
-            ))
-        });
-        let result = match exceeded {
-            Some(exceeded) => Err(EvalError {
-                source_text: self.source.clone(),
-                reason: exceeded.to_string(),
-                exceeded: Some(exceeded),
-            }),
-            None => result.map_err(|error| self.error(error.to_string())),
-        };
-        (result, spent)
-    }
-
-    fn error(&self, reason: String) -> EvalError {
-        EvalError {
-            source_text: self.source.clone(),
-            reason,
-            exceeded: None,
-        }
     }
 }
 

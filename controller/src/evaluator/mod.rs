@@ -83,15 +83,18 @@ impl EvaluatorMetrics {
         metrics
     }
 
-    fn observe(&self, backlog: &Backlog, before: Dropped) {
+    /// Sets the gauges from `backlog`, and counts what it dropped since `counted`, which it
+    /// brings up to date.
+    fn observe(&self, backlog: &Backlog, counted: &mut Dropped) {
         let gauge = |bytes: usize| i64::try_from(bytes).unwrap_or(i64::MAX);
         let (queued, started) = backlog.bytes();
         self.queued_bytes.set(gauge(queued));
         self.started_bytes.set(gauge(started));
         let dropped = backlog.dropped();
         self.superseded
-            .inc_by(dropped.superseded.saturating_sub(before.superseded));
-        self.shed.inc_by(dropped.shed.saturating_sub(before.shed));
+            .inc_by(dropped.superseded.saturating_sub(counted.superseded));
+        self.shed.inc_by(dropped.shed.saturating_sub(counted.shed));
+        *counted = dropped;
     }
 }
 
@@ -163,8 +166,8 @@ pub fn serve(
     let mut backlog = Backlog::new(bounds);
     let mut owed = Duration::ZERO;
     let mut open = true;
+    let mut counted = Dropped::default();
     loop {
-        let before = backlog.dropped();
         if backlog.is_empty() {
             match queued.recv() {
                 Ok(submission) => take(&mut backlog, submission),
@@ -178,7 +181,7 @@ pub fn serve(
         let started = ThreadTime::now();
         let turn = backlog.step(|namespace| shares.ready_at(namespace, now).is_none());
         let Some(turn) = turn else {
-            metrics.observe(&backlog, before);
+            metrics.observe(&backlog, &mut counted);
             // Every namespace with work is in debt, or waits for room: wait for the first to
             // pay its debt off, or for what the loops send (new work, perhaps a namespace's
             // that is not in debt; shed work coming back).
@@ -222,7 +225,7 @@ pub fn serve(
         if let Some(done) = turn.done {
             done.finish();
         }
-        metrics.observe(&backlog, before);
+        metrics.observe(&backlog, &mut counted);
         owed += took.mul_f64((1.0 - CPU_SHARE) / CPU_SHARE);
         if owed >= MIN_REST {
             std::thread::sleep(owed);
