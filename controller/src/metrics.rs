@@ -11,6 +11,7 @@ use prometheus_client::registry::Registry;
 
 use crate::cleaners::metrics::CleanerMetrics;
 use crate::ledger::LedgerMetrics;
+use crate::sinks::metrics::SinkPolicyMetrics;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct DeletionLabels {
@@ -71,6 +72,7 @@ pub struct Metrics {
     pub held_by_breaker: Gauge,
     pub cleaners: CleanerMetrics,
     pub ledger: LedgerMetrics,
+    pub sink_policy: SinkPolicyMetrics,
 }
 
 impl Default for Metrics {
@@ -214,7 +216,9 @@ impl Default for Metrics {
         );
         let cleaners = CleanerMetrics::register(&mut registry);
         let ledger = LedgerMetrics::register(&mut registry);
+        let sink_policy = SinkPolicyMetrics::register(&mut registry);
         Self {
+            sink_policy,
             breaker_open,
             breaker_trips,
             held_by_breaker,
