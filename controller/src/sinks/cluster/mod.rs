@@ -7,7 +7,7 @@
 //!
 //! One task, `sink-policy` (supervised), watches the three ([`watch`]: lists streamed as every
 //! watch of the controller lists, each kind decoded lean, [`objects`]) and is the one owner of
-//! the index of what they say ([`owner`]): it publishes the admin's policy with the learned
+//! the index of what they say ([`Owner`]): it publishes the admin's policy with the learned
 //! ranges denied after every change, and every sender judges each connection by the policy in
 //! force then ([`SharedPolicy`]). Until each kind has been listed or has failed, senders wait.
 //! A kind the controller may not read, or that the cluster does not serve (ServiceCIDRs before
