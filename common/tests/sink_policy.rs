@@ -1,7 +1,9 @@
 //! The sink policy's verdicts: the default deny list in IPv4, IPv6 and IPv6 forms of IPv4,
 //! every literal spelling of an address, allow lists of CIDRs and names, schemes, and the
 //! wording of a refusal. Properties of the spellings are in `sink_policy_forms.rs`, what the
-//! policy cannot read in `sink_policy_input.rs`.
+//! policy cannot read in `sink_policy_input.rs`, the clouds' metadata services (169.254.169.254
+//! among them, more specific than link-local) in `sink_policy_metadata.rs`, what the controller
+//! learns of the cluster in `sink_policy_learned.rs`.
 
 use std::net::IpAddr;
 
@@ -39,7 +41,7 @@ fn the_default_policy_refuses_the_controllers_own_surroundings() {
         ("http://0.0.0.0/", Rule::Unspecified),
         ("http://0.1.2.3/", Rule::Unspecified),
         ("http://[::]/", Rule::Unspecified),
-        ("http://169.254.169.254/latest/meta-data/", Rule::LinkLocal),
+        ("http://169.254.1.1/", Rule::LinkLocal),
         ("http://[fe80::1%25eth0]/", Rule::LinkLocal),
         ("http://224.0.0.1/", Rule::Multicast),
         ("http://[ff02::1]/", Rule::Multicast),
@@ -65,9 +67,9 @@ fn ipv6_forms_of_a_denied_ipv4_address_are_denied_as_it_is() {
     for (url, expected) in [
         ("http://[::ffff:127.0.0.1]/", Rule::Loopback),
         ("http://[::ffff:7f00:1]/", Rule::Loopback),
-        ("http://[::ffff:169.254.169.254]/", Rule::LinkLocal),
+        ("http://[::ffff:169.254.1.1]/", Rule::LinkLocal),
         ("http://[::127.0.0.1]/", Rule::Loopback),
-        ("http://[64:ff9b::a9fe:a9fe]/", Rule::LinkLocal),
+        ("http://[64:ff9b::a9fe:101]/", Rule::LinkLocal),
         ("http://[2002:7f00:1::1]/", Rule::Loopback),
     ] {
         assert_eq!(rule(&policy, url), Some(expected), "{url}");
@@ -257,12 +259,12 @@ fn a_refusal_teaches_the_rule_and_the_flag() {
         "2130706433 (127.0.0.1) is a loopback address"
     );
     let mapped: Refusal = SinkPolicy::default()
-        .check_url("http://[::ffff:169.254.169.254]/")
+        .check_url("http://[::ffff:169.254.1.1]/")
         .expect_err("link-local");
     assert_eq!(
         mapped.to_string(),
-        "::ffff:169.254.169.254 is a link-local address: refused by the sink policy (allow it \
-         with --cloud-event-sink-allow=169.254.169.254/32)"
+        "::ffff:169.254.1.1 is a link-local address: refused by the sink policy (allow it \
+         with --cloud-event-sink-allow=169.254.1.1/32)"
     );
     let outside = policy(&["10.0.0.0/8"], &[])
         .check_url("http://8.8.8.8/")

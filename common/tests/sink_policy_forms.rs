@@ -1,32 +1,17 @@
 //! Properties of the sink policy: however an IPv4 address is spelled — dotted, one decimal
 //! number, octal or hexadecimal parts, the short forms `a.b.c` and `a.b`, IPv4-mapped IPv6 —
 //! it gets the verdict of its dotted form, under the default policy and under random allow and
-//! deny lists; and the verdict on a resolved address agrees with the URL's.
+//! deny lists; and the verdict on a resolved address agrees with the URL's. The default policy
+//! refuses exactly the special ranges and the clouds' metadata addresses.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use kube_retention_common::sink_policy::{Rule, SinkPolicy, inet_aton};
+use kube_retention_common::sink_policy::{Rule, SinkPolicy, inet_aton, metadata_address};
 use proptest::prelude::*;
 
-/// The spellings `inet_aton` reads as `address`.
-fn spellings(address: Ipv4Addr) -> Vec<String> {
-    let [a, b, c, d] = address.octets();
-    let whole = u32::from(address);
-    let low16 = whole & 0xffff;
-    let low24 = whole & 0xff_ffff;
-    vec![
-        address.to_string(),
-        whole.to_string(),
-        format!("0x{whole:x}"),
-        format!("0{whole:o}"),
-        format!("0x{a:x}.0x{b:X}.0x{c:x}.0x{d:x}"),
-        format!("0{a:o}.0{b:o}.0{c:o}.0{d:o}"),
-        format!("{a}.{b}.{low16}"),
-        format!("{a}.0x{low24:x}"),
-        format!("0{a:o}.{b}.0x{c:x}.{d}"),
-        format!("{address}."),
-    ]
-}
+mod spellings;
+
+use spellings::v4 as spellings;
 
 /// A verdict, comparable across spellings: allowed, or the rule that refused.
 fn verdict(policy: &SinkPolicy, host: &str) -> Result<(), Rule> {
@@ -64,10 +49,17 @@ fn policy() -> impl Strategy<Value = SinkPolicy> {
         })
 }
 
-/// Addresses, a third of them in or next to the default denied ranges.
+/// Addresses: any, the clouds' metadata addresses outside the special ranges (and a neighbour of
+/// one), and ones in or next to the default denied ranges.
 fn address() -> impl Strategy<Value = Ipv4Addr> {
     prop_oneof![
         any::<u32>().prop_map(Ipv4Addr::from),
+        prop_oneof![
+            Just(Ipv4Addr::new(168, 63, 129, 16)),
+            Just(Ipv4Addr::new(100, 100, 100, 200)),
+            Just(Ipv4Addr::new(192, 0, 0, 192)),
+            Just(Ipv4Addr::new(100, 100, 100, 201)),
+        ],
         (
             prop_oneof![Just(127u8), Just(169), Just(0), Just(255), Just(224)],
             any::<[u8; 3]>()
@@ -101,7 +93,8 @@ proptest! {
     fn the_default_policy_refuses_exactly_the_special_ranges(address in address()) {
         let [a, b, ..] = address.octets();
         let special = a == 0 || a == 127 || (a, b) == (169, 254) || (224..=239).contains(&a)
-            || address == Ipv4Addr::BROADCAST;
+            || address == Ipv4Addr::BROADCAST
+            || metadata_address(IpAddr::V4(address)).is_some();
         let refused = verdict(&SinkPolicy::default(), &address.to_string()).is_err();
         prop_assert_eq!(refused, special);
     }

@@ -15,15 +15,13 @@
 //! - `circuit-breaker` (unless `--circuit-breaker-deletions` is 0): the breaker's ConfigMap.
 //! - `watches`: the group of watch tasks, one per kind and the policies' (`watches/<kind>`).
 //! - `policy-status-writer`: policies' status writes and their retries.
+//! - `sink-policy`: the cluster's insides learned for the sink policy (`sinks::cluster`).
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use axum::Router;
-use axum::http::{StatusCode, header};
-use axum::routing::get;
 use kube::api::PropagationPolicy;
 use kube::runtime::events::{Recorder, Reporter};
 use kube_retention_common::kinds::KINDS_ANNOTATION;
@@ -42,11 +40,16 @@ use crate::ledger::Ledger;
 use crate::metrics::Metrics;
 use crate::policy_status::writes::{self, StatusWrites};
 use crate::run::{Extra, Loop};
+use crate::sinks::cluster::Learning;
 use crate::sinks::policy::sink_policy;
 use crate::sinks::{Delivery, Sender};
 use crate::state::{Stamping, State};
 use crate::watches::Watches;
 use crate::{Error, Result, discovery, startup};
+
+mod routes;
+
+use routes::http_routes;
 
 /// How long a stopping controller waits for the Lease's release.
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -59,7 +62,7 @@ impl Args {
         let config = kube_retention_runtime::config(args.kubeconfig.as_deref())
             .await
             .map_err(Error::ClientConfig)?;
-        let sink_policy = Arc::new(sink_policy(&args, &config.cluster_url).await?);
+        let sink_policy = sink_policy(&args, &config.cluster_url).await?;
         if let Some(sink) = &args.ledger_sink {
             sink_policy
                 .check_url(sink)
@@ -168,6 +171,16 @@ impl Args {
             let storing = store.run(args.circuit_breaker_deletions, args.circuit_breaker_window);
             supervisor.add(supervise::spawn("circuit-breaker", storing));
         }
+        // Every CloudEvent is judged by the admin's policy with the cluster's insides denied too,
+        // as the API says them now.
+        let learning = Learning {
+            client: client.clone(),
+            lists: lists.clone(),
+            base: sink_policy,
+            metrics: metrics.sink_policy.clone(),
+        };
+        let (sink_policy, learning) = learning.spawn();
+        supervisor.add(learning);
         let sender = Arc::new(Sender::new(sink_policy));
         let (ledger, delivering) = Ledger::spawn(
             sender.clone(),
@@ -259,40 +272,4 @@ impl Args {
         }
         stopped.map_err(Error::TaskEnded)
     }
-}
-
-/// `/healthz`, `/readyz` (200 once every kind is listed) and `/metrics`.
-fn http_routes(metrics: Metrics, ready: Arc<AtomicBool>) -> Router {
-    let served_metrics = metrics;
-    let listed = ready;
-    Router::new()
-        .route("/healthz", get(|| async { "ok" }))
-        .route(
-            "/readyz",
-            get(move || {
-                let ready = listed.load(Ordering::Relaxed);
-                async move {
-                    if ready {
-                        (StatusCode::OK, "ok")
-                    } else {
-                        (StatusCode::SERVICE_UNAVAILABLE, "listing")
-                    }
-                }
-            }),
-        )
-        .route(
-            "/metrics",
-            get(move || {
-                let metrics = served_metrics.clone();
-                async move {
-                    (
-                        [(
-                            header::CONTENT_TYPE,
-                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                        )],
-                        metrics.encode(),
-                    )
-                }
-            }),
-        )
 }

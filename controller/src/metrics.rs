@@ -12,6 +12,7 @@ use prometheus_client::registry::Registry;
 use crate::cleaners::metrics::CleanerMetrics;
 use crate::evaluator::EvaluatorMetrics;
 use crate::ledger::LedgerMetrics;
+use crate::sinks::metrics::SinkPolicyMetrics;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct DeletionLabels {
@@ -73,6 +74,7 @@ pub struct Metrics {
     pub cleaners: CleanerMetrics,
     pub ledger: LedgerMetrics,
     pub evaluator: EvaluatorMetrics,
+    pub sink_policy: SinkPolicyMetrics,
 }
 
 impl Default for Metrics {
@@ -217,8 +219,10 @@ impl Default for Metrics {
         let cleaners = CleanerMetrics::register(&mut registry);
         let ledger = LedgerMetrics::register(&mut registry);
         let evaluator = EvaluatorMetrics::register(&mut registry);
+        let sink_policy = SinkPolicyMetrics::register(&mut registry);
         Self {
             evaluator,
+            sink_policy,
             breaker_open,
             breaker_trips,
             held_by_breaker,

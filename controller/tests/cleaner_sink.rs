@@ -102,11 +102,12 @@ async fn an_https_sink_is_judged_like_an_http_one() {
 fn the_notes_name_the_rule_or_the_failure_and_nothing_the_sink_said() {
     let refusal = SinkPolicy::default()
         .check_url("http://169.254.169.254/latest/meta-data/")
-        .expect_err("link-local");
+        .expect_err("the metadata service");
     assert_eq!(
         Undelivered::Refused(refusal).note("http://169.254.169.254/latest/meta-data/"),
         "CloudEvent to http://169.254.169.254/latest/meta-data/ refused by the sink policy: \
-         169.254.169.254 is a link-local address"
+         169.254.169.254 is the cloud instance metadata service (AWS, GCP, Azure, Oracle, \
+         DigitalOcean, OpenStack, Hetzner, Akamai, IBM)"
     );
     assert_eq!(
         Undelivered::Failed { attempts: 8 }.note("http://sink.example/"),

@@ -26,15 +26,19 @@ pub struct SinkPolicyFlags {
     /// Where Cleaners' CloudEvents may go: a CIDR (10.20.0.0/16, 127.0.0.2/32), a host name
     /// (events.example.com) or names under a domain (*.example.com). Repeatable. None: anywhere
     /// not denied; otherwise only what these cover. A CIDR as specific as a denied range
-    /// re-allows it (loopback, link-local, multicast and unspecified addresses are denied).
+    /// re-allows it (loopback, link-local, multicast and unspecified addresses and the clouds'
+    /// metadata services are denied).
     #[arg(
         long = "cloud-event-sink-allow",
         env = "KUBE_RETENTION_CLOUD_EVENT_SINK_ALLOW",
         value_delimiter = ','
     )]
     pub allow: Vec<String>,
-    /// Further CIDRs CloudEvents may not go to: the cluster's service and pod CIDRs, node
-    /// addresses. Repeatable. The controller denies the API server's addresses and its own.
+    /// Further CIDRs CloudEvents may not go to: what the API does not say, such as pod
+    /// addresses a CNI allocates outside the nodes' podCIDRs. Repeatable. The clouds' metadata
+    /// services are denied by default; the controller also denies its own address, the API
+    /// server's, and the service CIDRs, node pod CIDRs and addresses and API server endpoints
+    /// it learns from the API.
     #[arg(
         long = "cloud-event-sink-deny",
         env = "KUBE_RETENTION_CLOUD_EVENT_SINK_DENY",

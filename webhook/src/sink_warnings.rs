@@ -2,9 +2,13 @@
 //! (`spec.sink`, the deletion ledger's) whose CloudEvent sink the sink policy refuses
 //! (`kube_retention_common::sink_policy`, configured like the controller's): a warning, not a
 //! denial. Only what the URL itself shows is judged — the scheme, an address in any spelling,
-//! a name the allow list leaves out: a name's addresses are the controller's to judge when it
-//! connects, since DNS may answer differently by then. A scheme other than http(s) stays a
-//! denial (`kube_retention_common::cleaner::errors`).
+//! a name the allow list leaves out, the clouds' metadata services by address and by name (the
+//! sink policy's one table, `sink_policy::metadata`): a name's addresses are the controller's
+//! to judge when it connects, since DNS may answer differently by then. Nor does admission know
+//! what the controller learns of the cluster at run time — its service and pod CIDRs, node
+//! addresses and API server endpoints (`controller/src/sinks/cluster/`): a sink there is
+//! admitted without a warning and refused when the controller connects, its Event naming why.
+//! A scheme other than http(s) stays a denial (`kube_retention_common::cleaner::errors`).
 
 use kube_retention_common::sink_policy::SinkPolicy;
 use serde_json::Value;

@@ -54,19 +54,38 @@ async fn a_sink_on_loopback_is_admitted_with_a_warning_naming_the_rule() {
 #[tokio::test]
 async fn every_spelling_of_a_denied_address_is_warned_about() {
     for (sink, rule) in [
-        (
-            "http://169.254.169.254/latest/meta-data/",
-            "is a link-local address",
-        ),
+        ("http://169.254.1.1/", "is a link-local address"),
         (
             "http://2130706433/",
             "2130706433 (127.0.0.1) is a loopback address",
         ),
+        ("http://[::ffff:169.254.1.1]/", "is a link-local address"),
+        ("https://localhost:8443/", "localhost is a loopback name"),
+        // The clouds' metadata services: the sink policy's one table.
+        (
+            "http://169.254.169.254/latest/meta-data/",
+            "169.254.169.254 is the cloud instance metadata service",
+        ),
         (
             "http://[::ffff:169.254.169.254]/",
-            "is a link-local address",
+            "is the cloud instance metadata service",
         ),
-        ("https://localhost:8443/", "localhost is a loopback name"),
+        (
+            "http://[fd00:ec2::254]/latest/meta-data/",
+            "fd00:ec2::254 is AWS's instance metadata service over IPv6",
+        ),
+        (
+            "http://168.63.129.16/machine?comp=goalstate",
+            "168.63.129.16 is Azure's WireServer",
+        ),
+        (
+            "http://0x646464c8/latest/meta-data/",
+            "0x646464c8 (100.100.100.200) is Alibaba Cloud's instance metadata service",
+        ),
+        (
+            "http://Metadata.Google.Internal./computeMetadata/v1/",
+            "metadata.google.internal is the name of GCP's metadata server",
+        ),
     ] {
         let (_, body) = send("/validate", &cleaner(sink)).await;
         assert_eq!(body["response"]["allowed"], true, "{body}");

@@ -11,10 +11,13 @@
 //!
 //! - **Schemes**: `https` and `http` unless told otherwise.
 //! - **Denied by default**: loopback (127.0.0.0/8, ::1), unspecified (0.0.0.0/8 — Linux connects
-//!   0.x to the local host — and ::), link-local (169.254.0.0/16, where cloud metadata answers,
-//!   and fe80::/10), multicast (224.0.0.0/4, ff00::/8), the broadcast address, and `localhost`
-//!   by name; plus whatever the caller denies: the cluster's service and pod CIDRs, the API
-//!   server's addresses, the controller's own.
+//!   0.x to the local host — and ::), link-local (169.254.0.0/16 and fe80::/10), multicast
+//!   (224.0.0.0/4, ff00::/8), the broadcast address, `localhost` by name, and every cloud's
+//!   metadata and platform services by address and by name (the one table: [`metadata`]:
+//!   `169.254.169.254`, `fd00:ec2::254`, `168.63.129.16`, `100.100.100.200`,
+//!   `metadata.google.internal`…); plus whatever the caller denies: the admin's ranges, and what
+//!   the controller learns of the cluster ([`Learned`]: its service and pod CIDRs, node
+//!   addresses and API server endpoints), the API server's address, the controller's own.
 //! - **IPv6 forms of IPv4 addresses** are judged as the IPv4 address they stand for: mapped
 //!   (`::ffff:127.0.0.1`), compatible (`::127.0.0.1`), NAT64's well-known prefix
 //!   (`64:ff9b::/96`: a NAT64 gateway connects to the embedded address) and 6to4
@@ -39,10 +42,14 @@ use ipnet::IpNet;
 use crate::field_error::FieldError;
 
 mod host;
+mod learned;
+pub mod metadata;
 mod refusal;
 mod verdict;
 
 pub use host::{Host, embedded_v4, inet_aton};
+pub use learned::{Change, Inside, Learned, Range};
+pub use metadata::{METADATA_ADDRESSES, METADATA_NAMES, metadata_address, metadata_name};
 pub use refusal::{Refusal, Rule};
 
 /// The schemes allowed unless configured otherwise.
@@ -207,6 +214,9 @@ impl SinkPolicy {
     /// addresses allowed unless denied; otherwise as [`Self::check_address`].
     pub fn check_resolved(&self, name: &str, address: IpAddr) -> Result<(), Refusal> {
         let name = normal_name(name);
+        if let Some(rule) = self.metadata_rule(&name) {
+            return Err(Refusal::new(name, None, rule));
+        }
         self.judge(address, self.vouches_for(&name))
             .map_err(|rule| Refusal::new(name, Some(address), rule))
     }
@@ -217,10 +227,21 @@ impl SinkPolicy {
         if !vouched && (name == "localhost" || name.ends_with(".localhost")) {
             return refused(Rule::LoopbackName);
         }
+        if let Some(rule) = self.metadata_rule(name) {
+            return refused(rule);
+        }
         if !vouched && self.allowed_nets.is_empty() && !self.allowed_names.is_empty() {
             return refused(Rule::NotAllowed);
         }
         Ok(())
+    }
+
+    /// The refusal of a metadata service's name, unless the allow list names it exactly (as
+    /// specific as the denial; `*.internal` vouches for names under it, not for this one).
+    fn metadata_rule(&self, name: &str) -> Option<Rule> {
+        let what = metadata_name(name)?;
+        let exact = NamePattern::Exact(name.to_owned());
+        (!self.allowed_names.contains(&exact)).then_some(Rule::Metadata(what))
     }
 
     fn vouches_for(&self, name: &str) -> bool {

@@ -24,6 +24,9 @@ pub enum Rule {
     LinkLocal,
     Multicast,
     Broadcast,
+    /// A cloud's instance metadata or platform service, by address or by name: what it is
+    /// ([`super::METADATA_ADDRESSES`], [`super::METADATA_NAMES`]).
+    Metadata(&'static str),
     /// In a range the caller denied, and why it did.
     Denied {
         net: IpNet,
@@ -73,6 +76,7 @@ impl Refusal {
             Rule::LinkLocal => format!("{named} is a link-local address"),
             Rule::Multicast => format!("{named} is a multicast address"),
             Rule::Broadcast => format!("{named} is the broadcast address"),
+            Rule::Metadata(what) => format!("{named} is {what}"),
             Rule::Denied { net, why } => format!("{named} is in {net}, {why}"),
             Rule::NotAllowed => format!("{named} is not covered by --cloud-event-sink-allow"),
         }
@@ -87,7 +91,9 @@ impl Refusal {
                 self.subject.to_ascii_lowercase()
             )),
             (Rule::Malformed(_) | Rule::LoopbackName, _) => None,
-            (Rule::NotAllowed, None) => Some(format!("--cloud-event-sink-allow={}", self.subject)),
+            (Rule::NotAllowed | Rule::Metadata(_), None) => {
+                Some(format!("--cloud-event-sink-allow={}", self.subject))
+            }
             (_, Some(address)) => Some(format!("--cloud-event-sink-allow={}", single(address))),
             (_, None) => None,
         }

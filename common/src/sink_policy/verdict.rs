@@ -1,11 +1,13 @@
-//! The verdict on an address: the ranges denied by default, the caller's denials and the
-//! allow list, the most specific rule covering the address deciding.
+//! The verdict on an address: the ranges denied by default, the clouds' metadata addresses
+//! ([`super::METADATA_ADDRESSES`]), the caller's denials (the admin's, and what the controller
+//! learned of the cluster) and the allow list, the most specific rule covering the address
+//! deciding.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 
-use super::{Rule, SinkPolicy, embedded_v4};
+use super::{METADATA_ADDRESSES, Rule, SinkPolicy, embedded_v4};
 
 const fn v4(a: u8, b: u8, c: u8, d: u8, length: u8) -> IpNet {
     IpNet::V4(Ipv4Net::new_assert(Ipv4Addr::new(a, b, c, d), length))
@@ -56,6 +58,9 @@ impl SinkPolicy {
         let defaults = DENIED
             .iter()
             .filter_map(|(net, rule)| Some((covers(net)?, rule.clone())));
+        let metadata = METADATA_ADDRESSES
+            .iter()
+            .filter_map(|(net, what)| Some((covers(net)?, Rule::Metadata(what))));
         let extra = self.denied.iter().filter_map(|denial| {
             let rule = Rule::Denied {
                 net: denial.net,
@@ -63,7 +68,10 @@ impl SinkPolicy {
             };
             Some((covers(&denial.net)?, rule))
         });
-        let denied = defaults.chain(extra).max_by_key(|(length, _)| *length);
+        let denied = defaults
+            .chain(metadata)
+            .chain(extra)
+            .max_by_key(|(length, _)| *length);
         match (allowed, denied) {
             (Some(allowed), Some((denied, _))) if allowed >= denied => Ok(()),
             (_, Some((_, rule))) => Err(rule),

@@ -1,7 +1,8 @@
-//! The controller's sink policy: the admin's three `--cloud-event-sink-*` flags, plus what only
-//! the controller knows to deny — the addresses of the API server it talks to (from its client
-//! configuration, resolved at start) and its own pod IP (`POD_IP`). The rules themselves are
-//! `kube_retention_common::sink_policy`'s.
+//! The controller's sink policy at start: the admin's three `--cloud-event-sink-*` flags, plus
+//! what only the controller knows to deny — the addresses of the API server it talks to (from
+//! its client configuration, resolved at start) and its own pod IP (`POD_IP`). The rules
+//! themselves are `kube_retention_common::sink_policy`'s; what the cluster says of its insides
+//! is added as it changes by [`super::cluster`].
 
 use std::net::IpAddr;
 

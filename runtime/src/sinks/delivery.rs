@@ -10,7 +10,6 @@
 //! lasts the whole timeout, so a tenant cannot tell a closed port from a filtered one, nor an
 //! HTTP server from neither. The details go to the controller's debug log.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
@@ -25,10 +24,11 @@ use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use kube_retention_common::ledger::Entry;
-use kube_retention_common::sink_policy::{Refusal, SinkPolicy};
+use kube_retention_common::sink_policy::Refusal;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::SharedPolicy;
 use super::guard::{self, Guarded, Lookup};
 
 /// How an event is delivered: attempts `first_backoff` apart, doubling, each pause plus up to as
@@ -156,17 +156,20 @@ impl Undelivered {
 /// Sends events to sinks the policy allows: TLS with the system's CA certificates, or
 /// Mozilla's (webpki-roots) where there are none, as in the static image; plain http too.
 pub struct Sender {
-    policy: Arc<SinkPolicy>,
+    policy: SharedPolicy,
     client: Client<HttpsConnector<Guarded>, Full<Bytes>>,
 }
 
 impl Sender {
-    pub fn new(policy: Arc<SinkPolicy>) -> Self {
+    /// A sender judging by `policy`: a fixed one (`Arc<SinkPolicy>`), or one its publisher
+    /// changes as it learns ([`SharedPolicy`]).
+    pub fn new(policy: impl Into<SharedPolicy>) -> Self {
         Self::with_lookup(policy, guard::system_lookup())
     }
 
     /// A sender resolving names with `lookup`.
-    pub fn with_lookup(policy: Arc<SinkPolicy>, lookup: Lookup) -> Self {
+    pub fn with_lookup(policy: impl Into<SharedPolicy>, lookup: Lookup) -> Self {
+        let policy = policy.into();
         let tls = HttpsConnectorBuilder::new()
             .with_native_roots()
             .unwrap_or_else(|error| {
@@ -184,14 +187,19 @@ impl Sender {
         Self { policy, client }
     }
 
-    /// Delivers `event` to `sink`, retrying with backoff unless the policy refuses it.
+    /// Delivers `event` to `sink`, retrying with backoff unless the policy refuses it; first
+    /// waits until the policy is settled (it has heard from everything it learns from).
     pub async fn deliver(
         &self,
         sink: &str,
         event: Event,
         delivery: &Delivery,
     ) -> Result<(), Undelivered> {
-        self.policy.check_url(sink).map_err(Undelivered::Refused)?;
+        self.policy.settled().await;
+        self.policy
+            .load()
+            .check_url(sink)
+            .map_err(Undelivered::Refused)?;
         let mut pauses = ExponentialBuilder::new()
             .with_min_delay(delivery.first_backoff)
             .with_factor(2.0)

@@ -9,6 +9,9 @@
 //!   so a name that resolves elsewhere later (DNS rebinding) is judged afresh, never trusted
 //!   from an earlier verdict.
 //!
+//! Both judge by the policy in force when the connection is made ([`SharedPolicy::load`]), so
+//! what the controller learns of the cluster meanwhile counts from its next connection on.
+//!
 //! Redirects are not followed: hyper's client hands a 3xx back like any other answer, and
 //! delivery counts it as a failure.
 
@@ -25,6 +28,8 @@ use hyper_util::rt::TokioIo;
 use kube_retention_common::sink_policy::{Refusal, SinkPolicy};
 use tokio::net::TcpStream;
 use tower::Service;
+
+use super::SharedPolicy;
 
 pub type BoxError = Box<dyn StdError + Send + Sync>;
 
@@ -45,7 +50,7 @@ pub fn system_lookup() -> Lookup {
 /// A resolver for hyper's [`HttpConnector`] that keeps only the addresses the policy allows.
 #[derive(Clone)]
 pub struct Resolver {
-    policy: Arc<SinkPolicy>,
+    policy: SharedPolicy,
     lookup: Lookup,
 }
 
@@ -59,7 +64,7 @@ impl Service<Name> for Resolver {
     }
 
     fn call(&mut self, name: Name) -> Self::Future {
-        let policy = self.policy.clone();
+        let policy = self.policy.load();
         let name = name.as_str().to_owned();
         let lookup = (self.lookup)(name.clone());
         Box::pin(async move {
@@ -100,12 +105,12 @@ fn allowed(
 /// hyper's TCP connector behind the sink policy: the URL judged, then the resolved addresses.
 #[derive(Clone)]
 pub struct Guarded {
-    policy: Arc<SinkPolicy>,
+    policy: SharedPolicy,
     http: HttpConnector<Resolver>,
 }
 
 impl Guarded {
-    pub fn new(policy: Arc<SinkPolicy>, lookup: Lookup) -> Self {
+    pub fn new(policy: SharedPolicy, lookup: Lookup) -> Self {
         let mut http = HttpConnector::new_with_resolver(Resolver {
             policy: policy.clone(),
             lookup,
@@ -128,7 +133,7 @@ impl Service<Uri> for Guarded {
     fn call(&mut self, uri: Uri) -> Self::Future {
         let scheme = uri.scheme_str().unwrap_or_default();
         let host = uri.host().unwrap_or_default();
-        if let Err(refusal) = self.policy.check_parts(scheme, host) {
+        if let Err(refusal) = self.policy.load().check_parts(scheme, host) {
             return Box::pin(std::future::ready(Err(refusal.into())));
         }
         let connecting = self.http.call(uri);

@@ -1,13 +1,16 @@
 //! Sending CloudEvents to sinks, for every binary that does: the sink policy enforced at every
-//! connection ([`guard`]), binary-mode HTTP with retries ([`Sender`]). The controller sends a
+//! connection ([`guard`]), by the policy in force then ([`SharedPolicy`], which the controller
+//! swaps as it learns the cluster), binary-mode HTTP with retries ([`Sender`]). The controller sends a
 //! Cleaner's announcement and the deletion ledger's events through it, under the admin's
 //! policy; `kubectl retention prune --ledger-sink` sends the ledger's events from the user's
 //! own machine.
 
 mod delivery;
 pub mod guard;
+mod shared;
 
 pub use delivery::{Delivery, LedgerEventError, Sender, Undelivered, event, ledger_event, request};
+pub use shared::{Publisher, SharedPolicy, shared};
 
 /// The addresses `url`'s host stands for now: the address itself, or those its name resolves to
 /// (sorted, without repeats). `None` where the URL names no host.

@@ -16,14 +16,13 @@ use kube::api::ListParams;
 use kube_retention_common::breaker::configmap_name;
 use kube_retention_e2e::LocalCluster;
 use kube_retention_e2e::cluster::CONTROLLER_SERVICE_ACCOUNT;
-use kube_retention_e2e::components::{self, CONTROLLER};
-use kube_retention_e2e::process::tracked;
+use kube_retention_e2e::components;
 use libtest_mimic::Trial;
 use serde_json::json;
 
 use crate::audit;
 use crate::plugin::kubectl;
-use crate::support::{Env, TestNamespace};
+use crate::support::{Env, TestNamespace, restart_controller};
 use crate::workloads::{create_job_in, eventually, finish_job, now_second};
 
 pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
@@ -43,15 +42,6 @@ fn flags() -> Vec<String> {
         format!("--circuit-breaker-deletions={LIMIT}"),
         "--circuit-breaker-window=1m".into(),
     ]
-}
-
-/// Restarts the shared controller with `flags`.
-fn restart_controller(cluster: &LocalCluster, flags: &[String]) -> Result<()> {
-    if let Some(controller) = tracked(&cluster.layout.state_dir, &[CONTROLLER]).pop() {
-        controller.kill()?;
-    }
-    components::start_controller(cluster, CONTROLLER, cluster.controller_port, flags)?;
-    components::wait_for_controller(cluster, cluster.controller_port, Duration::from_secs(30))
 }
 
 async fn breaker(ns: TestNamespace) -> Result<()> {

@@ -3,8 +3,9 @@
 //! condition is false and cleaned within seconds of a target change, announced to an HTTP sink;
 //! a monotonic time condition acting at its time; a broken condition refused at apply; a
 //! condition failing at run time reported, never taken as true; a sink the sink policy refuses
-//! never connected to, and an allowed one still announced to; and a restarted controller
-//! evaluating every Cleaner once with one LIST per kind.
+//! never connected to, and an allowed one still announced to; sinks inside the cluster (its
+//! service CIDR, a node, the API server) refused as the controller learns them; and a
+//! restarted controller evaluating every Cleaner once with one LIST per kind.
 
 use std::process::Command;
 use std::time::Duration;
@@ -22,6 +23,7 @@ use crate::support::{Env, TestNamespace, object};
 mod group;
 mod restart;
 pub mod sink;
+mod sink_insides;
 mod sink_policy;
 mod timing;
 
@@ -55,10 +57,16 @@ pub fn tests(env: &Env) -> Vec<Trial> {
 }
 
 pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
-    vec![env.trial(
-        "a_restarted_controller_evaluates_every_cleaner_once_with_one_list_per_kind",
-        restart::evaluated_once,
-    )]
+    vec![
+        env.trial(
+            "a_restarted_controller_evaluates_every_cleaner_once_with_one_list_per_kind",
+            restart::evaluated_once,
+        ),
+        env.trial(
+            "a_cleaner_sink_in_the_service_cidr_a_node_or_the_api_server_is_refused_at_connection",
+            sink_insides::refused_inside,
+        ),
+    ]
 }
 
 /// The kind of the label-selected targets, defined by the tests.

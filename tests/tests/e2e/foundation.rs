@@ -1,6 +1,7 @@
 //! The foundation: the cluster runs the pinned release, Shipwright's CRDs work through the real
 //! API server (status subresource included), and kube-retention's ServiceAccounts get exactly the
-//! RBAC that `deploy/` grants.
+//! RBAC that `deploy/` grants (the sink policy's reads of the cluster's insides included: the
+//! API server's EndpointSlices in `default` only).
 
 use std::fs;
 
@@ -127,14 +128,22 @@ async fn build_and_buildrun(ns: TestNamespace) -> Result<()> {
 }
 
 async fn service_account_rbac(ns: TestNamespace) -> Result<()> {
-    let can_i = |service_account: &str, verb: &str, resource: &str| -> Result<bool> {
+    // In `namespace`, or in all of them for "".
+    let can_i_in = |service_account: &str, verb: &str, resource: &str, namespace: &str| {
+        let scope = match namespace {
+            "" => "--all-namespaces".to_owned(),
+            namespace => format!("--namespace={namespace}"),
+        };
         let output = ns
             .kubectl()
-            .args(["auth", "can-i", verb, resource, "--all-namespaces", "--as"])
+            .args(["auth", "can-i", verb, resource, &scope, "--as"])
             .arg(LocalCluster::service_account_user(service_account))
             .output()?;
         // `can-i` answers on stdout and exits 1 for "no".
-        Ok(String::from_utf8(output.stdout)?.trim() == "yes")
+        anyhow::Ok(String::from_utf8(output.stdout)?.trim() == "yes")
+    };
+    let can_i = |service_account: &str, verb: &str, resource: &str| {
+        can_i_in(service_account, verb, resource, "")
     };
     let controller = CONTROLLER_SERVICE_ACCOUNT;
     for (verb, resource) in [
@@ -162,6 +171,35 @@ async fn service_account_rbac(ns: TestNamespace) -> Result<()> {
             "controller may not {verb} {resource}"
         );
     }
+    // The sink policy reads the cluster's insides: nodes and ServiceCIDRs anywhere, the API
+    // server's EndpointSlices in `default` only, nothing more of them.
+    for (verb, resource, namespace) in [
+        ("list", "nodes", ""),
+        ("watch", "nodes", ""),
+        ("list", "servicecidrs.networking.k8s.io", ""),
+        ("watch", "servicecidrs.networking.k8s.io", ""),
+        ("list", "endpointslices.discovery.k8s.io", "default"),
+        ("watch", "endpointslices.discovery.k8s.io", "default"),
+    ] {
+        ensure!(
+            can_i_in(controller, verb, resource, namespace)?,
+            "controller may {verb} {resource} in {namespace:?}"
+        );
+    }
+    for (verb, resource, namespace) in [
+        ("get", "nodes", ""),
+        ("patch", "nodes", ""),
+        ("create", "servicecidrs.networking.k8s.io", ""),
+        ("list", "endpointslices.discovery.k8s.io", ""),
+        ("list", "endpointslices.discovery.k8s.io", ns.name.as_str()),
+        ("update", "endpointslices.discovery.k8s.io", "default"),
+    ] {
+        ensure!(
+            !can_i_in(controller, verb, resource, namespace)?,
+            "controller may not {verb} {resource} in {namespace:?}"
+        );
+    }
+    ensure!(!can_i(WEBHOOK_SERVICE_ACCOUNT, "list", "nodes")?);
     ensure!(can_i(
         WEBHOOK_SERVICE_ACCOUNT,
         "get",

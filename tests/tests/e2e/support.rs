@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
+use kube_retention_e2e::components::{self, CONTROLLER};
 use kube_retention_e2e::{Layout, LocalCluster, Outcome};
 use libtest_mimic::{Failed, Trial};
 
@@ -195,4 +196,15 @@ pub fn object(resource: &ApiResource, value: serde_json::Value) -> Result<Dynami
 fn rand_suffix() -> u16 {
     use std::hash::{BuildHasher, RandomState};
     (RandomState::new().hash_one(std::time::SystemTime::now()) & 0xffff) as u16
+}
+
+/// Restarts the shared controller with `flags` (none: as the suite runs it) and waits until it
+/// is ready, for the disruptive trials that need it otherwise.
+pub fn restart_controller(cluster: &LocalCluster, flags: &[String]) -> Result<()> {
+    let state_dir = &cluster.layout.state_dir;
+    if let Some(controller) = kube_retention_e2e::process::tracked(state_dir, &[CONTROLLER]).pop() {
+        controller.kill()?;
+    }
+    components::start_controller(cluster, CONTROLLER, cluster.controller_port, flags)?;
+    components::wait_for_controller(cluster, cluster.controller_port, Duration::from_secs(30))
 }

@@ -15,7 +15,7 @@ use crate::support::TestNamespace;
 use crate::workloads::eventually;
 
 /// The messages of the Events on the Cleaner `name`, by reason.
-fn events(ns: &TestNamespace, name: &str) -> Result<Vec<(String, String)>> {
+pub(super) fn events(ns: &TestNamespace, name: &str) -> Result<Vec<(String, String)>> {
     let listed = kube_retention_e2e::run(ns.kubectl().args([
         "get",
         "events",
@@ -37,7 +37,7 @@ fn events(ns: &TestNamespace, name: &str) -> Result<Vec<(String, String)>> {
 }
 
 /// The controller's count of CloudEvents the sink policy refused.
-fn refused_total(ns: &TestNamespace) -> Result<u64> {
+pub(super) fn refused_total(ns: &TestNamespace) -> Result<u64> {
     let metrics =
         kube_retention_e2e::components::http_get(ns.env.cluster.controller_port, "/metrics")?;
     Ok(metrics
