@@ -1,7 +1,7 @@
 //! Cleaning a group, in an order that never leaves it half-done for a reason known in advance:
 //! the Helm release is read first (a release with delete hooks, with objects outside the
 //! Cleaner's namespace or of kinds a Cleaner does not uninstall, refuses the whole clean:
-//! [`uninstall`](super::uninstall)), then the targets are deleted with uid preconditions, the
+//! [`super::uninstall`]), then the targets are deleted with uid preconditions, the
 //! release uninstalled, the CloudEvent handed to its own task, and the Cleaner deletes itself.
 //! Each DELETE waits for the controller's request budget ([`Budget`]), the one the executor's
 //! deletions spend, and for the circuit breaker ([`Breaker`]), which counts it and holds it
