@@ -18,6 +18,7 @@ use api_server::{ApiServer, CONTROLLER, REVIEWS, start};
 use axum::body::Body;
 use axum::http::Request;
 use kube_retention_apimock::Received;
+use kube_retention_common::cleaner::helm::UNINSTALLABLE_KINDS;
 use kube_retention_webhook::Context;
 use kube_retention_webhook::access::CACHE_FOR;
 use kube_retention_webhook::limits::Limits;
@@ -116,16 +117,18 @@ async fn a_cleaner_costs_one_lookup_per_group_version_and_one_review_per_distinc
     let answer = admit(&context, &ours("Cleaner", "CREATE", &object, None));
     let served = [("configmaps", "ConfigMap"), ("pods", "Pod")];
     assert_eq!(discovery(server.next().await.unwrap(), &served), "/api/v1");
-    // Deleting a and b both ask first about every ConfigMap: one question, one review.
-    assert_eq!(
-        reviews(&mut server, 4).await,
-        BTreeSet::from([
-            "bob delete configmaps".to_owned(),
-            "bob list configmaps".to_owned(),
-            "bob list pods".to_owned(),
-            "bob delete secrets".to_owned(),
-        ])
+    // Deleting a and b both ask first about every ConfigMap: one question, one review, shared
+    // with the Helm release's question about ConfigMaps; the release asks about every kind a
+    // Cleaner uninstalls, their plurals known without discovery.
+    let mut expected =
+        BTreeSet::from(["bob list configmaps".to_owned(), "bob list pods".to_owned()]);
+    expected.extend(
+        UNINSTALLABLE_KINDS
+            .iter()
+            .map(|known| format!("bob delete {}", known.plural)),
     );
+    assert_eq!(expected.len(), 15);
+    assert_eq!(reviews(&mut server, 15).await, expected);
     assert!(server.quiet().await);
     let answer = answer.await.unwrap();
     assert_eq!(answer["response"]["allowed"], true, "{answer}");

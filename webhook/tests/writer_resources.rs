@@ -7,6 +7,7 @@ mod support;
 
 use std::sync::Arc;
 
+use kube_retention_common::cleaner::helm::UNINSTALLABLE_KINDS;
 use serde_json::{Value, json};
 use support::{Rbac, cause_fields, context, ours, send_to};
 
@@ -147,22 +148,96 @@ async fn a_cleaner_needs_delete_on_what_it_deletes_and_list_on_what_it_reads() {
             ),
             (
                 "spec.helm",
-                "\"preview-42\" you may not delete secrets in namespace team-a, so you may not \
-                 have a Cleaner uninstall a Helm release (Helm keeps it in Secrets)"
+                "\"preview-42\" you may not delete secrets, configmaps, services, serviceaccounts, \
+                 persistentvolumeclaims, pods, deployments.apps, statefulsets.apps, \
+                 daemonsets.apps, replicasets.apps, jobs.batch, cronjobs.batch and \
+                 ingresses.networking.k8s.io in namespace team-a, so you may not have a Cleaner \
+                 uninstall a Helm release: its records are Secrets, and whoever may write them \
+                 can make them list objects of every kind a Cleaner uninstalls"
             ),
         ]
     );
+    let mut allowed = helm_deleter(&[]);
+    allowed.extend([
+        ("bob", "list", "configmaps", Some("team-a")),
+        ("bob", "list", "pods", Some("team-a")),
+    ]);
     let allowed = Arc::new(Rbac {
-        allowed: vec![
-            ("bob", "delete", "configmaps", Some("team-a")),
-            ("bob", "list", "configmaps", Some("team-a")),
-            ("bob", "list", "pods", Some("team-a")),
-            ("bob", "delete", "secrets", Some("team-a")),
-        ],
+        allowed,
         ..Rbac::default()
     });
     let (_, body) = send_to(context(allowed), "/validate", &request).await;
     assert_eq!(body["response"]["allowed"], true, "{body}");
+}
+
+/// What bob may do in team-a: delete every kind a Cleaner uninstalls from a Helm release, but
+/// those `but`.
+type Grant = (
+    &'static str,
+    &'static str,
+    &'static str,
+    Option<&'static str>,
+);
+fn helm_deleter(but: &[&str]) -> Vec<Grant> {
+    UNINSTALLABLE_KINDS
+        .iter()
+        .filter(|known| !but.contains(&known.plural))
+        .map(|known| ("bob", "delete", known.plural, Some("team-a")))
+        .collect()
+}
+
+/// A forged release record can list a PVC (or any kind a Cleaner uninstalls), which the
+/// controller would delete: deleting Secrets is not enough to have a release uninstalled.
+#[tokio::test]
+async fn uninstalling_a_helm_release_needs_delete_on_every_kind_a_cleaner_uninstalls() {
+    let object = cleaner(json!({"ttl": "1h", "helm": {"release": "preview-42", "delete": true}}));
+    let request = ours("Cleaner", "CREATE", &object, None);
+    let secrets_only = Arc::new(Rbac {
+        allowed: helm_deleter(&["persistentvolumeclaims", "jobs"]),
+        ..Rbac::default()
+    });
+    let (_, body) = send_to(context(secrets_only.clone()), "/validate", &request).await;
+    assert_eq!(body["response"]["allowed"], false, "{body}");
+    assert_eq!(
+        cause_fields(&body),
+        ["spec.helm"],
+        "one refusal naming both"
+    );
+    let message = body["response"]["status"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(
+            "spec.helm: \"preview-42\" you may not delete persistentvolumeclaims and jobs.batch \
+             in namespace team-a, so you may not have a Cleaner uninstall a Helm release"
+        ),
+        "{message}"
+    );
+    let asked: Vec<String> = secrets_only
+        .asked
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, question)| question.resource.clone())
+        .collect();
+    let every: Vec<&str> = UNINSTALLABLE_KINDS
+        .iter()
+        .map(|known| known.plural)
+        .collect();
+    assert_eq!(asked, every, "one question a kind, nothing else");
+
+    let all = Arc::new(Rbac {
+        allowed: helm_deleter(&[]),
+        ..Rbac::default()
+    });
+    let (_, body) = send_to(context(all), "/validate", &request).await;
+    assert_eq!(body["response"]["allowed"], true, "{body}");
+
+    // A release named but not uninstalled lends nothing: nobody is asked.
+    let kept = cleaner(json!({"ttl": "1h", "helm": {"release": "preview-42", "delete": false}}));
+    let rbac = Arc::new(Rbac::default());
+    let request = ours("Cleaner", "CREATE", &kept, None);
+    let (_, body) = send_to(context(rbac.clone()), "/validate", &request).await;
+    assert_eq!(body["response"]["allowed"], true, "{body}");
+    assert!(rbac.asked.lock().unwrap().is_empty());
 }
 
 #[tokio::test]

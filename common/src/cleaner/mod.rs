@@ -3,7 +3,8 @@
 //! `conditions` over the group hold. This module owns its API type (the source of its CRD) and
 //! the rules admission checks, all errors at once: Go durations, target names that are CEL
 //! identifiers and unique, references with a name or labels but not both, conditions that
-//! compile over the targets' variables and `time`, a sink that is an http(s) URL.
+//! compile over the targets' variables and `time`, a sink that is an http(s) URL; and what of a
+//! Helm release a Cleaner may delete ([`helm`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -17,6 +18,7 @@ use crate::cel::{Check, Expect, Expression};
 use crate::duration;
 use crate::field_error::FieldError;
 
+pub mod helm;
 mod judge;
 
 pub use judge::{DEFAULT_PERIOD, ERROR_RETRY, Judge, Judging, SEARCH_RESOLUTION, Verdict};

@@ -1,27 +1,25 @@
 //! Cleaning a group, in an order that never leaves it half-done for a reason known in advance:
-//! the Helm release is read first (a release with delete hooks, or with objects outside the
-//! Cleaner's namespace, refuses the whole clean), then
-//! the targets are deleted with uid preconditions, the release uninstalled, the CloudEvent
-//! handed to its own task, and the Cleaner deletes itself. Each DELETE waits for the
-//! controller's request budget ([`Budget`]), the one the executor's deletions spend, and for the
-//! circuit breaker ([`Breaker`]), which counts it and holds it while open.
+//! the Helm release is read first (a release with delete hooks, with objects outside the
+//! Cleaner's namespace or of kinds a Cleaner does not uninstall, refuses the whole clean:
+//! [`super::uninstall`]), then the targets are deleted with uid preconditions, the
+//! release uninstalled, the CloudEvent handed to its own task, and the Cleaner deletes itself.
+//! Each DELETE waits for the controller's request budget ([`Budget`]), the one the executor's
+//! deletions spend, and for the circuit breaker ([`Breaker`]), which counts it and holds it
+//! while open.
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{ObjectReference, Secret};
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy,
-};
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::api::{Api, DeleteParams, DynamicObject, Preconditions, PropagationPolicy};
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Client, Resource as _};
 use kube_retention_common::cleaner::Cleaner;
-use kube_retention_runtime::discovery;
 use serde_json::json;
 
 use super::book::{Clean, CleanerKey, Doomed};
-use super::helm::{self, ManifestObject};
 use super::metrics::CleanerMetrics;
 use super::status::Problem;
+use super::uninstall;
 use crate::breaker::Breaker;
 use crate::executor::Budget;
 use crate::ledger::Ledger;
@@ -44,32 +42,21 @@ pub struct Cleaning {
     pub ledger: Option<Ledger>,
 }
 
-/// What a clean deleted.
+/// What a clean deleted, and what of its Helm release it left, why.
 #[derive(Debug, Default)]
 pub struct Cleaned {
     pub deleted: Vec<String>,
     pub release: Option<String>,
+    /// `Kind/name: why`, for what the release's records list but Helm does not give to it.
+    pub skipped: Vec<String>,
 }
 
 /// Cleans `clean`'s group; a failure leaves the Cleaner to be evaluated again.
 pub async fn clean(cleaning: Arc<Cleaning>, clean: Clean) -> Result<Cleaned, Problem> {
     let failed = |error: kube::Error| Problem::CleanFailed(error.to_string());
     let namespace = clean.cleaner.namespace.clone();
-    let secrets: Api<Secret> = Api::namespaced(cleaning.client.clone(), &namespace);
     let release = match &clean.release {
-        Some(name) => {
-            let selector = ListParams::default().labels(&helm::records_selector(name));
-            let records = secrets.list(&selector).await.map_err(failed)?.items;
-            let uninstall = match helm::latest(&records) {
-                Some(record) => {
-                    let decoded = helm::decode(record)?;
-                    let plan = helm::plan(&decoded, &namespace)?;
-                    resolve(&cleaning, &decoded, &namespace, plan.delete).await?
-                }
-                None => Vec::new(),
-            };
-            Some((name.clone(), records, uninstall))
-        }
+        Some(name) => Some(uninstall::read(&cleaning, name, &namespace).await?),
         None => None,
     };
     let mut cleaned = Cleaned::default();
@@ -84,27 +71,8 @@ pub async fn clean(cleaning: Arc<Cleaning>, clean: Clean) -> Result<Cleaned, Pro
                 .push(format!("{}/{}", doomed.resource.kind, doomed.name));
         }
     }
-    if let Some((name, records, uninstall)) = release {
-        for (api, resource) in uninstall {
-            if delete_manifest_object(&cleaning, &namespace, &api, &resource)
-                .await
-                .map_err(failed)?
-            {
-                cleaned
-                    .deleted
-                    .push(format!("{}/{}", resource.kind, resource.name));
-            }
-        }
-        for record in &records {
-            let record_name = record.metadata.name.clone().unwrap_or_default();
-            within_budget(&cleaning, &secrets, &record_name, &DeleteParams::default())
-                .await
-                .map_err(failed)?;
-        }
-        if !records.is_empty() {
-            cleaning.metrics.deleted("release");
-            cleaned.release = Some(name);
-        }
+    if let Some(release) = release {
+        uninstall::uninstall(&cleaning, release, &namespace, &mut cleaned).await?;
     }
     Ok(cleaned)
 }
@@ -142,55 +110,41 @@ async fn delete(cleaning: &Cleaning, doomed: &Doomed) -> kube::Result<bool> {
     within_budget(cleaning, &api, &doomed.name, &params).await
 }
 
-/// The API of each object a release's uninstall deletes, found before anything is deleted; a
-/// cluster-scoped one refuses the release whole.
-async fn resolve(
-    cleaning: &Cleaning,
-    release: &helm::Release,
-    namespace: &str,
-    objects: Vec<ManifestObject>,
-) -> Result<Vec<(ApiResource, ManifestObject)>, Problem> {
-    let mut resolved = Vec::new();
-    let mut cluster_scoped = Vec::new();
-    for resource in objects {
-        let unresolved =
-            |error: String| Problem::CleanFailed(format!("{}: {error}", resource.described()));
-        let served = discovery::served(&cleaning.client, &resource.api_version, &resource.kind)
-            .await
-            .map_err(|error| unresolved(error.to_string()))?
-            .ok_or_else(|| unresolved("not served by this cluster".to_owned()))?;
-        if served.namespaced {
-            resolved.push((served.resource, resource));
-        } else {
-            cluster_scoped.push(resource.described());
-        }
-    }
-    if !cluster_scoped.is_empty() {
-        return Err(helm::outside_namespace(release, namespace, cluster_scoped).into());
-    }
-    Ok(resolved)
-}
-
-/// Deletes an object of a release's manifest, always in the Cleaner's namespace ([`helm::plan`]
-/// refused any other).
-async fn delete_manifest_object(
-    cleaning: &Cleaning,
-    namespace: &str,
-    api: &ApiResource,
-    resource: &ManifestObject,
-) -> kube::Result<bool> {
-    let api: Api<DynamicObject> = Api::namespaced_with(cleaning.client.clone(), namespace, api);
-    let params = DeleteParams {
-        propagation_policy: Some(PropagationPolicy::Background),
-        ..DeleteParams::default()
-    };
-    within_budget(cleaning, &api, &resource.name, &params).await
+/// How the API server answered a clean's DELETE, when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Sent {
+    Deleted,
+    /// Already gone (404).
+    Gone,
+    /// A precondition refused (409, or 412): a namesake, or a change since it was read.
+    Refused,
 }
 
 /// Every DELETE of a clean: the circuit breaker's admission (waiting while it is open) and its
-/// share of the request budget first, then the request; false
-/// when the object was already gone (404) or is a namesake, not ours (409), which are not
-/// failures.
+/// share of the request budget first, then the request.
+pub(super) async fn send_delete<K>(
+    cleaning: &Cleaning,
+    api: &Api<K>,
+    name: &str,
+    params: &DeleteParams,
+) -> kube::Result<Sent>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    cleaning.breaker.admit_or_wait().await;
+    cleaning.budget.acquire().await;
+    match api.delete(name, params).await {
+        Ok(_) => Ok(Sent::Deleted),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Sent::Gone),
+        Err(kube::Error::Api(status)) if status.code == 409 || status.code == 412 => {
+            Ok(Sent::Refused)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// [`send_delete`], false when the object was already gone (404) or is a namesake, not ours
+/// (409), which are not failures.
 async fn within_budget<K>(
     cleaning: &Cleaning,
     api: &Api<K>,
@@ -200,13 +154,7 @@ async fn within_budget<K>(
 where
     K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    cleaning.breaker.admit_or_wait().await;
-    cleaning.budget.acquire().await;
-    match api.delete(name, params).await {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(false),
-        Err(error) => Err(error),
-    }
+    Ok(send_delete(cleaning, api, name, params).await? == Sent::Deleted)
 }
 
 /// Sends the CloudEvent in its own task; a refusal or a failure is counted and reported on the
@@ -224,6 +172,7 @@ pub fn announce(cleaning: Arc<Cleaning>, clean: &Clean, cleaned: &Cleaned) {
         "cleaner": {"namespace": key.namespace, "name": key.name, "uid": clean.uid},
         "deleted": cleaned.deleted,
         "release": cleaned.release,
+        "skipped": cleaned.skipped,
     });
     let reference = reference(clean);
     tokio::spawn(async move {

@@ -5,14 +5,19 @@
 //! `helm.sh/resource-policy: keep` — and then every record, so `helm list` no longer shows it.
 //! A release with delete hooks is refused whole: running Helm's hooks is Helm's business. So is a
 //! release with objects outside the Cleaner's namespace (or cluster-scoped, which the cleaner
-//! finds out from discovery before it deletes anything): the Cleaner's writer was checked for
-//! Secrets in that namespace only, and the release records are theirs to forge, so the controller's
-//! power never reaches beyond it on their say.
+//! finds out from discovery before it deletes anything), or of a kind a Cleaner does not
+//! uninstall ([`kube_retention_common::cleaner::helm`]): the release records are forgeable by
+//! whoever may write Secrets there, so the controller's power never reaches beyond what the
+//! Cleaner's writer was checked for on their say. For the same reason a Secret counts as a record
+//! only when named as Helm names them, and each object is deleted only when Helm's annotations
+//! give it to the release (`uninstall.rs`).
 
 use std::io::Read;
 
 use base64::Engine;
 use k8s_openapi::api::core::v1::Secret;
+use kube_retention_common::cleaner::helm::UNINSTALLABLE_KINDS;
+use kube_retention_common::kinds::qualified;
 use serde::Deserialize;
 
 /// The label selector of a release's records.
@@ -44,6 +49,24 @@ pub enum HelmError {
         namespace: String,
         objects: Vec<String>,
     },
+    #[error(
+        "release {release} holds objects of kinds a Cleaner does not uninstall ({}); it deletes only {}: uninstall it with helm",
+        .objects.join(", "),
+        uninstallable_kinds()
+    )]
+    NotUninstallable {
+        release: String,
+        objects: Vec<String>,
+    },
+}
+
+/// The kinds a Cleaner uninstalls, for a message: `Secret, ConfigMap, …, Deployment.apps, …`.
+fn uninstallable_kinds() -> String {
+    let kinds: Vec<String> = UNINSTALLABLE_KINDS
+        .iter()
+        .map(|known| qualified(known.kind, known.group))
+        .collect();
+    kinds.join(", ")
 }
 
 impl HelmError {
@@ -53,6 +76,7 @@ impl HelmError {
             Self::Unreadable { .. } => "HelmReleaseUnreadable",
             Self::Hooks { .. } => "HelmReleaseHasDeleteHooks",
             Self::Outside { .. } => "HelmReleaseOutsideNamespace",
+            Self::NotUninstallable { .. } => "HelmReleaseKindNotUninstallable",
         }
     }
 }
@@ -117,6 +141,18 @@ pub fn decode(record: &Secret) -> Result<Release, HelmError> {
     }
     serde_json::from_slice(&json).map_err(|error| unreadable(format!("not a release: {error}")))
 }
+
+/// Whether `name` is a record of `release` as Helm names them, `sh.helm.release.v1.RELEASE.vN`:
+/// a label is all a Secret needs to be listed as one, and only a record is deleted as one.
+pub fn is_record(name: &str, release: &str) -> bool {
+    name.strip_prefix(RECORD_PREFIX)
+        .and_then(|rest| rest.strip_prefix(release))
+        .and_then(|rest| rest.strip_prefix(".v"))
+        .is_some_and(|version| !version.is_empty() && version.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// How Helm's records are named, before the release's name.
+const RECORD_PREFIX: &str = "sh.helm.release.v1.";
 
 /// The latest of a release's records (the highest `version` label).
 pub fn latest(records: &[Secret]) -> Option<&Secret> {

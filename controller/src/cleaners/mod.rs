@@ -5,7 +5,8 @@
 //! - [`book`]: Cleaners, their targets' objects and schedule; pure, clock-injected decisions.
 //! - [`targets`]: which objects a target selects; [`status`]: what a Cleaner reports.
 //! - [`act`]: the clean itself, its CloudEvent sent through [`crate::sinks`]; [`helm`]: a
-//!   release read from Helm's storage and uninstalled.
+//!   release read from Helm's storage; [`uninstall`]: what of it is deleted, only objects Helm's
+//!   annotations give to it.
 //! - [`run`]: the watches, timer and leadership wired to the book.
 
 pub mod act;
@@ -16,5 +17,6 @@ pub mod metrics;
 pub mod run;
 pub mod status;
 pub mod targets;
+pub mod uninstall;
 
 pub use run::Cleaners;

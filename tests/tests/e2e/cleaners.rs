@@ -1,6 +1,7 @@
 //! Cleaners on the real cluster: a preview environment — a Helm release installed with the real
 //! helm, a named ConfigMap and label-selected objects of a kind defined here — kept while its
 //! condition is false and cleaned within seconds of a target change, announced to an HTTP sink;
+//! a forged Helm release record deleting only what Helm installed for the release;
 //! a monotonic time condition acting at its time; a broken condition refused at apply; a
 //! condition failing at run time reported, never taken as true; a sink the sink policy refuses
 //! never connected to, and an allowed one still announced to; sinks inside the cluster (its
@@ -20,6 +21,7 @@ use serde_json::{Value, json};
 use crate::kinds::{GROUP, define_kind};
 use crate::support::{Env, TestNamespace, object};
 
+mod forged;
 mod group;
 mod restart;
 pub mod sink;
@@ -32,6 +34,10 @@ pub fn tests(env: &Env) -> Vec<Trial> {
         env.trial(
             "a_preview_environment_is_cleaned_within_seconds_of_its_condition_turning_true",
             group::preview_environment,
+        ),
+        env.trial(
+            "a_forged_helm_release_record_makes_a_cleaner_delete_only_what_helm_installed",
+            forged::forged_release,
         ),
         env.trial(
             "a_monotonic_time_condition_cleans_at_its_time_with_an_hour_long_period",
@@ -180,6 +186,28 @@ pub async fn config_map(ns: &TestNamespace, name: &str) -> Result<()> {
         .await
         .with_context(|| format!("creating ConfigMap {name}"))?;
     Ok(())
+}
+
+/// The reasons and messages of the Events on the Cleaner `name`.
+pub fn events(ns: &TestNamespace, name: &str) -> Result<Vec<(String, String)>> {
+    let listed = kube_retention_e2e::run(ns.kubectl().args([
+        "get",
+        "events",
+        "--field-selector",
+        &format!("involvedObject.name={name},involvedObject.kind=Cleaner"),
+        "-o",
+        "json",
+    ]))?;
+    let listed: Value = serde_json::from_str(&listed)?;
+    Ok(listed["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|event| {
+            let text = |key: &str| event[key].as_str().unwrap_or_default().to_owned();
+            (text("reason"), text("message"))
+        })
+        .collect())
 }
 
 /// Fails with what is left when `check` does not hold.

@@ -34,6 +34,10 @@ pub fn tests(env: &Env) -> Vec<Trial> {
             "a_cleaner_is_refused_when_invalid_or_over_a_kind_its_writer_may_not_delete",
             resources::cleaner_needs_delete,
         ),
+        env.trial(
+            "a_cleaner_uninstalling_a_helm_release_needs_delete_on_every_kind_a_release_may_hold",
+            resources::cleaner_helm_needs_delete_on_every_kind,
+        ),
     ]
 }
 

@@ -8,14 +8,16 @@
 //! - a RetentionPolicy created or its spec changed: delete and list on every resource it names,
 //!   in its namespace; a ClusterRetentionPolicy: cluster-wide;
 //! - a Cleaner created or its spec changed: delete on what it deletes, list on what it reads,
-//!   delete on Secrets for a Helm release it uninstalls.
+//!   and for a Helm release it uninstalls, delete on every kind a Cleaner uninstalls
+//!   ([`kube_retention_common::cleaner::helm`]: the release's records are forgeable Secrets).
 //!
 //! Lengthening or removing a setting needs nothing more than the write itself, and neither do
 //! kube-retention's own writes (its controller's stamps and labels). Answers come from
 //! SubjectAccessReviews for the request's `userInfo`, cached per question for a few seconds. A
 //! request asks each distinct question once, however many fields need it, and up to
-//! [`CONCURRENT_QUESTIONS`] at once. If the API server cannot answer, the write is refused with
-//! the reason: a check that fails open is no check.
+//! [`CONCURRENT_QUESTIONS`] at once; a field refused on several resources is refused once,
+//! naming them all. If the API server cannot answer, the write is refused with the reason: a
+//! check that fails open is no check.
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
@@ -155,24 +157,35 @@ async fn ask(
         })?;
         answered.insert(question, allowed);
     }
-    let mut refusals = Vec::new();
-    let mut denied: BTreeSet<(String, String)> = BTreeSet::new();
+    // One refusal per field and verb, naming every resource refused there (a Helm release's
+    // kinds, a parent's runs) in the needs' order.
+    let mut refused: Vec<(&Need, Vec<String>)> = Vec::new();
     for need in &needs {
-        let allowed = answered.get(&need.request).copied().unwrap_or(false);
-        if !allowed && denied.insert((need.path.clone(), need.request.verb.to_owned())) {
-            let rule = format!(
-                "{}, so you may not {}",
-                lacking(&need.request),
-                need.consequence
-            );
-            refusals.push(FieldError {
-                path: need.path.clone(),
-                value: need.value.clone(),
-                rule,
-            });
+        if answered.get(&need.request).copied().unwrap_or(false) {
+            continue;
+        }
+        let resource = qualified(&need.request.resource, &need.request.group);
+        let same = |(first, _): &&mut (&Need, Vec<String>)| {
+            first.path == need.path && first.request.verb == need.request.verb
+        };
+        match refused.iter_mut().find(same) {
+            Some((_, resources)) if resources.contains(&resource) => {}
+            Some((_, resources)) => resources.push(resource),
+            None => refused.push((need, vec![resource])),
         }
     }
-    Ok(refusals)
+    Ok(refused
+        .into_iter()
+        .map(|(need, resources)| FieldError {
+            path: need.path.clone(),
+            value: need.value.clone(),
+            rule: format!(
+                "{}, so you may not {}",
+                lacking(&need.request, &resources),
+                need.consequence
+            ),
+        })
+        .collect())
 }
 
 fn subject(request: &AdmissionRequest<DynamicObject>) -> Subject {
@@ -185,14 +198,19 @@ fn subject(request: &AdmissionRequest<DynamicObject>) -> Subject {
     }
 }
 
-/// "you may not delete configmaps in namespace team-a"
-fn lacking(request: &Request) -> String {
-    let resource = qualified(&request.resource, &request.group);
+/// "you may not delete configmaps in namespace team-a", "you may not delete secrets and
+/// configmaps in namespace team-a": `request`'s verb and namespace, on `resources`.
+fn lacking(request: &Request, resources: &[String]) -> String {
+    let resources = match resources {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    };
     match &request.namespace {
         Some(namespace) => format!(
-            "you may not {} {resource} in namespace {namespace}",
+            "you may not {} {resources} in namespace {namespace}",
             request.verb
         ),
-        None => format!("you may not {} {resource} cluster-wide", request.verb),
+        None => format!("you may not {} {resources} cluster-wide", request.verb),
     }
 }

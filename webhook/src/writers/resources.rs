@@ -3,11 +3,20 @@
 //! (a policy) when the write approves its deletions past the blast-radius guard. The plurals of
 //! the kinds named are looked up together ([`super::CONCURRENT_QUESTIONS`] at a time; the
 //! lookups themselves are cached, [`crate::access`]).
+//!
+//! A Cleaner that uninstalls a Helm release names no kinds: its release's records do, and they
+//! are Secrets anyone who may write Secrets there can forge. Its writer is asked about every kind
+//! a Cleaner uninstalls ([`UNINSTALLABLE_KINDS`]), one review a kind, cached and deduplicated
+//! with the targets' like every other question. That list, not the controller's RBAC, bounds
+//! what a forged record reaches, because the controller keeps to it too: its RBAC grows by
+//! aggregation after a Cleaner is admitted, and reading it here would cost a discovery walk and
+//! a review per served kind for every admission. One question a kind, no discovery, and sound.
 
 use futures::StreamExt;
 use kube_retention_common::annotations::APPROVED_GENERATION;
 use kube_retention_common::api::ResourceRef;
 use kube_retention_common::cleaner::CleanerSpec;
+use kube_retention_common::cleaner::helm::UNINSTALLABLE_KINDS;
 use kube_retention_common::field_error::render;
 use kube_retention_common::kinds::group_of;
 use serde_json::Value;
@@ -108,8 +117,8 @@ pub(super) async fn policy_needs(
 }
 
 /// A Cleaner's: delete on each target it deletes, list on each it reads (the controller reads
-/// them with its own power too), delete on Secrets for a Helm release it uninstalls (Helm keeps
-/// its releases in Secrets), all in its namespace; when new or its spec changed.
+/// them with its own power too), delete on every kind a Cleaner uninstalls for a Helm release it
+/// uninstalls ([`helm_needs`]), all in its namespace; when new or its spec changed.
 pub(super) async fn cleaner_needs(
     context: &Context,
     object: &Value,
@@ -161,18 +170,31 @@ pub(super) async fn cleaner_needs(
         }
     }
     if let Some(helm) = spec.helm.filter(|helm| helm.delete) {
-        needs.push(Need {
-            path: "spec.helm".to_owned(),
-            value: render(&Value::String(helm.release)),
-            request: Request {
-                verb: "delete",
-                group: String::new(),
-                resource: "secrets".to_owned(),
-                namespace,
-                name: None,
-            },
-            consequence: "have a Cleaner uninstall a Helm release (Helm keeps it in Secrets)",
-        });
+        needs.extend(helm_needs(&helm.release, namespace));
     }
     needs
+}
+
+/// Uninstalling a Helm release: delete on every kind a Cleaner uninstalls, in its namespace.
+/// Helm keeps a release in Secrets, and whoever may write Secrets there may write a record
+/// listing objects of any of those kinds, which the controller then deletes with its own power
+/// (only those Helm's annotations give to the release, but annotations are written by whoever
+/// may write the object). So the writer must be allowed to delete them all: one question a
+/// kind, their plurals known without discovery, no more than the kinds the controller keeps to
+/// ([`UNINSTALLABLE_KINDS`], where the module says why a constant).
+fn helm_needs(release: &str, namespace: Option<String>) -> impl Iterator<Item = Need> + '_ {
+    UNINSTALLABLE_KINDS.iter().map(move |known| Need {
+        path: "spec.helm".to_owned(),
+        value: render(&Value::String(release.to_owned())),
+        request: Request {
+            verb: "delete",
+            group: known.group.to_owned(),
+            resource: known.plural.to_owned(),
+            namespace: namespace.clone(),
+            name: None,
+        },
+        consequence: "have a Cleaner uninstall a Helm release: its records are Secrets, and \
+                      whoever may write them can make them list objects of every kind a Cleaner \
+                      uninstalls",
+    })
 }

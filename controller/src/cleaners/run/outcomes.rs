@@ -1,12 +1,13 @@
 //! An evaluation and what follows it: prepared by the book, its conditions judged on the
 //! evaluator's thread; then the status written (and a Warning Event when it newly says
 //! Ready=False), and for a group whose conditions hold, the clean in its own task; then the
-//! clean's outcome.
+//! clean's outcome (a Warning Event naming what of a Helm release it left, and why, before the
+//! Cleaner deletes itself).
 
 use jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::EventType;
-use kube_retention_common::cleaner::{Cleaner, Verdict};
+use kube_retention_common::cleaner::{Cleaner, Verdict, helm};
 use serde_json::json;
 
 use super::Cleaners;
@@ -15,6 +16,23 @@ use crate::cleaners::book::{Clean, CleanerKey, Evaluation, Prepared};
 use crate::cleaners::judging::{CleanerOutcome, CleanerWork};
 use crate::cleaners::metrics::OutcomeLabels;
 use crate::cleaners::status::{self, Problem};
+
+/// The reason of the Warning Event naming what of a Helm release a clean left, and why.
+pub const HELM_SKIPPED: &str = "HelmObjectsSkipped";
+
+/// "kept 1 object(s) the records of Helm release web list, which Helm does not give to it: …"
+fn skipped_note(clean: &Clean, skipped: &[String]) -> String {
+    let release = clean.release.as_deref().unwrap_or_default();
+    format!(
+        "kept {} object(s) the records of Helm release {release} list, which Helm's annotations \
+         do not give to it (a Cleaner deletes only objects annotated {}={release} and {}={}): {}",
+        skipped.len(),
+        helm::RELEASE_NAME,
+        helm::RELEASE_NAMESPACE,
+        clean.cleaner.namespace,
+        skipped.join("; ")
+    )
+}
 
 impl Cleaners {
     pub(super) async fn evaluate(&mut self, key: &CleanerKey, now: Timestamp) {
@@ -125,6 +143,12 @@ impl Cleaners {
                     note,
                 )
                 .await;
+                if !cleaned.skipped.is_empty() {
+                    let note = skipped_note(&clean, &cleaned.skipped);
+                    tracing::warn!(cleaner = %clean.cleaner, %note, "Helm release objects kept");
+                    let warning = EventType::Warning;
+                    act::record(&self.cleaning, &reference, warning, HELM_SKIPPED, note).await;
+                }
                 act::announce(self.cleaning.clone(), &clean, &cleaned);
                 self.book.clean_done(&clean.cleaner, true, now);
                 if let Err(error) = act::retire(&self.cleaning, &clean).await {

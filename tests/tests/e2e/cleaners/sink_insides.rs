@@ -20,9 +20,9 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube_retention_e2e::components;
 use serde_json::json;
 
-use super::expect;
 use super::sink::apply_announcing_cleaner;
-use super::sink_policy::{events, refused_total};
+use super::{events, expect};
+use super::sink_policy::refused_total;
 use crate::listeners::Listener;
 use crate::support::{TestNamespace, restart_controller};
 use crate::workloads::eventually;

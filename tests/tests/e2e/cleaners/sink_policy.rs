@@ -6,35 +6,13 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::sink::{Sink, apply_announcing_cleaner};
-use super::{config_maps, exists, expect};
+use super::{config_maps, events, exists, expect};
 use crate::listeners::Listener;
 use crate::support::TestNamespace;
 use crate::workloads::eventually;
-
-/// The messages of the Events on the Cleaner `name`, by reason.
-pub(super) fn events(ns: &TestNamespace, name: &str) -> Result<Vec<(String, String)>> {
-    let listed = kube_retention_e2e::run(ns.kubectl().args([
-        "get",
-        "events",
-        "--field-selector",
-        &format!("involvedObject.name={name},involvedObject.kind=Cleaner"),
-        "-o",
-        "json",
-    ]))?;
-    let listed: Value = serde_json::from_str(&listed)?;
-    Ok(listed["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|event| {
-            let text = |key: &str| event[key].as_str().unwrap_or_default().to_owned();
-            (text("reason"), text("message"))
-        })
-        .collect())
-}
 
 /// The controller's count of CloudEvents the sink policy refused.
 pub(super) fn refused_total(ns: &TestNamespace) -> Result<u64> {

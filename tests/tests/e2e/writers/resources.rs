@@ -114,3 +114,37 @@ pub async fn cleaner_needs_delete(ns: TestNamespace) -> Result<()> {
     grant(&ns, "secrets", &user, "", "secrets", "delete, list")?;
     admitted_after_grant(&ns, &user, &["apply", "-f", "-"], cleaner).await
 }
+
+/// A Helm release's records are Secrets anyone who may write them can forge, listing objects of
+/// any kind a Cleaner uninstalls: deleting Secrets is not enough to have one uninstalled, the
+/// built-in `edit` role (which may delete every such kind) is.
+pub async fn cleaner_helm_needs_delete_on_every_kind(ns: TestNamespace) -> Result<()> {
+    let user = format!("helm-author-{}", ns.name);
+    let name = &ns.name;
+    bind_editor(&ns, &user)?;
+    grant(&ns, "secrets", &user, "", "secrets", "delete")?;
+    let cleaner = "apiVersion: retention.dev/v1alpha1\nkind: Cleaner\nmetadata: {name: preview}\n\
+                   spec: {ttl: 360h, helm: {release: preview, delete: true}}\n";
+    let stderr =
+        refusal(kubectl_as(&ns, &user).args(["create", "-f", "-"]), cleaner)?.ok_or_else(|| {
+            anyhow::anyhow!("a Cleaner uninstalling a release was admitted over Secrets alone")
+        })?;
+    ensure!(
+        stderr.contains(&format!(
+            "spec.helm: \"preview\" you may not delete configmaps, services, serviceaccounts, \
+             persistentvolumeclaims, pods, deployments.apps, statefulsets.apps, daemonsets.apps, \
+             replicasets.apps, jobs.batch, cronjobs.batch and ingresses.networking.k8s.io in \
+             namespace {name}, so you may not have a Cleaner uninstall a Helm release"
+        )),
+        "{stderr}"
+    );
+    apply(
+        &ns,
+        &format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: edit}}\n\
+             roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}}\n\
+             subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: {user}}}]\n"
+        ),
+    )?;
+    admitted_after_grant(&ns, &user, &["apply", "-f", "-"], cleaner).await
+}

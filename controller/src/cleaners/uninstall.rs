@@ -1,0 +1,207 @@
+//! A Helm release uninstalled on a Cleaner's say, trusting its records no further than Helm's
+//! own marks on the objects. The records are Secrets, forgeable by whoever may write Secrets in
+//! the namespace, and the controller deletes with its own power, so:
+//!
+//! - the release is read and planned before anything of the group is deleted ([`read`]): only
+//!   Secrets named as Helm names its records count as records, and a release that would reach
+//!   outside the namespace or beyond the kinds a Cleaner uninstalls is refused whole;
+//! - each object its latest record lists is read (GET) just before its deletion and deleted only
+//!   when Helm's annotations give it to the release in this namespace
+//!   ([`ownership`]); one that is not is left and reported (`Cleaned::skipped`), and the rest of
+//!   the release is still uninstalled: its owned objects are Helm's, whatever else a forged
+//!   record lists;
+//! - the DELETE carries the uid and resourceVersion of that read, so an object changed between
+//!   the two (its annotations taken away, a namesake created) is not deleted: the clean fails
+//!   and is tried again, reading afresh;
+//! - the records go last, with the uid and resourceVersion they were listed with.
+
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy,
+};
+use kube_retention_common::cleaner::helm::{ownership, uninstallable};
+use kube_retention_runtime::discovery;
+
+use super::act::{Cleaned, Cleaning, Sent, send_delete};
+use super::helm::{self, ManifestObject};
+use super::status::Problem;
+
+/// A release read and planned, nothing deleted yet.
+pub struct Release {
+    name: String,
+    /// Its records, as listed.
+    records: Vec<Secret>,
+    /// What its latest record lists for deletion, resolved, in the order Helm deletes them.
+    objects: Vec<(ApiResource, ManifestObject)>,
+    /// Secrets labelled as its records but not named as Helm names them: left alone.
+    skipped: Vec<String>,
+}
+
+/// Reads release `name`'s records in `namespace` and plans its uninstall; refuses a release with
+/// delete hooks, with objects outside `namespace`, or of kinds a Cleaner does not uninstall.
+pub async fn read(cleaning: &Cleaning, name: &str, namespace: &str) -> Result<Release, Problem> {
+    let secrets: Api<Secret> = Api::namespaced(cleaning.client.clone(), namespace);
+    let selector = ListParams::default().labels(&helm::records_selector(name));
+    let listed = secrets.list(&selector).await.map_err(|error| {
+        Problem::CleanFailed(format!(
+            "listing the records of Helm release {name}: {error}"
+        ))
+    })?;
+    let (records, others): (Vec<Secret>, Vec<Secret>) = listed
+        .items
+        .into_iter()
+        .partition(|secret| helm::is_record(secret.metadata.name.as_deref().unwrap_or(""), name));
+    let skipped = others
+        .iter()
+        .map(|secret| {
+            format!(
+                "Secret/{}: labelled as a record of release {name} but not named as Helm names \
+                 them (sh.helm.release.v1.{name}.vN)",
+                secret.metadata.name.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    let objects = match helm::latest(&records) {
+        Some(record) => {
+            let decoded = helm::decode(record)?;
+            let plan = helm::plan(&decoded, namespace)?;
+            resolve(cleaning, &decoded, namespace, plan.delete).await?
+        }
+        None => Vec::new(),
+    };
+    Ok(Release {
+        name: name.to_owned(),
+        records,
+        objects,
+        skipped,
+    })
+}
+
+/// The API of each object a release's uninstall deletes, found before anything is deleted; a
+/// cluster-scoped one refuses the release whole, and so does one of a kind a Cleaner does not
+/// uninstall.
+async fn resolve(
+    cleaning: &Cleaning,
+    release: &helm::Release,
+    namespace: &str,
+    objects: Vec<ManifestObject>,
+) -> Result<Vec<(ApiResource, ManifestObject)>, Problem> {
+    let mut resolved = Vec::new();
+    let mut cluster_scoped = Vec::new();
+    let mut not_uninstallable = Vec::new();
+    for resource in objects {
+        let unresolved = |error: String| {
+            Problem::CleanFailed(format!(
+                "looking up the kind of {} of Helm release {}: {error}",
+                resource.described(),
+                release.name
+            ))
+        };
+        let served = discovery::served(&cleaning.client, &resource.api_version, &resource.kind)
+            .await
+            .map_err(|error| unresolved(error.to_string()))?
+            .ok_or_else(|| unresolved("not served by this cluster".to_owned()))?;
+        if !served.namespaced {
+            cluster_scoped.push(resource.described());
+        } else if !uninstallable(&resource.api_version, &resource.kind) {
+            not_uninstallable.push(resource.described());
+        } else {
+            resolved.push((served.resource, resource));
+        }
+    }
+    if !cluster_scoped.is_empty() {
+        return Err(helm::outside_namespace(release, namespace, cluster_scoped).into());
+    }
+    if !not_uninstallable.is_empty() {
+        return Err(helm::HelmError::NotUninstallable {
+            release: release.name.clone(),
+            objects: not_uninstallable,
+        }
+        .into());
+    }
+    Ok(resolved)
+}
+
+/// Deletes what of `release` Helm's annotations give to it in `namespace`, then its records;
+/// what it deleted and left is added to `cleaned`. A failure, or an object changed since it was
+/// read, stops the uninstall with its records kept, to be tried again.
+pub async fn uninstall(
+    cleaning: &Cleaning,
+    release: Release,
+    namespace: &str,
+    cleaned: &mut Cleaned,
+) -> Result<(), Problem> {
+    let name = &release.name;
+    for (resource, object) in &release.objects {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(cleaning.client.clone(), namespace, resource);
+        let what = format!("{}/{}", object.kind, object.name);
+        let failed = |doing: &str, error: kube::Error| {
+            Problem::CleanFailed(format!("{doing} {what} of Helm release {name}: {error}"))
+        };
+        let found = match api.get(&object.name).await {
+            Ok(found) => found,
+            Err(kube::Error::Api(status)) if status.code == 404 => continue,
+            Err(error) => return Err(failed("reading", error)),
+        };
+        if let Err(why) = ownership(found.metadata.annotations.as_ref(), name, namespace) {
+            tracing::warn!(release = %name, %namespace, object = %what, %why, "not deleted: not the release's");
+            cleaned.skipped.push(format!("{what}: {why}"));
+            continue;
+        }
+        let params = exactly(&found.metadata, Some(PropagationPolicy::Background));
+        match send_delete(cleaning, &api, &object.name, &params)
+            .await
+            .map_err(|error| failed("deleting", error))?
+        {
+            Sent::Deleted => cleaned.deleted.push(what),
+            Sent::Gone => {}
+            Sent::Refused => return Err(changed(&what, name)),
+        }
+    }
+    let secrets: Api<Secret> = Api::namespaced(cleaning.client.clone(), namespace);
+    for record in &release.records {
+        let record_name = record.metadata.name.clone().unwrap_or_default();
+        let sent = send_delete(
+            cleaning,
+            &secrets,
+            &record_name,
+            &exactly(&record.metadata, None),
+        )
+        .await
+        .map_err(|error| {
+            Problem::CleanFailed(format!(
+                "deleting record {record_name} of Helm release {name}: {error}"
+            ))
+        })?;
+        if sent == Sent::Refused {
+            return Err(changed(&format!("record {record_name}"), name));
+        }
+    }
+    cleaned.skipped.extend(release.skipped);
+    if !release.records.is_empty() {
+        cleaning.metrics.deleted("release");
+        cleaned.release = Some(release.name);
+    }
+    Ok(())
+}
+
+/// A DELETE of exactly the version `read`: its uid and resourceVersion as preconditions.
+fn exactly(read: &ObjectMeta, propagation: Option<PropagationPolicy>) -> DeleteParams {
+    DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: read.uid.clone(),
+            resource_version: read.resource_version.clone(),
+        }),
+        propagation_policy: propagation,
+        ..DeleteParams::default()
+    }
+}
+
+fn changed(what: &str, release: &str) -> Problem {
+    Problem::CleanFailed(format!(
+        "{what} of Helm release {release} changed since it was read (its uid or resourceVersion \
+         precondition was refused): not deleted, read again at the next attempt"
+    ))
+}
