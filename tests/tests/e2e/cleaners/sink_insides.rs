@@ -21,8 +21,8 @@ use kube_retention_e2e::components;
 use serde_json::json;
 
 use super::sink::apply_announcing_cleaner;
-use super::{events, expect};
 use super::sink_policy::refused_total;
+use super::{events, expect};
 use crate::listeners::Listener;
 use crate::support::{TestNamespace, restart_controller};
 use crate::workloads::eventually;
