@@ -12,7 +12,8 @@
 //!   the assumed sizes it never spends more than the estimate.
 //!
 //! `FUZZ_CEL_CASES` sets the number of cases (a debug `cargo test` runs 300, a release build
-//! 3,000, `make fuzz-cel` a million), `FUZZ_CEL_SEED` the seed.
+//! 3,000 — `make test` runs that, as `make fuzz-cel-short` — and `make fuzz-cel` a million),
+//! `FUZZ_CEL_SEED` the seed.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a campaign: its setup may fail loudly
 

@@ -48,6 +48,21 @@ pub const CHARGE: &str = "@retention.charge";
 /// costs with the operands recorded so far ([`rules`]), before the call runs.
 pub const OPERAND: &str = "@retention.operand";
 
+/// The function the walk guards a chain of selects from a variable with: `SELECT(chain)`
+/// measures the copies the chain's selects make, charges those beyond [`FREE_COPY`], and gives
+/// true, so that `SELECT(chain) ? chain : null` runs the chain only once they are paid for
+/// (the walk's `select_chain`).
+pub const SELECT: &str = "@retention.select";
+
+/// A select's copy this large or smaller is not charged: no value within the bounds' sizes
+/// ([`ASSUMED_ITEMS`], [`ASSUMED_BYTES`]: about 700 units to copy whole) comes near it, so
+/// estimates need not count it, and between two readings of the clock (every 16 charges, a
+/// guard among them) such copies add at most 16 × 2,048 units, about 2 ms.
+pub const FREE_COPY: u64 = 2_048;
+
+/// CEL's conditional operator, by its name in the syntax tree.
+const CONDITIONAL: &str = "_?_:_";
+
 /// A number read from the object, or computed, is not known at admission: as large as this.
 pub const UNKNOWN_NUMBER: u64 = 1 << 32;
 
@@ -228,3 +243,4 @@ mod sizes;
 mod walk;
 
 pub use rules::{Extent, Rule};
+pub(in crate::cel) use walk::chain;

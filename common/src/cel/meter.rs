@@ -28,7 +28,7 @@ use kube_cel::cel::extractors::Arguments;
 use kube_cel::cel::{ExecutionError, FunctionContext, ResolveResult, Value};
 
 use super::cost::rules::{self, Extent};
-use super::cost::{CHARGE, COST_LIMIT, OPERAND, Site};
+use super::cost::{CHARGE, COST_LIMIT, FREE_COPY, OPERAND, SELECT, Site, chain};
 
 /// How long one evaluation may run, in the evaluating thread's CPU time. The cost limit is what
 /// bounds an evaluation; this is the second guard, for work the cost model misjudges. At 40 to
@@ -268,6 +268,44 @@ pub(super) fn operand(ftx: &FunctionContext) -> ResolveResult {
     value.as_ref().try_into()
 }
 
+/// The function [`SELECT`]: `(chain)`, a chain of selects from a variable, left unevaluated;
+/// measures, where the variable holds it, what each select of the chain will copy, charges
+/// that, and gives true. The chain then runs (`SELECT(chain) ? chain : null`) only once it is
+/// paid for. A chain that will fail (a missing field, a variable that is not there) is charged
+/// what it copies before it fails and left to fail with its own error.
+pub(super) fn select(ftx: &FunctionContext) -> ResolveResult {
+    let Some(Expr::Select(select)) = ftx.args.first().map(|arg| &arg.expr) else {
+        return Err(ExecutionError::function_error(SELECT, "malformed"));
+    };
+    let Some((root, fields)) = chain(select) else {
+        return Err(ExecutionError::function_error(SELECT, "malformed"));
+    };
+    let units = ftx
+        .ptx
+        .get_variable(root)
+        .map_or(0, |value| copied_along(value.as_ref(), &fields));
+    spend(units)?;
+    Ok(Value::Bool(true))
+}
+
+/// What the selects `fields` copy, taken one after another from `value`, beyond
+/// [`FREE_COPY`] each: each gives a copy of what it selects, a presence test nothing.
+fn copied_along(value: &dyn Val, fields: &[(&str, bool)]) -> u64 {
+    let Some(((field, test), rest)) = fields.split_first() else {
+        return 0;
+    };
+    if *test {
+        return 0;
+    }
+    let key = CelString::from(*field);
+    let Some(Ok(selected)) = value.as_indexer().map(|indexer| indexer.get(&key)) else {
+        return 0;
+    };
+    let copy = deep_up_to(selected.as_ref(), COST_LIMIT.saturating_add(1));
+    let charged = if copy > FREE_COPY { copy } else { 0 };
+    charged.saturating_add(copied_along(selected.as_ref(), rest))
+}
+
 fn count(n: usize) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX)
 }
@@ -325,9 +363,16 @@ fn extent(value: &dyn Val) -> Extent {
 
 /// What copying `value` costs ([`Extent::deep`]), walked with a stack of its own.
 fn deep(value: &dyn Val) -> u64 {
+    deep_up_to(value, u64::MAX)
+}
+
+/// [`deep`], the walk stopped once it passes `most`: enough to tell a copy past any limit.
+fn deep_up_to(value: &dyn Val, most: u64) -> u64 {
     let mut units = 0u64;
     let mut pending = vec![value];
-    while let Some(value) = pending.pop() {
+    while let Some(value) = pending.pop()
+        && units <= most
+    {
         units = units.saturating_add(1);
         if let Some(text) = text_of(value) {
             units = units.saturating_add(rules::compared(text));

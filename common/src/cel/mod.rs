@@ -76,6 +76,7 @@ fn root() -> Context<'static> {
     patterns::register(&mut root);
     root.add_function(cost::CHARGE, meter::charge);
     root.add_function(cost::OPERAND, meter::operand);
+    root.add_function(cost::SELECT, meter::select);
     root
 }
 

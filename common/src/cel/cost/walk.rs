@@ -7,7 +7,7 @@ use kube_cel::cel::common::ast::{
 
 use super::rules::{self, Rule};
 use super::sizes::{below, count, literal_size, result_size};
-use super::{Known, Site, Size, Unit, Walk, charge, operand};
+use super::{CONDITIONAL, Known, SELECT, Site, Size, Unit, Walk, charge, internal, operand};
 
 /// Functions that take no time with the size of their arguments.
 pub(super) const CONSTANT: [&str; 3] = ["size", "type", "has"];
@@ -73,6 +73,9 @@ impl Walk {
     }
 
     fn select(&mut self, select: &SelectExpr, unit: &mut Unit) -> (Expr, Known) {
+        if let Some((root, fields)) = chain(select) {
+            return self.select_chain(select, root, &fields, unit);
+        }
         let (operand, known) = self.node(&select.operand, unit);
         let metered = Expr::Select(SelectExpr {
             operand: Box::new(operand),
@@ -83,6 +86,47 @@ impl Walk {
             return (metered, Known::sized(Size::SCALAR));
         }
         (metered, below(&known, &select.field))
+    }
+
+    /// A chain of selects from a variable (`object.spec.s`, `c.image`, `has(object.a.b)`): the
+    /// interpreter copies the value each select of it gives (`object.spec` whole, then `s`),
+    /// and charges none of that, so the chain is guarded by [`SELECT`]:
+    /// `SELECT(chain) ? chain : null`. The guard measures those copies where the variable
+    /// holds them and charges the ones beyond [`super::FREE_COPY`] before the chain runs; every guard
+    /// is a charge, so the clock is read at least once every few selects. Within the bounds'
+    /// sizes no select copies more than that, so the estimate adds nothing for them.
+    fn select_chain(
+        &mut self,
+        select: &SelectExpr,
+        root: &str,
+        fields: &[(&str, bool)],
+        unit: &mut Unit,
+    ) -> (Expr, Known) {
+        let mut known = self.variable(root);
+        unit.nodes = unit.nodes.saturating_add(1);
+        for &(field, test) in fields {
+            unit.nodes = unit.nodes.saturating_add(1);
+            if test {
+                known = Known::sized(Size::SCALAR);
+                break;
+            }
+            known = below(&known, field);
+        }
+        let native = IdedExpr {
+            id: 0,
+            expr: Expr::Select(select.clone()),
+        };
+        let guard = internal(SELECT, vec![native.clone()]);
+        let null = IdedExpr {
+            id: 0,
+            expr: Expr::Literal(LiteralValue::Null),
+        };
+        let guarded = CallExpr {
+            func_name: CONDITIONAL.to_owned(),
+            target: None,
+            args: vec![guard, native, null],
+        };
+        (Expr::Call(guarded), known)
     }
 
     fn entries(
@@ -200,6 +244,26 @@ impl Walk {
             result,
         };
         (Expr::Comprehension(Box::new(metered)), known)
+    }
+}
+
+/// The select chain `select` ends, from a variable: the variable, and each field with whether
+/// it is a presence test, from the variable out. `None` for a select of anything else.
+pub(in crate::cel) fn chain(select: &SelectExpr) -> Option<(&str, Vec<(&str, bool)>)> {
+    let mut fields = vec![(select.field.as_str(), select.test)];
+    let mut operand = &select.operand.expr;
+    loop {
+        match operand {
+            Expr::Select(inner) if !inner.test => {
+                fields.push((inner.field.as_str(), false));
+                operand = &inner.operand.expr;
+            }
+            Expr::Ident(root) => {
+                fields.reverse();
+                return Some((root.as_str(), fields));
+            }
+            _ => return None,
+        }
     }
 }
 
