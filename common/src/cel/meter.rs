@@ -38,8 +38,7 @@ use super::cost::{CHARGE, COST_LIMIT, FREE_COPY, OPERAND, SELECT, Site, chain};
 /// CPU time, not the wall clock's: the controller evaluates at the lowest priority, and on a
 /// loaded machine an evaluation waits many times longer than it runs; stopped by the wall clock
 /// it would fail for what other processes did. Reading a thread's CPU clock is a system call
-/// (about 2 µs), so it is read at most every [`READ_EVERY_CHARGES`] charges or
-/// [`READ_EVERY_UNITS`] units; in between, the time is foretold from the last reading and the
+/// (about 2 µs), so it is read every 16 charges or 1,000 units charged; in between, the time is foretold from the last reading and the
 /// units charged since, and every call is charged before it runs — so an evaluation ends
 /// within a few calls of this: [`TIME_BOUND`] is what the fuzz campaign holds every evaluation
 /// to.
