@@ -41,6 +41,13 @@ pub enum WatchEvent {
         KindId,
         Result<Event<PartialObjectMeta<DynamicObject>>, watcher::Error>,
     ),
+    /// A kind's objects in one namespace, listed afresh once ([`Watches::relist_in`]): the list's
+    /// events, ending with its `InitDone`.
+    Relisted(
+        KindId,
+        Arc<str>,
+        Result<Event<DynamicObject>, watcher::Error>,
+    ),
     Policy(Result<Event<RetentionPolicy>, watcher::Error>),
     ClusterPolicy(Result<Event<ClusterRetentionPolicy>, watcher::Error>),
     Namespace(Result<Event<PartialObjectMeta<Namespace>>, watcher::Error>),
@@ -54,6 +61,8 @@ pub struct Watches {
     turns: Arc<Semaphore>,
     streams: SelectAll<BoxStream<'static, WatchEvent>>,
     running: HashMap<KindId, (Watch, Vec<Stop>)>,
+    /// Lists of a kind in one namespace under way.
+    relisting: HashMap<(KindId, Arc<str>), Stop>,
     /// The watches' tasks, supervised.
     tasks: Group,
 }
@@ -77,6 +86,7 @@ impl Watches {
             turns: Arc::new(Semaphore::new(permits)),
             streams: stream::select_all(Vec::new()),
             running: HashMap::new(),
+            relisting: HashMap::new(),
             tasks,
         }
     }
@@ -149,8 +159,59 @@ impl Watches {
         self.running.insert(kind, (mode, handles));
     }
 
-    /// Stops the watches of `kind`; they deliver nothing more.
+    /// Lists `kind`'s objects in `namespace` afresh, once, as its watch selects them: what a
+    /// RetentionPolicy's change asks for, which governs that namespace only, so that a tenant's
+    /// edits list its own objects, not the cluster's. Its events come as
+    /// [`WatchEvent::Relisted`], ending with the list's `InitDone`; then [`Watches::relisted`]
+    /// stops it. Nothing where `kind` is not watched; a list already under way starts again.
+    pub fn relist_in(&mut self, kind: KindId, entry: &Entry, namespace: Arc<str>) {
+        let Some((mode, _)) = self.running.get(&kind) else {
+            return;
+        };
+        let config = match mode.selector() {
+            Some(selector) => watcher::Config::default().labels(selector),
+            None => watcher::Config::default(),
+        };
+        self.relisted(kind, &namespace);
+        let resource = entry.resource.api_resource();
+        let api: Api<LeanObject> = Api::namespaced_with(self.client.clone(), &namespace, &resource);
+        let name = format!("{} in {namespace}", entry.resource);
+        let events = self.lists.watch(api, config, name.clone());
+        let listed = namespace.clone();
+        let events = taking_turns(events.backoff(watch_backoff()), self.turns.clone())
+            .scan(false, |done, event| {
+                let next = (!*done).then_some(event);
+                *done = *done || matches!(next, Some(Ok(Event::InitDone)));
+                futures::future::ready(next)
+            })
+            .map(move |event| {
+                WatchEvent::Relisted(kind, listed.clone(), event.map(lean::unwrapped))
+            })
+            // The task waits to be stopped: a watch's task that ends is a fault.
+            .chain(stream::pending());
+        let stop = self.push(name, events.boxed());
+        self.relisting.insert((kind, namespace), stop);
+    }
+
+    /// The list of `kind` in `namespace` ended (or is to stop): its task is stopped.
+    pub fn relisted(&mut self, kind: KindId, namespace: &Arc<str>) {
+        if let Some(stop) = self.relisting.remove(&(kind, namespace.clone())) {
+            stop.producer.abort();
+            stop.consumer.abort();
+        }
+    }
+
+    /// Stops the watches of `kind`, and its lists in namespaces; they deliver nothing more.
     pub fn stop(&mut self, kind: KindId) {
+        let lists: Vec<Arc<str>> = self
+            .relisting
+            .keys()
+            .filter(|(listed, _)| *listed == kind)
+            .map(|(_, namespace)| namespace.clone())
+            .collect();
+        for namespace in lists {
+            self.relisted(kind, &namespace);
+        }
         for handle in self
             .running
             .remove(&kind)

@@ -2,7 +2,7 @@
 //! whose big Jobs, all judged by a policy with an expression, fill its lane of the evaluator's
 //! backlog has the newest shed; each shed Job is fetched again with one GET at its turn, then
 //! judged and deleted like the others — nothing is lost to the bound, and nothing is fetched
-//! that was not shed.
+//! that was not shed. The policy's arrival lists the Jobs of its own namespace only.
 
 #![allow(clippy::unwrap_used)] // test code
 
@@ -89,7 +89,7 @@ async fn a_job_the_evaluator_shed_is_fetched_again_at_its_turn_and_judged() {
         group,
     );
     // The policy comes through the stream the Jobs' watch starts with; the policy's change
-    // then lists the Jobs afresh, from the mocked API server.
+    // then lists the Jobs of its namespace afresh, from the mocked API server.
     let (events, replayed) = mpsc::unbounded_channel::<WatchEvent>();
     let replayed = futures::stream::unfold(replayed, |mut events| async move {
         Some((events.recv().await?, events))
@@ -132,11 +132,13 @@ async fn a_job_the_evaluator_shed_is_fetched_again_at_its_turn_and_judged() {
     let mut fetched: BTreeMap<String, usize> = BTreeMap::new();
     let mut deleted = Vec::new();
     let mut open = Vec::new();
+    let mut lines = Vec::new();
+    let mut namespace_lists = 0;
     while deleted.len() < JOBS {
-        let received = api
-            .next_within(Duration::from_secs(60))
-            .await
-            .expect("a request");
+        let Some(received) = api.next_within(Duration::from_secs(60)).await else {
+            panic!("no request for a minute, after {lines:#?}");
+        };
+        lines.push(received.line());
         let path = received.path.clone();
         if received.query.contains("watch=true") {
             open.push(received.unanswered());
@@ -144,11 +146,11 @@ async fn a_job_the_evaluator_shed_is_fetched_again_at_its_turn_and_judged() {
         }
         match received.method.as_str() {
             "GET" if path == "/apis/batch/v1/jobs" => {
-                let labelled = !received.query.contains("%21retention.dev");
-                let items: Vec<Value> = match labelled {
-                    true => names.iter().map(|name| job(name)).collect(),
-                    false => Vec::new(),
-                };
+                panic!("a RetentionPolicy's change listed every namespace's Jobs: {lines:?}")
+            }
+            "GET" if path == "/apis/batch/v1/namespaces/team-a/jobs" => {
+                namespace_lists += 1;
+                let items: Vec<Value> = names.iter().map(|name| job(name)).collect();
                 let list = json!({"apiVersion": "batch/v1", "kind": "JobList",
                                   "metadata": {"resourceVersion": "10"}, "items": items});
                 received.reply(200, &list);
@@ -179,6 +181,10 @@ async fn a_job_the_evaluator_shed_is_fetched_again_at_its_turn_and_judged() {
     drop((open, executing, watching, evaluating, writing, scans_tx));
     deleted.sort();
     assert_eq!(deleted, names, "every Job judged and deleted, shed or not");
+    assert_eq!(
+        namespace_lists, 1,
+        "the policy's change listed its namespace's Jobs once"
+    );
     let shed = metrics.shed.get();
     assert_eq!(
         shed, 2,

@@ -85,6 +85,15 @@ impl Tracked {
         (ours && !zombie).then_some(Pid::from_raw(pid))
     }
 
+    /// The most memory the running process has held, in KiB (`VmHWM`: its resident set's
+    /// high-water mark since it started), if it runs.
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        let pid = self.live_pid()?;
+        let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+
     /// SIGKILLs the running process and waits until it is gone (at most 5 s); an error if it
     /// was not running or survives.
     pub fn kill(&self) -> Result<()> {

@@ -1,9 +1,12 @@
 //! The evaluator's backlog: one lane of work per namespace, served a step at a time in turn
 //! (as API Priority and Fairness serves flows), each lane holding at most one work per key.
 //!
-//! - **Coalesced.** A work for a key already queued replaces it in place (a newer version of
+//! - **Coalesced.** A work for a key already waiting replaces it in place (a newer version of
 //!   the object, a Cleaner woken again): a namespace that rewrites one object a thousand times
-//!   holds one evaluation of it, not a thousand; the replaced ones are counted.
+//!   holds one evaluation of it waiting, not a thousand; the replaced ones are counted. The
+//!   work under way in a lane runs to its end (its answer may be stale, and is then dropped by
+//!   whoever asked): replaced in place, a work edited faster than it runs would never finish,
+//!   and would hold its lane's other work back for ever.
 //! - **Preemptible.** A turn is one [`Work::step`] — one expression on one object — after which
 //!   the namespace goes to the back of the round, so one object's many policies or a Cleaner's
 //!   search over time hold up the others for a step, not for the whole work.
@@ -51,10 +54,19 @@ struct Entry {
 
 #[derive(Default)]
 struct Lane {
+    /// The work under way: it runs to its end, whatever comes after it (a newer version of it
+    /// waits its turn like any other), so a lane always gets its work done.
+    current: Option<Entry>,
     order: VecDeque<WorkKey>,
     entries: HashMap<WorkKey, Entry>,
     /// What its work waiting to start holds.
     queued: usize,
+}
+
+impl Lane {
+    fn is_empty(&self) -> bool {
+        self.current.is_none() && self.order.is_empty()
+    }
 }
 
 /// One step taken: whose, and the work if that step completed it.
@@ -99,20 +111,15 @@ impl Backlog {
             false => Kind::Waiting,
         };
         let lane = self.lanes.entry(namespace.clone()).or_default();
-        if lane.order.is_empty() {
+        if lane.is_empty() {
             self.round.push_back(namespace.clone());
         }
         let entry = Entry { work, weight, kind };
         match lane.entries.insert(key.clone(), entry) {
             Some(replaced) => {
                 self.dropped.superseded += 1;
-                match replaced.kind {
-                    Kind::Started => self.started -= replaced.weight,
-                    Kind::Waiting | Kind::Returning | Kind::Token => {
-                        lane.queued -= replaced.weight;
-                        self.queued -= replaced.weight;
-                    }
-                }
+                lane.queued -= replaced.weight;
+                self.queued -= replaced.weight;
                 if replaced.kind == Kind::Returning {
                     self.outstanding = self.outstanding.saturating_sub(1);
                 }
@@ -136,10 +143,11 @@ impl Backlog {
         self.outstanding = self.outstanding.saturating_sub(1);
     }
 
-    /// Runs one step of the first work of the first namespace in the round that may go: that
-    /// `ready` lets go (its share of time), and whose work is under way or may start (room
-    /// under way, and for a token, room for one more work to come back). That namespace goes
-    /// to the back of the round; those held back keep their order. `None` when none may go.
+    /// Runs one step of the work under way in the first namespace in the round that may go, or
+    /// starts its next: that `ready` lets go (its share of time), and whose work is under way
+    /// or may start (room under way, and for a token, room for one more work to come back).
+    /// That namespace goes to the back of the round; those held back keep their order. `None`
+    /// when none may go.
     pub fn step(&mut self, mut ready: impl FnMut(&Arc<str>) -> bool) -> Option<Turn> {
         let room = self.started < self.bounds.started_bytes;
         let returns = self.outstanding < self.bounds.returns;
@@ -147,7 +155,7 @@ impl Backlog {
         let namespace = (0..turns).find_map(|_| {
             let namespace = self.round.pop_front()?;
             let may_run = self
-                .front(&namespace)
+                .next_of(&namespace)
                 .is_some_and(|entry| match entry.kind {
                     Kind::Started => true,
                     Kind::Waiting | Kind::Returning => room,
@@ -158,19 +166,21 @@ impl Backlog {
             go.then_some(namespace)
         })?;
         let lane = self.lanes.get_mut(&namespace)?;
-        let key = lane.order.front()?.clone();
-        let entry = lane.entries.get_mut(&key)?;
-        match entry.kind {
-            Kind::Started => self.started -= entry.weight,
-            Kind::Waiting | Kind::Returning | Kind::Token => {
-                lane.queued -= entry.weight;
-                self.queued -= entry.weight;
+        if lane.current.is_none() {
+            let key = lane.order.pop_front()?;
+            let entry = lane.entries.remove(&key)?;
+            lane.queued -= entry.weight;
+            self.queued -= entry.weight;
+            match entry.kind {
+                Kind::Returning => self.outstanding = self.outstanding.saturating_sub(1),
+                Kind::Token => self.outstanding += 1,
+                Kind::Waiting | Kind::Started => {}
             }
+            lane.current = Some(entry);
         }
-        match entry.kind {
-            Kind::Returning => self.outstanding = self.outstanding.saturating_sub(1),
-            Kind::Token => self.outstanding += 1,
-            Kind::Waiting | Kind::Started => {}
+        let entry = lane.current.as_mut()?;
+        if entry.kind == Kind::Started {
+            self.started -= entry.weight;
         }
         entry.kind = Kind::Started;
         let progress = entry.work.step();
@@ -180,21 +190,21 @@ impl Backlog {
                 self.started += entry.weight;
                 None
             }
-            Progress::Done => {
-                lane.order.pop_front();
-                lane.entries.remove(&key).map(|entry| entry.work)
-            }
+            Progress::Done => lane.current.take().map(|entry| entry.work),
         };
-        if lane.order.is_empty() {
+        if lane.is_empty() {
             self.lanes.remove(&namespace);
             self.round.retain(|turn| turn != &namespace);
         }
         Some(Turn { namespace, done })
     }
 
-    fn front(&self, namespace: &Arc<str>) -> Option<&Entry> {
+    /// What `namespace`'s lane runs next: its work under way, else the first waiting.
+    fn next_of(&self, namespace: &Arc<str>) -> Option<&Entry> {
         let lane = self.lanes.get(namespace)?;
-        lane.entries.get(lane.order.front()?)
+        lane.current
+            .as_ref()
+            .or_else(|| lane.entries.get(lane.order.front()?))
     }
 
     /// Sheds work waiting to start from the back of `namespace`'s lane while it is past its
@@ -267,7 +277,8 @@ impl Backlog {
 
     /// How many works are queued or under way.
     pub fn len(&self) -> usize {
-        self.lanes.values().map(|lane| lane.order.len()).sum()
+        let count = |lane: &Lane| lane.order.len() + usize::from(lane.current.is_some());
+        self.lanes.values().map(count).sum()
     }
 
     /// What the work waiting to start holds, and what the work under way holds.

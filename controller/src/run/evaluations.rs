@@ -103,6 +103,19 @@ impl Evaluations {
         self.awaited.insert(kind, under_way.cloned().collect());
     }
 
+    /// The list of `kind` in `namespace` ended: the guard awaits its objects there under way
+    /// now, besides those it awaited.
+    pub(super) fn list_done_in(&mut self, kind: KindId, namespace: &str) {
+        let under_way = self
+            .pending
+            .keys()
+            .filter(|key| key.kind == kind && &*key.namespace == namespace);
+        self.awaited
+            .entry(kind)
+            .or_default()
+            .extend(under_way.cloned());
+    }
+
     /// An answer for `key` came back (or it went): the guard no longer awaits it. Answers
     /// whether it did.
     pub(super) fn answered(&mut self, key: &ObjectKey) -> bool {

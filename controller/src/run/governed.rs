@@ -7,15 +7,25 @@
 //! `namespaceSelector`.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::PartialObjectMeta;
+use kube::api::{DynamicObject, PartialObjectMeta};
 use kube::runtime::watcher::{self, Event};
 use kube_retention_common::api::ResourceRef;
 use kube_retention_common::kinds::{Entry, KindId, Resource, Role, Watch, group_of};
 
 use super::Loop;
 use crate::state::Action;
+
+/// What a policy change lists afresh: a kind, cluster-wide (a ClusterRetentionPolicy's, a
+/// namespace's labels under a `namespaceSelector`), or a kind in the one namespace a
+/// RetentionPolicy governs — what its tenant's edits cost is its own namespace's objects.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Relist {
+    Kind(KindId),
+    In(KindId, Arc<str>),
+}
 
 impl Loop {
     pub(super) fn on_namespace(
@@ -32,18 +42,19 @@ impl Loop {
         });
         if self.state.namespace_applied(&name, labels) && selecting {
             let kinds = self.state.policies().kinds();
-            self.refresh(&kinds);
+            self.refresh(&kinds, None);
         }
         Vec::new()
     }
 
-    /// Watch modes follow the policies, and `kinds` are listed afresh: at once, or when the
+    /// Watch modes follow the policies, and `kinds` are listed afresh — in `namespace` alone
+    /// where a RetentionPolicy there changed, cluster-wide otherwise: at once, or when the
     /// kind's relist window ends ([`crate::relist_throttle::RelistThrottle`]).
-    pub(super) fn refresh(&mut self, kinds: &[ResourceRef]) {
+    pub(super) fn refresh(&mut self, kinds: &[ResourceRef], namespace: Option<&str>) {
         let now = tokio::time::Instant::now();
         let restarted = self.follow_policies();
         for &id in &restarted {
-            self.extra.relists.listed(id, now);
+            self.extra.relists.listed(Relist::Kind(id), now);
         }
         for kind in kinds {
             let Some(id) = self
@@ -53,16 +64,64 @@ impl Loop {
             else {
                 continue;
             };
-            if !restarted.contains(&id) && self.extra.relists.request(id, now) {
-                self.watches.relist(id, &self.state.kinds()[id]);
+            let relist = match namespace {
+                Some(namespace) => Relist::In(id, Arc::from(namespace)),
+                None => Relist::Kind(id),
+            };
+            if !restarted.contains(&id) && self.extra.relists.request(relist.clone(), now) {
+                self.start_relist(relist);
             }
         }
     }
 
     /// The relists whose window ended.
     pub(super) fn relist_due(&mut self) {
-        for id in self.extra.relists.due(tokio::time::Instant::now()) {
-            self.watches.relist(id, &self.state.kinds()[id]);
+        for relist in self.extra.relists.due(tokio::time::Instant::now()) {
+            self.start_relist(relist);
+        }
+    }
+
+    fn start_relist(&mut self, relist: Relist) {
+        match relist {
+            Relist::Kind(id) => self.watches.relist(id, &self.state.kinds()[id]),
+            Relist::In(id, namespace) => {
+                self.watches
+                    .relist_in(id, &self.state.kinds()[id], namespace)
+            }
+        }
+    }
+
+    /// A kind's objects in one namespace listed afresh: judged as the watch's are; the list's
+    /// end counts for the blast-radius guards of that namespace's policies.
+    pub(super) fn on_relisted(
+        &mut self,
+        kind: KindId,
+        namespace: Arc<str>,
+        event: Result<Event<DynamicObject>, watcher::Error>,
+    ) -> Vec<Action> {
+        let now = self.clock.now();
+        match event {
+            Ok(Event::Init) => {
+                self.state.namespace_relist_started(kind, &namespace);
+                Vec::new()
+            }
+            Ok(Event::InitApply(object) | Event::Apply(object)) => {
+                self.on_applied(kind, object, now)
+            }
+            Ok(Event::InitDone) => {
+                self.watches.relisted(kind, &namespace);
+                self.state.namespace_relist_done(kind, &namespace);
+                self.evaluations.list_done_in(kind, &namespace);
+                let mut actions = self.settle(kind);
+                actions.extend(self.state.due(now));
+                actions
+            }
+            // The kind's watch says which went.
+            Ok(Event::Delete(_)) => Vec::new(),
+            Err(error) => {
+                self.watch_failed(kind, &error);
+                Vec::new()
+            }
         }
     }
 

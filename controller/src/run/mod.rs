@@ -93,6 +93,7 @@ impl Loop {
                         self.on_event(kind, event)
                     }
                     WatchEvent::Metadata(kind, event) => self.on_metadata(kind, event),
+                    WatchEvent::Relisted(kind, namespace, event) => self.on_relisted(kind, namespace, event),
                     WatchEvent::Policy(event) => self.on_policy(event),
                     WatchEvent::ClusterPolicy(event) => self.on_policy(event),
                     WatchEvent::Namespace(event) => self.on_namespace(event),

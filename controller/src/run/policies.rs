@@ -6,10 +6,11 @@
 use std::collections::{HashMap, HashSet};
 
 use kube::runtime::watcher::{self, Event};
-use kube_retention_common::api::PolicyStatus;
+use kube_retention_common::api::{PolicyStatus, ResourceRef};
 use kube_retention_common::kinds::KindId;
 use kube_retention_common::policies::{PolicyObject, PolicyScope};
 
+use super::governed::Relist;
 use super::{Discovered, Loop};
 use crate::discovery::Scan;
 use crate::policy_status;
@@ -31,8 +32,8 @@ pub struct Extra {
     /// ClusterRetentionPolicies seen by their watch's current (re)list.
     listing_cluster: Option<HashSet<PolicyKey>>,
     pub(super) written: HashMap<PolicyKey, PolicyStatus>,
-    /// Relists asked for by policy changes, at most one per kind per window.
-    pub(super) relists: RelistThrottle,
+    /// Relists asked for by policy changes, at most one per kind (in a namespace) per window.
+    pub(super) relists: RelistThrottle<Relist>,
 }
 
 impl Extra {
@@ -65,7 +66,8 @@ impl Loop {
     /// A RetentionPolicy's or ClusterRetentionPolicy's event: the state loads, changes or
     /// forgets it, and the kinds it governs are relisted.
     pub(super) fn on_policy<K: PolicyObject>(&mut self, event: PolicyEvent<K>) -> Vec<Action> {
-        let mut kinds = Vec::new();
+        // The kinds to list afresh, with the namespace a RetentionPolicy governs alone.
+        let mut changed: Vec<(Vec<ResourceRef>, Option<String>)> = Vec::new();
         match event {
             Ok(Event::Init) => *self.extra.listing(K::SCOPE) = Some(HashSet::new()),
             Ok(Event::InitApply(policy) | Event::Apply(policy)) => {
@@ -97,7 +99,8 @@ impl Loop {
                     generation,
                     approval,
                 };
-                kinds = self.state.policy_applied(key, loaded);
+                let namespace = key.namespace.clone();
+                changed.push((self.state.policy_applied(key, loaded), namespace));
             }
             Ok(Event::InitDone) => {
                 let seen = self.extra.listing(K::SCOPE).take().unwrap_or_default();
@@ -110,19 +113,23 @@ impl Loop {
                     .collect();
                 for key in gone {
                     self.extra.statuses.forget(&key);
-                    kinds.extend(self.state.policy_removed(&key));
+                    let namespace = key.namespace.clone();
+                    changed.push((self.state.policy_removed(&key), namespace));
                 }
             }
             Ok(Event::Delete(policy)) => {
                 let key = policy.key();
                 self.extra.written.remove(&key);
                 self.extra.statuses.forget(&key);
-                kinds = self.state.policy_removed(&key);
+                let namespace = key.namespace.clone();
+                changed.push((self.state.policy_removed(&key), namespace));
             }
             Err(error) => tracing::warn!(%error, "policy watch failed; retrying with backoff"),
         }
-        if !kinds.is_empty() {
-            self.refresh(&kinds);
+        for (kinds, namespace) in changed {
+            if !kinds.is_empty() {
+                self.refresh(&kinds, namespace.as_deref());
+            }
         }
         Vec::new()
     }

@@ -157,6 +157,34 @@ impl Guards {
         }
     }
 
+    /// A list of the kind `group`/`kind` in `namespace` began: it counts for the
+    /// RetentionPolicies of that namespace waiting for one (they govern nothing else).
+    pub(super) fn list_started_in(&mut self, group: &str, kind: &str, namespace: &str) {
+        let name = (group.to_owned(), kind.to_owned());
+        for (key, guard) in &mut self.policies {
+            if key.namespace.as_deref() == Some(namespace)
+                && guard.standing == Standing::Counting
+                && let Some(progress) = guard.lists.get_mut(&name)
+            {
+                *progress = Progress::Listing;
+            }
+        }
+    }
+
+    /// A list of the kind `group`/`kind` in `namespace` ended: for the RetentionPolicies of
+    /// that namespace whose list it was.
+    pub(super) fn list_done_in(&mut self, group: &str, kind: &str, namespace: &str) {
+        let name = (group.to_owned(), kind.to_owned());
+        for (key, guard) in &mut self.policies {
+            if key.namespace.as_deref() == Some(namespace)
+                && let Some(progress) = guard.lists.get_mut(&name)
+                && *progress == Progress::Listing
+            {
+                *progress = Progress::Listed;
+            }
+        }
+    }
+
     /// A list of the kind `group`/`kind` ended.
     pub(super) fn list_done(&mut self, group: &str, kind: &str) {
         let name = (group.to_owned(), kind.to_owned());

@@ -228,6 +228,22 @@ impl State {
         self.lists.started(kind, kinds, &mut self.tracker, book);
     }
 
+    /// A list of `kind` in `namespace` alone began (a RetentionPolicy there changed): it counts
+    /// for that namespace's policies waiting for one. Its objects are judged as they come, as a
+    /// watch's: the watch of the kind still says which went.
+    pub fn namespace_relist_started(&mut self, kind: KindId, namespace: &str) {
+        let resource = &self.kinds[kind].resource;
+        let guards = &mut self.policies.guards;
+        guards.list_started_in(&resource.group, &resource.kind, namespace);
+    }
+
+    /// The list of `kind` in `namespace` ended.
+    pub fn namespace_relist_done(&mut self, kind: KindId, namespace: &str) {
+        let resource = &self.kinds[kind].resource;
+        let guards = &mut self.policies.guards;
+        guards.list_done_in(&resource.group, &resource.kind, namespace);
+    }
+
     /// An object whose evaluation is under way was listed again: its record stays.
     pub fn listed(&mut self, kind: KindId, namespace: &str, name: &str) {
         let key = self.namespaces.key(kind, namespace, name);

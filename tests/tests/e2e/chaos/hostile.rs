@@ -1,7 +1,10 @@
 //! A hostile tenant beside a quiet one. In namespace A, a namespace editor's worst: a
 //! RetentionPolicy whose `match` admission lets through on the sizes it assumes (two loops over
-//! annotations) over Jobs built to exceed them; and Cleaners whose CloudEvent sinks point at
-//! 127.0.0.1 and 169.254.169.254, where listeners count connections. In namespace B, Jobs
+//! annotations) over Jobs built to exceed them; Cleaners whose CloudEvent sinks point at
+//! 127.0.0.1 and 169.254.169.254, where listeners count connections; a Cleaner whose monotonic
+//! search runs sixteen loops over those Jobs at each point, and one over every ConfigMap of A,
+//! one of them a megabyte ([`attacks`]); and, while hostile, Cleaners of sixteen 4 KB conditions
+//! sent to the webhook ten times a second. In namespace B, Jobs
 //! expiring at 20 per second, measured in four conditions: A quiet; A's settings only (the
 //! policy and the Cleaners over A's Jobs left alone: the hostile tenant as the issue describes
 //! it); A's workload only (a stream of edits to its Jobs, no retention settings); and beside the
@@ -14,8 +17,12 @@
 //! no connection may reach a denied address, and B's p99 delay must stay under a second and
 //! within 1.2× of the same run without the hostile settings: beside A's settings against A quiet,
 //! and beside the hostile A against A's workload alone. The workload row shows what A's edits
-//! alone cost B through the API server and etcd the tenants share.
+//! alone cost B through the API server and etcd the tenants share. Neither the controller nor
+//! the webhook may restart, and neither may have held more memory than the chart allows it
+//! (256 MiB, 128 MiB).
 
+mod attacks;
+mod rows;
 mod tenant;
 
 use std::sync::Arc;
@@ -30,11 +37,10 @@ use kube::api::{ApiResource, ListParams};
 use libtest_mimic::Trial;
 use serde_json::json;
 
-use super::{Form, Ledger, Row, Verdict, report};
+use super::{Form, Ledger, Verdict};
 use crate::listeners::Listener;
 use crate::support::{Env, TestNamespace};
 use crate::workloads::{create_job_in, eventually, finish_job, now_second};
-use tenant::ANNOTATIONS;
 
 pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
     vec![env.trial(
@@ -89,7 +95,9 @@ async fn beside_the_tenant(ns: &TestNamespace, tenant: &TestNamespace, count: us
         ("metadata", format!("http://{}/", metadata.address)),
     ];
     let jobs = tenant::jobs(tenant).await?;
+    let processes = attacks::Processes::start(ns);
     let edits = Arc::new(AtomicUsize::new(0));
+    let flooded = Arc::new(AtomicUsize::new(0));
     let mut verdicts: [Verdict; 4] = Default::default();
     let mut messages = Vec::new();
     let order = [
@@ -105,6 +113,8 @@ async fn beside_the_tenant(ns: &TestNamespace, tenant: &TestNamespace, count: us
         let churn = condition
             .edits()
             .then(|| tokio::spawn(tenant::churn(tenant.clone(), jobs.clone(), edits.clone())));
+        let flood = (condition == Tenant::Hostile)
+            .then(|| tokio::spawn(attacks::flood_webhook(tenant.clone(), flooded.clone())));
         let prefix = format!("phase{index}");
         let phase = match condition {
             Tenant::Hostile => beside_the_settings(ns, tenant, &sinks, &prefix, count).await,
@@ -113,8 +123,8 @@ async fn beside_the_tenant(ns: &TestNamespace, tenant: &TestNamespace, count: us
                 .await
                 .map(|phase| (phase, String::new())),
         };
-        if let Some(churn) = churn {
-            churn.abort();
+        for task in churn.into_iter().chain(flood) {
+            task.abort();
         }
         let (phase, said) = phase?;
         let verdict = &mut verdicts[condition as usize];
@@ -140,58 +150,33 @@ async fn beside_the_tenant(ns: &TestNamespace, tenant: &TestNamespace, count: us
         jobs.len()
     );
     let reached = loopback.accepted() + metadata.accepted();
+    let held = processes.held();
     let p99 = |verdict: &Verdict| verdict.p99().unwrap_or(0.0);
     let ratio = |over: &Verdict, under: &Verdict| p99(over) / p99(under).max(f64::EPSILON);
-    report(Row {
-        scenario: "hostile tenant: B's Jobs, A quiet",
-        objects: quiet.objects,
-        wrong: quiet.wrong.len(),
-        missed: quiet.missed.len(),
-        p99_delay: quiet.p99(),
-        note: format!("{count} Jobs expiring at {RATE}/s {}", quiet.note()),
-    })?;
-    report(Row {
-        scenario: "hostile tenant: B's Jobs, beside A's settings only",
-        objects: settings.objects,
-        wrong: settings.wrong.len(),
-        missed: settings.missed.len(),
-        p99_delay: settings.p99(),
-        note: format!(
-            "{:.2}× quiet: the policy stopped at its limit over A's Jobs, left alone, and the \
-             Cleaners {}",
-            ratio(&settings, &quiet),
-            settings.note()
-        ),
-    })?;
-    report(Row {
-        scenario: "hostile tenant: B's Jobs, A's workload only",
-        objects: workload.objects,
-        wrong: workload.wrong.len(),
-        missed: workload.missed.len(),
-        p99_delay: workload.p99(),
-        note: format!(
-            "{:.2}× quiet: A edits its Jobs of {ANNOTATIONS} annotations five times a second, \
-             with no retention settings {}",
-            ratio(&workload, &quiet),
-            workload.note()
-        ),
-    })?;
-    report(Row {
-        scenario: "hostile tenant: B's Jobs, beside the hostile A",
-        objects: hostile.objects,
-        wrong: hostile.wrong.len(),
-        missed: hostile.missed.len(),
-        p99_delay: hostile.p99(),
-        note: format!(
-            "{:.2}× A's workload only, {:.2}× quiet: the same edits under a policy stopped at \
-             its limit, and Cleaners with sinks at 127.0.0.1 and 169.254.169.254, which \
-             {reached} connections reached; A made {} edits in all {}",
-            ratio(&hostile, &workload),
-            ratio(&hostile, &quiet),
-            edits.load(Ordering::Relaxed),
-            hostile.note()
-        ),
-    })?;
+    rows::report_all(
+        [&quiet, &settings, &workload, &hostile],
+        &rows::Notes {
+            count,
+            reached,
+            edits: edits.load(Ordering::Relaxed),
+            flooded: flooded.load(Ordering::Relaxed),
+            held: &held,
+        },
+    )?;
+    ensure!(
+        held.restarts == 0,
+        "{} restarts of the controller and the webhook",
+        held.restarts
+    );
+    ensure!(
+        held.controller_kib < attacks::CONTROLLER_LIMIT_KIB
+            && held.webhook_kib < attacks::WEBHOOK_LIMIT_KIB,
+        "peak memory: controller {} KiB (limit {}), webhook {} KiB (limit {})",
+        held.controller_kib,
+        attacks::CONTROLLER_LIMIT_KIB,
+        held.webhook_kib,
+        attacks::WEBHOOK_LIMIT_KIB
+    );
     ensure!(
         reached == 0,
         "{reached} connections reached a denied address"
@@ -226,12 +211,14 @@ async fn beside_the_settings(
     count: usize,
 ) -> Result<(Verdict, String)> {
     tenant::add_settings(tenant, sinks).await?;
+    attacks::add(tenant).await?;
     let verdict = expiring(ns, prefix, count).await?;
     let message = tenant::stopped_at_its_limit(tenant).await?;
     for (name, _) in sinks {
         tenant::refused_event(tenant, name).await?;
     }
     tenant::remove_settings(tenant, sinks).await?;
+    attacks::remove(tenant).await?;
     Ok((verdict, message))
 }
 

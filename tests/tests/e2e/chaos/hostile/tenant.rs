@@ -118,7 +118,7 @@ async fn cleaner(tenant: &TestNamespace, name: &str, sink: &str) -> Result<()> {
 /// message.
 pub async fn stopped_at_its_limit(tenant: &TestNamespace) -> Result<String> {
     let policies: Api<RetentionPolicy> = Api::namespaced(tenant.env.client.clone(), &tenant.name);
-    eventually(
+    let stopped = eventually(
         Duration::from_secs(30),
         "the hostile policy Ready=False, CostLimitExceeded",
         || async {
@@ -128,7 +128,23 @@ pub async fn stopped_at_its_limit(tenant: &TestNamespace) -> Result<String> {
             }))
         },
     )
-    .await?;
+    .await;
+    if let Err(error) = stopped {
+        let status = policies.get(POLICY).await?.status;
+        let log = kube_retention_e2e::process::tracked(
+            &tenant.env.cluster.layout.state_dir,
+            &[kube_retention_e2e::components::CONTROLLER],
+        )
+        .pop()
+        .and_then(|controller| controller.log_path())
+        .and_then(|path| std::fs::read_to_string(path).ok())
+        .unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(40).collect();
+        anyhow::bail!(
+            "{error:#}; its status: {status:?}; the controller's log ends:\n{}",
+            tail.join("\n")
+        );
+    }
     let (_, _, message) = ready(&policies.get(POLICY).await?).context("Ready")?;
     Ok(message)
 }

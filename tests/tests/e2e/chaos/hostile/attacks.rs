@@ -1,0 +1,163 @@
+//! The hostile tenant's further attacks, beside its policy and its Cleaners' sinks: a Cleaner
+//! whose monotonic search runs sixteen loops over its Jobs at each of its points, woken again
+//! by every edit to them (the search that once held the Cleaners' loop for seconds); a Cleaner
+//! over every ConfigMap of its namespace, one of them a megabyte (what once made the controller
+//! watch and hold every namespace's ConfigMaps); and, while it is hostile, a stream of Cleaners
+//! of sixteen 4 KB conditions each sent to the webhook (dry run: compiled, never stored).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use anyhow::Result;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
+use kube_retention_common::cleaner::Cleaner;
+use serde_json::{Value, json};
+
+use kube_retention_e2e::components::{CONTROLLER, WEBHOOK};
+use kube_retention_e2e::process::{Tracked, tracked};
+use nix::unistd::Pid;
+
+use crate::cleaners::create_cleaner;
+use crate::support::TestNamespace;
+
+/// The searching Cleaner, and the one over the namespace's ConfigMaps.
+pub const CLEANERS: [&str; 2] = ["search", "config-maps"];
+/// The ConfigMap of a megabyte.
+const BIG: &str = "megabyte";
+
+/// Sixteen conditions, each a loop over the Jobs (two loops, over their annotations too, would
+/// be refused at admission: estimated at 52 million), that all turn true half an hour after
+/// `now`: a monotonic search over an hour's period evaluates them at some twenty points.
+fn search_conditions(now: jiff::Timestamp) -> Vec<String> {
+    let turns = now + jiff::SignedDuration::from_mins(30);
+    (0..16)
+        .map(|n| {
+            format!(
+                "jobs.items.all(j, j.metadata.name.startsWith('heavy-') \
+                 && j.metadata.annotations.size() > {n}) && time > timestamp('{turns}')"
+            )
+        })
+        .collect()
+}
+
+pub async fn add(tenant: &TestNamespace) -> Result<()> {
+    let data = json!({"data": {"filler": "x".repeat(1_000_000)}});
+    let mut big: ConfigMap = serde_json::from_value(data)?;
+    big.metadata.name = Some(BIG.to_owned());
+    Api::<ConfigMap>::namespaced(tenant.env.client.clone(), &tenant.name)
+        .create(&PostParams::default(), &big)
+        .await?;
+    let search = json!({
+        "retry": {"period": "1h", "monotonic": true},
+        "targets": [{"name": "jobs", "includeWhenEvaluating": true,
+                     "reference": {"apiGroup": "batch", "version": "v1", "kind": "Job"}}],
+        "conditions": search_conditions(jiff::Timestamp::now()),
+    });
+    create_cleaner(tenant, CLEANERS[0], search).await?;
+    let config_maps = json!({
+        "retry": {"period": "1h"},
+        "targets": [{"name": "maps", "includeWhenEvaluating": true,
+                     "reference": {"version": "v1", "kind": "ConfigMap"}}],
+        "conditions": ["maps.items.all(m, m.metadata.name.size() < 0)"],
+    });
+    create_cleaner(tenant, CLEANERS[1], config_maps).await
+}
+
+pub async fn remove(tenant: &TestNamespace) -> Result<()> {
+    let cleaners: Api<Cleaner> = Api::namespaced(tenant.env.client.clone(), &tenant.name);
+    for name in CLEANERS {
+        cleaners.delete(name, &DeleteParams::default()).await.ok();
+    }
+    Api::<ConfigMap>::namespaced(tenant.env.client.clone(), &tenant.name)
+        .delete(BIG, &DeleteParams::default())
+        .await
+        .ok();
+    Ok(())
+}
+
+/// A condition of about 4 KB that admission lets through: a chain of size tests.
+fn long_condition(n: usize) -> String {
+    let mut condition = format!("jobs.items.size() > {n}");
+    while condition.len() < 3_900 {
+        condition.push_str(" || jobs.items.size() == 7");
+    }
+    condition
+}
+
+/// Sends Cleaners of sixteen 4 KB conditions to the webhook, dry run, ten a second until
+/// aborted; counts those it answered.
+pub async fn flood_webhook(tenant: TestNamespace, answered: Arc<AtomicUsize>) {
+    let cleaners: Api<Cleaner> = Api::namespaced(tenant.env.client.clone(), &tenant.name);
+    let conditions: Vec<String> = (0..16).map(long_condition).collect();
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    for n in 0.. {
+        let cleaner: Result<Cleaner, _> = serde_json::from_value::<Cleaner>(json!({
+            "apiVersion": "retention.dev/v1alpha1", "kind": "Cleaner",
+            "metadata": {"name": format!("flood-{n}")},
+            "spec": {"targets": [{"name": "jobs", "includeWhenEvaluating": true,
+                                  "reference": {"apiGroup": "batch", "version": "v1",
+                                                "kind": "Job"}}],
+                     "conditions": Value::from(conditions.clone())}}));
+        if let Ok(cleaner) = cleaner
+            && cleaners.create(&dry_run, &cleaner).await.is_ok()
+        {
+            answered.fetch_add(1, Ordering::Relaxed);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The chart's memory limits: the controller's and the webhook's.
+pub const CONTROLLER_LIMIT_KIB: u64 = 256 * 1024;
+pub const WEBHOOK_LIMIT_KIB: u64 = 128 * 1024;
+
+/// kube-retention's processes as the scenario began, to tell afterwards whether either
+/// restarted and the most memory each held.
+pub struct Processes {
+    controller: (Tracked, Option<Pid>),
+    webhook: (Tracked, Option<Pid>),
+}
+
+/// What the processes did meanwhile.
+pub struct Held {
+    pub restarts: usize,
+    pub controller_kib: u64,
+    pub webhook_kib: u64,
+}
+
+impl Processes {
+    pub fn start(ns: &TestNamespace) -> Self {
+        let state_dir = &ns.env.cluster.layout.state_dir;
+        let mut tracked = tracked(state_dir, &[CONTROLLER, WEBHOOK]).into_iter();
+        let mut now = || {
+            let process = tracked.next().expect("both are tracked");
+            let pid = process.live_pid();
+            (process, pid)
+        };
+        Self {
+            controller: now(),
+            webhook: now(),
+        }
+    }
+
+    /// Restarts since [`Processes::start`] (a process not running, or running under another
+    /// pid), and each one's peak resident set since it started (`VmHWM`: at least this
+    /// scenario's).
+    pub fn held(&self) -> Held {
+        let restarted = |(process, pid): &(Tracked, Option<Pid>)| {
+            usize::from(pid.is_none() || process.live_pid() != *pid)
+        };
+        let peak = |(process, _): &(Tracked, Option<Pid>)| process.peak_rss_kib().unwrap_or(0);
+        Held {
+            restarts: restarted(&self.controller) + restarted(&self.webhook),
+            controller_kib: peak(&self.controller),
+            webhook_kib: peak(&self.webhook),
+        }
+    }
+}
