@@ -9,7 +9,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use kube_retention_controller::evaluator::{Backlog, Bounds, Progress, Work, WorkKey};
+use kube_retention_controller::evaluator::{Backlog, Bounds, Progress, Work, WorkKey, YIELD_EVERY};
 use proptest::prelude::*;
 
 /// What happened to the probes, in order.
@@ -210,6 +210,53 @@ fn a_long_work_yields_after_every_step() {
             "a-search", "b-1", "a-search", "b-2", "a-search", "b-2", "a-search", "a-search"
         ]
     );
+}
+
+#[test]
+fn within_a_namespace_a_long_work_is_set_aside_for_the_others_and_then_finishes() {
+    let log = Log::default();
+    let mut backlog = Backlog::new(roomy());
+    backlog.push(probe(&log, "a", "search", 20, (1, 1)));
+    backlog.push(probe(&log, "a", "policy-1", 2, (1, 1)));
+    backlog.push(probe(&log, "a", "policy-2", 2, (1, 1)));
+    drain(&mut backlog);
+    let steps = steps_of(&log);
+    let ends: Vec<Seen> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|seen| matches!(seen, Seen::Done(_)))
+        .cloned()
+        .collect();
+    assert_eq!(
+        ends,
+        [
+            Seen::Done("policy-1".into()),
+            Seen::Done("policy-2".into()),
+            Seen::Done("search".into())
+        ],
+        "{steps:?}"
+    );
+    let first_short = steps.iter().position(|name| name == "policy-1").unwrap();
+    assert_eq!(
+        first_short, YIELD_EVERY,
+        "the search set aside after {YIELD_EVERY} steps"
+    );
+    assert_eq!(steps.iter().filter(|name| *name == "search").count(), 20);
+}
+
+#[test]
+fn a_newer_version_of_the_work_under_way_waits_its_turn_and_the_first_finishes() {
+    let log = Log::default();
+    let mut backlog = Backlog::new(roomy());
+    backlog.push(probe(&log, "a", "hot", 3, (1, 1)));
+    backlog.step(|_| true).unwrap();
+    // Edited while it runs: the version under way still finishes, then the new one runs.
+    backlog.push(probe(&log, "a", "hot", 1, (1, 1)));
+    assert_eq!(backlog.len(), 2);
+    drain(&mut backlog);
+    assert_eq!(steps_of(&log), ["hot", "hot", "hot", "hot"]);
+    assert_eq!(backlog.dropped().superseded, 0);
 }
 
 #[test]

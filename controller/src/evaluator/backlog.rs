@@ -33,41 +33,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use super::bounds::{Bounds, Dropped};
-use super::work::{Progress, Work, WorkKey};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// Waiting to start, sheddable.
-    Waiting,
-    /// Shed work coming back: waiting to start, never shed again.
-    Returning,
-    /// A shed work's token: at its turn it asks for the work again.
-    Token,
-    Started,
-}
-
-struct Entry {
-    work: Box<dyn Work>,
-    weight: usize,
-    kind: Kind,
-}
-
-#[derive(Default)]
-struct Lane {
-    /// The work under way: it runs to its end, whatever comes after it (a newer version of it
-    /// waits its turn like any other), so a lane always gets its work done.
-    current: Option<Entry>,
-    order: VecDeque<WorkKey>,
-    entries: HashMap<WorkKey, Entry>,
-    /// What its work waiting to start holds.
-    queued: usize,
-}
-
-impl Lane {
-    fn is_empty(&self) -> bool {
-        self.current.is_none() && self.order.is_empty()
-    }
-}
+use super::lane::{self, Entry, Kind, Lane};
+use super::work::{Progress, Work};
 
 /// One step taken: whose, and the work if that step completed it.
 pub struct Turn {
@@ -106,10 +73,7 @@ impl Backlog {
         let namespace = work.namespace().clone();
         let key = work.key();
         let weight = work.weight();
-        let kind = match work.returning() {
-            true => Kind::Returning,
-            false => Kind::Waiting,
-        };
+        let kind = lane::kind_of(work.as_ref());
         let lane = self.lanes.entry(namespace.clone()).or_default();
         if lane.is_empty() {
             self.round.push_back(namespace.clone());
@@ -151,34 +115,33 @@ impl Backlog {
     pub fn step(&mut self, mut ready: impl FnMut(&Arc<str>) -> bool) -> Option<Turn> {
         let room = self.started < self.bounds.started_bytes;
         let returns = self.outstanding < self.bounds.returns;
+        let start = move |entry: &Entry| match entry.kind {
+            Kind::Started => true,
+            Kind::Waiting | Kind::Returning => room,
+            Kind::Token => room && returns,
+        };
         let turns = self.round.len();
         let namespace = (0..turns).find_map(|_| {
             let namespace = self.round.pop_front()?;
             let may_run = self
-                .next_of(&namespace)
-                .is_some_and(|entry| match entry.kind {
-                    Kind::Started => true,
-                    Kind::Waiting | Kind::Returning => room,
-                    Kind::Token => room && returns,
-                });
+                .lanes
+                .get(&namespace)
+                .is_some_and(|lane| lane.next(start).is_some());
             let go = may_run && ready(&namespace);
             self.round.push_back(namespace.clone());
             go.then_some(namespace)
         })?;
         let lane = self.lanes.get_mut(&namespace)?;
-        if lane.current.is_none() {
-            let key = lane.order.pop_front()?;
-            let entry = lane.entries.remove(&key)?;
-            lane.queued -= entry.weight;
+        if let Some(entry) = lane.take_up(start)? {
             self.queued -= entry.weight;
             match entry.kind {
                 Kind::Returning => self.outstanding = self.outstanding.saturating_sub(1),
                 Kind::Token => self.outstanding += 1,
                 Kind::Waiting | Kind::Started => {}
             }
-            lane.current = Some(entry);
+            lane.current = Some((entry, 0));
         }
-        let entry = lane.current.as_mut()?;
+        let (entry, _) = lane.current.as_mut()?;
         if entry.kind == Kind::Started {
             self.started -= entry.weight;
         }
@@ -188,23 +151,16 @@ impl Backlog {
         let done = match progress {
             Progress::More => {
                 self.started += entry.weight;
+                lane.stepped();
                 None
             }
-            Progress::Done => lane.current.take().map(|entry| entry.work),
+            Progress::Done => lane.current.take().map(|(entry, _)| entry.work),
         };
         if lane.is_empty() {
             self.lanes.remove(&namespace);
             self.round.retain(|turn| turn != &namespace);
         }
         Some(Turn { namespace, done })
-    }
-
-    /// What `namespace`'s lane runs next: its work under way, else the first waiting.
-    fn next_of(&self, namespace: &Arc<str>) -> Option<&Entry> {
-        let lane = self.lanes.get(namespace)?;
-        lane.current
-            .as_ref()
-            .or_else(|| lane.entries.get(lane.order.front()?))
     }
 
     /// Sheds work waiting to start from the back of `namespace`'s lane while it is past its
@@ -277,8 +233,7 @@ impl Backlog {
 
     /// How many works are queued or under way.
     pub fn len(&self) -> usize {
-        let count = |lane: &Lane| lane.order.len() + usize::from(lane.current.is_some());
-        self.lanes.values().map(count).sum()
+        self.lanes.values().map(lane::count).sum()
     }
 
     /// What the work waiting to start holds, and what the work under way holds.

@@ -34,11 +34,13 @@ use crate::time_shares::TimeShares;
 
 pub mod backlog;
 pub mod bounds;
+mod lane;
 pub mod policy;
 pub mod work;
 
 pub use backlog::Backlog;
 pub use bounds::{Bounds, Dropped};
+pub use lane::YIELD_EVERY;
 pub use policy::{Evaluated, Job, PolicyOutcome, PolicyWork, evaluate};
 pub use work::{Progress, Work, WorkKey};
 
