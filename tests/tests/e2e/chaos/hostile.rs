@@ -97,7 +97,7 @@ async fn beside_the_tenant(ns: &TestNamespace, tenant: &TestNamespace, count: us
     let jobs = tenant::jobs(tenant).await?;
     let processes = attacks::Processes::start(ns);
     let edits = Arc::new(AtomicUsize::new(0));
-    let flooded = Arc::new(AtomicUsize::new(0));
+    let flood = Arc::new(attacks::Flood::default());
     let mut verdicts: [Verdict; 4] = Default::default();
     let mut messages = Vec::new();
     let order = [
@@ -114,7 +114,7 @@ async fn beside_the_tenant(ns: &TestNamespace, tenant: &TestNamespace, count: us
             .edits()
             .then(|| tokio::spawn(tenant::churn(tenant.clone(), jobs.clone(), edits.clone())));
         let flood = (condition == Tenant::Hostile)
-            .then(|| tokio::spawn(attacks::flood_webhook(tenant.clone(), flooded.clone())));
+            .then(|| tokio::spawn(attacks::flood_webhook(tenant.clone(), flood.clone())));
         let prefix = format!("phase{index}");
         let phase = match condition {
             Tenant::Hostile => beside_the_settings(ns, tenant, &sinks, &prefix, count).await,
@@ -159,10 +159,22 @@ async fn beside_the_tenant(ns: &TestNamespace, tenant: &TestNamespace, count: us
             count,
             reached,
             edits: edits.load(Ordering::Relaxed),
-            flooded: flooded.load(Ordering::Relaxed),
+            flooded: flood.admitted.load(Ordering::Relaxed),
             held: &held,
         },
     )?;
+    let other = flood
+        .other
+        .lock()
+        .map(|other| other.clone())
+        .unwrap_or_default();
+    ensure!(
+        flood.admitted.load(Ordering::Relaxed) > 0 && other.is_none(),
+        "the webhook answered {} of the Cleaners sent to it and refused {}; the first other \
+         answer: {other:?}",
+        flood.admitted.load(Ordering::Relaxed),
+        flood.refused.load(Ordering::Relaxed)
+    );
     ensure!(
         held.restarts == 0,
         "{} restarts of the controller and the webhook",

@@ -78,18 +78,33 @@ pub async fn remove(tenant: &TestNamespace) -> Result<()> {
     Ok(())
 }
 
-/// A condition of about 4 KB that admission lets through: a chain of size tests.
+/// A condition of about 4 KB that admission lets through: within 1,024 tokens (long string
+/// literals compared, four tokens a term), a cheap estimate.
 fn long_condition(n: usize) -> String {
     let mut condition = format!("jobs.items.size() > {n}");
-    while condition.len() < 3_900 {
-        condition.push_str(" || jobs.items.size() == 7");
+    let term = format!(" || '{}' == 'b'", "a".repeat(40));
+    while condition.len() + term.len() < 4_000 {
+        condition.push_str(&term);
     }
     condition
 }
 
+/// What the webhook made of the Cleaners sent to it.
+#[derive(Default)]
+pub struct Flood {
+    /// Admitted (dry run: compiled, judged, not stored).
+    pub admitted: AtomicUsize,
+    /// Refused by the webhook, which had to read them to say why.
+    pub refused: AtomicUsize,
+    /// The first answer that was neither: the webhook not reached, or the API server's own.
+    pub other: std::sync::Mutex<Option<String>>,
+    /// The first refusal, for a failure to quote.
+    pub first_refusal: std::sync::Mutex<Option<String>>,
+}
+
 /// Sends Cleaners of sixteen 4 KB conditions to the webhook, dry run, ten a second until
-/// aborted; counts those it answered.
-pub async fn flood_webhook(tenant: TestNamespace, answered: Arc<AtomicUsize>) {
+/// aborted, and counts what it made of them.
+pub async fn flood_webhook(tenant: TestNamespace, flood: Arc<Flood>) {
     let cleaners: Api<Cleaner> = Api::namespaced(tenant.env.client.clone(), &tenant.name);
     let conditions: Vec<String> = (0..16).map(long_condition).collect();
     let dry_run = PostParams {
@@ -97,17 +112,43 @@ pub async fn flood_webhook(tenant: TestNamespace, answered: Arc<AtomicUsize>) {
         ..PostParams::default()
     };
     for n in 0.. {
-        let cleaner: Result<Cleaner, _> = serde_json::from_value::<Cleaner>(json!({
+        let cleaner = serde_json::from_value::<Cleaner>(json!({
             "apiVersion": "retention.dev/v1alpha1", "kind": "Cleaner",
             "metadata": {"name": format!("flood-{n}")},
             "spec": {"targets": [{"name": "jobs", "includeWhenEvaluating": true,
                                   "reference": {"apiGroup": "batch", "version": "v1",
                                                 "kind": "Job"}}],
                      "conditions": Value::from(conditions.clone())}}));
-        if let Ok(cleaner) = cleaner
-            && cleaners.create(&dry_run, &cleaner).await.is_ok()
-        {
-            answered.fetch_add(1, Ordering::Relaxed);
+        let answer = match cleaner {
+            Ok(cleaner) => cleaners.create(&dry_run, &cleaner).await.map(|_| ()),
+            Err(error) => {
+                flood
+                    .other
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .get_or_insert(error.to_string());
+                return;
+            }
+        };
+        match answer {
+            Ok(()) => {
+                flood.admitted.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(kube::Error::Api(status)) if status.message.contains("admission webhook") => {
+                flood.refused.fetch_add(1, Ordering::Relaxed);
+                let mut first = flood
+                    .first_refusal
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                first.get_or_insert(status.message);
+            }
+            Err(error) => {
+                let mut other = flood
+                    .other
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                other.get_or_insert(error.to_string());
+            }
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
