@@ -21,7 +21,7 @@ use kube_retention_controller::policy_status::{self, Inputs};
 use kube_retention_controller::state::{LoadedPolicy, ObjectKey, PolicyAnswers, PolicyKey, State};
 use kube_retention_controller::time_shares::TimeShares;
 use serde_json::{Value, json};
-use support::{JOB, at, kind, leader, loaded_policy, object};
+use support::{JOB, at, kind, leader, loaded_policy};
 use tokio::sync::mpsc::UnboundedSender;
 
 fn policy(namespace: &str, spec: Value) -> (PolicyKey, LoadedPolicy) {
@@ -41,14 +41,8 @@ fn costly_match() -> String {
     source
 }
 
-fn job(namespace: &str, name: &str) -> DynamicObject {
-    object(json!({
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}"),
-                     "resourceVersion": "1", "creationTimestamp": "2026-01-01T00:00:00Z"},
-        "status": {"completionTime": "2026-01-01T00:00:01Z", "conditions": [
-            {"type": "Complete", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"}]},
-    }))
+fn job(namespace: &str, name: &str) -> kube::api::DynamicObject {
+    support::succeeded_job(namespace, name)
 }
 
 fn jobs_spec(matches: &str) -> Value {

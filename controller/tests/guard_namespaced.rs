@@ -10,7 +10,7 @@ use std::collections::HashSet;
 
 use kube_retention_controller::state::{Approval, LoadedPolicy, PolicyKey, Standing, State};
 use serde_json::json;
-use support::{JOB, at, deletes, kind, loaded_policy, object};
+use support::{JOB, at, deletes, kind, loaded_policy};
 
 const NOW: &str = "2026-01-02T00:00:00Z";
 
@@ -26,13 +26,7 @@ fn standing(state: &State) -> Standing {
 }
 
 fn job(namespace: &str, name: &str) -> kube::api::DynamicObject {
-    object(json!({
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}"),
-                     "resourceVersion": "1", "creationTimestamp": "2026-01-01T00:00:00Z"},
-        "status": {"completionTime": "2026-01-01T00:00:01Z", "conditions": [
-            {"type": "Complete", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"}]},
-    }))
+    support::succeeded_job(namespace, name)
 }
 
 #[test]

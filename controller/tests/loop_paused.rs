@@ -5,28 +5,20 @@
 
 #![allow(clippy::unwrap_used)] // test code
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use futures::StreamExt;
 use jiff::Timestamp;
-use kube::api::{DynamicObject, PropagationPolicy};
-use kube::runtime::events::{Recorder, Reporter};
+use kube::api::DynamicObject;
 use kube::runtime::watcher::Event;
-use kube_retention_common::Registry;
 use kube_retention_common::kinds::KindId;
-use kube_retention_controller::evaluator::Evaluator;
-use kube_retention_controller::executor::{Budget, Executor, Parts, Settings};
-use kube_retention_controller::initial_list::{InitialList, Lists};
-use kube_retention_controller::metrics::Metrics;
-use kube_retention_controller::policy_status::writes::{self, StatusWrites};
-use kube_retention_controller::run::{Clock, Evaluations, Extra, Loop};
-use kube_retention_controller::state::State;
-use kube_retention_controller::watches::{WatchEvent, Watches};
+use kube_retention_controller::evaluator::{Evaluator, EvaluatorMetrics};
+use kube_retention_controller::run::Clock;
+use kube_retention_controller::watches::WatchEvent;
 use serde_json::json;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
+
+mod loop_support;
 
 const START: &str = "2026-06-01T12:00:00Z";
 
@@ -60,67 +52,18 @@ impl Harness {
     fn start() -> Self {
         let start: Timestamp = START.parse().unwrap();
         let (client, server) = kube_retention_apimock::pair();
-        let kinds = Registry::builtin().clone();
-        let jobs = kinds.named("Job.batch").unwrap();
-        let (feedback_tx, feedback) = mpsc::unbounded_channel();
-        let reporter = Reporter {
-            controller: "test".into(),
-            instance: None,
-        };
-        let (executor, executing) = Executor::spawn(Parts {
-            client: client.clone(),
-            settings: Settings {
-                breaker: kube_retention_controller::breaker::Breaker::off(),
-                budget: Budget::unlimited(),
-                propagation: PropagationPolicy::Background,
-                concurrency: 1,
-                events: false,
-                event_window: Duration::ZERO,
-            },
-            metrics: Metrics::default(),
-            recorder: Recorder::new(client.clone(), reporter),
-            feedback: feedback_tx,
-            ledger: None,
-        });
-        let (group, watching) = kube_retention_runtime::supervise::group("watches");
-        let mut watches = Watches::new(
-            client.clone(),
-            Lists::new(InitialList::Pages, 500),
-            1,
-            group,
+        let evaluator = Evaluator::spawn(EvaluatorMetrics::default()).unwrap();
+        let running = loop_support::start(
+            client,
+            Clock::following_tokio(start),
+            "Job.batch",
+            evaluator,
         );
-        let (events, replayed) = mpsc::unbounded_channel::<WatchEvent>();
-        watches.replay(jobs, kinds[jobs].watch.clone(), stream_of(replayed));
-        let metrics = kube_retention_controller::evaluator::EvaluatorMetrics::default();
-        let (evaluator, evaluating) = Evaluator::spawn(metrics).unwrap();
-        let evaluations = Evaluations::new(evaluator, client.clone());
-        let (statuses, writing) = StatusWrites::spawn(client, writes::RETRY);
-        let (scans_tx, scans) = mpsc::channel(1);
-        let (leading, leadership) = watch::channel(true);
-        let control = Loop {
-            state: State::new(kinds),
-            served: Vec::new(),
-            watches,
-            scans,
-            executor,
-            feedback,
-            leadership,
-            metrics: Metrics::default(),
-            ready: Arc::new(AtomicBool::new(false)),
-            extra: Extra::new(statuses),
-            evaluations,
-            clock: Clock::following_tokio(start),
-        };
-        let background = (executing, watching, evaluating, writing, scans_tx);
-        tokio::spawn(async move {
-            control.run(std::future::pending()).await;
-            drop(background);
-        });
         Self {
             server,
-            events,
-            leading,
-            jobs,
+            events: running.events,
+            leading: running.leading,
+            jobs: running.kind,
             began: Instant::now(),
         }
     }
@@ -196,11 +139,4 @@ async fn a_replica_that_stops_leading_before_the_deadline_deletes_nothing_until_
         waited < Duration::from_secs(30 * 60 + 3 * 3600 + 2),
         "an overdue object goes as soon as the replica leads again, not {waited:?} in"
     );
-}
-
-/// The receiver as a stream of events.
-fn stream_of(
-    mut receiver: mpsc::UnboundedReceiver<WatchEvent>,
-) -> futures::stream::BoxStream<'static, WatchEvent> {
-    futures::stream::poll_fn(move |context| receiver.poll_recv(context)).boxed()
 }

@@ -8,26 +8,17 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use futures::StreamExt;
-use kube::api::PropagationPolicy;
-use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::watcher::Event;
-use kube_retention_common::Registry;
 use kube_retention_common::api::RetentionPolicy;
 use kube_retention_controller::evaluator::{Bounds, Evaluator, EvaluatorMetrics};
-use kube_retention_controller::executor::{Budget, Executor, Parts, Settings};
-use kube_retention_controller::initial_list::{InitialList, Lists};
-use kube_retention_controller::metrics::Metrics;
-use kube_retention_controller::policy_status::writes::{self, StatusWrites};
-use kube_retention_controller::run::{Clock, Evaluations, Extra, Loop};
-use kube_retention_controller::state::State;
+use kube_retention_controller::run::Clock;
 use kube_retention_controller::time_shares::TimeShares;
-use kube_retention_controller::watches::{WatchEvent, Watches};
+use kube_retention_controller::watches::WatchEvent;
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, watch};
+
+mod loop_support;
 
 const JOBS: usize = 4;
 /// Each Job's annotation filler: four fit no lane of 300 KB.
@@ -59,42 +50,6 @@ fn policy() -> RetentionPolicy {
 #[tokio::test]
 async fn a_job_the_evaluator_shed_is_fetched_again_at_its_turn_and_judged() {
     let (client, mut api) = kube_retention_apimock::pair();
-    let kinds = Registry::builtin().clone();
-    let jobs = kinds.named("Job.batch").unwrap();
-    let (feedback_tx, feedback) = mpsc::unbounded_channel();
-    let reporter = Reporter {
-        controller: "test".into(),
-        instance: None,
-    };
-    let (executor, executing) = Executor::spawn(Parts {
-        client: client.clone(),
-        settings: Settings {
-            breaker: kube_retention_controller::breaker::Breaker::off(),
-            budget: Budget::unlimited(),
-            propagation: PropagationPolicy::Background,
-            concurrency: 1,
-            events: false,
-            event_window: Duration::ZERO,
-        },
-        metrics: Metrics::default(),
-        recorder: Recorder::new(client.clone(), reporter),
-        feedback: feedback_tx,
-        ledger: None,
-    });
-    let (group, watching) = kube_retention_runtime::supervise::group("watches");
-    let mut watches = Watches::new(
-        client.clone(),
-        Lists::new(InitialList::Pages, 500),
-        1,
-        group,
-    );
-    // The policy comes through the stream the Jobs' watch starts with; the policy's change
-    // then lists the Jobs of its namespace afresh, from the mocked API server.
-    let (events, replayed) = mpsc::unbounded_channel::<WatchEvent>();
-    let replayed = futures::stream::unfold(replayed, |mut events| async move {
-        Some((events.recv().await?, events))
-    });
-    watches.replay(jobs, kinds[jobs].watch.clone(), replayed.boxed());
     let bounds = Bounds {
         namespace_bytes: 300_000,
         ..Bounds::default()
@@ -105,27 +60,12 @@ async fn a_job_the_evaluator_shed_is_fetched_again_at_its_turn_and_judged() {
     let mut shares = TimeShares::new(0.5, Duration::ZERO);
     let debt = std::time::Instant::now();
     shares.charge(&Arc::from("team-a"), Duration::from_secs(1), debt);
-    let (evaluator, evaluating) = Evaluator::spawn_with(metrics.clone(), shares, bounds).unwrap();
-    let evaluations = Evaluations::new(evaluator, client.clone());
-    let (statuses, writing) = StatusWrites::spawn(client, writes::RETRY);
-    let (scans_tx, scans) = mpsc::channel(1);
-    let (_leading, leadership) = watch::channel(true);
-    let control = Loop {
-        state: State::new(kinds),
-        served: Vec::new(),
-        watches,
-        scans,
-        executor,
-        feedback,
-        leadership,
-        metrics: Metrics::default(),
-        ready: Arc::new(AtomicBool::new(false)),
-        extra: Extra::new(statuses),
-        evaluations,
-        clock: Clock::System,
-    };
-    let running = tokio::spawn(control.run(std::future::pending()));
-    events
+    let evaluator = Evaluator::spawn_with(metrics.clone(), shares, bounds).unwrap();
+    // The policy comes through the stream the Jobs' watch starts with; the policy's change
+    // then lists the Jobs of its namespace afresh, from the mocked API server.
+    let running = loop_support::start(client, Clock::System, "Job.batch", evaluator);
+    running
+        .events
         .send(WatchEvent::Policy(Ok(Event::Apply(policy()))))
         .unwrap();
     let names: Vec<String> = (0..JOBS).map(|n| format!("job-{n}")).collect();
@@ -177,8 +117,8 @@ async fn a_job_the_evaluator_shed_is_fetched_again_at_its_turn_and_judged() {
             _ => received.reply(200, &json!({})),
         }
     }
-    running.abort();
-    drop((open, executing, watching, evaluating, writing, scans_tx));
+    running.task.abort();
+    drop(open);
     deleted.sort();
     assert_eq!(deleted, names, "every Job judged and deleted, shed or not");
     assert_eq!(

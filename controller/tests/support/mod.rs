@@ -27,6 +27,17 @@ pub fn object(value: Value) -> DynamicObject {
     serde_json::from_value(value).unwrap()
 }
 
+/// A Job in `namespace` that succeeded on New Year's Day, a second after it was created.
+pub fn succeeded_job(namespace: &str, name: &str) -> DynamicObject {
+    object(serde_json::json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}"),
+                     "resourceVersion": "1", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "status": {"completionTime": "2026-01-01T00:00:01Z", "conditions": [
+            {"type": "Complete", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"}]},
+    }))
+}
+
 pub fn buildrun(
     name: &str,
     uid: &str,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use futures::stream::{AbortHandle, Abortable, BoxStream, SelectAll};
+use futures::stream::{AbortHandle, BoxStream, SelectAll};
 use jiff::Timestamp;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::WatchStreamExt;
@@ -22,15 +22,13 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::act::{Cleaned, Cleaning};
-use kube_retention_runtime::discovery::served;
 
-use super::book::{Book, Clean, CleanerKey, KindState, Scope, ScopeWatch, Unavailable};
+use super::book::{Book, Clean, CleanerKey, Scope, ScopeWatch, Unavailable};
 use super::judging::CleanerOutcome;
 use super::metrics::KindLabels;
 use super::status::Problem;
 use crate::evaluator::Evaluator;
 use crate::initial_list::Lists;
-use crate::lean::{self, LeanMeta, LeanObject};
 use crate::watch_backoff::watch_backoff;
 
 /// How often kinds that could not be watched are looked up again.
@@ -191,109 +189,10 @@ impl Cleaners {
             }
         }
     }
-
-    /// Starts discovery for new kinds, and the watches the book plans; stops the others.
-    fn follow_kinds(&mut self) {
-        let resolve: Vec<GroupVersionKind> = self
-            .book
-            .kinds()
-            .filter(|(kind, state)| {
-                matches!(state, KindState::Resolving) && !self.resolving.contains(*kind)
-            })
-            .map(|(kind, _)| kind.clone())
-            .collect();
-        for kind in resolve {
-            self.resolving.insert(kind.clone());
-            let (client, answers) = (self.client.clone(), self.resolutions.0.clone());
-            tokio::spawn(async move {
-                let answer = match served(&client, &kind.api_version(), &kind.kind).await {
-                    Ok(Some(served)) => Ok(served.resource),
-                    Ok(None) => Err(Unavailable::NotServed(format!(
-                        "{} serves no {}",
-                        kind.api_version(),
-                        kind.kind
-                    ))),
-                    Err(error) => Err(Unavailable::NotServed(error.to_string())),
-                };
-                answers.send((kind, answer)).ok();
-            });
-        }
-        let Some(plan) = self.book.plan_watches() else {
-            return;
-        };
-        let mut planned = HashSet::new();
-        let now = Instant::now();
-        for (scope, resource, how) in plan {
-            planned.insert(scope.clone());
-            match self.watching.get(&scope) {
-                Some((_, watching, _)) if watching == &how => continue,
-                Some((_, _, started)) if now < *started + RESTART_EVERY => {
-                    self.book.scope_waits(&scope);
-                    let at = *started + RESTART_EVERY;
-                    self.replan_at = Some(self.replan_at.map_or(at, |other| other.min(at)));
-                    continue;
-                }
-                _ => {}
-            }
-            self.stop(&scope);
-            self.watch(&scope, &resource, &how);
-            self.book.watch_started(&scope, resource, &how);
-        }
-        let unplanned: Vec<Scope> = self
-            .watching
-            .keys()
-            .filter(|scope| !planned.contains(*scope))
-            .cloned()
-            .collect();
-        for scope in unplanned {
-            self.stop(&scope);
-        }
-    }
-
-    /// Starts the watch of `scope`, as narrow as `how`: in its namespace only, with the
-    /// selectors every reference shares, and metadata only where no condition reads bodies.
-    fn watch(&mut self, scope: &Scope, resource: &ApiResource, how: &ScopeWatch) {
-        let mut config = watcher::Config::default();
-        if let Some(labels) = &how.labels {
-            config = config.labels(labels);
-        }
-        if let Some(fields) = &how.fields {
-            config = config.fields(fields);
-        }
-        let what = format!("Cleaners' {} in {}", scope.kind.kind, scope.namespace);
-        let label = scope.clone();
-        let events = if how.bodies {
-            let api: Api<LeanObject> =
-                Api::namespaced_with(self.client.clone(), &scope.namespace, resource);
-            self.lists
-                .watch(api, config, what)
-                .backoff(watch_backoff())
-                .map(move |event| CleanerEvent::Target(label.clone(), event.map(lean::unwrapped)))
-                .boxed()
-        } else {
-            let api: Api<LeanMeta> =
-                Api::namespaced_with(self.client.clone(), &scope.namespace, resource);
-            self.lists
-                .watch(api, config, what)
-                .backoff(watch_backoff())
-                .map(move |event| CleanerEvent::Target(label.clone(), event.map(lean::unwrapped)))
-                .boxed()
-        };
-        let (handle, registration) = AbortHandle::new_pair();
-        self.streams
-            .push(Abortable::new(events, registration).boxed());
-        self.watching
-            .insert(scope.clone(), (handle, how.clone(), Instant::now()));
-    }
-
-    fn stop(&mut self, scope: &Scope) {
-        if let Some((handle, _, _)) = self.watching.remove(scope) {
-            handle.abort();
-        }
-    }
 }
 
 mod outcomes;
+mod watching;
 
 fn instant_at(at: Timestamp) -> Instant {
     let wait = at.duration_since(Timestamp::now());
