@@ -47,8 +47,20 @@ fn policy() -> RetentionPolicy {
     .unwrap()
 }
 
-#[tokio::test]
-async fn a_job_the_evaluator_shed_is_fetched_again_at_its_turn_and_judged() {
+/// What the mocked API server saw of a run.
+struct Seen {
+    deleted: Vec<String>,
+    /// The lists by name of shed Jobs, by name.
+    fetched: BTreeMap<String, usize>,
+    namespace_lists: usize,
+    shed: u64,
+}
+
+/// Runs the loop over four big Jobs of `team-a` and a policy with an expression over them, the
+/// namespace starting in debt so that they queue together past its lane's bound; shed Jobs
+/// listed by name are answered by `fetch` (the Job, or a refusal); until `done` says so of
+/// what was seen.
+async fn shed_run(fetch: fn(&str) -> Result<Value, u16>, done: fn(&Seen) -> bool) -> Seen {
     let (client, mut api) = kube_retention_apimock::pair();
     let bounds = Bounds {
         namespace_bytes: 300_000,
@@ -69,12 +81,15 @@ async fn a_job_the_evaluator_shed_is_fetched_again_at_its_turn_and_judged() {
         .send(WatchEvent::Policy(Ok(Event::Apply(policy()))))
         .unwrap();
     let names: Vec<String> = (0..JOBS).map(|n| format!("job-{n}")).collect();
-    let mut fetched: BTreeMap<String, usize> = BTreeMap::new();
-    let mut deleted = Vec::new();
+    let mut seen = Seen {
+        deleted: Vec::new(),
+        fetched: BTreeMap::new(),
+        namespace_lists: 0,
+        shed: 0,
+    };
     let mut open = Vec::new();
     let mut lines = Vec::new();
-    let mut namespace_lists = 0;
-    while deleted.len() < JOBS {
+    while !done(&seen) {
         let Some(received) = api.next_within(Duration::from_secs(60)).await else {
             panic!("no request for a minute, after {lines:#?}");
         };
@@ -84,56 +99,95 @@ async fn a_job_the_evaluator_shed_is_fetched_again_at_its_turn_and_judged() {
             open.push(received.unanswered());
             continue;
         }
-        match received.method.as_str() {
-            "GET" if path == "/apis/batch/v1/jobs" => {
+        let by_name = received
+            .query
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("fieldSelector=metadata.name%3D"))
+            .map(str::to_owned);
+        match (received.method.as_str(), by_name) {
+            ("GET", _) if path == "/apis/batch/v1/jobs" => {
                 panic!("a RetentionPolicy's change listed every namespace's Jobs: {lines:?}")
             }
-            "GET" if path == "/apis/batch/v1/namespaces/team-a/jobs" => {
-                namespace_lists += 1;
-                let items: Vec<Value> = names.iter().map(|name| job(name)).collect();
-                let list = json!({"apiVersion": "batch/v1", "kind": "JobList",
-                                  "metadata": {"resourceVersion": "10"}, "items": items});
-                received.reply(200, &list);
+            ("GET", Some(name)) => {
+                assert_eq!(path, "/apis/batch/v1/namespaces/team-a/jobs");
+                *seen.fetched.entry(name.clone()).or_default() += 1;
+                match fetch(&name) {
+                    Ok(job) => received.reply(200, &job_list(vec![job])),
+                    Err(code) => received.refuse(code, "not today"),
+                }
             }
-            "GET" => {
-                let name = path.rsplit('/').next().unwrap().to_owned();
-                assert_eq!(
-                    path,
-                    format!("/apis/batch/v1/namespaces/team-a/jobs/{name}")
-                );
-                *fetched.entry(name.clone()).or_default() += 1;
-                received.reply(200, &job(&name));
+            ("GET", None) if path == "/apis/batch/v1/namespaces/team-a/jobs" => {
+                seen.namespace_lists += 1;
+                received.reply(200, &job_list(names.iter().map(|name| job(name)).collect()));
             }
-            "DELETE" => {
+            ("DELETE", _) => {
                 let name = path.rsplit('/').next().unwrap().to_owned();
                 assert_eq!(
                     received.body["preconditions"],
                     json!({"uid": format!("uid-{name}"), "resourceVersion": "7"})
                 );
-                deleted.push(name);
+                seen.deleted.push(name);
                 let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Success"});
                 received.reply(200, &status);
             }
             _ => received.reply(200, &json!({})),
         }
+        seen.shed = metrics.shed.get();
     }
     running.task.abort();
     drop(open);
-    deleted.sort();
-    assert_eq!(deleted, names, "every Job judged and deleted, shed or not");
+    seen.deleted.sort();
+    seen
+}
+
+fn job_list(items: Vec<Value>) -> Value {
+    json!({"apiVersion": "batch/v1", "kind": "JobList", "metadata": {"resourceVersion": "10"},
+           "items": items})
+}
+
+#[tokio::test]
+async fn a_job_the_evaluator_shed_is_fetched_again_at_its_turn_and_judged() {
+    let seen = shed_run(|name| Ok(job(name)), |seen| seen.deleted.len() == JOBS).await;
+    let names: Vec<String> = (0..JOBS).map(|n| format!("job-{n}")).collect();
     assert_eq!(
-        namespace_lists, 1,
+        seen.deleted, names,
+        "every Job judged and deleted, shed or not"
+    );
+    assert_eq!(
+        seen.namespace_lists, 1,
         "the policy's change listed its namespace's Jobs once"
     );
-    let shed = metrics.shed.get();
     assert_eq!(
-        shed, 2,
+        seen.shed, 2,
         "four Jobs of a little over 100 KB queued: the two newest do not fit a 300 KB lane"
     );
-    let gets: usize = fetched.values().sum();
+    let fetches: usize = seen.fetched.values().sum();
     assert_eq!(
-        u64::try_from(gets).unwrap(),
-        shed,
-        "one GET for each Job shed, and none for the others: {fetched:?}"
+        u64::try_from(fetches).unwrap(),
+        seen.shed,
+        "one list by name for each Job shed, and none for the others: {:?}",
+        seen.fetched
+    );
+}
+
+#[tokio::test]
+async fn a_shed_job_that_cannot_be_fetched_is_given_up_after_three_tries_and_the_rest_go() {
+    // The two Jobs not shed are deleted; the two shed cannot be fetched (403), each tried three
+    // times, five seconds apart, then left for their next change: their places among the works
+    // coming back are free again.
+    let seen = shed_run(
+        |_| Err(403),
+        |seen| {
+            seen.deleted.len() == 2
+                && seen.fetched.values().all(|tries| *tries == 3)
+                && seen.fetched.len() == 2
+        },
+    )
+    .await;
+    assert_eq!(seen.deleted, ["job-0", "job-1"]);
+    assert_eq!(seen.shed, 2);
+    assert_eq!(
+        seen.fetched,
+        BTreeMap::from([("job-2".to_owned(), 3), ("job-3".to_owned(), 3)])
     );
 }

@@ -2,8 +2,9 @@
 //! [`Evaluator`] and is judged when its answers come back — unless a newer version (or its
 //! deletion) came first, which drops them, or a policy changed meanwhile, which evaluates it
 //! again. Objects no policy with expressions selects are judged at once, as before. An object
-//! the evaluator shed to stay within its memory bound is fetched again (one GET) at its turn,
-//! and evaluated as if the watch had brought it.
+//! the evaluator shed to stay within its memory bound is fetched again at its turn (listed by
+//! its name: one request, tried three times at most), and evaluated as if the watch had brought
+//! it.
 //!
 //! The blast-radius guard counts a kind once its objects listed are judged. It waits for the
 //! objects whose evaluation was under way when the list ended, each until its first answer comes
@@ -15,41 +16,33 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use kube::api::{Api, DynamicObject};
-use kube::{Client, ResourceExt};
+use kube::Client;
+use kube::api::DynamicObject;
 use kube_retention_common::kinds::KindId;
 use tokio::sync::mpsc;
 
 use super::Loop;
+use super::refetch::Fetched;
 use crate::evaluator::{Evaluated, Evaluator, Job, PolicyOutcome, PolicyWork};
-use crate::metrics::{ErrorLabels, Metrics};
+use crate::metrics::Metrics;
 use crate::state::{Action, ObjectKey, answers_current};
-
-/// How soon a failed fetch of a shed object is tried again.
-const FETCH_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// An object fetched again after the evaluator shed it: the version it stood for, and what the
-/// GET answered (`None`: gone meanwhile, its watch says so too).
-pub struct Fetched {
-    key: ObjectKey,
-    seq: u64,
-    object: Result<Option<DynamicObject>, kube::Error>,
-}
 
 /// The evaluations under way, by object: the latest version's sequence number; and, by kind,
 /// the objects under way when its last list ended, whose answers the guard awaits.
 pub struct Evaluations {
-    evaluator: Evaluator,
-    client: Client,
-    sender: mpsc::UnboundedSender<PolicyOutcome>,
+    pub(super) evaluator: Evaluator,
+    pub(super) client: Client,
+    pub(super) sender: mpsc::UnboundedSender<PolicyOutcome>,
     pub(super) results: mpsc::UnboundedReceiver<PolicyOutcome>,
-    fetches: mpsc::UnboundedSender<Fetched>,
+    pub(super) fetches: mpsc::UnboundedSender<Fetched>,
     pub(super) fetched: mpsc::UnboundedReceiver<Fetched>,
     pending: HashMap<ObjectKey, u64>,
     awaited: HashMap<KindId, HashSet<ObjectKey>>,
     next: u64,
     /// The shed object fetched again being submitted now: it comes back to the evaluator.
-    returning: Option<ObjectKey>,
+    pub(super) returning: Option<ObjectKey>,
+    /// Shed objects whose fetch failed, and how many times.
+    pub(super) fetch_failures: HashMap<ObjectKey, u32>,
 }
 
 impl Evaluations {
@@ -68,6 +61,7 @@ impl Evaluations {
             awaited: HashMap::new(),
             next: 0,
             returning: None,
+            fetch_failures: HashMap::new(),
         }
     }
 
@@ -86,7 +80,7 @@ impl Evaluations {
     }
 
     /// Whether `seq` is the latest version of `key` submitted.
-    fn latest(&self, key: &ObjectKey, seq: u64) -> bool {
+    pub(super) fn latest(&self, key: &ObjectKey, seq: u64) -> bool {
         self.pending.get(key) == Some(&seq)
     }
 
@@ -182,68 +176,6 @@ impl Loop {
             PolicyOutcome::Evaluated(evaluated) => self.on_evaluated(*evaluated),
             PolicyOutcome::Shed { key, seq } => {
                 self.fetch_again(key, seq);
-                Vec::new()
-            }
-        }
-    }
-
-    /// Fetches the object `key` stood for in the version `seq`, if that is still its latest:
-    /// the evaluator let it go, and its turn has come.
-    fn fetch_again(&self, key: ObjectKey, seq: u64) {
-        if !self.evaluations.latest(&key, seq) || !self.watches.is_running(key.kind) {
-            self.evaluations.evaluator.nothing_returned();
-            return;
-        }
-        let resource = self.state.kinds()[key.kind].resource.api_resource();
-        let api: Api<DynamicObject> =
-            Api::namespaced_with(self.evaluations.client.clone(), &key.namespace, &resource);
-        let fetched = self.evaluations.fetches.clone();
-        tokio::spawn(async move {
-            let object = api.get_opt(&key.name).await;
-            fetched.send(Fetched { key, seq, object }).ok();
-        });
-    }
-
-    /// An object fetched again: evaluated as if its watch had brought it, if nothing newer did
-    /// meanwhile. Gone, or not fetched, it waits for its watch's next word of it.
-    pub(super) fn on_fetched(&mut self, fetched: Fetched) -> Vec<Action> {
-        let Fetched { key, seq, object } = fetched;
-        if !self.evaluations.latest(&key, seq) {
-            self.evaluations.evaluator.nothing_returned();
-            return Vec::new();
-        }
-        match object {
-            Ok(Some(mut object)) => {
-                object.managed_fields_mut().clear();
-                self.evaluations.returning = Some(key.clone());
-                let actions = self.on_applied(key.kind, object, self.clock.now());
-                if self.evaluations.returning.take().is_some() {
-                    // Judged without its expressions (no policy with any selects it now).
-                    self.evaluations.evaluator.nothing_returned();
-                }
-                actions
-            }
-            Ok(None) => {
-                self.evaluations.evaluator.nothing_returned();
-                let awaited = self.evaluations.forget(&key);
-                match awaited {
-                    true => self.settle(key.kind),
-                    false => Vec::new(),
-                }
-            }
-            Err(error) => {
-                let kind = self.state.kinds()[key.kind].resource.to_string();
-                tracing::warn!(namespace = %key.namespace, name = %key.name, %kind, %error, "fetching an object the evaluator shed failed; trying again");
-                let labels = ErrorLabels {
-                    kind,
-                    operation: "fetch",
-                };
-                self.metrics.errors.get_or_create(&labels).inc();
-                let again = self.evaluations.sender.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(FETCH_RETRY).await;
-                    again.send(PolicyOutcome::Shed { key, seq }).ok();
-                });
                 Vec::new()
             }
         }

@@ -55,6 +55,7 @@ mod evaluations;
 mod governed;
 mod policies;
 mod readiness;
+mod refetch;
 mod scan;
 
 pub use clock::Clock;
