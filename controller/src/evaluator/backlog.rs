@@ -16,7 +16,7 @@
 //!   that keep their place and ask for the work again at their turn. The tokens themselves
 //!   hold a key each: one per object of the namespace at most, as the controller's own records.
 //! - **Coming back, bounded.** A token's turn asks its submitter for the work again (for a
-//!   policy's object, one GET). At most [`Bounds::returns`] are outstanding — asked for and not
+//!   policy's object, one list of it by name). At most [`Bounds::returns`] are outstanding — asked for and not
 //!   yet started — across every namespace, and a token waits its turn while that many are: so
 //!   the API server sees at most that many such GETs at once, however many tokens there are.
 //!   The work comes back first in its lane, the place it had, and is never shed again: shedding
