@@ -100,7 +100,12 @@ fn a_condition_that_cannot_be_evaluated_is_never_true_and_is_retried_soon() {
         at("2026-11-22T12:00:00Z"),
         &variables(&revisions(&["Active"])),
     );
-    let Verdict::Failed { until, error } = verdict else {
+    let Verdict::Failed {
+        until,
+        condition: 0,
+        error,
+    } = verdict
+    else {
         panic!("expected a failure, got {verdict:?}");
     };
     assert_eq!(until, at("2026-11-22T12:00:30Z"));

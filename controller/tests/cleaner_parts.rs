@@ -221,7 +221,11 @@ fn a_condition_past_its_cost_limit_makes_the_cleaner_not_ready_saying_so() {
         .expect_err("stopped at its limit");
     assert!(error.exceeded().is_some(), "{error}");
     let now: Timestamp = "2026-11-22T12:00:00Z".parse().expect("a time");
-    let failed = Ok(Verdict::Failed { until: now, error });
+    let failed = Ok(Verdict::Failed {
+        until: now,
+        condition: 0,
+        error,
+    });
     let written = status::status(&spec, &failed, Vec::new(), None, None, now);
     let ready = &written.conditions[0];
     assert_eq!(

@@ -44,8 +44,13 @@ pub enum Verdict {
         unmet: usize,
         found: bool,
     },
-    /// A condition could not be evaluated; never taken as true, tried again at `until`.
-    Failed { until: Timestamp, error: EvalError },
+    /// `spec.conditions[condition]` could not be evaluated; never taken as true, tried again
+    /// at `until`.
+    Failed {
+        until: Timestamp,
+        condition: usize,
+        error: EvalError,
+    },
 }
 
 impl Verdict {
@@ -143,6 +148,7 @@ impl Judge {
         let horizon = judging.horizon;
         match (judging.phase, holds) {
             (Phase::Now, Err(error)) => Some(Verdict::Failed {
+                condition: judging.next,
                 until: later(
                     judging.now,
                     self.period

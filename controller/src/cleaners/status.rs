@@ -46,10 +46,20 @@ pub fn status(
     now: Timestamp,
 ) -> CleanerStatus {
     let ready = match verdict {
-        Ok(Verdict::Failed { error, .. }) if error.exceeded().is_some() => {
-            ("False", "CostLimitExceeded", error.to_string())
-        }
-        Ok(Verdict::Failed { error, .. }) => ("False", "ConditionError", error.to_string()),
+        Ok(Verdict::Failed {
+            condition, error, ..
+        }) if error.exceeded().is_some() => (
+            "False",
+            "CostLimitExceeded",
+            format!("spec.conditions[{condition}]: {error}"),
+        ),
+        Ok(Verdict::Failed {
+            condition, error, ..
+        }) => (
+            "False",
+            "ConditionError",
+            format!("spec.conditions[{condition}]: {error}"),
+        ),
         Err(problem) => ("False", problem.reason(), problem.to_string()),
         Ok(_) => (
             "True",

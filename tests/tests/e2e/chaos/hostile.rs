@@ -226,6 +226,11 @@ async fn beside_the_settings(
     attacks::add(tenant).await?;
     let verdict = expiring(ns, prefix, count).await?;
     let message = tenant::stopped_at_its_limit(tenant).await?;
+    let costly = attacks::costly_stopped_at_its_limit(tenant).await?;
+    ensure!(
+        costly.contains("spec.conditions[0]") && costly.contains("limit"),
+        "the costly Cleaner's status says which condition and which limit: {costly}"
+    );
     for (name, _) in sinks {
         tenant::refused_event(tenant, name).await?;
     }

@@ -2,7 +2,8 @@
 //! whose monotonic search runs sixteen loops over its Jobs at each of its points, woken again
 //! by every edit to them (the search that once held the Cleaners' loop for seconds); a Cleaner
 //! over every ConfigMap of its namespace, one of them a megabyte (what once made the controller
-//! watch and hold every namespace's ConfigMaps); and, while it is hostile, a stream of Cleaners
+//! watch and hold every namespace's ConfigMaps); a Cleaner whose condition runs past its limit
+//! on A's Jobs (it must say so, `Ready=False`); and, while it is hostile, a stream of Cleaners
 //! of sixteen 4 KB conditions each sent to the webhook (dry run: compiled, never stored).
 
 use std::sync::Arc;
@@ -22,9 +23,16 @@ use nix::unistd::Pid;
 
 use crate::cleaners::create_cleaner;
 use crate::support::TestNamespace;
+use crate::workloads::eventually;
 
-/// The searching Cleaner, and the one over the namespace's ConfigMaps.
-pub const CLEANERS: [&str; 2] = ["search", "config-maps"];
+/// The searching Cleaner, the one over the namespace's ConfigMaps, and one whose condition
+/// admission lets through on the sizes it assumes but A's Jobs are built to exceed.
+pub const CLEANERS: [&str; 3] = ["search", "config-maps", "costly"];
+
+/// Two loops over one Job's annotations: within the limit as estimated, three times over it
+/// on A's Jobs of 700.
+const COSTLY: &str = "jobs.items[0].metadata.annotations.all(a, \
+                      jobs.items[0].metadata.annotations.exists(b, b == a))";
 /// The ConfigMap of a megabyte.
 const BIG: &str = "megabyte";
 
@@ -63,7 +71,38 @@ pub async fn add(tenant: &TestNamespace) -> Result<()> {
                      "reference": {"version": "v1", "kind": "ConfigMap"}}],
         "conditions": ["maps.items.all(m, m.metadata.name.size() < 0)"],
     });
-    create_cleaner(tenant, CLEANERS[1], config_maps).await
+    create_cleaner(tenant, CLEANERS[1], config_maps).await?;
+    let costly = json!({
+        "retry": {"period": "1h"},
+        "targets": [{"name": "jobs", "includeWhenEvaluating": true,
+                     "reference": {"apiGroup": "batch", "version": "v1", "kind": "Job"}}],
+        "conditions": [COSTLY],
+    });
+    create_cleaner(tenant, CLEANERS[2], costly).await
+}
+
+/// Waits for the costly Cleaner to say `Ready=False`, `CostLimitExceeded`, and answers its
+/// message.
+pub async fn costly_stopped_at_its_limit(tenant: &TestNamespace) -> Result<String> {
+    let cleaners: Api<Cleaner> = Api::namespaced(tenant.env.client.clone(), &tenant.name);
+    let ready = || async {
+        let cleaner = cleaners.get(CLEANERS[2]).await?;
+        anyhow::Ok(crate::cleaners::condition(&cleaner, "Ready"))
+    };
+    eventually(
+        Duration::from_secs(60),
+        "the costly Cleaner Ready=False, CostLimitExceeded",
+        || async {
+            Ok(ready().await?.is_some_and(|(status, reason, _)| {
+                status == "False" && reason == "CostLimitExceeded"
+            }))
+        },
+    )
+    .await?;
+    Ok(ready()
+        .await?
+        .map(|(_, _, message)| message)
+        .unwrap_or_default())
 }
 
 pub async fn remove(tenant: &TestNamespace) -> Result<()> {
