@@ -196,3 +196,42 @@ fn a_verdict_for_a_replica_that_no_longer_leads_is_dropped_and_the_cleaner_woken
         "evaluated again when it leads"
     );
 }
+
+#[test]
+fn a_verdict_on_targets_that_changed_since_is_reported_but_decides_nothing() {
+    let mut book = book(&[cleaner(
+        "a",
+        &["settings.items.size() > 0".to_owned()],
+        false,
+    )]);
+    let first = prepared(&mut book, "a");
+    let second = prepared(&mut book, "a");
+    let (results, mut judged) = mpsc::unbounded_channel();
+    let stale = Box::new(CleanerWork::new(first, results));
+    let mut backlog = Backlog::new(Bounds::default());
+    backlog.push(stale);
+    while let Some(turn) = backlog.step(|_| true) {
+        turn.done.into_iter().for_each(Work::finish);
+    }
+    let Ok(CleanerOutcome::Judged { pending, verdict }) = judged.try_recv() else {
+        panic!("a verdict");
+    };
+    let reported = book
+        .conclude(*pending, verdict, at(NOW))
+        .expect("reported: its targets changed, but it says what its condition said");
+    assert!(
+        matches!(reported.verdict, Ok(Verdict::Wait { unmet: 0, .. })),
+        "{:?}",
+        reported.verdict
+    );
+    assert!(reported.clean.is_none());
+    assert!(
+        book.evaluating(&second.key, second.seq),
+        "the later evaluation still decides"
+    );
+    assert_eq!(
+        book.next_deadline(),
+        None,
+        "and nothing was scheduled by the stale one"
+    );
+}

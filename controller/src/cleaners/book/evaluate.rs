@@ -132,8 +132,11 @@ impl Book {
         Some(Prepared::Decided(evaluation))
     }
 
-    /// The verdict on `pending`'s conditions: the evaluation, unless the Cleaner went or was
-    /// prepared again meanwhile (that later evaluation counts).
+    /// The verdict on `pending`'s conditions: the evaluation, unless the Cleaner went. Where it
+    /// was prepared again meanwhile (its targets changed), the later evaluation decides: this
+    /// verdict cleans nothing and schedules nothing, and is answered only to be reported — so a
+    /// Cleaner whose targets change faster than it is judged still says what its conditions
+    /// said — unless it was to clean, which only a verdict on the latest targets may.
     pub fn conclude(
         &mut self,
         pending: Pending,
@@ -142,7 +145,14 @@ impl Book {
     ) -> Option<Evaluation> {
         let tracked = self.cleaners.get_mut(&pending.key)?;
         if tracked.evaluating != Some(pending.seq) {
-            return None;
+            if matches!(verdict, Ok(Verdict::Clean)) {
+                return None;
+            }
+            return Some(Evaluation {
+                verdict,
+                resolved: pending.resolved,
+                clean: None,
+            });
         }
         tracked.evaluating = None;
         let Pending {
