@@ -116,6 +116,8 @@ impl Size {
             least: 0,
             number: self.number,
             deep: self.deep(),
+            // Not known before the object: as charged where none is a string (`join`).
+            strings: 0,
         }
     }
 

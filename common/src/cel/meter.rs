@@ -341,7 +341,9 @@ fn extent(value: &dyn Val) -> Extent {
     } else if let Some(list) = value.downcast_ref::<CelList>() {
         extent.items = count(list.inner().len());
         for item in list.inner() {
-            let text = text_of(item.as_ref()).unwrap_or(0);
+            let string = text_of(item.as_ref());
+            extent.strings = extent.strings.saturating_add(u64::from(string.is_some()));
+            let text = string.unwrap_or(0);
             extent.inner = extent.inner.saturating_add(text);
             extent.widest = extent.widest.max(text);
         }

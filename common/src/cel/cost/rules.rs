@@ -37,7 +37,17 @@ pub struct Extent {
     /// What copying the whole value costs: a unit a value (items nested included: each is an
     /// allocation) and a unit per [`COMPARED_BYTES`] of text.
     pub deep: u64,
+    /// How many of a list's or map's items are strings (or bytes).
+    pub strings: u64,
 }
+
+/// What `join` writes for an item that is not a string, which kube-cel renders with Rust's
+/// `Debug` (`Int(5)`, `List([String("a")])`): at most this many bytes a scalar...
+pub const RENDERED_SCALAR: u64 = 48;
+/// ...and, for an item holding others, this many bytes per unit of what copying it costs
+/// ([`Extent::deep`]: a unit a value, a unit per ten bytes of text; `Debug` writes a value's
+/// name and brackets, and a control character as six bytes).
+pub const RENDERED_PER_UNIT: u64 = 64;
 
 /// How a function's cost follows from its operands (the target first, then the arguments).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -284,7 +294,21 @@ pub fn units(rule: Rule, operands: &[Extent]) -> u64 {
             text(a.text.saturating_mul(2)).saturating_add(pieces.saturating_mul(MADE_ITEM))
         }
         Rule::Join => {
-            let made = a.inner.saturating_add(a.items.saturating_mul(b.text));
+            // Items that are not strings are rendered: scalars a few bytes, nested values by
+            // what copying them costs beyond a list of plain strings'.
+            let plain = 1u64
+                .saturating_add(a.items)
+                .saturating_add(compared(a.inner));
+            let nested = a.deep.saturating_sub(plain);
+            let rendered = a
+                .items
+                .saturating_sub(a.strings)
+                .saturating_mul(RENDERED_SCALAR)
+                .saturating_add(nested.saturating_mul(RENDERED_PER_UNIT));
+            let made = a
+                .inner
+                .saturating_add(a.items.saturating_mul(b.text))
+                .saturating_add(rendered);
             a.items.saturating_add(text(made.saturating_mul(2)))
         }
         Rule::Search => {

@@ -3,7 +3,7 @@
 
 use kube_cel::cel::common::ast::LiteralValue;
 
-use super::rules::Rule;
+use super::rules::{RENDERED_PER_UNIT, RENDERED_SCALAR, Rule};
 use super::walk::{CONSTANT, is_operator};
 use super::{ASSUMED_ITEMS, Known, Size};
 
@@ -123,7 +123,14 @@ pub(super) fn result_size(
             let separator = args
                 .get(usize::from(target.is_none()))
                 .map_or(0, |known| known.size.bytes);
-            let each = list.item().bytes.saturating_add(separator);
+            // A string as it is; anything else as kube-cel renders it (`Debug`): a scalar in a
+            // few bytes, a value holding others by what copying it costs.
+            let item = list.item();
+            let rendered = match item.items == 0 && item.item.is_none() {
+                true => item.bytes.max(RENDERED_SCALAR),
+                false => item.deep().saturating_mul(RENDERED_PER_UNIT),
+            };
+            let each = rendered.saturating_add(separator);
             Known::sized(Size::text(list.items.saturating_mul(each)))
         }
         "split" | "findAll" => {
