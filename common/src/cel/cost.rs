@@ -240,6 +240,7 @@ fn operand(value: IdedExpr, site: usize, index: usize) -> IdedExpr {
     internal(OPERAND, vec![value, int(count(site)), int(count(index))])
 }
 
+mod offered;
 pub mod rules;
 mod sizes;
 mod walk;

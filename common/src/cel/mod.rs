@@ -53,6 +53,7 @@ pub mod cost;
 mod errors;
 mod evaluation;
 pub mod hostile;
+mod measure;
 pub mod meter;
 mod patterns;
 pub mod shape;

@@ -17,14 +17,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use kube_retention_common::kinds::{KindId, Registry, group_of};
+use kube_retention_common::kinds::{KindId, group_of};
 
+use super::Reason;
 use super::keys::ObjectKey;
-use super::policies::policy_group_prefix;
 use super::policies::{LoadedPolicy, PolicyKey};
-use super::record::Record;
-use super::tracker::Tracker;
-use super::{Action, Reason, State};
 
 /// How many held deletions a policy's status names.
 pub const HELD_SHOWN: usize = 20;
@@ -145,24 +142,13 @@ impl Guards {
         }
     }
 
-    /// A list of the kind `group`/`kind` began: it counts for the policies waiting for one.
-    pub(super) fn list_started(&mut self, group: &str, kind: &str) {
-        let name = (group.to_owned(), kind.to_owned());
-        for guard in self.policies.values_mut() {
-            if guard.standing == Standing::Counting
-                && let Some(progress) = guard.lists.get_mut(&name)
-            {
-                *progress = Progress::Listing;
-            }
-        }
-    }
-
-    /// A list of the kind `group`/`kind` in `namespace` began: it counts for the
-    /// RetentionPolicies of that namespace waiting for one (they govern nothing else).
-    pub(super) fn list_started_in(&mut self, group: &str, kind: &str, namespace: &str) {
+    /// A list of the kind `group`/`kind` began — cluster-wide, or in `namespace` alone (a
+    /// RetentionPolicy there changed): it counts for the policies waiting for one that it
+    /// covers (in `namespace`, that namespace's RetentionPolicies: they govern nothing else).
+    pub(super) fn list_started(&mut self, group: &str, kind: &str, namespace: Option<&str>) {
         let name = (group.to_owned(), kind.to_owned());
         for (key, guard) in &mut self.policies {
-            if key.namespace.as_deref() == Some(namespace)
+            if covers(namespace, key)
                 && guard.standing == Standing::Counting
                 && let Some(progress) = guard.lists.get_mut(&name)
             {
@@ -171,25 +157,12 @@ impl Guards {
         }
     }
 
-    /// A list of the kind `group`/`kind` in `namespace` ended: for the RetentionPolicies of
-    /// that namespace whose list it was.
-    pub(super) fn list_done_in(&mut self, group: &str, kind: &str, namespace: &str) {
+    /// A list of the kind `group`/`kind` ended (cluster-wide, or in `namespace` alone).
+    pub(super) fn list_done(&mut self, group: &str, kind: &str, namespace: Option<&str>) {
         let name = (group.to_owned(), kind.to_owned());
         for (key, guard) in &mut self.policies {
-            if key.namespace.as_deref() == Some(namespace)
+            if covers(namespace, key)
                 && let Some(progress) = guard.lists.get_mut(&name)
-                && *progress == Progress::Listing
-            {
-                *progress = Progress::Listed;
-            }
-        }
-    }
-
-    /// A list of the kind `group`/`kind` ended.
-    pub(super) fn list_done(&mut self, group: &str, kind: &str) {
-        let name = (group.to_owned(), kind.to_owned());
-        for guard in self.policies.values_mut() {
-            if let Some(progress) = guard.lists.get_mut(&name)
                 && *progress == Progress::Listing
             {
                 *progress = Progress::Listed;
@@ -293,50 +266,8 @@ impl Guards {
     }
 }
 
-/// What `policy` would delete at `now` among what `tracker` keeps, leader or not: its runs past
-/// their deadline, and the members of its groups over their limits.
-pub(super) fn due_under(
-    tracker: &Tracker,
-    kinds: &Registry,
-    policy: &Arc<PolicyKey>,
-    now: Timestamp,
-) -> Vec<(ObjectKey, Timestamp, Reason)> {
-    let mine = |record: &Record| record.policy.as_ref() == Some(policy) && !record.pending;
-    let mut due: Vec<(ObjectKey, Timestamp, Reason)> = tracker
-        .runs
-        .iter()
-        .filter(|(_, record)| mine(record) && !record.exempt())
-        .filter_map(|(key, record)| Some((key.clone(), record.deadline()?, Reason::Ttl)))
-        .filter(|(_, deadline, _)| *deadline <= now)
-        .collect();
-    for group in tracker.groups.with_prefix(&policy_group_prefix(policy)) {
-        for key in tracker.groups.over_limit(&group, kinds, &tracker.runs) {
-            if tracker.runs.get(&key).is_some_and(mine) {
-                due.push((key, now, Reason::Limit));
-            }
-        }
-    }
-    due
-}
-
-/// The count of the policies waiting for `kind` is complete where the objects they govern are
-/// all judged (none of `unsettled`'s): each is decided, and what an accepted one held goes.
-pub(super) fn settle(
-    state: &mut State,
-    kind: KindId,
-    now: Timestamp,
-    unsettled: &HashSet<Arc<str>>,
-) -> Vec<Action> {
-    let (kinds, tracker, book) = (&state.kinds, &mut state.tracker, &mut state.policies);
-    let resource = &kinds[kind].resource;
-    let mut actions = Vec::new();
-    for policy in book
-        .guards
-        .settled(&resource.group, &resource.kind, unsettled)
-    {
-        let due = due_under(tracker, kinds, &policy, now);
-        let released = book.guards.decide(&policy, due);
-        actions.extend(tracker.release_held(kinds, book, &released, now));
-    }
-    actions
+/// Whether a list in `namespace` (cluster-wide: `None`) lists all that the policy `key`
+/// governs.
+fn covers(namespace: Option<&str>, key: &PolicyKey) -> bool {
+    namespace.is_none_or(|namespace| key.namespace.as_deref() == Some(namespace))
 }

@@ -5,14 +5,15 @@
 //! so they are enforced once per group with every member known, not once per member listed.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use jiff::Timestamp;
 use kube_retention_common::kinds::{KindId, Registry, Role};
 
-use super::Action;
 use super::keys::{NamespacedName, ObjectKey};
 use super::policies::PolicyBook;
 use super::tracker::Tracker;
+use super::{Action, State};
 
 #[derive(Debug, Default)]
 pub(super) struct Lists(HashMap<KindId, HashSet<NamespacedName>>);
@@ -28,7 +29,8 @@ impl Lists {
         book: &mut PolicyBook,
     ) {
         let resource = &kinds[kind].resource;
-        book.guards.list_started(&resource.group, &resource.kind);
+        book.guards
+            .list_started(&resource.group, &resource.kind, None);
         self.0.insert(kind, HashSet::new());
         for (_, record) in tracker.runs.iter_mut().filter(|(key, _)| key.kind == kind) {
             record.listed = false;
@@ -90,7 +92,61 @@ impl Lists {
             actions.extend(tracker.enforce_limits(kinds, book, &group, now));
         }
         let resource = &kinds[kind].resource;
-        book.guards.list_done(&resource.group, &resource.kind);
+        book.guards.list_done(&resource.group, &resource.kind, None);
         actions
+    }
+}
+
+/// What a list means to the state: lists of a kind, cluster-wide or in one namespace, and the
+/// judgement of what they listed.
+impl State {
+    /// A (re)list of `kind` begins: objects not seen again by [`State::relist_done`] are gone.
+    pub fn relist_started(&mut self, kind: KindId) {
+        let (kinds, book) = (&self.kinds, &mut self.policies);
+        self.lists.started(kind, kinds, &mut self.tracker, book);
+    }
+
+    /// A list of `kind` in `namespace` alone began (a RetentionPolicy there changed): it counts
+    /// for that namespace's policies waiting for one. Its objects are judged as they come, as a
+    /// watch's: the watch of the kind still says which went.
+    pub fn namespace_relist_started(&mut self, kind: KindId, namespace: &str) {
+        let resource = &self.kinds[kind].resource;
+        let guards = &mut self.policies.guards;
+        guards.list_started(&resource.group, &resource.kind, Some(namespace));
+    }
+
+    /// The list of `kind` in `namespace` ended.
+    pub fn namespace_relist_done(&mut self, kind: KindId, namespace: &str) {
+        let resource = &self.kinds[kind].resource;
+        let guards = &mut self.policies.guards;
+        guards.list_done(&resource.group, &resource.kind, Some(namespace));
+    }
+
+    /// An object whose evaluation is under way was listed again: its record stays.
+    pub fn listed(&mut self, kind: KindId, namespace: &str, name: &str) {
+        let key = self.namespaces.key(kind, namespace, name);
+        if let Some(record) = self.tracker.runs.get_mut(&key) {
+            record.listed = true;
+        }
+    }
+
+    /// The (re)list of `kind` is complete: what it did not list is gone, and the limits of the
+    /// groups it changed are enforced now, once per group, with every member known.
+    pub fn relist_done(&mut self, kind: KindId, now: Timestamp) -> Vec<Action> {
+        let (kinds, book) = (&self.kinds, &mut self.policies);
+        self.lists.done(kind, kinds, &mut self.tracker, book, now)
+    }
+
+    /// The objects of `kind` listed have been judged, but for those of the namespaces in
+    /// `unsettled` that still wait for their policies' expressions: the blast-radius guards
+    /// counting it may decide, each where its own objects are judged (a RetentionPolicy once its
+    /// namespace is not in `unsettled`, a ClusterRetentionPolicy once `unsettled` is empty).
+    pub fn settled(
+        &mut self,
+        kind: KindId,
+        now: Timestamp,
+        unsettled: &HashSet<Arc<str>>,
+    ) -> Vec<Action> {
+        super::settle::settle(self, kind, now, unsettled)
     }
 }

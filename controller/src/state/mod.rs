@@ -7,8 +7,7 @@
 //! objects the webhook never labelled (`stragglers`). Here is only what an input means across
 //! them: an object seen or gone, a list begun or ended, a policy changed, a write failed.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
 
 use jiff::Timestamp;
 use kube::api::DynamicObject;
@@ -33,6 +32,7 @@ mod policies;
 mod record;
 mod recording;
 mod runs;
+mod settle;
 mod stragglers;
 mod tracker;
 
@@ -220,56 +220,6 @@ impl State {
         self.stragglers.forget_kind(kind);
         self.lists
             .forget(kind, &mut self.tracker, &mut self.policies);
-    }
-
-    /// A (re)list of `kind` begins: objects not seen again by [`State::relist_done`] are gone.
-    pub fn relist_started(&mut self, kind: KindId) {
-        let (kinds, book) = (&self.kinds, &mut self.policies);
-        self.lists.started(kind, kinds, &mut self.tracker, book);
-    }
-
-    /// A list of `kind` in `namespace` alone began (a RetentionPolicy there changed): it counts
-    /// for that namespace's policies waiting for one. Its objects are judged as they come, as a
-    /// watch's: the watch of the kind still says which went.
-    pub fn namespace_relist_started(&mut self, kind: KindId, namespace: &str) {
-        let resource = &self.kinds[kind].resource;
-        let guards = &mut self.policies.guards;
-        guards.list_started_in(&resource.group, &resource.kind, namespace);
-    }
-
-    /// The list of `kind` in `namespace` ended.
-    pub fn namespace_relist_done(&mut self, kind: KindId, namespace: &str) {
-        let resource = &self.kinds[kind].resource;
-        let guards = &mut self.policies.guards;
-        guards.list_done_in(&resource.group, &resource.kind, namespace);
-    }
-
-    /// An object whose evaluation is under way was listed again: its record stays.
-    pub fn listed(&mut self, kind: KindId, namespace: &str, name: &str) {
-        let key = self.namespaces.key(kind, namespace, name);
-        if let Some(record) = self.tracker.runs.get_mut(&key) {
-            record.listed = true;
-        }
-    }
-
-    /// The (re)list of `kind` is complete: what it did not list is gone, and the limits of the
-    /// groups it changed are enforced now, once per group, with every member known.
-    pub fn relist_done(&mut self, kind: KindId, now: Timestamp) -> Vec<Action> {
-        let (kinds, book) = (&self.kinds, &mut self.policies);
-        self.lists.done(kind, kinds, &mut self.tracker, book, now)
-    }
-
-    /// The objects of `kind` listed have been judged, but for those of the namespaces in
-    /// `unsettled` that still wait for their policies' expressions: the blast-radius guards
-    /// counting it may decide, each where its own objects are judged (a RetentionPolicy once its
-    /// namespace is not in `unsettled`, a ClusterRetentionPolicy once `unsettled` is empty).
-    pub fn settled(
-        &mut self,
-        kind: KindId,
-        now: Timestamp,
-        unsettled: &HashSet<Arc<str>>,
-    ) -> Vec<Action> {
-        guard::settle(self, kind, now, unsettled)
     }
 
     /// A policy was added or changed; answers the kinds to list afresh (before and after).
