@@ -9,7 +9,8 @@ use anyhow::{Context, Result, ensure};
 use tokio::net::TcpListener;
 
 /// A TCP listener on `host` that counts the connections it accepts. A host outside 127/8 is
-/// added to the loopback interface for the test (and removed after).
+/// added to the loopback interface for the test and removed after; one already there (left by a
+/// run that was killed, or put there by the machine's owner) is used and left as it was found.
 pub struct Listener {
     pub address: std::net::SocketAddr,
     accepted: Arc<AtomicUsize>,
@@ -21,7 +22,7 @@ impl Listener {
     pub async fn start(host: &str) -> Result<Self> {
         let added = match host.starts_with("127.") {
             true => None,
-            false => Some(add_to_loopback(host)?),
+            false => add_to_loopback(host)?,
         };
         let listener = TcpListener::bind((host, 0))
             .await
@@ -65,17 +66,25 @@ impl Drop for Listener {
     }
 }
 
-/// Adds `host`/32 to `lo`; answers the address to remove afterwards.
-fn add_to_loopback(host: &str) -> Result<String> {
+/// Adds `host`/32 to `lo`; answers the address to remove afterwards, none if `lo` had it
+/// already.
+fn add_to_loopback(host: &str) -> Result<Option<String>> {
     let address = format!("{host}/32");
+    let shown = std::process::Command::new("ip")
+        .args(["-o", "address", "show", "dev", "lo", "to", &address])
+        .output()
+        .context("running ip (iproute2)")?;
+    if shown.status.success() && !shown.stdout.is_empty() {
+        return Ok(None);
+    }
     let output = std::process::Command::new("ip")
         .args(["address", "add", &address, "dev", "lo"])
         .output()
         .context("running ip (iproute2)")?;
     ensure!(
         output.status.success(),
-        "could not add {address} to lo (the hostile-tenant scenario needs root to listen there): {}",
+        "could not add {address} to lo (listening there needs root, or CAP_NET_ADMIN): {}",
         String::from_utf8_lossy(&output.stderr).trim()
     );
-    Ok(address)
+    Ok(Some(address))
 }

@@ -75,6 +75,7 @@ fn main() -> ExitCode {
     conclusion.num_failed += disruptive.num_failed;
     conclusion.num_filtered_out += disruptive.num_filtered_out;
     conclusion.num_ignored += disruptive.num_ignored;
+    support::print_failures();
     println!(
         "e2e: {} passed, {} failed",
         conclusion.num_passed, conclusion.num_failed

@@ -86,7 +86,13 @@ impl Env {
                     namespace.delete().await;
                     outcome
                 })
-                .map_err(|error| Failed::from(format!("{error:#}")))
+                .map_err(|error| {
+                    let message = format!("{error:#}");
+                    if let Ok(mut failures) = FAILURES.lock() {
+                        failures.push((test_name.clone(), message.clone()));
+                    }
+                    Failed::from(message)
+                })
         })
     }
 
@@ -99,6 +105,22 @@ pub async fn client_for(kubeconfig: &std::path::Path) -> Result<Client> {
     let kubeconfig = Kubeconfig::read_from(kubeconfig)?;
     let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
     Ok(Client::try_from(config)?)
+}
+
+/// The trials that failed and why, said again after the reports: a CI log that keeps only its
+/// end keeps them.
+static FAILURES: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// Prints each failed trial's name and error, at most 4,000 characters of it.
+pub fn print_failures() {
+    let failures = FAILURES.lock().map(|f| f.clone()).unwrap_or_default();
+    for (name, message) in failures {
+        let end = message
+            .char_indices()
+            .nth(4_000)
+            .map_or(message.len(), |(at, _)| at);
+        println!("failed: {name}: {}", &message[..end]);
+    }
 }
 
 /// A namespace of one test's own.

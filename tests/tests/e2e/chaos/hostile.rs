@@ -224,9 +224,16 @@ async fn beside_the_settings(
 ) -> Result<(Verdict, String)> {
     tenant::add_settings(tenant, sinks).await?;
     attacks::add(tenant).await?;
+    let added = std::time::Instant::now();
     let verdict = expiring(ns, prefix, count).await?;
+    let expired = added.elapsed();
     let message = tenant::stopped_at_its_limit(tenant).await?;
     let costly = attacks::costly_stopped_at_its_limit(tenant).await?;
+    println!(
+        "{prefix}: B's Jobs gone {expired:.1?} after A's settings were added; A's policy and \
+         costly Cleaner said they stopped at their limits {:.1?} after",
+        added.elapsed()
+    );
     ensure!(
         costly.contains("spec.conditions[0]") && costly.contains("limit"),
         "the costly Cleaner's status says which condition and which limit: {costly}"

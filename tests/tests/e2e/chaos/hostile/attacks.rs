@@ -90,7 +90,7 @@ pub async fn costly_stopped_at_its_limit(tenant: &TestNamespace) -> Result<Strin
         anyhow::Ok(crate::cleaners::condition(&cleaner, "Ready"))
     };
     eventually(
-        Duration::from_secs(60),
+        super::tenant::A_SAYS_WITHIN,
         "the costly Cleaner Ready=False, CostLimitExceeded",
         || async {
             Ok(ready().await?.is_some_and(|(status, reason, _)| {
