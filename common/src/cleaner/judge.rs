@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::{CleanerSpec, TIME, errors};
-use crate::cel::{EvalError, Expect, Expression, Variables};
+use super::{CleanerSpec, TIME, checked};
+use crate::cel::{Check, EvalError, Expression, Variables};
 use crate::duration;
 use crate::field_error::FieldError;
 
@@ -69,7 +69,7 @@ impl Judge {
     /// Compiles `spec`, or gives every error admission would have named.
     pub fn new(spec: &CleanerSpec) -> Result<Self, Vec<FieldError>> {
         let value = serde_json::to_value(spec).unwrap_or_default();
-        let problems = errors(&value);
+        let (problems, conditions) = checked(&value, Check::Compile);
         if !problems.is_empty() {
             return Err(problems);
         }
@@ -77,15 +77,6 @@ impl Judge {
             let parsed = text.map_or(Ok(default), |text| duration::parse(text));
             SignedDuration::try_from(parsed.unwrap_or(default)).unwrap_or(SignedDuration::MAX)
         };
-        let mut declared = spec.evaluated_names();
-        declared.push(TIME);
-        let conditions = spec
-            .conditions
-            .iter()
-            .filter_map(|source| {
-                Expression::compile_over(source, Expect::Condition, &declared).ok()
-            })
-            .collect();
         let retry = spec.retry.clone().unwrap_or_default();
         Ok(Self {
             ttl: length(spec.ttl.as_ref(), Duration::ZERO),

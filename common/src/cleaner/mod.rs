@@ -174,14 +174,17 @@ pub fn errors(spec: &Value) -> Vec<FieldError> {
 
 /// As [`errors`], its conditions compiled or only bounded as `check` says.
 pub fn errors_checking(spec: &Value, check: Check) -> Vec<FieldError> {
+    checked(spec, check).0
+}
+
+/// Every error of `spec`, its conditions compiled or only bounded as `check` says, and the
+/// conditions compiled ([`Check::Compile`]): a Cleaner is compiled once, for both.
+pub(crate) fn checked(spec: &Value, check: Check) -> (Vec<FieldError>, Vec<Expression>) {
     let parsed: CleanerSpec = match serde_json::from_value(spec.clone()) {
         Ok(parsed) => parsed,
         Err(error) => {
-            return vec![FieldError::new(
-                "spec",
-                spec,
-                format!("is malformed: {error}"),
-            )];
+            let malformed = FieldError::new("spec", spec, format!("is malformed: {error}"));
+            return (vec![malformed], Vec::new());
         }
     };
     let mut errors = Vec::new();
@@ -225,17 +228,21 @@ pub fn errors_checking(spec: &Value, check: Check) -> Vec<FieldError> {
     }
     let mut declared = parsed.evaluated_names();
     declared.push(TIME);
+    let mut compiled = Vec::new();
     for (index, condition) in parsed.conditions.iter().enumerate() {
-        if let Err(error) = Expression::checked(condition, Expect::Condition, &declared, check) {
-            let path = format!("spec.conditions[{index}]");
-            errors.push(FieldError::new(
-                path,
-                &Value::String(condition.clone()),
-                error,
-            ));
+        match Expression::checked(condition, Expect::Condition, &declared, check) {
+            Ok(expression) => compiled.extend(expression),
+            Err(error) => {
+                let path = format!("spec.conditions[{index}]");
+                errors.push(FieldError::new(
+                    path,
+                    &Value::String(condition.clone()),
+                    error,
+                ));
+            }
         }
     }
-    errors
+    (errors, compiled)
 }
 
 /// A CEL identifier that is neither reserved nor `time`.
