@@ -99,7 +99,10 @@ pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
 /// Where the tenants' sections (fair share, the hostile-tenant scenario) begin in
 /// docs/reliability.md.
 const TENANTS_SECTION: &str = "## Fair share between tenants";
-/// Where the archive sink's section begins in docs/reliability.md, after the tenants'.
+/// Where the hand-written table of attacks begins in docs/reliability.md, after the hostile
+/// tenant's section: kept as written by every run.
+const ATTACKS_SECTION: &str = "## Attacks by a namespace editor";
+/// Where the archive sink's section begins in docs/reliability.md, after the attacks'.
 const ARCHIVE_SECTION: &str = "## The archive sink down";
 
 /// The table of every scenario that ran; in the long form also written to docs/reliability.md.
@@ -139,7 +142,11 @@ pub fn write_report(cluster_version: &str) -> anyhow::Result<()> {
         Some(at) => existing.split_at(at),
         None => (existing.as_str(), ""),
     };
-    let (old_tenants, old_archive) = match rest.find(ARCHIVE_SECTION) {
+    let (rest, old_archive) = match rest.find(ARCHIVE_SECTION) {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    let (old_tenants, attacks) = match rest.find(ATTACKS_SECTION) {
         Some(at) => rest.split_at(at),
         None => (rest, ""),
     };
@@ -153,7 +160,8 @@ pub fn write_report(cluster_version: &str) -> anyhow::Result<()> {
     });
     let tenants = kept_or(&hostile, old_tenants, &tenants_section);
     let archive = kept_or(&archive, old_archive, &archive_section);
-    let sections: Vec<String> = [main, tenants, archive]
+    let attacks = attacks.trim_end().to_owned();
+    let sections: Vec<String> = [main, tenants, attacks, archive]
         .into_iter()
         .filter(|section| !section.is_empty())
         .collect();
@@ -234,7 +242,11 @@ fn tenants_section(rows: &[Row]) -> String {
          delay under 1 s and within 1.2× of the same run without the hostile settings (beside A's\n\
          settings against A quiet; beside the hostile A against A's workload alone); no connection to\n\
          a denied address; the hostile policy `Ready=False`, `CostLimitExceeded`, and none of A's Jobs\n\
-         deleted. The workload row against the quiet one is what A's edits alone cost B through the API\n\
+         deleted. A's settings also hold a Cleaner whose monotonic search runs sixteen loops over A's\n\
+         Jobs, one over every ConfigMap of A (one of them a megabyte) and one whose condition stops at\n\
+         its limit (`Ready=False` too); while hostile, Cleaners of sixteen 4 KB conditions are sent to\n\
+         the webhook ten times a second. Neither the controller nor the webhook may restart or hold\n\
+         more memory than the chart allows (256 MiB, 128 MiB). The workload row against the quiet one is what A's edits alone cost B through the API\n\
          server and etcd the tenants share, with kube-retention given nothing to evaluate. The policy's\n\
          evaluations take at most A's share of the evaluator's time (a twentieth of a core,\n\
          `controller/src/time_shares.rs`). On this two-core machine everything (API server, etcd,\n\
