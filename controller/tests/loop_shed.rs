@@ -2,7 +2,8 @@
 //! whose big Jobs, all judged by a policy with an expression, fill its lane of the evaluator's
 //! backlog has the newest shed; each shed Job is fetched again with one GET at its turn, then
 //! judged and deleted like the others — nothing is lost to the bound, and nothing is fetched
-//! that was not shed. The policy's arrival lists the Jobs of its own namespace only.
+//! that was not shed. The policy, compiled on the evaluator, lists the Jobs of its own namespace
+//! only once it arrives.
 
 #![allow(clippy::unwrap_used)] // test code
 
@@ -12,7 +13,9 @@ use std::time::Duration;
 
 use kube::runtime::watcher::Event;
 use kube_retention_common::api::RetentionPolicy;
-use kube_retention_controller::evaluator::{Bounds, Evaluator, EvaluatorMetrics};
+use kube_retention_controller::evaluator::{
+    Bounds, Evaluator, EvaluatorMetrics, Progress, Work, WorkKey,
+};
 use kube_retention_controller::run::Clock;
 use kube_retention_controller::time_shares::TimeShares;
 use kube_retention_controller::watches::WatchEvent;
@@ -57,7 +60,7 @@ struct Seen {
 }
 
 /// Runs the loop over four big Jobs of `team-a` and a policy with an expression over them, the
-/// namespace starting in debt so that they queue together past its lane's bound; shed Jobs
+/// evaluator held so that they queue together past the namespace lane's bound; shed Jobs
 /// listed by name are answered by `fetch` (the Job, or a refusal); until `done` says so of
 /// what was seen.
 async fn shed_run(fetch: fn(&str) -> Result<Value, u16>, done: fn(&Seen) -> bool) -> Seen {
@@ -67,15 +70,19 @@ async fn shed_run(fetch: fn(&str) -> Result<Value, u16>, done: fn(&Seen) -> bool
         ..Bounds::default()
     };
     let metrics = EvaluatorMetrics::default();
-    // The namespace starts two seconds in debt (a second charged at half a core): nothing of
-    // it is evaluated before the loop has queued all four.
-    let mut shares = TimeShares::new(0.5, Duration::ZERO);
-    let debt = std::time::Instant::now();
-    shares.charge(&Arc::from("team-a"), Duration::from_secs(1), debt);
-    let evaluator = Evaluator::spawn_with(metrics.clone(), shares, bounds).unwrap();
-    // The policy comes through the stream the Jobs' watch starts with; the policy's change
-    // then lists the Jobs of its namespace afresh, from the mocked API server.
-    let running = loop_support::start(client, Clock::System, "Job.batch", evaluator);
+    let shares = TimeShares::new(0.5, Duration::ZERO);
+    let (evaluator, evaluating) = Evaluator::spawn_with(metrics.clone(), shares, bounds).unwrap();
+    // The policy comes through the stream the Jobs' watch starts with, is compiled on the
+    // evaluator, and its change then lists the Jobs of its namespace afresh, from the mocked
+    // API server. Before that list is answered, a gate holds the evaluator's thread: the four
+    // Jobs queue together behind it.
+    let gate = Gate::default();
+    let running = loop_support::start(
+        client,
+        Clock::System,
+        "Job.batch",
+        (evaluator.clone(), evaluating),
+    );
     running
         .events
         .send(WatchEvent::Policy(Ok(Event::Apply(policy()))))
@@ -118,7 +125,9 @@ async fn shed_run(fetch: fn(&str) -> Result<Value, u16>, done: fn(&Seen) -> bool
             }
             ("GET", None) if path == "/apis/batch/v1/namespaces/team-a/jobs" => {
                 seen.namespace_lists += 1;
+                gate.close(&evaluator);
                 received.reply(200, &job_list(names.iter().map(|name| job(name)).collect()));
+                gate.open_after(Duration::from_secs(2));
             }
             ("DELETE", _) => {
                 let name = path.rsplit('/').next().unwrap().to_owned();
@@ -138,6 +147,73 @@ async fn shed_run(fetch: fn(&str) -> Result<Value, u16>, done: fn(&Seen) -> bool
     drop(open);
     seen.deleted.sort();
     seen
+}
+
+/// A work that holds the evaluator's thread in its step until opened: what the loop sends
+/// meanwhile waits in the thread's channel, and is queued all at once after.
+#[derive(Default, Clone)]
+struct Gate {
+    opened: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+}
+
+impl Gate {
+    /// Sends the gate to the evaluator, and waits until its step holds the thread.
+    fn close(&self, evaluator: &Evaluator) {
+        let (held, holding) = std::sync::mpsc::channel();
+        let work = GateWork {
+            gate: self.clone(),
+            namespace: Arc::from("gate"),
+            held,
+        };
+        assert!(evaluator.submit(Box::new(work)));
+        holding.recv_timeout(Duration::from_secs(30)).unwrap();
+    }
+
+    /// Opens the gate `after` from now, from a thread of its own.
+    fn open_after(&self, after: Duration) {
+        let opened = self.opened.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(after);
+            *opened.0.lock().unwrap() = true;
+            opened.1.notify_all();
+        });
+    }
+}
+
+struct GateWork {
+    gate: Gate,
+    namespace: Arc<str>,
+    held: std::sync::mpsc::Sender<()>,
+}
+
+impl Work for GateWork {
+    fn namespace(&self) -> &Arc<str> {
+        &self.namespace
+    }
+
+    fn key(&self) -> WorkKey {
+        WorkKey::Cleaner(Arc::from("gate"))
+    }
+
+    fn step(&mut self) -> Progress {
+        self.held.send(()).ok();
+        let (opened, waiting) = &*self.gate.opened;
+        let mut open = opened.lock().unwrap();
+        while !*open {
+            open = waiting.wait(open).unwrap();
+        }
+        Progress::Done
+    }
+
+    fn weight(&self) -> usize {
+        0
+    }
+
+    fn finish(self: Box<Self>) {}
+
+    fn shed(self: Box<Self>) -> Box<dyn Work> {
+        self
+    }
 }
 
 fn job_list(items: Vec<Value>) -> Value {

@@ -94,9 +94,41 @@ pub trait PolicyObject: Resource {
     /// Its spec as written.
     fn spec(&self) -> &PolicyRules;
 
+    /// What its rules are read from: its spec, and a ClusterRetentionPolicy's
+    /// `namespaceSelector`.
+    fn source(&self) -> RulesSource;
+
     /// Its spec read and checked ([`Rules::read`]), a ClusterRetentionPolicy's
     /// `namespaceSelector` included.
-    fn rules(&self) -> (Rules, Vec<FieldError>);
+    fn rules(&self) -> (Rules, Vec<FieldError>) {
+        self.source().read()
+    }
+}
+
+/// What a policy's [`Rules`] are read from, owned: the controller reads it off its loops, on
+/// the thread that takes each namespace's share of time, since compiling a policy's expressions
+/// takes up to milliseconds each.
+#[derive(Debug, Clone, Default)]
+pub struct RulesSource {
+    pub spec: PolicyRules,
+    /// A ClusterRetentionPolicy's `namespaceSelector`, as JSON.
+    pub namespace_selector: Option<serde_json::Value>,
+}
+
+impl RulesSource {
+    /// The rules read and checked ([`Rules::read`]), with every error found.
+    pub fn read(&self) -> (Rules, Vec<FieldError>) {
+        Rules::read(&self.spec, self.namespace_selector.as_ref())
+    }
+
+    /// About how many bytes it holds: its spec's JSON text.
+    pub fn bytes(&self) -> usize {
+        serde_json::to_vec(&self.spec).map_or(0, |text| text.len())
+            + self
+                .namespace_selector
+                .as_ref()
+                .map_or(0, |selector| selector.to_string().len())
+    }
 }
 
 impl PolicyObject for RetentionPolicy {
@@ -110,8 +142,11 @@ impl PolicyObject for RetentionPolicy {
         &self.spec.rules
     }
 
-    fn rules(&self) -> (Rules, Vec<FieldError>) {
-        Rules::read(&self.spec.rules, None)
+    fn source(&self) -> RulesSource {
+        RulesSource {
+            spec: self.spec.rules.clone(),
+            namespace_selector: None,
+        }
     }
 }
 
@@ -126,13 +161,16 @@ impl PolicyObject for ClusterRetentionPolicy {
         &self.spec.rules
     }
 
-    fn rules(&self) -> (Rules, Vec<FieldError>) {
-        let selector = self
+    fn source(&self) -> RulesSource {
+        let namespace_selector = self
             .spec
             .namespace_selector
             .as_ref()
             .and_then(|selector| serde_json::to_value(selector).ok());
-        Rules::read(&self.spec.rules, selector.as_ref())
+        RulesSource {
+            spec: self.spec.rules.clone(),
+            namespace_selector,
+        }
     }
 }
 

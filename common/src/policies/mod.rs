@@ -17,7 +17,7 @@ use crate::selector::Selector;
 mod candidates;
 mod fields;
 
-pub use candidates::{PolicyKey, PolicyObject, PolicyScope, candidates};
+pub use candidates::{PolicyKey, PolicyObject, PolicyScope, RulesSource, candidates};
 pub use fields::{MAX_IMMEDIATE_DELETIONS, approved_generation};
 use fields::{count, expression, kinds, limit, selector, ttl};
 

@@ -34,12 +34,14 @@ use crate::time_shares::TimeShares;
 
 pub mod backlog;
 pub mod bounds;
+pub mod compile;
 mod lane;
 pub mod policy;
 pub mod work;
 
 pub use backlog::Backlog;
 pub use bounds::{Bounds, Dropped};
+pub use compile::{Compiled, PolicyCompile};
 pub use lane::YIELD_EVERY;
 pub use policy::{Evaluated, Job, PolicyOutcome, PolicyWork, evaluate};
 pub use work::{Progress, Work, WorkKey};

@@ -22,6 +22,7 @@ use kube_retention_common::kinds::KindId;
 use tokio::sync::mpsc;
 
 use super::Loop;
+use super::compiles::Compiles;
 use super::refetch::Fetched;
 use crate::evaluator::{Evaluated, Evaluator, Job, PolicyOutcome, PolicyWork};
 use crate::metrics::Metrics;
@@ -43,6 +44,8 @@ pub struct Evaluations {
     pub(super) returning: Option<ObjectKey>,
     /// Shed objects whose fetch failed, and how many times.
     pub(super) fetch_failures: HashMap<ObjectKey, u32>,
+    /// Policies' generations being compiled on the same evaluator.
+    pub(super) compiles: Compiles,
 }
 
 impl Evaluations {
@@ -51,6 +54,7 @@ impl Evaluations {
         let (sender, results) = mpsc::unbounded_channel();
         let (fetches, fetched) = mpsc::unbounded_channel();
         Self {
+            compiles: Compiles::new(evaluator.clone()),
             evaluator,
             client,
             sender,

@@ -51,6 +51,7 @@ pub struct Discovered {
 }
 
 mod clock;
+mod compiles;
 mod evaluations;
 mod governed;
 mod policies;
@@ -59,6 +60,7 @@ mod refetch;
 mod scan;
 
 pub use clock::Clock;
+pub use compiles::Compiles;
 pub use evaluations::Evaluations;
 pub use policies::Extra;
 
@@ -101,6 +103,7 @@ impl Loop {
                 },
                 Some(outcome) = self.evaluations.results.recv() => self.on_outcome(outcome),
                 Some(fetched) = self.evaluations.fetched.recv() => self.on_fetched(fetched),
+                Some(compiled) = self.evaluations.compiles.recv() => self.on_compiled(compiled),
                 Some(scan) = self.scans.recv() => {
                     self.on_scan(scan);
                     Vec::new()

@@ -13,6 +13,7 @@ use kube_retention_common::policies::{PolicyObject, PolicyScope};
 use super::governed::Relist;
 use super::{Discovered, Loop};
 use crate::discovery::Scan;
+use crate::evaluator::Compiled;
 use crate::policy_status;
 use crate::policy_status::writes::StatusWrites;
 use crate::relist_throttle::RelistThrottle;
@@ -81,26 +82,43 @@ impl Loop {
                     approved: policy.approved_generation(),
                     accepted: policy.accepted_generation(),
                 };
-                let unchanged = self.state.policies().get(&key).is_some_and(|loaded| {
-                    generation.is_some()
-                        && loaded.generation == generation
-                        && loaded.approval.approved == approval.approved
-                });
-                if unchanged {
-                    return Vec::new();
+                let loaded = self
+                    .state
+                    .policies()
+                    .get(&key)
+                    .filter(|loaded| generation.is_some() && loaded.generation == generation);
+                if let Some(loaded) = loaded {
+                    if loaded.approval.approved == approval.approved {
+                        return Vec::new();
+                    }
+                    // An approval of the generation in force: news to the guard, at once.
+                    let reloaded = LoadedPolicy {
+                        rules: loaded.rules.clone(),
+                        errors: loaded.errors.clone(),
+                        generation,
+                        approval,
+                    };
+                    self.evaluations.compiles.forget(&key);
+                    let namespace = key.namespace.clone();
+                    changed.push((self.state.policy_applied(key, reloaded), namespace));
+                } else {
+                    let compiling =
+                        self.evaluations
+                            .compiles
+                            .pending(&key)
+                            .is_some_and(|pending| {
+                                generation.is_some()
+                                    && pending.generation == generation
+                                    && pending.approval.approved == approval.approved
+                            });
+                    if !compiling {
+                        self.state.policy_changing(&key);
+                        let source = policy.source();
+                        self.evaluations
+                            .compiles
+                            .submit(key, generation, approval, source);
+                    }
                 }
-                let (rules, errors) = policy.rules();
-                if !errors.is_empty() {
-                    tracing::warn!(policy = %key, errors = errors.len(), "policy is invalid; ignored until fixed");
-                }
-                let loaded = LoadedPolicy {
-                    rules: std::sync::Arc::new(rules),
-                    errors,
-                    generation,
-                    approval,
-                };
-                let namespace = key.namespace.clone();
-                changed.push((self.state.policy_applied(key, loaded), namespace));
             }
             Ok(Event::InitDone) => {
                 let seen = self.extra.listing(K::SCOPE).take().unwrap_or_default();
@@ -111,6 +129,9 @@ impl Loop {
                     .map(|(key, _)| key.clone())
                     .filter(|key| key.scope() == K::SCOPE && !seen.contains(key))
                     .collect();
+                self.evaluations
+                    .compiles
+                    .forget_unseen(|key| key.scope() != K::SCOPE || seen.contains(key));
                 for key in gone {
                     self.extra.statuses.forget(&key);
                     let namespace = key.namespace.clone();
@@ -119,6 +140,7 @@ impl Loop {
             }
             Ok(Event::Delete(policy)) => {
                 let key = policy.key();
+                self.evaluations.compiles.forget(&key);
                 self.extra.written.remove(&key);
                 self.extra.statuses.forget(&key);
                 let namespace = key.namespace.clone();
@@ -130,6 +152,33 @@ impl Loop {
             if !kinds.is_empty() {
                 self.refresh(&kinds, namespace.as_deref());
             }
+        }
+        Vec::new()
+    }
+
+    /// A policy's generation compiled on the evaluator: loaded into the state if it is still
+    /// the latest, and its kinds listed afresh.
+    pub(super) fn on_compiled(&mut self, compiled: Compiled) -> Vec<Action> {
+        let Some((pending, compiled)) = self.evaluations.compiles.take(compiled) else {
+            return Vec::new();
+        };
+        let Some((rules, errors)) = compiled.read else {
+            return Vec::new();
+        };
+        let key = compiled.key;
+        if !errors.is_empty() {
+            tracing::warn!(policy = %key, errors = errors.len(), "policy is invalid; ignored until fixed");
+        }
+        let loaded = LoadedPolicy {
+            rules: std::sync::Arc::new(rules),
+            errors,
+            generation: pending.generation,
+            approval: pending.approval,
+        };
+        let namespace = key.namespace.clone();
+        let kinds = self.state.policy_applied(key, loaded);
+        if !kinds.is_empty() {
+            self.refresh(&kinds, namespace.as_deref());
         }
         Vec::new()
     }

@@ -75,6 +75,8 @@ pub(super) struct Guards {
     /// The threshold of a policy that sets none (`--max-immediate-deletions`); 0: no guard.
     pub(super) default_threshold: u32,
     policies: HashMap<Arc<PolicyKey>, PolicyGuard>,
+    /// Policies whose next generation is being compiled: nothing they govern goes meanwhile.
+    changing: HashSet<PolicyKey>,
 }
 
 impl Guards {
@@ -115,6 +117,13 @@ impl Guards {
     /// `key` is gone or about to change: what it held is judged afresh by its next generation.
     pub(super) fn disarm(&mut self, key: &PolicyKey) {
         self.policies.remove(key);
+        self.changing.remove(key);
+    }
+
+    /// `key`'s next generation is on its way (compiled off the loop): until it is armed, the
+    /// generation it replaces deletes nothing — its writer may have taken a TTL away.
+    pub(super) fn hold_changing(&mut self, key: PolicyKey) {
+        self.changing.insert(key);
     }
 
     /// Whether `policy` holds the deletion of `key`, due at `at` for `reason`; it is counted.
@@ -125,6 +134,9 @@ impl Guards {
         at: Timestamp,
         reason: Reason,
     ) -> bool {
+        if self.changing.contains(policy) {
+            return true;
+        }
         let Some(guard) = self.policies.get_mut(policy) else {
             return false;
         };

@@ -230,6 +230,14 @@ impl State {
         kinds
     }
 
+    /// `key`'s next generation is being compiled: until [`State::policy_applied`] loads it,
+    /// the generation in force deletes nothing (held, and judged afresh under the next).
+    pub fn policy_changing(&mut self, key: &PolicyKey) {
+        if self.policies.get(key).is_some() {
+            self.policies.guards.hold_changing(key.clone());
+        }
+    }
+
     /// A policy is gone or about to change (`Tracker::release`); answers its kinds.
     pub fn policy_removed(&mut self, key: &PolicyKey) -> Vec<ResourceRef> {
         let Some((key, loaded)) = self.policies.remove(key) else {
