@@ -165,6 +165,7 @@ pub fn write_report(cluster_version: &str) -> anyhow::Result<()> {
         .into_iter()
         .filter(|section| !section.is_empty())
         .collect();
+    let sections: Vec<&str> = sections.iter().map(|section| section.trim_end()).collect();
     std::fs::write(path, format!("{}\n", sections.join("\n\n")))?;
     Ok(())
 }
