@@ -9,7 +9,7 @@ mod support;
 
 use kube_retention_controller::state::{Approval, LoadedPolicy, PolicyKey, State};
 use serde_json::{Value, json};
-use support::{JOB, at, deletes, kind, loaded_policy, object};
+use support::{JOB, at, deletes, kind, loaded_policy, succeeded_job};
 
 const NOW: &str = "2026-01-02T00:00:00Z";
 
@@ -30,17 +30,6 @@ fn generation(ttl: &str, generation: i64) -> LoadedPolicy {
     }
 }
 
-/// A Job of `ns` that succeeded on New Year's Day.
-fn job(name: &str) -> kube::api::DynamicObject {
-    object(json!({
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"),
-                     "resourceVersion": "1", "creationTimestamp": "2026-01-01T00:00:00Z"},
-        "status": {"completionTime": "2026-01-01T00:00:01Z", "conditions": [
-            {"type": "Complete", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"}]},
-    }))
-}
-
 /// A leader without a blast-radius threshold, under generation 1 of a one-second TTL.
 fn leading_under_a_second() -> State {
     let mut state = State::new(kube_retention_common::Registry::builtin().clone())
@@ -56,7 +45,7 @@ fn list(state: &mut State, names: &[&str], now: &str) -> Vec<String> {
     state.relist_started(kind(JOB));
     let mut actions = Vec::new();
     for name in names {
-        actions.extend(state.applied(kind(JOB), &job(name), now));
+        actions.extend(state.applied(kind(JOB), &succeeded_job("ns", name), now));
     }
     actions.extend(state.relist_done(kind(JOB), now));
     actions.extend(state.due(now));
