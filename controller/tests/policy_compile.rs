@@ -193,9 +193,9 @@ async fn the_loop_takes_back_only_the_latest_generation_and_asks_again_for_what_
     };
     assert!(compiles.take(shed).is_none());
     let again = tokio::time::timeout(within, compiles.recv()).await.unwrap();
-    let (pending, compiled) = compiles.take(again.unwrap()).unwrap();
-    assert_eq!(pending.generation, Some(2));
-    assert!(compiled.read.is_some());
+    let (pending, taken, (_, errors)) = compiles.take(again.unwrap()).unwrap();
+    assert_eq!((pending.generation, taken), (Some(2), nightly.clone()));
+    assert!(errors.is_empty(), "{errors:?}");
     assert!(compiles.pending(&nightly).is_none(), "taken");
     // A policy that went while compiling is not taken back.
     compiles.submit(nightly.clone(), Some(3), approval, valid());

@@ -2,9 +2,9 @@
 //! of up to five expressions takes up to 2 ms to parse, check and estimate in a release build
 //! (a 1,000-token `&&` chain; `cargo run --release -p kube-retention-common --example
 //! compile_time`), more on a loaded machine, and a namespace editor may rewrite a policy as
-//! often as the API server lets them. On the loop that
-//! schedules deletions every edit would hold up every tenant's deadlines; here it is charged to
-//! the namespace that wrote it, and edits faster than they compile coalesce into the latest.
+//! often as the API server lets them. On the loop that schedules deletions every edit would
+//! hold up every tenant's deadlines; here it is charged to the namespace that wrote it, and
+//! edits faster than they compile coalesce into the latest.
 //!
 //! One step compiles the whole policy: what it takes is bounded before parsing (every
 //! expression's size, tokens and depth, `common::cel::shape`) to about one evaluation stopped

@@ -5,11 +5,15 @@
 
 use std::collections::HashMap;
 
-use kube_retention_common::policies::{PolicyKey, RulesSource};
+use kube_retention_common::field_error::FieldError;
+use kube_retention_common::policies::{PolicyKey, Rules, RulesSource};
 use tokio::sync::mpsc;
 
 use crate::evaluator::{Compiled, Evaluator, PolicyCompile};
 use crate::state::Approval;
+
+/// A policy's rules as read, with every error found.
+pub type Read = (Rules, Vec<FieldError>);
 
 /// A generation of a policy sent to be compiled.
 #[derive(Debug, Clone)]
@@ -95,25 +99,26 @@ impl Compiles {
         self.pending.retain(|key, _| kept(key));
     }
 
-    /// What came back: the pending generation it compiled, with its rules, if it is still the
-    /// latest. Work the evaluator let go of is sent again, first in its lane, if still the
-    /// latest; the evaluator is told otherwise that it will not come back.
-    pub fn take(&mut self, compiled: Compiled) -> Option<(Pending, Compiled)> {
+    /// What came back: the pending generation it compiled, its key and its rules read, if it
+    /// is still the latest. Work the evaluator let go of is sent again, first in its lane, if
+    /// still the latest; the evaluator is told otherwise that it will not come back.
+    pub fn take(&mut self, compiled: Compiled) -> Option<(Pending, PolicyKey, Read)> {
+        let Compiled { key, seq, read } = compiled;
         let latest = self
             .pending
-            .get(&compiled.key)
-            .is_some_and(|pending| pending.seq == compiled.seq);
-        if compiled.read.is_none() {
+            .get(&key)
+            .is_some_and(|pending| pending.seq == seq);
+        let Some(read) = read else {
             match latest {
-                true => self.send(&compiled.key, &self.pending[&compiled.key], true),
+                true => self.send(&key, &self.pending[&key], true),
                 false => self.evaluator.nothing_returned(),
             }
             return None;
-        }
+        };
         if !latest {
             return None;
         }
-        let pending = self.pending.remove(&compiled.key)?;
-        Some((pending, compiled))
+        let pending = self.pending.remove(&key)?;
+        Some((pending, key, read))
     }
 }

@@ -159,13 +159,9 @@ impl Loop {
     /// A policy's generation compiled on the evaluator: loaded into the state if it is still
     /// the latest, and its kinds listed afresh.
     pub(super) fn on_compiled(&mut self, compiled: Compiled) -> Vec<Action> {
-        let Some((pending, compiled)) = self.evaluations.compiles.take(compiled) else {
+        let Some((pending, key, (rules, errors))) = self.evaluations.compiles.take(compiled) else {
             return Vec::new();
         };
-        let Some((rules, errors)) = compiled.read else {
-            return Vec::new();
-        };
-        let key = compiled.key;
         if !errors.is_empty() {
             tracing::warn!(policy = %key, errors = errors.len(), "policy is invalid; ignored until fixed");
         }

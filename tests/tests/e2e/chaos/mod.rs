@@ -152,7 +152,7 @@ pub fn write_report(cluster_version: &str) -> anyhow::Result<()> {
     };
     let kept_or =
         |rows: &[Row], old: &str, section: &dyn Fn(&[Row]) -> String| match rows.is_empty() {
-            true => old.trim_end().to_owned(),
+            true => old.to_owned(),
             false => section(rows),
         };
     let main = kept_or(&others, old_main, &|rows| {
@@ -160,12 +160,11 @@ pub fn write_report(cluster_version: &str) -> anyhow::Result<()> {
     });
     let tenants = kept_or(&hostile, old_tenants, &tenants_section);
     let archive = kept_or(&archive, old_archive, &archive_section);
-    let attacks = attacks.trim_end().to_owned();
-    let sections: Vec<String> = [main, tenants, attacks, archive]
+    let sections: Vec<&str> = [main.as_str(), &tenants, attacks, &archive]
+        .map(str::trim_end)
         .into_iter()
         .filter(|section| !section.is_empty())
         .collect();
-    let sections: Vec<&str> = sections.iter().map(|section| section.trim_end()).collect();
     std::fs::write(path, format!("{}\n", sections.join("\n\n")))?;
     Ok(())
 }
