@@ -34,7 +34,6 @@ pub mod run;
 pub mod sinks;
 pub mod startup;
 pub mod state;
-pub mod time_shares;
 pub mod watch_backoff;
 pub mod watches;
 

@@ -19,7 +19,7 @@ use kube_retention_controller::evaluator::{
 };
 use kube_retention_controller::policy_status::{self, Inputs};
 use kube_retention_controller::state::{LoadedPolicy, ObjectKey, PolicyAnswers, PolicyKey, State};
-use kube_retention_controller::time_shares::TimeShares;
+use kube_retention_runtime::time_shares::TimeShares;
 use serde_json::{Value, json};
 use support::{JOB, at, kind, leader, loaded_policy};
 use tokio::sync::mpsc::UnboundedSender;

@@ -267,7 +267,7 @@ impl Work for Waiting {
 #[test]
 fn a_namespace_is_charged_the_cpu_time_its_steps_took_not_the_time_they_were_away() {
     use kube_retention_controller::evaluator::{EvaluatorMetrics, Submission, serve};
-    use kube_retention_controller::time_shares::TimeShares;
+    use kube_retention_runtime::time_shares::TimeShares;
     let (works, queued) = std::sync::mpsc::channel::<Submission>();
     let (done, finished) = std::sync::mpsc::channel();
     for name in ["first", "second"] {

@@ -84,3 +84,33 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn keys_that_must_wait_keep_their_place_and_the_ready_ones_go() {
+    let mut queue = FairQueue::default();
+    queue.push('a', "a1");
+    queue.push('a', "a2");
+    queue.push('b', "b1");
+    queue.push('c', "c1");
+    assert_eq!(queue.pop_ready(|key| *key != 'a', |_| true), Some("b1"));
+    assert_eq!(queue.pop_ready(|key| *key != 'a', |_| true), Some("c1"));
+    assert_eq!(
+        queue.pop_ready(|key| *key != 'a', |_| true),
+        None,
+        "only a has work, and it waits"
+    );
+    assert_eq!(queue.waiting_keys().collect::<Vec<_>>(), [&'a']);
+    assert_eq!(queue.pop_ready(|_| true, |_| true), Some("a1"));
+    assert_eq!(queue.len(), 1);
+}
+
+#[test]
+fn a_ready_key_with_only_superseded_work_leaves_the_round() {
+    let mut queue = FairQueue::default();
+    queue.push('a', 1);
+    queue.push('b', 2);
+    assert_eq!(queue.pop_ready(|key| *key == 'b', |item| *item != 2), None);
+    assert_eq!(queue.keys(), 1, "b's superseded item is gone, a waits");
+    assert_eq!(queue.pop_ready(|_| true, |_| true), Some(1));
+    assert!(queue.is_empty());
+}

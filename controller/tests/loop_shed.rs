@@ -17,8 +17,8 @@ use kube_retention_controller::evaluator::{
     Bounds, Evaluator, EvaluatorMetrics, Progress, Work, WorkKey,
 };
 use kube_retention_controller::run::Clock;
-use kube_retention_controller::time_shares::TimeShares;
 use kube_retention_controller::watches::WatchEvent;
+use kube_retention_runtime::time_shares::TimeShares;
 use serde_json::{Value, json};
 
 mod loop_support;

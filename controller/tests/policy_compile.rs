@@ -18,7 +18,7 @@ use kube_retention_controller::evaluator::{
 };
 use kube_retention_controller::run::Compiles;
 use kube_retention_controller::state::Approval;
-use kube_retention_controller::time_shares::TimeShares;
+use kube_retention_runtime::time_shares::TimeShares;
 use serde_json::json;
 use tokio::sync::mpsc;
 

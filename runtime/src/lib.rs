@@ -1,7 +1,8 @@
 //! What kube-retention's binaries (webhook, controller, certs) share around their own work: a
 //! Kubernetes client from `--kubeconfig` or the environment, logging, the shutdown signal, the
-//! flags both the webhook and the controller take ([`SinkPolicyFlags`]), and the supervision of
-//! their background tasks ([`supervise`]).
+//! flags both the webhook and the controller take ([`SinkPolicyFlags`]), the supervision of
+//! their background tasks ([`supervise`]), and each tenant's share of a CPU-bound service's time
+//! ([`time_shares`]).
 
 use std::path::Path;
 
@@ -12,6 +13,7 @@ use tracing_subscriber::EnvFilter;
 pub mod discovery;
 pub mod sinks;
 pub mod supervise;
+pub mod time_shares;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {

@@ -7,7 +7,7 @@
 //! ([`backlog`]), coalesced by object or Cleaner and bounded in memory, and is served a step at a
 //! time — one expression on one object ([`work`]) — namespaces taking turns, as API Priority
 //! and Fairness serves the API server's flows. Each namespace takes at most its own share of a
-//! core ([`crate::time_shares`]): a tenant whose expressions run to their limit waits for its
+//! core ([`NAMESPACE_SHARE`], [`kube_retention_runtime::time_shares`]): a tenant whose expressions run to their limit waits for its
 //! namespace's time while the others' turns go on, so it gets no more of the machine by writing
 //! them.
 //!
@@ -30,7 +30,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use thread_priority::{ThreadPriority, set_current_thread_priority};
 
-use crate::time_shares::TimeShares;
+use kube_retention_runtime::time_shares::TimeShares;
 
 pub mod backlog;
 pub mod bounds;
@@ -45,6 +45,13 @@ pub use compile::{Compiled, PolicyCompile};
 pub use lane::YIELD_EVERY;
 pub use policy::{Evaluated, Job, PolicyOutcome, PolicyWork, evaluate};
 pub use work::{Progress, Work, WorkKey};
+
+/// A namespace's share of one core: what its evaluations may take, over time.
+pub const NAMESPACE_SHARE: f64 = 0.05;
+
+/// The most credit a namespace holds: a quiet namespace's burst (a list of thousands of everyday
+/// objects at start) goes at once.
+pub const NAMESPACE_BURST: Duration = Duration::from_millis(250);
 
 /// The most of one core evaluations take.
 pub const CPU_SHARE: f64 = 0.25;
@@ -125,7 +132,11 @@ impl Evaluator {
     /// Starts the thread, `cel-evaluator`, and answers it for a supervisor: it ends once every
     /// [`Evaluator`] is dropped and the work queued is done.
     pub fn spawn(metrics: EvaluatorMetrics) -> std::io::Result<(Self, Supervised)> {
-        Self::spawn_with(metrics, TimeShares::default(), Bounds::default())
+        Self::spawn_with(
+            metrics,
+            TimeShares::new(NAMESPACE_SHARE, NAMESPACE_BURST),
+            Bounds::default(),
+        )
     }
 
     /// Like [`Evaluator::spawn`], each namespace's time shared by `shares` and the backlog

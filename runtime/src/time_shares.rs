@@ -1,29 +1,22 @@
-//! Each namespace's share of the CEL evaluator's time. Round robin ([`crate::evaluator::backlog`])
-//! shares turns, and turns alone are not fair when one tenant's evaluations run to their cost limit
-//! (tens of milliseconds each) and another's take microseconds: the heavy tenant would keep the
-//! evaluator busy up to its cap on the machine, and every other tenant's watches, deletions and the
-//! API server they share would pay for it in CPU. So each namespace is charged the time its
-//! evaluations took and credited [`NAMESPACE_SHARE`] of a core as time passes, holding at most
-//! [`BURST`] of credit; a namespace in debt waits, while the others' turns go on. This is how the
-//! API server charges the CEL of a request to the flow that sent it (API Priority and Fairness),
-//! with time in place of seats.
+//! Each tenant's share of a CPU-bound service's time: the controller's CEL evaluator shares one
+//! core between namespaces, the webhook its CEL compilations. Round robin shares turns, and turns
+//! alone are not fair when one tenant's work runs to its limit (tens of milliseconds each) and
+//! another's takes microseconds: the heavy tenant would keep the service busy up to its cap on the
+//! machine, and every other tenant, and the API server they share, would pay for it in CPU. So
+//! each key is charged the time its work took and credited its share of a core as time passes,
+//! holding at most its burst of credit; a key in debt waits (or is refused), while the others go
+//! on. This is how the API server charges the CEL of a request to the flow that sent it (API
+//! Priority and Fairness), with time in place of seats.
 //!
-//! Hand-written: an evaluation's cost is known only once it has run, and rate limiters
-//! (`governor`'s GCRA among them) decide before; this one lets a namespace run into debt and then
-//! makes it wait it off. Pure, with the time passed in, so that it is tested without sleeping.
+//! Hand-written: a piece of work's cost is known only once it has run, and rate limiters
+//! (`governor`'s GCRA among them) decide before; this one lets a key run into debt and then makes
+//! it wait it off. Pure, with the time passed in, so that it is tested without sleeping.
 
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::time::{Duration, Instant};
 
-/// A namespace's share of one core: what its evaluations may take, over time.
-pub const NAMESPACE_SHARE: f64 = 0.05;
-
-/// The most credit a namespace holds: a quiet namespace's burst (a list of thousands of everyday
-/// objects at start) goes at once.
-pub const BURST: Duration = Duration::from_millis(250);
-
-/// Namespaces with an account beyond which those back at full credit are forgotten (an account
+/// Keys with an account beyond which those back at full credit are forgotten (an account
 /// at full credit is the same as none).
 const ACCOUNTS_KEPT: usize = 256;
 
@@ -39,12 +32,6 @@ pub struct TimeShares<K> {
     share: f64,
     burst: f64,
     accounts: HashMap<K, Account>,
-}
-
-impl<K: Hash + Eq + Clone> Default for TimeShares<K> {
-    fn default() -> Self {
-        Self::new(NAMESPACE_SHARE, BURST)
-    }
 }
 
 impl<K: Hash + Eq + Clone> TimeShares<K> {
@@ -64,7 +51,7 @@ impl<K: Hash + Eq + Clone> TimeShares<K> {
         })
     }
 
-    /// `key`'s evaluation took `took`, ending at `now`.
+    /// `key`'s work took `took`, ending at `now`.
     pub fn charge(&mut self, key: &K, took: Duration, now: Instant) {
         let credit = self.credit(key, now) - took.as_secs_f64();
         self.accounts

@@ -1,10 +1,9 @@
-//! Each namespace's share of the evaluator's time, on an injected clock: charged what its
-//! evaluations took, credited its share as time passes, waiting off its debt while other keys go.
+//! Each key's share of a service's time, on an injected clock: charged what its work took,
+//! credited its share as time passes, waiting off its debt while other keys go.
 
 use std::time::{Duration, Instant};
 
-use kube_retention_controller::fair::FairQueue;
-use kube_retention_controller::time_shares::{BURST, NAMESPACE_SHARE, TimeShares};
+use kube_retention_runtime::time_shares::TimeShares;
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -45,7 +44,7 @@ fn credit_builds_up_to_the_burst_and_no_further() {
 #[test]
 fn accounts_back_at_full_credit_are_forgotten_once_there_are_many() {
     let start = Instant::now();
-    let mut shares = TimeShares::new(NAMESPACE_SHARE, BURST);
+    let mut shares = TimeShares::new(0.05, 250 * MS);
     for n in 0..300 {
         shares.charge(&n, MS, start);
     }
@@ -54,34 +53,4 @@ fn accounts_back_at_full_credit_are_forgotten_once_there_are_many() {
     shares.charge(&-1, Duration::from_secs(1), later);
     assert_eq!(shares.accounts(), 1, "only the one in debt is kept");
     assert!(shares.ready_at(&-1, later).is_some());
-}
-
-#[test]
-fn keys_that_must_wait_keep_their_place_and_the_ready_ones_go() {
-    let mut queue = FairQueue::default();
-    queue.push('a', "a1");
-    queue.push('a', "a2");
-    queue.push('b', "b1");
-    queue.push('c', "c1");
-    assert_eq!(queue.pop_ready(|key| *key != 'a', |_| true), Some("b1"));
-    assert_eq!(queue.pop_ready(|key| *key != 'a', |_| true), Some("c1"));
-    assert_eq!(
-        queue.pop_ready(|key| *key != 'a', |_| true),
-        None,
-        "only a has work, and it waits"
-    );
-    assert_eq!(queue.waiting_keys().collect::<Vec<_>>(), [&'a']);
-    assert_eq!(queue.pop_ready(|_| true, |_| true), Some("a1"));
-    assert_eq!(queue.len(), 1);
-}
-
-#[test]
-fn a_ready_key_with_only_superseded_work_leaves_the_round() {
-    let mut queue = FairQueue::default();
-    queue.push('a', 1);
-    queue.push('b', 2);
-    assert_eq!(queue.pop_ready(|key| *key == 'b', |item| *item != 2), None);
-    assert_eq!(queue.keys(), 1, "b's superseded item is gone, a waits");
-    assert_eq!(queue.pop_ready(|_| true, |_| true), Some(1));
-    assert!(queue.is_empty());
 }
