@@ -62,10 +62,16 @@ fn book(cleaners: &[Cleaner]) -> Book {
     book
 }
 
+/// The Cleaner in `namespace` prepared, its spec compiled first (as the evaluator would).
 fn prepared(book: &mut Book, namespace: &str) -> Pending {
-    match book.prepare(&key(namespace), at(NOW)).unwrap() {
-        Prepared::Conditions(pending) => pending,
-        Prepared::Decided(evaluation) => panic!("decided at once: {:?}", evaluation.verdict),
+    loop {
+        match book.prepare(&key(namespace), at(NOW)).unwrap() {
+            Prepared::Conditions(pending) => return pending,
+            Prepared::Decided(evaluation) => panic!("decided at once: {:?}", evaluation.verdict),
+            Prepared::Compile(request) => {
+                book.compiled(&request.key, request.seq, request.compile());
+            }
+        }
     }
 }
 

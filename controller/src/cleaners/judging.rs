@@ -12,7 +12,7 @@ use kube_retention_common::cleaner::{Judge, Judging, Verdict};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::book::{Clean, CleanerKey};
+use super::book::{Clean, CleanerKey, CompiledSpec};
 use super::status::Problem;
 use crate::evaluator::work::json_bytes;
 use crate::evaluator::{Progress, Work, WorkKey};
@@ -41,6 +41,13 @@ pub enum CleanerOutcome {
     /// Shed to keep the evaluator's backlog within its bound: prepared again, if still the
     /// latest.
     Shed { key: CleanerKey, seq: u64 },
+    /// A spec compiled ([`crate::cleaners::compile`]): its judge, or `None` where the
+    /// evaluator let go of the request (asked for again, if still the latest).
+    Compiled {
+        key: CleanerKey,
+        seq: u64,
+        judge: Option<CompiledSpec>,
+    },
 }
 
 /// How much more than their JSON the targets hold once converted (the JSON values and CEL's).

@@ -3,6 +3,8 @@
 //! a CloudEvent. RetentionPolicies judge objects one by one; a Cleaner judges a group at once.
 //!
 //! - [`book`]: Cleaners, their targets' objects and schedule; pure, clock-injected decisions.
+//! - [`compile`] and [`judging`]: a Cleaner's spec compiled and its conditions judged on the
+//!   evaluator, with every tenant's other CEL.
 //! - [`targets`]: which objects a target selects; [`status`]: what a Cleaner reports.
 //! - [`act`]: the clean itself, its CloudEvent sent through [`crate::sinks`]; [`helm`]: a
 //!   release read from Helm's storage; [`uninstall`]: what of it is deleted, only objects Helm's
@@ -11,6 +13,7 @@
 
 pub mod act;
 pub mod book;
+pub mod compile;
 pub mod helm;
 pub mod judging;
 pub mod metrics;

@@ -1,6 +1,6 @@
 //! What the evaluator runs: a piece of [`Work`] that a tenant's input caused — a policy's
 //! expressions on one object, a Cleaner's conditions over its targets, a policy's expressions
-//! compiled — done a [`Work::step`] at
+//! or a Cleaner's conditions compiled — done a [`Work::step`] at
 //! a time, each step one expression on one object (or the conversion of the object before
 //! them), so that the evaluator can turn to another namespace between any two.
 //!
@@ -13,13 +13,14 @@ use std::sync::Arc;
 
 use crate::state::ObjectKey;
 
-/// Which work a newer one replaces: the same object, the same Cleaner, or the compilation of
-/// the same policy (within a namespace).
+/// Which work a newer one replaces: the same object, the same Cleaner's evaluation, or the
+/// compilation of the same policy or Cleaner (within a namespace).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum WorkKey {
     Object(ObjectKey),
     Cleaner(Arc<str>),
     Policy(Arc<str>),
+    CleanerSpec(Arc<str>),
 }
 
 /// Where a work is after a step.

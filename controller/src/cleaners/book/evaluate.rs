@@ -1,7 +1,7 @@
-//! One evaluation of a Cleaner: its targets resolved from the objects watched in its namespace
-//! ([`Book::prepare`]), the conditions judged over them — on the evaluator, a step at a time,
-//! or at once in tests — and either the group to clean or the time to look again
-//! ([`Book::conclude`]).
+//! One evaluation of a Cleaner: its conditions compiled first, once a spec ([`super::compile`]);
+//! its targets resolved from the objects watched in its namespace ([`Book::prepare`]), the
+//! conditions judged over them — on the evaluator, a step at a time, or at once in tests — and
+//! either the group to clean or the time to look again ([`Book::conclude`]).
 
 use std::sync::Arc;
 
@@ -10,35 +10,49 @@ use kube::ResourceExt;
 use kube::api::DynamicObject;
 use kube_retention_common::cleaner::{ERROR_RETRY, Verdict};
 
-use super::{Book, Clean, CleanerKey, Doomed, Evaluation, KindState, Scope, ScopeState};
+use super::{
+    Book, Clean, CleanerKey, CompileRequest, Doomed, Evaluation, KindState, Scope, ScopeState,
+};
 use crate::cleaners::judging::{Pending, judged_at_once};
 use crate::cleaners::status::Problem;
 use crate::cleaners::targets::{describe, kind_of};
 
-/// An evaluation prepared: decided already, or its conditions to judge.
+/// An evaluation prepared: decided already, its conditions to judge, or its spec to compile
+/// first (evaluated again once compiled).
 pub enum Prepared {
     Decided(Evaluation),
     Conditions(Pending),
+    Compile(CompileRequest),
 }
 
 impl Book {
-    /// Evaluates the Cleaner `key` at `now`, its conditions judged at once; `None` when it is
-    /// gone.
+    /// Evaluates the Cleaner `key` at `now`, its spec compiled and its conditions judged at
+    /// once; `None` when it is gone.
     pub fn evaluate(&mut self, key: &CleanerKey, now: Timestamp) -> Option<Evaluation> {
-        match self.prepare(key, now)? {
-            Prepared::Decided(evaluation) => Some(evaluation),
-            Prepared::Conditions(pending) => {
-                let verdict = judged_at_once(&pending);
-                self.conclude(pending, verdict, now)
+        loop {
+            match self.prepare(key, now)? {
+                Prepared::Decided(evaluation) => return Some(evaluation),
+                Prepared::Conditions(pending) => {
+                    let verdict = judged_at_once(&pending);
+                    return self.conclude(pending, verdict, now);
+                }
+                Prepared::Compile(request) => {
+                    self.keep_compiled(key, request.seq, request.compile());
+                }
             }
         }
     }
 
-    /// Resolves the Cleaner `key`'s targets at `now`: the evaluation where that decides it
-    /// (its `ttl` not passed, no conditions, a target unreadable, the spec invalid), else its
-    /// conditions to judge off the loop ([`Book::conclude`] takes their verdict). `None` when
-    /// it is gone or its target kinds are not known yet.
+    /// Resolves the Cleaner `key`'s targets at `now`: its spec to compile off the loop where
+    /// that was not asked for yet; the evaluation where that decides it (its `ttl` not passed,
+    /// no conditions, a target unreadable, the spec invalid), else its conditions to judge off
+    /// the loop ([`Book::conclude`] takes their verdict). `None` when it is gone, its spec
+    /// compiling, or its target kinds not known yet.
     pub fn prepare(&mut self, key: &CleanerKey, now: Timestamp) -> Option<Prepared> {
+        let judge = match self.judge_or_request(key) {
+            Ok(judge) => judge,
+            Err(request) => return request.map(|request| Prepared::Compile(*request)),
+        };
         let tracked = self.cleaners.get(key)?;
         let mut resolved = Vec::new();
         let mut targets: Vec<(String, Vec<Arc<DynamicObject>>)> = Vec::new();
@@ -100,7 +114,7 @@ impl Book {
                 .map(|helm| helm.release.clone()),
             sink: tracked.spec.cloud_event_sink.clone(),
         };
-        let started = match (&tracked.judge, problem) {
+        let started = match (&judge, problem) {
             (Err(errors), _) => {
                 let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
                 Err(Problem::InvalidSpec(errors.join("; ")))

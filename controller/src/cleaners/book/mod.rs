@@ -7,20 +7,22 @@
 //! than at their next `retry.period`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
 
 use jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{ApiResource, GroupVersionKind};
-use kube_retention_common::cleaner::{Cleaner, CleanerSpec, Judge, Verdict};
+use kube_retention_common::cleaner::{Cleaner, CleanerSpec, Verdict};
 
 use super::status::Problem;
 use super::targets::{KindObjects, kind_of};
 
+mod compile;
 mod evaluate;
 mod objects;
 mod scopes;
 
+use compile::Judgement;
+pub use compile::{CompileRequest, CompiledSpec};
 pub use evaluate::Prepared;
 pub use objects::Unavailable;
 pub use scopes::{KINDS_PER_NAMESPACE, Scope, ScopeWatch};
@@ -88,8 +90,8 @@ struct Tracked {
     uid: String,
     created: Timestamp,
     spec: CleanerSpec,
-    /// The judge of its spec, or what is wrong with the spec.
-    judge: Result<Arc<Judge>, Vec<kube_retention_common::FieldError>>,
+    /// The judge of its spec, or what is wrong with the spec, once compiled.
+    judge: Judgement,
     next: Option<Timestamp>,
     acting: bool,
     /// The evaluation prepared last, while its verdict is awaited.
@@ -108,7 +110,7 @@ pub struct Book {
     /// Cleaners seen by a list under way.
     relisting: Option<BTreeSet<CleanerKey>>,
     cleaners_listed: bool,
-    /// The last evaluation prepared.
+    /// The last evaluation prepared or compilation asked for.
     seq: u64,
     /// Whether the watches must be planned again ([`Book::plan_watches`]).
     replan: bool,
@@ -158,7 +160,6 @@ impl Book {
             .creation_timestamp
             .as_ref()
             .map_or(Timestamp::UNIX_EPOCH, |time| time.0);
-        let judge = Judge::new(&cleaner.spec).map(Arc::new);
         for target in &cleaner.spec.targets {
             let kind = kind_of(&target.reference);
             self.kinds
@@ -173,7 +174,7 @@ impl Book {
             uid,
             created,
             spec: cleaner.spec.clone(),
-            judge,
+            judge: Judgement::Uncompiled,
             next: None,
             acting: false,
             evaluating: None,

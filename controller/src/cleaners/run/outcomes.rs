@@ -12,7 +12,10 @@ use serde_json::json;
 
 use super::Cleaners;
 use crate::cleaners::act::{self, Cleaned};
-use crate::cleaners::book::{Clean, CleanerKey, Evaluation, Prepared};
+use crate::cleaners::book::{
+    Clean, CleanerKey, CompileRequest, CompiledSpec, Evaluation, Prepared,
+};
+use crate::cleaners::compile::CleanerCompile;
 use crate::cleaners::judging::{CleanerOutcome, CleanerWork};
 use crate::cleaners::metrics::OutcomeLabels;
 use crate::cleaners::status::{self, Problem};
@@ -47,6 +50,7 @@ impl Cleaners {
         }
         match prepared {
             None => {}
+            Some(Prepared::Compile(request)) => self.compile(request, false),
             Some(Prepared::Decided(evaluation)) => self.evaluated(key, evaluation, now).await,
             Some(Prepared::Conditions(pending)) => {
                 let work = CleanerWork::new(pending, self.judged.0.clone()).returning(returning);
@@ -57,35 +61,53 @@ impl Cleaners {
         }
     }
 
-    /// The evaluator's verdict on a Cleaner's conditions, or word that it shed the evaluation
-    /// (prepared again at once, if still the latest).
-    pub(super) async fn on_judged(&mut self, outcome: CleanerOutcome) {
-        let now = Timestamp::now();
-        if !self.leading {
-            // Judged for a leader this replica no longer is: evaluated again if it leads again.
-            let (key, seq) = match &outcome {
-                CleanerOutcome::Judged { pending, .. } => (pending.key.clone(), pending.seq),
-                CleanerOutcome::Shed { key, seq } => (key.clone(), *seq),
-            };
-            self.book.abandon(&key, seq);
-            if matches!(outcome, CleanerOutcome::Shed { .. }) {
-                self.evaluator.nothing_returned();
-            }
-            return;
+    /// Asks the evaluator for `request`'s judge; `returning`: it was shed, and is asked for
+    /// again at its turn.
+    fn compile(&mut self, request: CompileRequest, returning: bool) {
+        let key = request.key.clone();
+        let work = CleanerCompile::new(request, self.judged.0.clone(), returning);
+        if !self.evaluator.submit(Box::new(work)) {
+            tracing::error!(cleaner = %key, "the CEL evaluator's thread has ended; Cleaners' conditions are no longer compiled");
         }
+    }
+
+    /// A spec's judge, kept where still the latest (the Cleaner is evaluated next), or word
+    /// that the evaluator let go of the request (asked for again while leading).
+    fn on_compiled(&mut self, key: CleanerKey, seq: u64, judge: Option<CompiledSpec>) {
+        match judge {
+            Some(judge) => self.book.compiled(&key, seq, judge),
+            None => match self.book.compile_again(&key, seq).filter(|_| self.leading) {
+                Some(request) => self.compile(request, true),
+                None => {
+                    self.book.compile_abandoned(&key, seq);
+                    self.evaluator.nothing_returned();
+                }
+            },
+        }
+    }
+
+    /// The evaluator's verdict on a Cleaner's conditions or its judge, or word that it shed
+    /// the evaluation (prepared again at once, if still the latest).
+    pub(super) async fn on_judged(&mut self, outcome: CleanerOutcome) {
         match outcome {
-            CleanerOutcome::Judged { pending, verdict } => {
+            CleanerOutcome::Compiled { key, seq, judge } => self.on_compiled(key, seq, judge),
+            CleanerOutcome::Judged { pending, verdict } if self.leading => {
+                let now = Timestamp::now();
                 let key = pending.key.clone();
                 if let Some(evaluation) = self.book.conclude(*pending, verdict, now) {
                     self.evaluated(&key, evaluation, now).await;
                 }
             }
+            // Judged for a leader this replica no longer is: evaluated again if it leads again.
+            CleanerOutcome::Judged { pending, .. } => self.book.abandon(&pending.key, pending.seq),
+            CleanerOutcome::Shed { key, seq }
+                if self.leading && self.book.evaluating(&key, seq) =>
+            {
+                self.evaluate_as(&key, Timestamp::now(), true).await;
+            }
             CleanerOutcome::Shed { key, seq } => {
-                if self.book.evaluating(&key, seq) {
-                    self.evaluate_as(&key, now, true).await;
-                } else {
-                    self.evaluator.nothing_returned();
-                }
+                self.book.abandon(&key, seq);
+                self.evaluator.nothing_returned();
             }
         }
     }

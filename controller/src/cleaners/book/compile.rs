@@ -1,0 +1,120 @@
+//! A Cleaner's conditions compiled on the evaluator, not on the Cleaners' loop: sixteen
+//! conditions of up to 2 ms each in a release build (`cargo run --release -p
+//! kube-retention-common --example compile_time`), and a namespace editor may rewrite a Cleaner
+//! as often as the API server lets them. A spec is compiled when it is first evaluated — so a
+//! replica that does not lead compiles nothing — as work of its namespace
+//! ([`crate::cleaners::compile`]), charged to its share; until its judge comes back the Cleaner
+//! waits, and a new spec asks afresh (the judge of an older one is dropped on arrival).
+
+use std::sync::Arc;
+
+use kube_retention_common::FieldError;
+use kube_retention_common::cleaner::{CleanerSpec, Judge};
+
+use super::{Book, CleanerKey};
+
+/// A spec compiled: its judge, or what is wrong with the spec.
+pub type CompiledSpec = Result<Arc<Judge>, Vec<FieldError>>;
+
+/// A spec's judge: not asked for yet, asked for (the request's `seq`), or compiled.
+#[derive(Debug)]
+pub(super) enum Judgement {
+    Uncompiled,
+    Compiling(u64),
+    Compiled(CompiledSpec),
+}
+
+/// The judge of a Cleaner's spec, to compile off the loop.
+#[derive(Debug, Clone)]
+pub struct CompileRequest {
+    pub key: CleanerKey,
+    /// Which request of `key`'s this is: only the latest one's judge is kept.
+    pub seq: u64,
+    pub spec: CleanerSpec,
+}
+
+impl CompileRequest {
+    /// The judge of the spec, or what is wrong with it: CPU in proportion to its conditions.
+    pub fn compile(&self) -> CompiledSpec {
+        Judge::new(&self.spec).map(Arc::new)
+    }
+
+    /// About how many bytes the request holds: what the evaluator's backlog bounds.
+    pub fn bytes(&self) -> usize {
+        let conditions: usize = self.spec.conditions.iter().map(String::len).sum();
+        conditions.saturating_add(1024)
+    }
+}
+
+impl Book {
+    /// `key`'s judge where compiled; else the request for it where it had not been asked for
+    /// (asking now), `None` where it has been (or `key` is gone).
+    pub(super) fn judge_or_request(
+        &mut self,
+        key: &CleanerKey,
+    ) -> Result<CompiledSpec, Option<Box<CompileRequest>>> {
+        let seq = self.seq + 1;
+        let tracked = self.cleaners.get_mut(key).ok_or(None)?;
+        match &tracked.judge {
+            Judgement::Compiled(judge) => Ok(judge.clone()),
+            Judgement::Compiling(_) => Err(None),
+            Judgement::Uncompiled => {
+                self.seq = seq;
+                tracked.judge = Judgement::Compiling(seq);
+                Err(Some(Box::new(CompileRequest {
+                    key: key.clone(),
+                    seq,
+                    spec: tracked.spec.clone(),
+                })))
+            }
+        }
+    }
+
+    /// The judge asked for by request `seq` of `key`: kept, and the Cleaner woken to be
+    /// evaluated, where it is still the latest request.
+    pub fn compiled(&mut self, key: &CleanerKey, seq: u64, judge: CompiledSpec) {
+        if self.keep_compiled(key, seq, judge) {
+            self.woken.insert(key.clone());
+        }
+    }
+
+    pub(super) fn keep_compiled(
+        &mut self,
+        key: &CleanerKey,
+        seq: u64,
+        judge: CompiledSpec,
+    ) -> bool {
+        match self.cleaners.get_mut(key) {
+            Some(tracked) if matches!(tracked.judge, Judgement::Compiling(asked) if asked == seq) =>
+            {
+                tracked.judge = Judgement::Compiled(judge);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Request `seq` of `key` again, where the evaluator let go of it and it is still the
+    /// latest.
+    pub fn compile_again(&self, key: &CleanerKey, seq: u64) -> Option<CompileRequest> {
+        let tracked = self.cleaners.get(key)?;
+        matches!(tracked.judge, Judgement::Compiling(asked) if asked == seq).then(|| {
+            CompileRequest {
+                key: key.clone(),
+                seq,
+                spec: tracked.spec.clone(),
+            }
+        })
+    }
+
+    /// Request `seq` of `key` will not be answered (let go of while this replica did not
+    /// lead): asked for again at the Cleaner's next evaluation.
+    pub fn compile_abandoned(&mut self, key: &CleanerKey, seq: u64) {
+        if let Some(tracked) = self.cleaners.get_mut(key)
+            && matches!(tracked.judge, Judgement::Compiling(asked) if asked == seq)
+        {
+            tracked.judge = Judgement::Uncompiled;
+            self.woken.insert(key.clone());
+        }
+    }
+}
