@@ -34,7 +34,7 @@ impl Args {
         let mut context = Context::new(Arc::new(ApiParents(client.clone())))
             .with_kinds(kinds)
             .with_sink_policy(sink_policy)
-            .with_limits(limits, args.max_compilations);
+            .with_limits(limits, args.compile_limits());
         let reviews = Arc::new(Reviews::new(client, &args.controller_user));
         if !args.controller_user.is_empty() {
             context = context.with_access(reviews.clone());

@@ -7,7 +7,9 @@ use std::time::Duration;
 use clap::Parser;
 use kube_retention_runtime::LogFormat;
 
-use crate::compilations::DEFAULT_MAX_COMPILATIONS;
+use crate::compilations::{
+    CompileLimits, DEFAULT_MAX_COMPILATIONS, DEFAULT_NAMESPACE_BURST, DEFAULT_NAMESPACE_SHARE,
+};
 use crate::limits::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT};
 use crate::router::DEFAULT_MAX_BODY_BYTES;
 
@@ -57,6 +59,14 @@ pub struct Args {
     /// blocking thread of its own; the others wait for their turn within their deadline.
     #[arg(long, env = "KUBE_RETENTION_MAX_COMPILATIONS", default_value_t = DEFAULT_MAX_COMPILATIONS)]
     pub max_compilations: usize,
+    /// Each namespace's share of one core for compiling its policies' and Cleaners' CEL
+    /// (cluster-scoped policies share one): a namespace that used more has its admissions with
+    /// CEL refused (429, saying when to try again) until its share has paid for what it took.
+    #[arg(long, env = "KUBE_RETENTION_NAMESPACE_COMPILE_SHARE", default_value_t = DEFAULT_NAMESPACE_SHARE, value_parser = share_of_a_core)]
+    pub namespace_compile_share: f64,
+    /// The most compile time a namespace may use at once before its share applies.
+    #[arg(long, env = "KUBE_RETENTION_NAMESPACE_COMPILE_BURST", default_value_t = DEFAULT_NAMESPACE_BURST.into())]
+    pub namespace_compile_burst: humantime::Duration,
     /// After SIGTERM, how long to keep serving (not ready, closing each connection after its
     /// response) while the Service's endpoints catch up, before draining and exiting.
     #[arg(long, env = "KUBE_RETENTION_SHUTDOWN_DELAY", default_value = "5s", value_parser = humantime::parse_duration)]
@@ -92,4 +102,29 @@ pub struct Args {
     /// Log format.
     #[arg(long, env = "KUBE_RETENTION_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
     pub log_format: LogFormat,
+}
+
+impl Args {
+    /// How much compiling admissions may do.
+    pub fn compile_limits(&self) -> CompileLimits {
+        CompileLimits {
+            at_once: self.max_compilations,
+            namespace_share: self.namespace_compile_share,
+            namespace_burst: self.namespace_compile_burst.into(),
+        }
+    }
+}
+
+/// A share of one core: above 0, at most 1.
+fn share_of_a_core(value: &str) -> Result<f64, String> {
+    let share: f64 = value
+        .parse()
+        .map_err(|error| format!("{value:?} is not a number: {error}"))?;
+    if share > 0.0 && share <= 1.0 {
+        Ok(share)
+    } else {
+        Err(format!(
+            "{value} is not a share of one core (above 0, at most 1)"
+        ))
+    }
 }

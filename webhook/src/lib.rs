@@ -5,7 +5,8 @@
 //!   `retention.dev/expires-at` wherever admission can compute it.
 //! - [`review`]: decodes AdmissionReviews and dispatches them; malformed input gets a clear error.
 //! - [`limits`] and [`compilations`]: the bounds on admission work — a deadline per request,
-//!   the requests in flight, CEL compiled off the async workers a few at a time.
+//!   the requests in flight, CEL compiled off the async workers a few at a time, each namespace
+//!   within its share of the time.
 //! - [`sink_warnings`]: warns about a Cleaner's CloudEvent sink the sink policy refuses.
 //! - [`tls`] and [`server`]: HTTPS over rustls with certificate hot-reload (a supervised task).
 
@@ -48,7 +49,8 @@ pub struct Context {
     pub metrics: metrics::Metrics,
     /// The deadline of each request and the bound on requests in flight.
     pub limits: limits::Limits,
-    /// Where policies' and Cleaners' expressions are compiled, a few at a time.
+    /// Where policies' and Cleaners' expressions are compiled, a few at a time, each namespace
+    /// within its share.
     pub compilations: compilations::Compilations,
     /// Set on SIGTERM: `/readyz` fails so the Service stops sending here, and each response
     /// closes its connection so clients reconnect to another replica before this one stops.
@@ -66,7 +68,7 @@ impl Context {
             controller_user: String::new(),
             sink_policy: Arc::new(SinkPolicy::default()),
             compilations: compilations::Compilations::new(
-                compilations::DEFAULT_MAX_COMPILATIONS,
+                compilations::CompileLimits::default(),
                 metrics.compilations_running.clone(),
             ),
             limits: limits::Limits::default(),
@@ -75,12 +77,10 @@ impl Context {
         }
     }
 
-    /// With `limits` on admissions, and at most `max_compilations` at once.
-    pub fn with_limits(self, limits: limits::Limits, max_compilations: usize) -> Self {
-        let compilations = compilations::Compilations::new(
-            max_compilations,
-            self.metrics.compilations_running.clone(),
-        );
+    /// With `limits` on admissions, and compilations within `compile`.
+    pub fn with_limits(self, limits: limits::Limits, compile: compilations::CompileLimits) -> Self {
+        let compilations =
+            compilations::Compilations::new(compile, self.metrics.compilations_running.clone());
         Self {
             limits,
             compilations,

@@ -30,6 +30,8 @@ pub enum AdmissionOutcome {
     Timeout,
     /// Refused unread: `--max-admissions-in-flight` were already in flight.
     Shed,
+    /// Refused uncompiled: its namespace had used its share of the compile time.
+    Throttled,
 }
 
 impl AdmissionOutcome {
@@ -44,6 +46,7 @@ impl AdmissionOutcome {
             Self::Malformed => "malformed",
             Self::Timeout => "timeout",
             Self::Shed => "shed",
+            Self::Throttled => "throttled",
         }
     }
 }

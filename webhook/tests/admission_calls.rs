@@ -21,6 +21,7 @@ use kube_retention_apimock::Received;
 use kube_retention_common::cleaner::helm::UNINSTALLABLE_KINDS;
 use kube_retention_webhook::Context;
 use kube_retention_webhook::access::CACHE_FOR;
+use kube_retention_webhook::compilations::CompileLimits;
 use kube_retention_webhook::limits::Limits;
 use kube_retention_webhook::router::{DEFAULT_MAX_BODY_BYTES, router};
 use kube_retention_webhook::writers::CONCURRENT_QUESTIONS;
@@ -33,7 +34,10 @@ fn context() -> (ApiServer, Arc<Context>) {
     let context = Context::new(Arc::new(FakeParents::with_fixtures()))
         .with_access(reviews.clone())
         .with_writers(reviews, CONTROLLER)
-        .with_limits(Limits::new(Duration::from_secs(24 * 3600), 128), 2);
+        .with_limits(
+            Limits::new(Duration::from_secs(24 * 3600), 128),
+            CompileLimits::default(),
+        );
     (server, Arc::new(context))
 }
 

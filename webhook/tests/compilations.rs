@@ -2,7 +2,9 @@
 //! compiled off the async workers, at most `--max-compilations` at once however many large
 //! expressions arrive together (a property over generated ones), once per admission; a writer
 //! who may not make a policy has nothing compiled; lists past the CRDs' bounds are refused
-//! before anything is compiled or asked. Counts and outcomes, never times.
+//! before anything is compiled or asked; a namespace past its share of the compile time is
+//! refused uncompiled, saying when to try again, while other namespaces compile. Counts and
+//! outcomes, never times.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code
 
@@ -14,6 +16,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use kube_retention_webhook::Context;
+use kube_retention_webhook::compilations::CompileLimits;
 use kube_retention_webhook::limits::Limits;
 use kube_retention_webhook::router::{DEFAULT_MAX_BODY_BYTES, router};
 use proptest::prelude::*;
@@ -118,6 +121,109 @@ async fn lists_past_their_bounds_are_refused_before_anything_is_compiled_or_aske
     assert!(rbac.asked.lock().unwrap().is_empty());
 }
 
+/// Two at once, and each namespace's share so large no test here reaches it.
+const UNLIMITED_SHARE: CompileLimits = CompileLimits {
+    at_once: 2,
+    namespace_share: 1.0,
+    namespace_burst: Duration::from_secs(3600),
+};
+
+/// A context whose namespaces are in debt after any compilation, for hours: a millionth of a
+/// core and no burst.
+fn stingy(at_once: usize) -> Arc<Context> {
+    Arc::new(
+        Context::new(Arc::new(support::FakeParents::with_fixtures())).with_limits(
+            Limits::new(Duration::from_secs(3600), 128),
+            CompileLimits {
+                at_once,
+                namespace_share: 1e-6,
+                namespace_burst: Duration::ZERO,
+            },
+        ),
+    )
+}
+
+fn in_namespace(mut object: Value, namespace: &str) -> Value {
+    object["metadata"]["namespace"] = json!(namespace);
+    object
+}
+
+#[tokio::test]
+async fn a_namespace_past_its_share_is_refused_uncompiled_saying_when_while_others_compile() {
+    let context = stingy(2);
+    let conditions = vec!["t0.items.size() == 0".to_owned()];
+    let review = |namespace: &str| {
+        let mut review = ours(
+            "Cleaner",
+            "CREATE",
+            &in_namespace(cleaner(1, conditions.clone()), namespace),
+            None,
+        );
+        review["request"]["namespace"] = json!(namespace);
+        review
+    };
+    let (_, body) = validate(&context, &review("team-a")).await;
+    assert_eq!(body["response"]["allowed"], true, "{body}");
+    assert_eq!(context.compilations.started(), 1);
+
+    let (status, body) = validate(&context, &review("team-a")).await;
+    assert_eq!(status, StatusCode::OK);
+    let refused = &body["response"]["status"];
+    assert_eq!(body["response"]["allowed"], false, "{body}");
+    assert_eq!(refused["code"], 429, "{body}");
+    assert_eq!(refused["reason"], "TooManyRequests", "{body}");
+    assert!(
+        refused["details"]["retryAfterSeconds"].as_u64().unwrap() >= 1,
+        "{body}"
+    );
+    let message = refused["message"].as_str().unwrap();
+    assert!(
+        message.contains("namespace team-a has used its share of kube-retention's time for compiling CEL (0% of a core")
+            && message.contains("--namespace-compile-share")
+            && message.contains("try again in "),
+        "{message}"
+    );
+    assert_eq!(context.compilations.started(), 1, "refused uncompiled");
+    assert_eq!(context.compilations.throttled(), 1);
+
+    let (_, body) = validate(&context, &review("team-b")).await;
+    assert_eq!(
+        body["response"]["allowed"], true,
+        "team-b pays nothing for team-a: {body}"
+    );
+    assert_eq!(context.compilations.started(), 2);
+    let metrics = context.metrics.encode();
+    assert!(
+        metrics.contains(r#"outcome="throttled""#),
+        "the refusal is counted: {metrics}"
+    );
+}
+
+#[tokio::test]
+async fn cluster_scoped_policies_share_one_account_and_are_told_so() {
+    let context = stingy(1);
+    let review = |name: &str| {
+        let object = json!({"apiVersion": "retention.dev/v1alpha1", "kind": "ClusterRetentionPolicy",
+                            "metadata": {"name": name},
+                            "spec": {"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
+                                     "ttl": "1h", "match": "object.metadata.name != ''"}});
+        let mut review = ours("ClusterRetentionPolicy", "CREATE", &object, None);
+        review["request"]
+            .as_object_mut()
+            .unwrap()
+            .remove("namespace");
+        review
+    };
+    let (_, body) = validate(&context, &review("first")).await;
+    assert_eq!(body["response"]["allowed"], true, "{body}");
+    let (_, body) = validate(&context, &review("second")).await;
+    let message = body["response"]["status"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("cluster-scoped policies have used their share"),
+        "{message}"
+    );
+}
+
 /// Expressions near the bounds on one: `&&` chains of size comparisons over the targets, up to
 /// 4,096 bytes and 1,024 tokens, nested brackets up to the depth bound, or text that is not
 /// CEL at all.
@@ -153,7 +259,7 @@ proptest! {
             .unwrap();
         let context = Arc::new(
             Context::new(Arc::new(support::FakeParents::with_fixtures()))
-                .with_limits(Limits::new(Duration::from_secs(3600), 128), 2),
+                .with_limits(Limits::new(Duration::from_secs(3600), 128), UNLIMITED_SHARE),
         );
         let answers = runtime.block_on(async {
             let admissions = requests.iter().map(|conditions| {
@@ -171,5 +277,45 @@ proptest! {
         prop_assert!(context.compilations.peak() <= 2, "peak {}", context.compilations.peak());
         prop_assert_eq!(context.compilations.started(), requests.len());
         prop_assert_eq!(context.compilations.running(), 0);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(8))]
+
+    /// However many admissions one namespace sends at once, they cannot all spend one credit:
+    /// at most the permits' worth compile before the first is charged, and the rest are
+    /// refused uncompiled, each with an answer.
+    #[test]
+    fn admissions_sent_together_compile_at_most_the_permits_worth_past_the_share(
+        requests in prop::collection::vec(prop::collection::vec(expression(), 1..=16), 2..=12),
+        at_once in 1usize..=3,
+    ) {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let context = stingy(at_once);
+        let answers = runtime.block_on(async {
+            let admissions = requests.iter().map(|conditions| {
+                let review = ours("Cleaner", "CREATE", &cleaner(16, conditions.clone()), None);
+                let context = context.clone();
+                async move { validate(&context, &review).await }
+            });
+            futures::future::join_all(admissions).await
+        });
+        let throttled = answers
+            .iter()
+            .filter(|(_, body)| body["response"]["status"]["code"] == 429)
+            .count();
+        for (status, body) in &answers {
+            prop_assert_eq!(*status, StatusCode::OK);
+            prop_assert!(body["response"]["allowed"].is_boolean(), "{}", body);
+        }
+        let started = context.compilations.started();
+        prop_assert!(started >= 1 && started <= at_once, "{} compiled, {} at once", started, at_once);
+        prop_assert_eq!(started + throttled, requests.len());
+        prop_assert_eq!(context.compilations.throttled(), throttled);
     }
 }

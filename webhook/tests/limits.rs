@@ -18,6 +18,7 @@ use kube_retention_common::kinds::Resource;
 use kube_retention_webhook::Context;
 use kube_retention_webhook::access::Request as Question;
 use kube_retention_webhook::access::Subject;
+use kube_retention_webhook::compilations::CompileLimits;
 use kube_retention_webhook::limits::Limits;
 use kube_retention_webhook::parents::{Lookup, Parents};
 use kube_retention_webhook::router::{DEFAULT_MAX_BODY_BYTES, router};
@@ -148,7 +149,13 @@ async fn past_the_bound_in_flight_a_request_is_refused_unread_and_a_freed_place_
     let context = Arc::new(
         Context::new(Arc::new(FakeParents::with_fixtures()))
             .with_writers(Arc::new(Stalled), CONTROLLER)
-            .with_limits(limits, 1),
+            .with_limits(
+                limits,
+                CompileLimits {
+                    at_once: 1,
+                    ..CompileLimits::default()
+                },
+            ),
     );
     let router = TestRouter::over(router(context.clone(), DEFAULT_MAX_BODY_BYTES));
     let stalled: Vec<_> = (0..2)

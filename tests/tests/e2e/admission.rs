@@ -1,6 +1,7 @@
 //! The webhook through the real API server and real kubectl: denials at `kubectl apply` time,
 //! TTL inheritance, expires-at stamping, client authentication (`admission/client_auth.rs`),
-//! and what happens while the webhook is down.
+//! each namespace's share of the compile time (`admission/compile_share.rs`), and what happens
+//! while the webhook is down.
 
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use libtest_mimic::Trial;
 use crate::support::{Env, TestNamespace, shipwright};
 
 mod client_auth;
+mod compile_share;
 mod inheritance;
 
 pub fn tests(env: &Env) -> Vec<Trial> {
@@ -56,6 +58,10 @@ pub fn tests(env: &Env) -> Vec<Trial> {
         env.trial(
             "a_webhook_verifying_clients_answers_the_api_server_and_refuses_others_in_tls",
             client_auth::verified,
+        ),
+        env.trial(
+            "a_namespace_past_its_compile_share_is_told_to_wait_and_kubectl_applies_after",
+            compile_share::refused_then_applied_by_kubectl,
         ),
     ]
 }

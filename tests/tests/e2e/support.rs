@@ -107,6 +107,19 @@ pub async fn client_for(kubeconfig: &std::path::Path) -> Result<Client> {
     Ok(Client::try_from(config)?)
 }
 
+impl Env {
+    /// A client that takes every refusal as it comes: kube's default client retries 429, 503
+    /// and 504 answers by itself (honouring `Retry-After`, up to 15 times), as a tenant
+    /// flooding the webhook would not, and a test counting refusals must not.
+    pub async fn impatient_client(&self) -> Result<Client> {
+        let kubeconfig = Kubeconfig::read_from(self.cluster.layout.kubeconfig())?;
+        let mut config =
+            Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+        config.default_retry = false;
+        Ok(Client::try_from(config)?)
+    }
+}
+
 /// The trials that failed and why, said again after the reports: a CI log that keeps only its
 /// end keeps them.
 static FAILURES: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());

@@ -17,6 +17,7 @@ use kube_retention_common::field_error::listed;
 use serde_json::Value;
 
 use super::object_json;
+use crate::compilations::Refused;
 use crate::metrics::AdmissionOutcome;
 use crate::validate::{self, bounds};
 use crate::{Context, writers};
@@ -73,6 +74,8 @@ enum Refusal {
     Forbidden(Vec<FieldError>),
     /// The check could not be made: the operation that failed and why.
     Unchecked(String),
+    /// The expressions were not compiled: their namespace has used its share of the time.
+    Throttled { message: String, retry_after: u64 },
 }
 
 impl Refusal {
@@ -91,6 +94,23 @@ impl Refusal {
                 AdmissionOutcome::Forbidden,
             ),
             Self::Unchecked(reason) => (response.deny(reason), AdmissionOutcome::Unchecked),
+            Self::Throttled {
+                message,
+                retry_after,
+            } => {
+                let mut response = response.deny(message);
+                response.result.code = 429;
+                response.result.reason = "TooManyRequests".into();
+                response.result.details = Some(StatusDetails {
+                    name: request.name.clone(),
+                    group: request.kind.group.clone(),
+                    kind: request.kind.kind.clone(),
+                    uid: String::new(),
+                    causes: Vec::new(),
+                    retry_after_seconds: u32::try_from(retry_after).unwrap_or(u32::MAX),
+                });
+                (response, AdmissionOutcome::Throttled)
+            }
         }
     }
 }
@@ -129,12 +149,21 @@ async fn checked_ours(
         writer_check(context, request, object, old).await?;
     }
     let owned = object.clone();
+    let namespace = request.namespace.as_deref().unwrap_or_default();
     let compiled = context
         .compilations
-        .run(move || validate::ours_errors(&owned, Check::Compile).unwrap_or_default())
+        .run(namespace, move || {
+            validate::ours_errors(&owned, Check::Compile).unwrap_or_default()
+        })
         .await
-        .map_err(|failed| {
-            Refusal::Unchecked(format!("kube-retention could not check this: {failed}"))
+        .map_err(|refused| match refused {
+            Refused::Throttled { retry_after, .. } => Refusal::Throttled {
+                message: refused.to_string(),
+                retry_after: retry_after.as_secs(),
+            },
+            Refused::Failed(_) => {
+                Refusal::Unchecked(format!("kube-retention could not check this: {refused}"))
+            }
         })?;
     if compiled.is_empty() {
         Ok(())

@@ -4,12 +4,14 @@
 //! 127.0.0.1 and 169.254.169.254, where listeners count connections; a Cleaner whose monotonic
 //! search runs sixteen loops over those Jobs at each point, and one over every ConfigMap of A,
 //! one of them a megabyte ([`attacks`]); and, while hostile, Cleaners of sixteen 4 KB conditions
-//! sent to the webhook ten times a second. In namespace B, Jobs
+//! sent to the webhook one after another (most refused uncompiled once A has used its share of
+//! the webhook's compile time). In namespace B, Jobs
 //! expiring at 20 per second, measured in four conditions: A quiet; A's settings only (the
 //! policy and the Cleaners over A's Jobs left alone: the hostile tenant as the issue describes
-//! it); A's workload only (a stream of edits to its Jobs, no retention settings); and beside the
-//! hostile A (the edits under the policy and the Cleaners, so that every edit is an evaluation
-//! stopped at its limit).
+//! it); A's workload only (a stream of edits to its Jobs, and dry-run ConfigMaps of the webhook
+//! flood's size and pace, which the API server answers without kube-retention; no retention
+//! settings); and beside the hostile A (the edits under the policy and the Cleaners, so that
+//! every edit is an evaluation stopped at its limit, and the flood).
 //!
 //! The conditions run in the order quiet, settings, workload, hostile, workload, settings, quiet
 //! (the hostile one twice as long), so that a drift of this machine's speed during the run lands
@@ -98,6 +100,8 @@ async fn beside_the_tenant(ns: &TestNamespace, tenant: &TestNamespace, count: us
     let processes = attacks::Processes::start(ns);
     let edits = Arc::new(AtomicUsize::new(0));
     let flood = Arc::new(attacks::Flood::default());
+    let requests_sent = Arc::new(AtomicUsize::new(0));
+    let requests_failed = Arc::new(AtomicUsize::new(0));
     let mut verdicts: [Verdict; 4] = Default::default();
     let mut messages = Vec::new();
     let order = [
@@ -113,17 +117,24 @@ async fn beside_the_tenant(ns: &TestNamespace, tenant: &TestNamespace, count: us
         let churn = condition
             .edits()
             .then(|| tokio::spawn(tenant::churn(tenant.clone(), jobs.clone(), edits.clone())));
-        let flood = (condition == Tenant::Hostile)
-            .then(|| tokio::spawn(attacks::flood_webhook(tenant.clone(), flood.clone())));
+        let requests = (condition == Tenant::Workload).then(|| {
+            let (sent, failed) = (requests_sent.clone(), requests_failed.clone());
+            tokio::spawn(attacks::flood_api_server(tenant.clone(), sent, failed))
+        });
         let prefix = format!("phase{index}");
         let phase = match condition {
-            Tenant::Hostile => beside_the_settings(ns, tenant, &sinks, &prefix, count).await,
-            Tenant::Settings => beside_the_settings(ns, tenant, &sinks, &prefix, count / 2).await,
+            Tenant::Hostile => {
+                let flood = Some(flood.clone());
+                beside_the_settings(ns, tenant, &sinks, &prefix, count, flood).await
+            }
+            Tenant::Settings => {
+                beside_the_settings(ns, tenant, &sinks, &prefix, count / 2, None).await
+            }
             Tenant::Quiet | Tenant::Workload => expiring(ns, &prefix, count / 2)
                 .await
                 .map(|phase| (phase, String::new())),
         };
-        for task in churn.into_iter().chain(flood) {
+        for task in churn.into_iter().chain(requests) {
             task.abort();
         }
         let (phase, said) = phase?;
@@ -160,6 +171,8 @@ async fn beside_the_tenant(ns: &TestNamespace, tenant: &TestNamespace, count: us
             reached,
             edits: edits.load(Ordering::Relaxed),
             flooded: flood.admitted.load(Ordering::Relaxed),
+            throttled: flood.throttled.load(Ordering::Relaxed),
+            requests: requests_sent.load(Ordering::Relaxed),
             held: &held,
         },
     )?;
@@ -168,12 +181,27 @@ async fn beside_the_tenant(ns: &TestNamespace, tenant: &TestNamespace, count: us
         .lock()
         .map(|other| other.clone())
         .unwrap_or_default();
+    let first_refusal = flood
+        .first_refusal
+        .lock()
+        .map(|first| first.clone())
+        .unwrap_or_default();
     ensure!(
-        flood.admitted.load(Ordering::Relaxed) > 0 && other.is_none(),
-        "the webhook answered {} of the Cleaners sent to it and refused {}; the first other \
-         answer: {other:?}",
+        flood.admitted.load(Ordering::Relaxed) > 0
+            && flood.throttled.load(Ordering::Relaxed) > 0
+            && other.is_none(),
+        "the webhook admitted {} of the Cleaners sent to it, refused {} uncompiled for A's share \
+         of its compile time and {} otherwise (the first: {first_refusal:?}); the first answer \
+         that was none of these: {other:?}",
         flood.admitted.load(Ordering::Relaxed),
+        flood.throttled.load(Ordering::Relaxed),
         flood.refused.load(Ordering::Relaxed)
+    );
+    ensure!(
+        requests_sent.load(Ordering::Relaxed) > 0 && requests_failed.load(Ordering::Relaxed) == 0,
+        "A's dry-run ConfigMaps: {} answered, {} failed",
+        requests_sent.load(Ordering::Relaxed),
+        requests_failed.load(Ordering::Relaxed)
     );
     ensure!(
         held.restarts == 0,
@@ -214,16 +242,20 @@ async fn beside_the_tenant(ns: &TestNamespace, tenant: &TestNamespace, count: us
 
 /// B's Jobs expiring with the tenant's retention settings in place; answers their verdict and
 /// what the hostile policy's status says, once it says it stopped at its limit and each
-/// Cleaner's Event says its sink was refused. The settings are taken away after.
+/// Cleaner's Event says its sink was refused. The settings are taken away after. With a
+/// `flood`, A also floods the webhook from when its settings are in place (admitted before the
+/// flood spends A's share of the compile time) until they are taken away.
 async fn beside_the_settings(
     ns: &TestNamespace,
     tenant: &TestNamespace,
     sinks: &[(&str, String)],
     prefix: &str,
     count: usize,
+    flood: Option<Arc<attacks::Flood>>,
 ) -> Result<(Verdict, String)> {
     tenant::add_settings(tenant, sinks).await?;
     attacks::add(tenant).await?;
+    let flood = flood.map(|flood| tokio::spawn(attacks::flood_webhook(tenant.clone(), flood)));
     let added = std::time::Instant::now();
     let verdict = expiring(ns, prefix, count).await?;
     let expired = added.elapsed();
@@ -240,6 +272,9 @@ async fn beside_the_settings(
     );
     for (name, _) in sinks {
         tenant::refused_event(tenant, name).await?;
+    }
+    if let Some(flood) = flood {
+        flood.abort();
     }
     tenant::remove_settings(tenant, sinks).await?;
     attacks::remove(tenant).await?;

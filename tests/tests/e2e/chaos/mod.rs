@@ -235,7 +235,8 @@ fn tenants_section(rows: &[Row]) -> String {
          estimate assumes (two loops over annotations) over A's Jobs of 700 annotations each, and\n\
          Cleaners whose sinks point at 127.0.0.1 and 169.254.169.254, with listeners there: the\n\
          hostile tenant to the letter; A's workload only (its Jobs edited five times a\n\
-         second, no retention settings); and beside the hostile A — the same edits under the same\n\
+         second, and ConfigMaps of the webhook flood's size sent to the API server as dry runs one\n\
+         after another, no retention settings); and beside the hostile A — the same edits under the same\n\
          settings, so that every edit is an evaluation stopped at its limit. They run in the order\n\
          quiet, settings, workload, hostile, workload, settings, quiet, the hostile phase twice as\n\
          long, so that a drift of the machine's speed lands on every condition alike. Goals: B's p99\n\
@@ -245,11 +246,13 @@ fn tenants_section(rows: &[Row]) -> String {
          deleted. A's settings also hold a Cleaner whose monotonic search runs sixteen loops over A's\n\
          Jobs, one over every ConfigMap of A (one of them a megabyte) and one whose condition stops at\n\
          its limit (`Ready=False` too); while hostile, Cleaners of sixteen 4 KB conditions are sent to\n\
-         the webhook ten times a second. Neither the controller nor the webhook may restart or hold\n\
-         more memory than the chart allows (256 MiB, 128 MiB). The workload row against the quiet one is what A's edits alone cost B through the API\n\
-         server and etcd the tenants share, with kube-retention given nothing to evaluate. The policy's\n\
+         the webhook one after another, a tenth of a second apart, most of them refused uncompiled\n\
+         once A has used its share of the webhook's compile time. Neither the controller nor the webhook may restart or hold\n\
+         more memory than the chart allows (256 MiB, 128 MiB). The workload row against the quiet one is what A's edits and requests alone cost B through\n\
+         the API server and etcd the tenants share, with kube-retention given nothing to evaluate or\n\
+         compile; the hostile row against it is what kube-retention's answer to A costs B. The policy's\n\
          evaluations take at most A's share of the evaluator's time (a twentieth of a core,\n\
-         `controller/src/time_shares.rs`). On this two-core machine everything (API server, etcd,\n\
+         `controller/src/evaluator/mod.rs`). On this two-core machine everything (API server, etcd,\n\
          kube-controller-manager, webhook, controller and the test) shares the same cores.\n\n\
          {}",
         table(rows)

@@ -133,7 +133,9 @@ fn long_condition(n: usize) -> String {
 pub struct Flood {
     /// Admitted (dry run: compiled, judged, not stored).
     pub admitted: AtomicUsize,
-    /// Refused by the webhook, which had to read them to say why.
+    /// Refused uncompiled: A had used its share of the webhook's compile time.
+    pub throttled: AtomicUsize,
+    /// Refused by the webhook otherwise, which had to read them to say why.
     pub refused: AtomicUsize,
     /// The first answer that was neither: the webhook not reached, or the API server's own.
     pub other: std::sync::Mutex<Option<String>>,
@@ -141,10 +143,23 @@ pub struct Flood {
     pub first_refusal: std::sync::Mutex<Option<String>>,
 }
 
-/// Sends Cleaners of sixteen 4 KB conditions to the webhook, dry run, ten a second until
-/// aborted, and counts what it made of them.
+/// Sends Cleaners of sixteen 4 KB conditions to the webhook, dry run, one after another (a
+/// tenth of a second apart, at most ten a second) until aborted, taking every refusal as it
+/// comes, and counts what it made of them: a burst compiled, then most refused uncompiled once
+/// A has used its share of the compile time.
 pub async fn flood_webhook(tenant: TestNamespace, flood: Arc<Flood>) {
-    let cleaners: Api<Cleaner> = Api::namespaced(tenant.env.client.clone(), &tenant.name);
+    let client = match tenant.env.impatient_client().await {
+        Ok(client) => client,
+        Err(error) => {
+            let mut other = flood
+                .other
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            other.get_or_insert(format!("{error:#}"));
+            return;
+        }
+    };
+    let cleaners: Api<Cleaner> = Api::namespaced(client, &tenant.name);
     let conditions: Vec<String> = (0..16).map(long_condition).collect();
     let dry_run = PostParams {
         dry_run: true,
@@ -173,6 +188,11 @@ pub async fn flood_webhook(tenant: TestNamespace, flood: Arc<Flood>) {
             Ok(()) => {
                 flood.admitted.fetch_add(1, Ordering::Relaxed);
             }
+            Err(kube::Error::Api(status))
+                if status.code == 429 && status.message.contains("used its share") =>
+            {
+                flood.throttled.fetch_add(1, Ordering::Relaxed);
+            }
             Err(kube::Error::Api(status)) if status.message.contains("admission webhook") => {
                 flood.refused.fetch_add(1, Ordering::Relaxed);
                 let mut first = flood
@@ -189,6 +209,40 @@ pub async fn flood_webhook(tenant: TestNamespace, flood: Arc<Flood>) {
                 other.get_or_insert(error.to_string());
             }
         }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A's requests of the same size and pace as [`flood_webhook`]'s, which kube-retention never
+/// sees: ConfigMaps holding the same sixteen 4 KB strings, dry run, one after another (a tenth of
+/// a second apart) until aborted, counted in `sent` (and failures in `failed`). What A's
+/// workload costs B through the API server the tenants share, whoever answers A.
+pub async fn flood_api_server(
+    tenant: TestNamespace,
+    sent: Arc<AtomicUsize>,
+    failed: Arc<AtomicUsize>,
+) {
+    let Ok(client) = tenant.env.impatient_client().await else {
+        failed.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    let config_maps: Api<ConfigMap> = Api::namespaced(client, &tenant.name);
+    let data: serde_json::Map<String, Value> = (0..16)
+        .map(|n| (format!("c{n}"), Value::from(long_condition(n))))
+        .collect();
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    for n in 0.. {
+        let config_map = serde_json::from_value::<ConfigMap>(json!({
+            "metadata": {"name": format!("flood-{n}")}, "data": data.clone()}));
+        let answer = match config_map {
+            Ok(config_map) => config_maps.create(&dry_run, &config_map).await.is_ok(),
+            Err(_) => false,
+        };
+        let counter = if answer { &sent } else { &failed };
+        counter.fetch_add(1, Ordering::Relaxed);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

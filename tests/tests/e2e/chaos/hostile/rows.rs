@@ -14,6 +14,9 @@ pub struct Notes<'a> {
     pub reached: usize,
     pub edits: usize,
     pub flooded: usize,
+    pub throttled: usize,
+    /// A's dry-run ConfigMaps of the flood's size, while its workload only.
+    pub requests: usize,
     pub held: &'a Held,
 }
 
@@ -53,9 +56,11 @@ pub fn report_all(
         missed: workload.missed.len(),
         p99_delay: workload.p99(),
         note: format!(
-            "{:.2}× quiet: A edits its Jobs of {ANNOTATIONS} annotations five times a second, \
-             with no retention settings {}",
+            "{:.2}× quiet: A edits its Jobs of {ANNOTATIONS} annotations five times a second \
+             and sends the API server ConfigMaps of the webhook flood's size, dry run, one \
+             after another ({} answered), with no retention settings {}",
             ratio(workload, quiet),
+            notes.requests,
             workload.note()
         ),
     })?;
@@ -69,12 +74,14 @@ pub fn report_all(
             "{:.2}× A's workload only, {:.2}× quiet: the same edits under a policy stopped at \
              its limit, Cleaners with sinks at 127.0.0.1 and 169.254.169.254 (which {} \
              connections reached), a Cleaner searching over sixteen loops, one over a \
-             megabyte ConfigMap, and {} Cleaners of sixteen 4 KB conditions sent to the \
-             webhook; A made {} edits in all {}",
+             megabyte ConfigMap, and Cleaners of sixteen 4 KB conditions sent to the webhook \
+             one after another ({} compiled, {} refused uncompiled once A had used its share \
+             of the compile time); A made {} edits in all {}",
             ratio(hostile, workload),
             ratio(hostile, quiet),
             notes.reached,
             notes.flooded,
+            notes.throttled,
             notes.edits,
             hostile.note()
         ),
