@@ -7,11 +7,12 @@
 
 #![allow(clippy::unwrap_used)] // test code
 
+mod support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
-use kube::api::{ApiResource, GroupVersionKind};
 use kube_retention_common::cleaner::Cleaner;
 use kube_retention_controller::cleaners::book::{Book, CleanerKey, CompileRequest, Prepared};
 use kube_retention_controller::cleaners::compile::CleanerCompile;
@@ -21,6 +22,7 @@ use kube_retention_controller::evaluator::{
 };
 use kube_retention_runtime::time_shares::TimeShares;
 use serde_json::json;
+use support::{cleaner_key, cleaners_book};
 use tokio::sync::mpsc;
 
 const NOW: &str = "2026-11-22T12:00:00Z";
@@ -41,33 +43,6 @@ fn cleaner(namespace: &str, condition: &str) -> Cleaner {
     .unwrap()
 }
 
-fn key(namespace: &str) -> CleanerKey {
-    CleanerKey {
-        namespace: namespace.into(),
-        name: "c".into(),
-    }
-}
-
-/// A book with `cleaners` listed and their ConfigMaps (none) watched and listed.
-fn book(cleaners: &[Cleaner]) -> Book {
-    let mut book = Book::default();
-    book.relist_started();
-    for cleaner in cleaners {
-        book.applied(cleaner);
-    }
-    book.relist_done();
-    let kind = GroupVersionKind::gvk("", "v1", "ConfigMap");
-    book.resolved(
-        &kind,
-        Ok(ApiResource::from_gvk_with_plural(&kind, "configmaps")),
-    );
-    for (scope, resource, how) in book.plan_watches().unwrap() {
-        book.watch_started(&scope, resource, &how);
-        book.objects_listed(&scope);
-    }
-    book
-}
-
 fn asked(book: &mut Book, key: &CleanerKey) -> CompileRequest {
     match book.prepare(key, now()) {
         Some(Prepared::Compile(request)) => request,
@@ -79,8 +54,8 @@ fn asked(book: &mut Book, key: &CleanerKey) -> CompileRequest {
 
 #[test]
 fn the_book_asks_once_keeps_the_latest_judge_and_wakes_the_cleaner_with_it() {
-    let team_a = key("team-a");
-    let mut book = book(&[cleaner("team-a", "settings.items.size() == 0")]);
+    let team_a = cleaner_key("team-a");
+    let mut book = cleaners_book(&[cleaner("team-a", "settings.items.size() == 0")]);
     assert_eq!(book.take_due(now()), std::slice::from_ref(&team_a));
     let first = asked(&mut book, &team_a);
     assert!(
@@ -116,8 +91,8 @@ fn the_book_asks_once_keeps_the_latest_judge_and_wakes_the_cleaner_with_it() {
 
 #[test]
 fn a_request_let_go_of_while_not_leading_is_asked_for_again_at_the_next_evaluation() {
-    let team_a = key("team-a");
-    let mut book = book(&[cleaner("team-a", "settings.items.size() == 0")]);
+    let team_a = cleaner_key("team-a");
+    let mut book = cleaners_book(&[cleaner("team-a", "settings.items.size() == 0")]);
     book.take_due(now());
     let request = asked(&mut book, &team_a);
     book.compile_abandoned(&team_a, request.seq);
@@ -128,8 +103,8 @@ fn a_request_let_go_of_while_not_leading_is_asked_for_again_at_the_next_evaluati
 
 #[test]
 fn an_invalid_spec_compiled_is_reported_with_every_error() {
-    let team_a = key("team-a");
-    let mut book = book(&[cleaner("team-a", "settings.items.frobnicate()")]);
+    let team_a = cleaner_key("team-a");
+    let mut book = cleaners_book(&[cleaner("team-a", "settings.items.frobnicate()")]);
     book.take_due(now());
     let request = asked(&mut book, &team_a);
     let judge = request.compile();
@@ -148,9 +123,9 @@ fn an_invalid_spec_compiled_is_reported_with_every_error() {
 #[test]
 fn the_work_compiles_in_one_step_in_its_namespace_lane_and_its_token_asks_again() {
     let (results, mut outcomes) = mpsc::unbounded_channel();
-    let mut book = book(&[cleaner("team-a", "settings.items.size() == 0")]);
+    let mut book = cleaners_book(&[cleaner("team-a", "settings.items.size() == 0")]);
     book.take_due(now());
-    let request = asked(&mut book, &key("team-a"));
+    let request = asked(&mut book, &cleaner_key("team-a"));
     let mut work: Box<dyn Work> =
         Box::new(CleanerCompile::new(request.clone(), results.clone(), false));
     assert_eq!(&**work.namespace(), "team-a");
@@ -191,12 +166,12 @@ async fn a_namespace_in_debt_compiles_once_paid_coalesced_and_others_go_first() 
     let (evaluator, _thread) =
         Evaluator::spawn_with(metrics.clone(), shares, Bounds::default()).unwrap();
     let (results, mut outcomes) = mpsc::unbounded_channel();
-    let mut book = book(&[
+    let mut book = cleaners_book(&[
         cleaner("team-a", "settings.items.size() == 0"),
         cleaner("team-b", "settings.items.size() == 0"),
     ]);
     book.take_due(now());
-    let team_a = asked(&mut book, &key("team-a"));
+    let team_a = asked(&mut book, &cleaner_key("team-a"));
     for seq in [team_a.seq, team_a.seq + 100, team_a.seq + 200] {
         let request = CompileRequest {
             seq,
@@ -205,7 +180,7 @@ async fn a_namespace_in_debt_compiles_once_paid_coalesced_and_others_go_first() 
         let work = CleanerCompile::new(request, results.clone(), false);
         assert!(evaluator.submit(Box::new(work)));
     }
-    let team_b = asked(&mut book, &key("team-b"));
+    let team_b = asked(&mut book, &cleaner_key("team-b"));
     assert!(evaluator.submit(Box::new(CleanerCompile::new(team_b, results, false))));
     let within = Duration::from_secs(30);
     let received = |outcome: Option<CleanerOutcome>| match outcome.unwrap() {
@@ -215,7 +190,7 @@ async fn a_namespace_in_debt_compiles_once_paid_coalesced_and_others_go_first() 
     let first = tokio::time::timeout(within, outcomes.recv()).await.unwrap();
     assert_eq!(
         received(first).0,
-        key("team-b"),
+        cleaner_key("team-b"),
         "team-b's Cleaner is not held behind team-a's debt"
     );
     let second = tokio::time::timeout(within, outcomes.recv()).await.unwrap();
@@ -225,7 +200,7 @@ async fn a_namespace_in_debt_compiles_once_paid_coalesced_and_others_go_first() 
     );
     assert_eq!(
         received(second),
-        (key("team-a"), team_a.seq + 200),
+        (cleaner_key("team-a"), team_a.seq + 200),
         "the latest"
     );
     assert_eq!(metrics.superseded.get(), 2, "the two before it replaced");

@@ -5,20 +5,17 @@
 
 #![allow(clippy::unwrap_used)] // test code
 
-use jiff::Timestamp;
-use kube::api::{ApiResource, GroupVersionKind};
+mod support;
+
 use kube_retention_common::cleaner::{Cleaner, Verdict};
-use kube_retention_controller::cleaners::book::{Book, CleanerKey, Prepared};
+use kube_retention_controller::cleaners::book::{Book, Prepared};
 use kube_retention_controller::cleaners::judging::{CleanerOutcome, CleanerWork, Pending};
 use kube_retention_controller::evaluator::{Backlog, Bounds, Work};
 use serde_json::json;
+use support::{at, cleaner_key, cleaners_book};
 use tokio::sync::mpsc;
 
 const NOW: &str = "2026-11-22T12:00:00Z";
-
-fn at(text: &str) -> Timestamp {
-    text.parse().unwrap()
-}
 
 fn cleaner(namespace: &str, conditions: &[String], monotonic: bool) -> Cleaner {
     serde_json::from_value(json!({
@@ -35,37 +32,10 @@ fn cleaner(namespace: &str, conditions: &[String], monotonic: bool) -> Cleaner {
     .unwrap()
 }
 
-fn key(namespace: &str) -> CleanerKey {
-    CleanerKey {
-        namespace: namespace.into(),
-        name: "c".into(),
-    }
-}
-
-/// A book with `cleaners` listed and their ConfigMaps (none) watched and listed.
-fn book(cleaners: &[Cleaner]) -> Book {
-    let mut book = Book::default();
-    book.relist_started();
-    for cleaner in cleaners {
-        book.applied(cleaner);
-    }
-    book.relist_done();
-    let kind = GroupVersionKind::gvk("", "v1", "ConfigMap");
-    book.resolved(
-        &kind,
-        Ok(ApiResource::from_gvk_with_plural(&kind, "configmaps")),
-    );
-    for (scope, resource, how) in book.plan_watches().unwrap() {
-        book.watch_started(&scope, resource, &how);
-        book.objects_listed(&scope);
-    }
-    book
-}
-
 /// The Cleaner in `namespace` prepared, its spec compiled first (as the evaluator would).
 fn prepared(book: &mut Book, namespace: &str) -> Pending {
     loop {
-        match book.prepare(&key(namespace), at(NOW)).unwrap() {
+        match book.prepare(&cleaner_key(namespace), at(NOW)).unwrap() {
             Prepared::Conditions(pending) => return pending,
             Prepared::Decided(evaluation) => panic!("decided at once: {:?}", evaluation.verdict),
             Prepared::Compile(request) => {
@@ -91,7 +61,7 @@ fn search() -> Vec<String> {
 fn a_long_search_holds_another_namespace_up_by_one_step_not_by_its_whole() {
     let slow = cleaner("a", &search(), true);
     let quick = cleaner("b", &["settings.items.size() == 0".to_owned()], false);
-    let mut book = book(&[slow, quick]);
+    let mut book = cleaners_book(&[slow, quick]);
     let (results, mut judged) = mpsc::unbounded_channel();
     let mut backlog = Backlog::new(Bounds::default());
     backlog.push(Box::new(CleanerWork::new(
@@ -142,7 +112,7 @@ fn a_long_search_holds_another_namespace_up_by_one_step_not_by_its_whole() {
 
 #[test]
 fn only_the_latest_evaluation_of_a_cleaner_counts_and_a_shed_one_is_asked_for_again() {
-    let mut book = book(&[cleaner(
+    let mut book = cleaners_book(&[cleaner(
         "a",
         &["settings.items.size() == 0".to_owned()],
         false,
@@ -187,25 +157,25 @@ fn only_the_latest_evaluation_of_a_cleaner_counts_and_a_shed_one_is_asked_for_ag
 
 #[test]
 fn a_verdict_for_a_replica_that_no_longer_leads_is_dropped_and_the_cleaner_woken() {
-    let mut book = book(&[cleaner(
+    let mut book = cleaners_book(&[cleaner(
         "a",
         &["settings.items.size() == 0".to_owned()],
         false,
     )]);
-    assert_eq!(book.take_due(at(NOW)), vec![key("a")]);
+    assert_eq!(book.take_due(at(NOW)), vec![cleaner_key("a")]);
     let pending = prepared(&mut book, "a");
     book.abandon(&pending.key, pending.seq);
     assert!(!book.evaluating(&pending.key, pending.seq));
     assert_eq!(
         book.take_due(at(NOW)),
-        vec![key("a")],
+        vec![cleaner_key("a")],
         "evaluated again when it leads"
     );
 }
 
 #[test]
 fn a_verdict_on_targets_that_changed_since_is_reported_but_decides_nothing() {
-    let mut book = book(&[cleaner(
+    let mut book = cleaners_book(&[cleaner(
         "a",
         &["settings.items.size() > 0".to_owned()],
         false,

@@ -224,6 +224,23 @@ async fn cluster_scoped_policies_share_one_account_and_are_told_so() {
     );
 }
 
+/// Cleaners of sixteen targets with each of `requests`' conditions, admitted all at once on two
+/// worker threads: each answer's status and body.
+fn sent_together(context: &Arc<Context>, requests: &[Vec<String>]) -> Vec<(StatusCode, Value)> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let admissions = requests.iter().map(|conditions| {
+            let review = ours("Cleaner", "CREATE", &cleaner(16, conditions.clone()), None);
+            async move { validate(context, &review).await }
+        });
+        futures::future::join_all(admissions).await
+    })
+}
+
 /// Expressions near the bounds on one: `&&` chains of size comparisons over the targets, up to
 /// 4,096 bytes and 1,024 tokens, nested brackets up to the depth bound, or text that is not
 /// CEL at all.
@@ -252,23 +269,11 @@ proptest! {
     fn concurrent_admissions_of_large_expressions_compile_within_the_bound(
         requests in prop::collection::vec(prop::collection::vec(expression(), 1..=16), 1..=6),
     ) {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
         let context = Arc::new(
             Context::new(Arc::new(support::FakeParents::with_fixtures()))
                 .with_limits(Limits::new(Duration::from_secs(3600), 128), UNLIMITED_SHARE),
         );
-        let answers = runtime.block_on(async {
-            let admissions = requests.iter().map(|conditions| {
-                let review = ours("Cleaner", "CREATE", &cleaner(16, conditions.clone()), None);
-                let context = context.clone();
-                async move { validate(&context, &review).await }
-            });
-            futures::future::join_all(admissions).await
-        });
+        let answers = sent_together(&context, &requests);
         for (status, body) in &answers {
             prop_assert_eq!(*status, StatusCode::OK);
             prop_assert!(body["response"]["allowed"].is_boolean(), "{}", body);
@@ -291,20 +296,8 @@ proptest! {
         requests in prop::collection::vec(prop::collection::vec(expression(), 1..=16), 2..=12),
         at_once in 1usize..=3,
     ) {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
         let context = stingy(at_once);
-        let answers = runtime.block_on(async {
-            let admissions = requests.iter().map(|conditions| {
-                let review = ours("Cleaner", "CREATE", &cleaner(16, conditions.clone()), None);
-                let context = context.clone();
-                async move { validate(&context, &review).await }
-            });
-            futures::future::join_all(admissions).await
-        });
+        let answers = sent_together(&context, &requests);
         let throttled = answers
             .iter()
             .filter(|(_, body)| body["response"]["status"]["code"] == 429)

@@ -4,9 +4,12 @@
 
 use jiff::Timestamp;
 use kube::api::DynamicObject;
+use kube::api::{ApiResource, GroupVersionKind};
 use kube_retention_common::api::PolicyRules;
+use kube_retention_common::cleaner::Cleaner;
 use kube_retention_common::policies::Rules;
 use kube_retention_common::{KindId, Registry};
+use kube_retention_controller::cleaners::book::{Book, CleanerKey};
 use kube_retention_controller::state::{Action, Approval, LoadedPolicy, Reason, State};
 use serde_json::{Value, json};
 
@@ -102,4 +105,32 @@ pub fn deletes(actions: &[Action]) -> Vec<(String, Reason)> {
             _ => None,
         })
         .collect()
+}
+
+/// The Cleaner `c` in `namespace`.
+pub fn cleaner_key(namespace: &str) -> CleanerKey {
+    CleanerKey {
+        namespace: namespace.into(),
+        name: "c".into(),
+    }
+}
+
+/// A book with `cleaners` listed and their ConfigMaps (none) watched and listed.
+pub fn cleaners_book(cleaners: &[Cleaner]) -> Book {
+    let mut book = Book::default();
+    book.relist_started();
+    for cleaner in cleaners {
+        book.applied(cleaner);
+    }
+    book.relist_done();
+    let kind = GroupVersionKind::gvk("", "v1", "ConfigMap");
+    book.resolved(
+        &kind,
+        Ok(ApiResource::from_gvk_with_plural(&kind, "configmaps")),
+    );
+    for (scope, resource, how) in book.plan_watches().unwrap() {
+        book.watch_started(&scope, resource, &how);
+        book.objects_listed(&scope);
+    }
+    book
 }
