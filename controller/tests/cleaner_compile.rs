@@ -90,6 +90,21 @@ fn the_book_asks_once_keeps_the_latest_judge_and_wakes_the_cleaner_with_it() {
 }
 
 #[test]
+fn a_spec_without_conditions_has_nothing_to_compile_and_is_judged_at_once() {
+    let team_a = cleaner_key("team-a");
+    let mut spec = cleaner("team-a", "unused");
+    spec.spec.conditions.clear();
+    let mut book = cleaners_book(&[spec]);
+    book.take_due(now());
+    match book.prepare(&team_a, now()) {
+        Some(Prepared::Decided(evaluation)) => {
+            assert!(evaluation.clean.is_some(), "{:?}", evaluation.verdict);
+        }
+        _ => panic!("judged at once, nothing asked of the evaluator"),
+    }
+}
+
+#[test]
 fn a_request_let_go_of_while_not_leading_is_asked_for_again_at_the_next_evaluation() {
     let team_a = cleaner_key("team-a");
     let mut book = cleaners_book(&[cleaner("team-a", "settings.items.size() == 0")]);

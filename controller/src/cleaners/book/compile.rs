@@ -4,7 +4,8 @@
 //! as often as the API server lets them. A spec is compiled when it is first evaluated — so a
 //! replica that does not lead compiles nothing — as work of its namespace
 //! ([`crate::cleaners::compile`]), charged to its share; until its judge comes back the Cleaner
-//! waits, and a new spec asks afresh (the judge of an older one is dropped on arrival).
+//! waits, and a new spec asks afresh (the judge of an older one is dropped on arrival). A spec
+//! without conditions has no CEL to compile: its judge is made at once, on the loop.
 
 use std::sync::Arc;
 
@@ -47,8 +48,9 @@ impl CompileRequest {
 }
 
 impl Book {
-    /// `key`'s judge where compiled; else the request for it where it had not been asked for
-    /// (asking now), `None` where it has been (or `key` is gone).
+    /// `key`'s judge where compiled (made now where its spec has no conditions); else the
+    /// request for it where it had not been asked for (asking now), `None` where it has been
+    /// (or `key` is gone).
     pub(super) fn judge_or_request(
         &mut self,
         key: &CleanerKey,
@@ -58,6 +60,11 @@ impl Book {
         match &tracked.judge {
             Judgement::Compiled(judge) => Ok(judge.clone()),
             Judgement::Compiling(_) => Err(None),
+            Judgement::Uncompiled if tracked.spec.conditions.is_empty() => {
+                let judge = Judge::new(&tracked.spec).map(Arc::new);
+                tracked.judge = Judgement::Compiled(judge.clone());
+                Ok(judge)
+            }
             Judgement::Uncompiled => {
                 self.seq = seq;
                 tracked.judge = Judgement::Compiling(seq);
