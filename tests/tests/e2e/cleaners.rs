@@ -125,13 +125,13 @@ pub async fn set_phase(
 }
 
 /// Creates a Cleaner named `name` with `spec`.
-pub async fn create_cleaner(ns: &TestNamespace, name: &str, spec: Value) -> Result<()> {
+pub async fn create_cleaner(ns: &TestNamespace, name: &str, spec: Value) -> Result<String> {
     let cleaner: Cleaner = serde_json::from_value(json!({
         "apiVersion": "retention.dev/v1alpha1", "kind": "Cleaner",
         "metadata": {"name": name}, "spec": spec}))?;
     let api: Api<Cleaner> = Api::namespaced(ns.env.client.clone(), &ns.name);
-    api.create(&PostParams::default(), &cleaner).await?;
-    Ok(())
+    let created = api.create(&PostParams::default(), &cleaner).await?;
+    Ok(created.metadata.uid.unwrap_or_default())
 }
 
 /// A condition of a Cleaner's status.

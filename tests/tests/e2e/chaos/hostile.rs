@@ -253,7 +253,7 @@ async fn beside_the_settings(
     count: usize,
     flood: Option<Arc<attacks::Flood>>,
 ) -> Result<(Verdict, String)> {
-    tenant::add_settings(tenant, sinks).await?;
+    let uids = tenant::add_settings(tenant, sinks).await?;
     attacks::add(tenant).await?;
     let flood = flood.map(|flood| tokio::spawn(attacks::flood_webhook(tenant.clone(), flood)));
     let added = std::time::Instant::now();
@@ -270,8 +270,8 @@ async fn beside_the_settings(
         costly.contains("spec.conditions[0]") && costly.contains("limit"),
         "the costly Cleaner's status says which condition and which limit: {costly}"
     );
-    for (name, _) in sinks {
-        tenant::refused_event(tenant, name).await?;
+    for ((name, _), uid) in sinks.iter().zip(&uids) {
+        tenant::refused_event(tenant, name, uid).await?;
     }
     if let Some(flood) = flood {
         flood.abort();

@@ -78,7 +78,8 @@ pub async fn add(tenant: &TestNamespace) -> Result<()> {
                      "reference": {"apiGroup": "batch", "version": "v1", "kind": "Job"}}],
         "conditions": [COSTLY],
     });
-    create_cleaner(tenant, CLEANERS[2], costly).await
+    create_cleaner(tenant, CLEANERS[2], costly).await?;
+    Ok(())
 }
 
 /// Waits for the costly Cleaner to say `Ready=False`, `CostLimitExceeded`, and answers its

@@ -77,7 +77,7 @@ pub async fn churn(tenant: TestNamespace, names: Vec<String>, edits: Arc<AtomicU
 }
 
 /// The policy over the tenant's Jobs, and one Cleaner per `(name, sink)`.
-pub async fn add_settings(tenant: &TestNamespace, sinks: &[(&str, String)]) -> Result<()> {
+pub async fn add_settings(tenant: &TestNamespace, sinks: &[(&str, String)]) -> Result<Vec<String>> {
     let policy: RetentionPolicy = serde_json::from_value(json!({
         "apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
         "metadata": {"name": POLICY},
@@ -87,10 +87,11 @@ pub async fn add_settings(tenant: &TestNamespace, sinks: &[(&str, String)]) -> R
         .create(&PostParams::default(), &policy)
         .await
         .context("the hostile policy is admitted: its estimate is within the limit")?;
+    let mut uids = Vec::new();
     for (name, sink) in sinks {
-        cleaner(tenant, name, sink).await?;
+        uids.push(cleaner(tenant, name, sink).await?);
     }
-    Ok(())
+    Ok(uids)
 }
 
 /// Takes the policy and the Cleaners away again.
@@ -106,8 +107,8 @@ pub async fn remove_settings(tenant: &TestNamespace, sinks: &[(&str, String)]) -
     Ok(())
 }
 
-/// A Cleaner that cleans at once (one ConfigMap) and announces it to `sink`.
-async fn cleaner(tenant: &TestNamespace, name: &str, sink: &str) -> Result<()> {
+/// A Cleaner that cleans at once (one ConfigMap), announces it to `sink` and retires: its uid.
+async fn cleaner(tenant: &TestNamespace, name: &str, sink: &str) -> Result<String> {
     let config_map: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}}))?;
     Api::<ConfigMap>::namespaced(tenant.env.client.clone(), &tenant.name)
         .create(&PostParams::default(), &config_map)
@@ -156,8 +157,10 @@ pub async fn stopped_at_its_limit(tenant: &TestNamespace) -> Result<String> {
     Ok(message)
 }
 
-/// Waits for an Event on Cleaner `cleaner` saying its sink was refused.
-pub async fn refused_event(tenant: &TestNamespace, cleaner: &str) -> Result<()> {
+/// Waits for an Event on Cleaner `cleaner` saying its sink was refused;
+/// `uid` tells this Cleaner from one of the same name an earlier phase created (and the
+/// Cleaner may have retired already).
+pub async fn refused_event(tenant: &TestNamespace, cleaner: &str, uid: &str) -> Result<()> {
     eventually(
         A_SAYS_WITHIN,
         &format!("an Event on Cleaner {cleaner} saying its sink was refused"),
@@ -166,7 +169,10 @@ pub async fn refused_event(tenant: &TestNamespace, cleaner: &str) -> Result<()> 
                 "get",
                 "events",
                 "--field-selector",
-                &format!("involvedObject.name={cleaner},involvedObject.kind=Cleaner"),
+                &format!(
+                    "involvedObject.name={cleaner},involvedObject.kind=Cleaner,\
+                     involvedObject.uid={uid}"
+                ),
                 "-o",
                 "jsonpath={.items[*].message}",
             ]))?;
