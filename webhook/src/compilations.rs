@@ -194,11 +194,6 @@ impl Compilations {
         })
     }
 
-    /// The bounds in force.
-    pub fn limits(&self) -> CompileLimits {
-        self.limits
-    }
-
     /// The most that ever ran at once.
     pub fn peak(&self) -> usize {
         self.counts.peak.load(Ordering::SeqCst)

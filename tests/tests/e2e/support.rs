@@ -102,9 +102,12 @@ impl Env {
 }
 
 pub async fn client_for(kubeconfig: &std::path::Path) -> Result<Client> {
+    Ok(Client::try_from(config_for(kubeconfig).await?)?)
+}
+
+async fn config_for(kubeconfig: &std::path::Path) -> Result<Config> {
     let kubeconfig = Kubeconfig::read_from(kubeconfig)?;
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
-    Ok(Client::try_from(config)?)
+    Ok(Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?)
 }
 
 impl Env {
@@ -112,9 +115,7 @@ impl Env {
     /// and 504 answers by itself (honouring `Retry-After`, up to 15 times), as a tenant
     /// flooding the webhook would not, and a test counting refusals must not.
     pub async fn impatient_client(&self) -> Result<Client> {
-        let kubeconfig = Kubeconfig::read_from(self.cluster.layout.kubeconfig())?;
-        let mut config =
-            Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+        let mut config = config_for(&self.cluster.layout.kubeconfig()).await?;
         config.default_retry = false;
         Ok(Client::try_from(config)?)
     }

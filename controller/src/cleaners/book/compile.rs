@@ -25,6 +25,18 @@ pub(super) enum Judgement {
     Compiled(CompiledSpec),
 }
 
+impl Judgement {
+    /// Whether request `seq` is the one awaited.
+    fn awaits(&self, seq: u64) -> bool {
+        matches!(self, Self::Compiling(asked) if *asked == seq)
+    }
+}
+
+/// `spec`'s judge, or what is wrong with it: CPU in proportion to its conditions.
+fn compile(spec: &CleanerSpec) -> CompiledSpec {
+    Judge::new(spec).map(Arc::new)
+}
+
 /// The judge of a Cleaner's spec, to compile off the loop.
 #[derive(Debug, Clone)]
 pub struct CompileRequest {
@@ -37,7 +49,7 @@ pub struct CompileRequest {
 impl CompileRequest {
     /// The judge of the spec, or what is wrong with it: CPU in proportion to its conditions.
     pub fn compile(&self) -> CompiledSpec {
-        Judge::new(&self.spec).map(Arc::new)
+        compile(&self.spec)
     }
 
     /// About how many bytes the request holds: what the evaluator's backlog bounds.
@@ -61,18 +73,14 @@ impl Book {
             Judgement::Compiled(judge) => Ok(judge.clone()),
             Judgement::Compiling(_) => Err(None),
             Judgement::Uncompiled if tracked.spec.conditions.is_empty() => {
-                let judge = Judge::new(&tracked.spec).map(Arc::new);
+                let judge = compile(&tracked.spec);
                 tracked.judge = Judgement::Compiled(judge.clone());
                 Ok(judge)
             }
             Judgement::Uncompiled => {
                 self.seq = seq;
                 tracked.judge = Judgement::Compiling(seq);
-                Err(Some(Box::new(CompileRequest {
-                    key: key.clone(),
-                    seq,
-                    spec: tracked.spec.clone(),
-                })))
+                Err(self.compile_again(key, seq).map(Box::new))
             }
         }
     }
@@ -92,8 +100,7 @@ impl Book {
         judge: CompiledSpec,
     ) -> bool {
         match self.cleaners.get_mut(key) {
-            Some(tracked) if matches!(tracked.judge, Judgement::Compiling(asked) if asked == seq) =>
-            {
+            Some(tracked) if tracked.judge.awaits(seq) => {
                 tracked.judge = Judgement::Compiled(judge);
                 true
             }
@@ -101,16 +108,14 @@ impl Book {
         }
     }
 
-    /// Request `seq` of `key` again, where the evaluator let go of it and it is still the
-    /// latest.
+    /// Request `seq` of `key`, where it is still the latest (again, where the evaluator let go
+    /// of it).
     pub fn compile_again(&self, key: &CleanerKey, seq: u64) -> Option<CompileRequest> {
         let tracked = self.cleaners.get(key)?;
-        matches!(tracked.judge, Judgement::Compiling(asked) if asked == seq).then(|| {
-            CompileRequest {
-                key: key.clone(),
-                seq,
-                spec: tracked.spec.clone(),
-            }
+        tracked.judge.awaits(seq).then(|| CompileRequest {
+            key: key.clone(),
+            seq,
+            spec: tracked.spec.clone(),
         })
     }
 
@@ -118,7 +123,7 @@ impl Book {
     /// lead): asked for again at the Cleaner's next evaluation.
     pub fn compile_abandoned(&mut self, key: &CleanerKey, seq: u64) {
         if let Some(tracked) = self.cleaners.get_mut(key)
-            && matches!(tracked.judge, Judgement::Compiling(asked) if asked == seq)
+            && tracked.judge.awaits(seq)
         {
             tracked.judge = Judgement::Uncompiled;
             self.woken.insert(key.clone());
