@@ -27,6 +27,7 @@ mod attacks;
 mod rows;
 mod tenant;
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -42,7 +43,7 @@ use serde_json::json;
 use super::{Form, Ledger, Verdict};
 use crate::listeners::Listener;
 use crate::support::{Env, TestNamespace};
-use crate::workloads::{create_job_in, eventually, finish_job, now_second};
+use crate::workloads::{create_job_in, finish_job, now_second};
 
 pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
     vec![env.trial(
@@ -312,17 +313,9 @@ async fn expiring(ns: &TestNamespace, prefix: &str, count: usize) -> Result<Verd
         .try_collect::<Vec<_>>()
         .await?;
     let window = Duration::from_secs((lead + count / RATE + 30) as u64);
-    let jobs: Api<Job> = Api::namespaced(client.clone(), &ns.name);
-    let own = format!("{prefix}-");
-    eventually(window, "every Job of B deleted", || async {
-        let listed = jobs.list(&ListParams::default()).await?.items;
-        Ok(!listed.iter().any(|job| {
-            job.metadata
-                .name
-                .as_deref()
-                .is_some_and(|name| name.starts_with(&own))
-        }))
-    })
-    .await?;
+    let names: HashSet<String> = names.into_iter().map(|(name, _)| name).collect();
+    ledger
+        .until_deleted(&names, window, "every Job of B deleted")
+        .await?;
     ledger.verdict(&Default::default()).await
 }

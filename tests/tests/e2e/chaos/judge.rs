@@ -165,6 +165,43 @@ impl Ledger {
             .collect())
     }
 
+    /// Waits until the watch has told of the deletion of every object in `names`, or fails
+    /// after `timeout`. Reads what the watch has recorded, so that waiting costs the API
+    /// server nothing: a scenario that listed its objects every 50 ms to see them gone loaded
+    /// the API server (and this process) with lists of thousands of objects, and the delays it
+    /// measured with it.
+    pub async fn until_deleted(
+        &self,
+        names: &HashSet<String>,
+        timeout: std::time::Duration,
+        what: &str,
+    ) -> anyhow::Result<()> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let left = {
+                let book = self
+                    .book
+                    .lock()
+                    .map_err(|_| anyhow::anyhow!("ledger lock"))?;
+                let deleted: HashSet<&str> =
+                    book.deletions.iter().map(|d| d.name.as_str()).collect();
+                names
+                    .iter()
+                    .filter(|name| !deleted.contains(name.as_str()))
+                    .count()
+            };
+            if left == 0 {
+                return Ok(());
+            }
+            anyhow::ensure!(
+                tokio::time::Instant::now() < deadline,
+                "not within {timeout:?}: {what} ({left} of {} not deleted)",
+                names.len()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     /// The scenario deleted the object with `uid` itself: not kube-retention's to answer for.
     pub fn deleted_by_scenario(&self, uid: &str) {
         if let Ok(mut book) = self.book.lock() {
