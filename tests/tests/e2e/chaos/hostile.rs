@@ -14,7 +14,7 @@
 //! every edit is an evaluation stopped at its limit, and the flood).
 //!
 //! The conditions run in the order quiet, settings, workload, hostile, workload, settings, quiet
-//! (the hostile one twice as long), so that a drift of this machine's speed during the run lands
+//! (the hostile one twice as long: two batches of B's Jobs, each as many as the others'), so that a drift of this machine's speed during the run lands
 //! on every condition alike. The hostile policy must say why it is not ready and delete nothing,
 //! no connection may reach a denied address, and B's p99 delay must stay under a second and
 //! within 1.2× of the same run without the hostile settings: beside A's settings against A quiet,
@@ -126,10 +126,10 @@ async fn beside_the_tenant(ns: &TestNamespace, tenant: &TestNamespace, count: us
         let phase = match condition {
             Tenant::Hostile => {
                 let flood = Some(flood.clone());
-                beside_the_settings(ns, tenant, &sinks, &prefix, count, flood).await
+                beside_the_settings(ns, tenant, &sinks, &prefix, [count / 2; 2], flood).await
             }
             Tenant::Settings => {
-                beside_the_settings(ns, tenant, &sinks, &prefix, count / 2, None).await
+                beside_the_settings(ns, tenant, &sinks, &prefix, [count / 2], None).await
             }
             Tenant::Quiet | Tenant::Workload => expiring(ns, &prefix, count / 2)
                 .await
@@ -139,6 +139,14 @@ async fn beside_the_tenant(ns: &TestNamespace, tenant: &TestNamespace, count: us
             task.abort();
         }
         let (phase, said) = phase?;
+        let at = |q: f64| phase.quantile(q).unwrap_or(0.0);
+        println!(
+            "{prefix}: B's delay p50 {:.3} s, p90 {:.3} s, p99 {:.3} s, max {:.3} s",
+            at(0.5),
+            at(0.9),
+            at(0.99),
+            at(1.0)
+        );
         let verdict = &mut verdicts[condition as usize];
         *verdict = std::mem::take(verdict).merge(phase);
         if condition.settings() {
@@ -241,7 +249,11 @@ async fn beside_the_tenant(ns: &TestNamespace, tenant: &TestNamespace, count: us
     Ok(())
 }
 
-/// B's Jobs expiring with the tenant's retention settings in place; answers their verdict and
+/// B's Jobs expiring with the tenant's retention settings in place, one batch of `batches` after
+/// another, each the size of the other conditions' (so that every condition measures the same
+/// shape: as many Jobs created, tracked at once and expiring at the same pace; one batch of twice
+/// as many Jobs measured a larger B beside the hostile A than beside A's workload); answers
+/// their verdict and
 /// what the hostile policy's status says, once it says it stopped at its limit and each
 /// Cleaner's Event says its sink was refused. The settings are taken away after. With a
 /// `flood`, A also floods the webhook from when its settings are in place (admitted before the
@@ -251,14 +263,18 @@ async fn beside_the_settings(
     tenant: &TestNamespace,
     sinks: &[(&str, String)],
     prefix: &str,
-    count: usize,
+    batches: impl IntoIterator<Item = usize>,
     flood: Option<Arc<attacks::Flood>>,
 ) -> Result<(Verdict, String)> {
     let uids = tenant::add_settings(tenant, sinks).await?;
     attacks::add(tenant).await?;
     let flood = flood.map(|flood| tokio::spawn(attacks::flood_webhook(tenant.clone(), flood)));
     let added = std::time::Instant::now();
-    let verdict = expiring(ns, prefix, count).await?;
+    let mut verdict = Verdict::default();
+    for (batch, count) in batches.into_iter().enumerate() {
+        let batch = expiring(ns, &format!("{prefix}-{batch}"), count).await?;
+        verdict = verdict.merge(batch);
+    }
     let expired = added.elapsed();
     let message = tenant::stopped_at_its_limit(tenant).await?;
     let costly = attacks::costly_stopped_at_its_limit(tenant).await?;
