@@ -2,6 +2,7 @@
 //! with what A did beside it, and what kube-retention's processes held.
 
 use anyhow::Result;
+use kube_retention_e2e::layout::Layout;
 
 use super::super::{Row, Verdict, report};
 use super::RATE;
@@ -95,11 +96,21 @@ pub fn report_all(
         p99_delay: None,
         note: format!(
             "{} restarts; most memory held since they started: the controller {} MiB (the \
-             chart's limit 256 MiB), the webhook {} MiB (128 MiB); debug builds",
+             chart's limit 256 MiB), the webhook {} MiB (128 MiB); {}",
             held.restarts,
             held.controller_kib / 1024,
-            held.webhook_kib / 1024
+            held.webhook_kib / 1024,
+            builds()
         ),
     })?;
     Ok(())
+}
+
+/// Which builds of the controller and the webhook ran: the image's (`make chaos`), or the debug
+/// builds of `make test`'s short form.
+fn builds() -> &'static str {
+    match Layout::cargo_profile().ends_with("release") {
+        true => "the image's static release builds",
+        false => "debug builds",
+    }
 }
