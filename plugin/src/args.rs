@@ -18,9 +18,15 @@ pub struct Args {
     /// Kubeconfig (default: $KUBECONFIG, then ~/.kube/config).
     #[arg(long, global = true)]
     pub kubeconfig: Option<PathBuf>,
-    /// The namespace of kube-retention's controller: its Lease there says which kinds it acts
-    /// on (its --kind and --disable-kind), and the commands judge with those.
-    #[arg(long, global = true, default_value = "kube-retention")]
+    /// The namespace kube-retention runs in: its controller's Lease there says which kinds it
+    /// acts on (its --kind and --disable-kind), and the commands judge with those; `explain`
+    /// asks whether the controller's service account there may delete the object.
+    #[arg(
+        long,
+        global = true,
+        env = "KUBE_RETENTION_NAMESPACE",
+        default_value = "kube-retention"
+    )]
     pub controller_namespace: String,
     /// The controller's Lease (its --lease-name).
     #[arg(long, global = true, default_value = "kube-retention-controller")]
@@ -141,12 +147,10 @@ pub struct ExplainArgs {
     pub name: String,
     #[arg(short = 'n', long)]
     pub namespace: Option<String>,
-    /// The user the controller deletes as, whose permission is checked.
-    #[arg(
-        long,
-        default_value = "system:serviceaccount:kube-retention:kube-retention-controller"
-    )]
-    pub controller: String,
+    /// The user the controller deletes as, whose permission is checked (default: the
+    /// controller's service account, kube-retention-controller in --controller-namespace).
+    #[arg(long)]
+    pub controller: Option<String>,
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
     pub output: Format,
 }
@@ -210,7 +214,7 @@ impl Args {
                 eprintln!("note: {note}");
             }
             match judging {
-                Command::Explain(args) => crate::explain::run(client, &kinds, args).await,
+                Command::Explain(args) => crate::explain::run(client, &kinds, &lease, args).await,
                 Command::Upcoming(args) => crate::upcoming::run(client, &kinds, args).await,
                 Command::Prune(args) => crate::prune::run(client, &kinds, args).await,
                 Command::Snooze(args) => crate::snooze::run(client, &kinds, args).await,

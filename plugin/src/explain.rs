@@ -11,10 +11,20 @@ use kube_retention_common::access::{Request, Subject};
 use kube_retention_common::kinds::{Registry, Resource};
 
 use crate::args::{ExplainArgs, Format};
+use crate::kinds::ControllerLease;
 use crate::model::{self, Explanation, Policies};
 use crate::output;
 
-pub async fn run(client: Client, kinds: &Registry, args: ExplainArgs) -> Result<()> {
+pub async fn run(
+    client: Client,
+    kinds: &Registry,
+    controller: &ControllerLease,
+    args: ExplainArgs,
+) -> Result<()> {
+    let user = args
+        .controller
+        .clone()
+        .unwrap_or_else(|| controller.service_account());
     let api_resource = crate::kinds::resolve(&client, &args.kind).await?;
     let namespace = args
         .namespace
@@ -30,20 +40,12 @@ pub async fn run(client: Client, kinds: &Registry, args: ExplainArgs) -> Result<
     let policies = Policies::load(&client).await?;
     let mut explanation = model::explain(kinds, &resource, &object, &policies, Timestamp::now());
     if explanation.deadline.is_some() {
-        match controller_may_delete(
-            &client,
-            &args.controller,
-            &api_resource,
-            &namespace,
-            &args.name,
-        )
-        .await
-        {
+        match controller_may_delete(&client, &user, &api_resource, &namespace, &args.name).await {
             Ok(true) => {}
             Ok(false) => {
                 explanation.note = Some(format!(
                     "never deleted while {} may not delete {}: grant it (see deploy/core/controller-rbac.yaml)",
-                    args.controller, api_resource.plural
+                    user, api_resource.plural
                 ));
             }
             Err(error) => {
@@ -123,6 +125,18 @@ mod tests {
     use kube::api::{ApiResource, GroupVersionKind};
 
     use super::*;
+
+    #[test]
+    fn the_controller_is_asked_about_as_its_service_account_where_it_runs() {
+        let lease = ControllerLease {
+            namespace: "retention-system".into(),
+            name: "kube-retention-controller".into(),
+        };
+        assert_eq!(
+            lease.service_account(),
+            "system:serviceaccount:retention-system:kube-retention-controller"
+        );
+    }
 
     #[test]
     fn asks_as_the_webhook_asks_with_the_service_accounts_groups() {

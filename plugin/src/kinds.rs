@@ -61,6 +61,16 @@ pub struct ControllerLease {
     pub name: String,
 }
 
+/// The controller's service account, as the chart and deploy/ name it.
+const SERVICE_ACCOUNT: &str = "kube-retention-controller";
+
+impl ControllerLease {
+    /// The user the controller acts as: its service account, in the namespace it runs in.
+    pub fn service_account(&self) -> String {
+        format!("system:serviceaccount:{}:{SERVICE_ACCOUNT}", self.namespace)
+    }
+}
+
 /// The kinds the controller acts on — its `--kind` and `--disable-kind` as its leader keeps them
 /// on its Lease ([`KINDS_ANNOTATION`]), made a table by the function the controller uses
 /// ([`KindSelection::registry`]) — and a note when they could not be read and the built-in

@@ -34,8 +34,8 @@ annotations:
 {{- end -}}
 
 {{- define "kube-retention.excludedNamespaces" -}}
-{{- $namespaces := concat .Values.webhook.excludedNamespaces (list .Release.Namespace) | uniq -}}
-[{{ join ", " $namespaces }}]
+{{- $namespaces := concat (.Values.webhook.excludedNamespaces | default list) (list .Release.Namespace) | uniq -}}
+{{- toJson $namespaces -}}
 {{- end -}}
 
 {{/* The sink policy's flags, given to the controller and the webhook alike. */}}

@@ -4,9 +4,11 @@
 //! Helm's --create-namespace owns, and Helm's own labels), and the API server accepts what it
 //! renders in a server-side dry run, monitoring objects included (against the Prometheus
 //! operator's real CRDs). What `controller.disabledKinds` does to the render is
-//! `chart/disabled_kinds.rs`'s; who may reach the webhook (`webhook.clientAuth`,
+//! `chart/disabled_kinds.rs`'s; another namespace, the values schema and the node options are
+//! `chart/anywhere.rs`'s; who may reach the webhook (`webhook.clientAuth`,
 //! `webhook.networkPolicy`) is `chart/webhook_access.rs`'s.
 
+mod anywhere;
 mod disabled_kinds;
 mod webhook_access;
 
@@ -32,6 +34,7 @@ pub fn tests(env: &Env) -> Vec<Trial> {
             server_dry_run,
         ),
     ];
+    tests.extend(anywhere::tests(env));
     tests.extend(disabled_kinds::tests(env));
     tests.extend(webhook_access::tests(env));
     tests
@@ -59,15 +62,15 @@ fn apply_dry_run(ns: &TestNamespace, yaml: &str) -> Result<String> {
 }
 
 fn render(ns: &TestNamespace, extra: &[&str]) -> Result<String> {
+    render_in(ns, "kube-retention", extra)
+}
+
+/// `helm template` of the chart as a release in `namespace`, CRDs included.
+fn render_in(ns: &TestNamespace, namespace: &str, extra: &[&str]) -> Result<String> {
     let chart = ns.env.cluster.layout.repo_root.join(CHART);
     kube_retention_e2e::run(
         helm(&ns.env)
-            .args([
-                "template",
-                "kube-retention",
-                "--namespace",
-                "kube-retention",
-            ])
+            .args(["template", "kube-retention", "--namespace", namespace])
             .arg("--include-crds")
             .args(extra)
             .arg(chart),
