@@ -1,6 +1,8 @@
-# One image for kube-retention's binaries: the webhook, its certificate sidecar and the
-# controller. Build: docker build -t ghcr.io/kube-retention/kube-retention:latest . (without
-# Docker: `make image` writes the same binaries, static, as an OCI archive)
+# A container build for those with Docker or Podman, not the released image: it builds glibc
+# binaries (webhook, certificate sidecar, controller; no kubectl-retention) on distroless/cc
+# with the webhook as entrypoint. The image the chart runs is `make image`'s: static musl
+# binaries on an empty base, each run by the chart's `command`.
+# Build: docker build -t kube-retention:dev .
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY . .
