@@ -87,18 +87,26 @@ async fn lint(ns: TestNamespace) -> Result<()> {
         let said = kube_retention_e2e::run(helm(&ns.env).arg("lint").args(values).arg(&chart))?;
         ensure!(said.contains("0 chart(s) failed"), "helm lint: {said}");
     }
-    let refused = kube_retention_e2e::output_with_input(
+    refuses(
+        &ns,
+        "certificates.mode=vault",
+        "certificates.mode \"vault\": use self-managed or cert-manager",
+    )
+}
+
+/// `helm template` with `--set values` fails, saying `expected`.
+fn refuses(ns: &TestNamespace, values: &str, expected: &str) -> Result<()> {
+    let chart = ns.env.cluster.layout.repo_root.join(CHART);
+    let output = kube_retention_e2e::output_with_input(
         helm(&ns.env)
-            .args(["template", "x"])
-            .args(["--set", "certificates.mode=vault"])
+            .args(["template", "x", "--set", values])
             .arg(&chart),
         "",
     )?;
-    let said = String::from_utf8_lossy(&refused.stderr);
+    let said = String::from_utf8_lossy(&output.stderr);
     ensure!(
-        !refused.status.success()
-            && said.contains("certificates.mode \"vault\": use self-managed or cert-manager"),
-        "an unknown certificates mode must be refused clearly: {said}"
+        !output.status.success() && said.contains(expected),
+        "--set {values} must fail the render saying {expected:?}: {said}"
     );
     Ok(())
 }

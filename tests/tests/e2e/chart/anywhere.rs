@@ -9,8 +9,7 @@ use anyhow::{Context, Result, ensure};
 use libtest_mimic::Trial;
 use serde_json::{Value, json};
 
-use super::{CHART, apply_dry_run, objects, render, render_in};
-use crate::cleaners::helm;
+use super::{apply_dry_run, objects, refuses, render, render_in};
 use crate::support::{Env, TestNamespace};
 
 pub(super) fn tests(env: &Env) -> Vec<Trial> {
@@ -128,7 +127,6 @@ async fn another_namespace(ns: TestNamespace) -> Result<()> {
 }
 
 async fn unknown_values(ns: TestNamespace) -> Result<()> {
-    let chart = ns.env.cluster.layout.repo_root.join(CHART);
     for (values, expected) in [
         ("controller.replica=3", "'replica' not allowed"),
         ("webhook.timeoutSeconds=60", "/webhook/timeoutSeconds"),
@@ -141,17 +139,7 @@ async fn unknown_values(ns: TestNamespace) -> Result<()> {
             "/controller/circuitBreaker/window",
         ),
     ] {
-        let output = kube_retention_e2e::output_with_input(
-            helm(&ns.env)
-                .args(["template", "x", "--set", values])
-                .arg(&chart),
-            "",
-        )?;
-        let said = String::from_utf8_lossy(&output.stderr);
-        ensure!(
-            !output.status.success() && said.contains(expected),
-            "{values} must fail the render naming {expected}: {said}"
-        );
+        refuses(&ns, values, expected)?;
     }
     Ok(())
 }

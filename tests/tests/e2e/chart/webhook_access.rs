@@ -9,7 +9,7 @@ use anyhow::{Context, Result, ensure};
 use libtest_mimic::Trial;
 use serde_json::{Value, json};
 
-use super::{CHART, apply_dry_run, objects, render};
+use super::{CHART, apply_dry_run, objects, refuses, render};
 use crate::cleaners::helm;
 use crate::support::{Env, TestNamespace};
 
@@ -116,7 +116,6 @@ async fn rendered(ns: TestNamespace) -> Result<()> {
 }
 
 async fn refused(ns: TestNamespace) -> Result<()> {
-    let chart = ns.env.cluster.layout.repo_root.join(CHART);
     for (values, expected) in [
         (
             "webhook.networkPolicy.enabled=true",
@@ -129,17 +128,7 @@ async fn refused(ns: TestNamespace) -> Result<()> {
              server's client certificate",
         ),
     ] {
-        let output = kube_retention_e2e::output_with_input(
-            helm(&ns.env)
-                .args(["template", "x", "--set", values])
-                .arg(&chart),
-            "",
-        )?;
-        let said = String::from_utf8_lossy(&output.stderr);
-        ensure!(
-            !output.status.success() && said.contains(expected),
-            "{values} must fail the render saying what to give: {said}"
-        );
+        refuses(&ns, values, expected)?;
     }
     let defaults = objects(&render(&ns, &[])?)?;
     ensure!(
