@@ -65,7 +65,44 @@ where
 }
 
 /// Polls until `check` finds something, and answers it, or fails after `timeout`.
-pub async fn until_some<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> Result<T>
+pub async fn until_some<T, F, Fut>(timeout: Duration, what: &str, check: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Option<T>>>,
+{
+    until_some_every(POLL, timeout, what, check).await
+}
+
+/// How often [`eventually`] and [`until_some`] ask.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Polls every `every` until `check` says true, or fails after `timeout`: for checks that list
+/// many objects while a scenario measures, where asking twenty times a second would load the API
+/// server the scenario measures (the deletions' times come from the scenario's watch, not from
+/// when the check saw them gone).
+pub async fn eventually_every<F, Fut>(
+    every: Duration,
+    timeout: Duration,
+    what: &str,
+    mut check: F,
+) -> Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<bool>>,
+{
+    until_some_every(every, timeout, what, || {
+        let checked = check();
+        async move { Ok(checked.await?.then_some(())) }
+    })
+    .await
+}
+
+async fn until_some_every<T, F, Fut>(
+    every: Duration,
+    timeout: Duration,
+    what: &str,
+    mut check: F,
+) -> Result<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<Option<T>>>,
@@ -79,7 +116,7 @@ where
             tokio::time::Instant::now() < deadline,
             "not within {timeout:?}: {what}"
         );
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(every).await;
     }
 }
 

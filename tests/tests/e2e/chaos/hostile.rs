@@ -14,14 +14,14 @@
 //! every edit is an evaluation stopped at its limit, and the flood).
 //!
 //! The conditions run in the order quiet, settings, workload, hostile, workload, settings, quiet
-//! (the hostile one twice as long: two batches of B's Jobs, each as many as the others'), so that a drift of this machine's speed during the run lands
-//! on every condition alike. The hostile policy must say why it is not ready and delete nothing,
-//! no connection may reach a denied address, and B's p99 delay must stay under a second and
-//! within 1.2× of the same run without the hostile settings: beside A's settings against A quiet,
-//! and beside the hostile A against A's workload alone. The workload row shows what A's edits
-//! alone cost B through the API server and etcd the tenants share. Neither the controller nor
-//! the webhook may restart, and neither may have held more memory than the chart allows it
-//! (256 MiB, 128 MiB).
+//! (the hostile one twice as long: two batches of B's Jobs, each as many as the others'), so that a
+//! drift of this machine's speed during the run lands on every condition alike. The hostile policy
+//! must say why it is not ready and delete nothing, no connection may reach a denied address, and
+//! B's p99 delay must stay under a second and within 1.2× of the same run without the hostile
+//! settings: beside A's settings against A quiet, and beside the hostile A against A's workload
+//! alone. The workload row shows what A's edits alone cost B through the API server and etcd the
+//! tenants share. Neither the controller nor the webhook may restart, and neither may have held
+//! more memory than the chart allows it (256 MiB, 128 MiB).
 
 mod attacks;
 mod rows;
@@ -252,12 +252,11 @@ async fn beside_the_tenant(ns: &TestNamespace, tenant: &TestNamespace, count: us
 /// B's Jobs expiring with the tenant's retention settings in place, one batch of `batches` after
 /// another, each the size of the other conditions' (so that every condition measures the same
 /// shape: as many Jobs created, tracked at once and expiring at the same pace; one batch of twice
-/// as many Jobs measured a larger B beside the hostile A than beside A's workload); answers
-/// their verdict and
-/// what the hostile policy's status says, once it says it stopped at its limit and each
-/// Cleaner's Event says its sink was refused. The settings are taken away after. With a
-/// `flood`, A also floods the webhook from when its settings are in place (admitted before the
-/// flood spends A's share of the compile time) until they are taken away.
+/// as many Jobs measured a larger B beside the hostile A than beside A's workload); answers their
+/// verdict and what the hostile policy's status says, once it says it stopped at its limit and each
+/// Cleaner's Event says its sink was refused. The settings are taken away after. With a `flood`, A
+/// also floods the webhook from when its settings are in place (admitted before the flood spends
+/// A's share of the compile time) until they are taken away.
 async fn beside_the_settings(
     ns: &TestNamespace,
     tenant: &TestNamespace,

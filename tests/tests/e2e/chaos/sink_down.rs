@@ -25,7 +25,7 @@ use serde_json::json;
 use super::{Form, Ledger, Row, report};
 use crate::cleaners::sink::Sink;
 use crate::support::{Env, TestNamespace};
-use crate::workloads::{create_job_in, eventually, finish_job, now_second};
+use crate::workloads::{create_job_in, eventually_every, finish_job, now_second};
 
 /// The scenario's name in docs/reliability.md: its own section there.
 pub const SCENARIO: &str = "sink down during deletions with archiveBeforeDelete";
@@ -75,7 +75,9 @@ async fn sink_down(ns: TestNamespace) -> Result<()> {
     let left =
         || async { Ok::<_, anyhow::Error>(jobs.list(&ListParams::default()).await?.items.len()) };
     let drain = Duration::from_secs(60 + count as u64 / 10);
-    eventually(
+    // Once a second: a list of every Job left is work for the API server the scenario measures.
+    eventually_every(
+        super::LIST_EVERY,
         outage + drain,
         "every Job deleted after the outage",
         || async { Ok(left().await? == 0) },
