@@ -156,6 +156,7 @@ fn the_status_names_what_holds_the_cleaner_back_and_keeps_transition_times() {
     });
     let before = status::status(
         &spec,
+        Some(3),
         &waiting,
         vec!["a.configmaps/v1".into()],
         Some(until),
@@ -174,6 +175,14 @@ fn the_status_names_what_holds_the_cleaner_back_and_keeps_transition_times() {
             .cloned();
         found.expect("the condition")
     };
+    assert!(
+        before
+            .conditions
+            .iter()
+            .all(|condition| condition.observed_generation == Some(3)),
+        "each condition says the generation it observed: {:?}",
+        before.conditions
+    );
     let wait = condition(&before, "Waiting");
     assert_eq!(
         (wait.status.as_str(), wait.reason.as_str()),
@@ -190,14 +199,35 @@ fn the_status_names_what_holds_the_cleaner_back_and_keeps_transition_times() {
         release: "preview-42".into(),
         hooks: vec!["backup".into()],
     }));
-    let after = status::status(&spec, &failed, Vec::new(), None, Some(&before), later);
+    let after = status::status(
+        &spec,
+        Some(4),
+        &failed,
+        Vec::new(),
+        None,
+        Some(&before),
+        later,
+    );
     let ready = condition(&after, "Ready");
     assert_eq!(
         (ready.status.as_str(), ready.reason.as_str()),
         ("False", "HelmReleaseHasDeleteHooks")
     );
     assert_eq!(ready.last_transition_time.0, later, "Ready changed");
-    let again = status::status(&spec, &failed, Vec::new(), None, Some(&after), until);
+    assert_eq!(
+        ready.observed_generation,
+        Some(4),
+        "the spec's new generation"
+    );
+    let again = status::status(
+        &spec,
+        Some(4),
+        &failed,
+        Vec::new(),
+        None,
+        Some(&after),
+        until,
+    );
     assert_eq!(
         condition(&again, "Ready").last_transition_time.0,
         later,
@@ -226,7 +256,7 @@ fn a_condition_past_its_cost_limit_makes_the_cleaner_not_ready_saying_so() {
         condition: 0,
         error,
     });
-    let written = status::status(&spec, &failed, Vec::new(), None, None, now);
+    let written = status::status(&spec, Some(1), &failed, Vec::new(), None, None, now);
     let ready = &written.conditions[0];
     assert_eq!(
         (

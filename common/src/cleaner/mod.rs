@@ -37,10 +37,12 @@ pub const EVENT_TYPE: &str = "dev.retention.cleaner.deleted";
     version = "v1alpha1",
     kind = "Cleaner",
     namespaced,
+    shortname = "cln",
     status = "CleanerStatus",
     category = "retention",
     printcolumn = r#"{"name":"TTL","type":"string","jsonPath":".spec.ttl"}"#,
     printcolumn = r#"{"name":"Next","type":"date","jsonPath":".status.nextScheduledEvaluation"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]

@@ -35,10 +35,12 @@ impl Problem {
     }
 }
 
-/// The status to write after an evaluation whose outcome is `verdict`; a condition that keeps its
-/// status keeps its `lastTransitionTime` from `previous`.
+/// The status to write after an evaluation of `spec` (the Cleaner's `generation`) whose outcome
+/// is `verdict`; a condition that keeps its status keeps its `lastTransitionTime` from
+/// `previous`, and each says the generation it observed.
 pub fn status(
     spec: &CleanerSpec,
+    generation: Option<i64>,
     verdict: &Result<Verdict, Problem>,
     resolved: Vec<String>,
     next: Option<Timestamp>,
@@ -114,7 +116,7 @@ pub fn status(
             reason: reason.to_owned(),
             message,
             last_transition_time: since,
-            observed_generation: None,
+            observed_generation: generation,
         }
     };
     CleanerStatus {

@@ -88,6 +88,8 @@ pub struct Evaluation {
 #[derive(Debug)]
 struct Tracked {
     uid: String,
+    /// The Cleaner's `metadata.generation`, which its status conditions say they observed.
+    generation: Option<i64>,
     created: Timestamp,
     spec: CleanerSpec,
     /// The judge of its spec, or what is wrong with the spec, once compiled.
@@ -148,10 +150,12 @@ impl Book {
             seen.insert(key.clone());
         }
         let uid = cleaner.uid().unwrap_or_default();
-        if let Some(tracked) = self.cleaners.get(&key)
+        let generation = cleaner.metadata.generation;
+        if let Some(tracked) = self.cleaners.get_mut(&key)
             && tracked.uid == uid
             && tracked.spec == cleaner.spec
         {
+            tracked.generation = generation;
             return;
         }
         self.forget(&key);
@@ -172,6 +176,7 @@ impl Book {
         }
         let tracked = Tracked {
             uid,
+            generation,
             created,
             spec: cleaner.spec.clone(),
             judge: Judgement::Uncompiled,
@@ -223,6 +228,11 @@ impl Book {
     pub fn identity(&self, key: &CleanerKey) -> Option<(String, &CleanerSpec)> {
         let tracked = self.cleaners.get(key)?;
         Some((tracked.uid.clone(), &tracked.spec))
+    }
+
+    /// The generation of the Cleaner `key` last seen.
+    pub fn generation_of(&self, key: &CleanerKey) -> Option<i64> {
+        self.cleaners.get(key)?.generation
     }
 
     /// When the Cleaner `key` is evaluated next, if scheduled.

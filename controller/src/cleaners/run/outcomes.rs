@@ -213,7 +213,8 @@ impl Cleaners {
         };
         let previous = self.written.get(key);
         let next = self.book.next_of(key);
-        let status = status::status(spec, verdict, resolved, next, previous, now);
+        let generation = self.book.generation_of(key);
+        let status = status::status(spec, generation, verdict, resolved, next, previous, now);
         if previous == Some(&status) {
             return;
         }
