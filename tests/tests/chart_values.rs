@@ -126,18 +126,13 @@ fn the_schema_knows_exactly_the_values() {
 #[test]
 fn the_readme_names_every_value() {
     let named = documented();
-    let missing: Vec<String> = all_paths()
-        .into_iter()
-        .filter(|path| !named.contains(path))
-        .collect();
+    let paths = all_paths();
+    let missing: Vec<&String> = paths.difference(&named).collect();
     assert!(
         missing.is_empty(),
         "values the chart's README does not name: {missing:#?}"
     );
-    let unknown: Vec<&String> = named
-        .iter()
-        .filter(|name| !all_paths().contains(*name))
-        .collect();
+    let unknown: Vec<&String> = named.difference(&paths).collect();
     assert!(
         unknown.is_empty(),
         "the chart's README names values that do not exist: {unknown:#?}"

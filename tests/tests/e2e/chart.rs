@@ -111,6 +111,36 @@ fn refuses(ns: &TestNamespace, values: &str, expected: &str) -> Result<()> {
     Ok(())
 }
 
+/// The pod template of the Deployment `name` in `namespace` among `rendered`.
+fn pod_of<'a>(
+    rendered: &'a BTreeMap<String, Value>,
+    namespace: &str,
+    name: &str,
+) -> Result<&'a Value> {
+    let deployment = rendered
+        .get(&format!("Deployment {namespace}/{name}"))
+        .with_context(|| format!("the Deployment {name}"))?;
+    Ok(&deployment["spec"]["template"]["spec"])
+}
+
+/// The container `name` of `pod`.
+fn container_of<'a>(pod: &'a Value, name: &str) -> Result<&'a Value> {
+    pod["containers"]
+        .as_array()
+        .and_then(|containers| containers.iter().find(|c| c["name"] == name))
+        .with_context(|| format!("the {name} container"))
+}
+
+/// A container's args.
+fn args_of(container: &Value) -> Result<Vec<&str>> {
+    Ok(container["args"]
+        .as_array()
+        .context("args")?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect())
+}
+
 /// Objects by kind, namespace and name, without Helm's labels.
 fn objects(yaml: &str) -> Result<BTreeMap<String, Value>> {
     let mut objects = BTreeMap::new();

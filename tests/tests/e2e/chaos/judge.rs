@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
+use anyhow::Context;
 use futures::StreamExt;
 use jiff::{SignedDuration, Timestamp};
 use kube::Api;
@@ -176,30 +177,23 @@ impl Ledger {
         timeout: std::time::Duration,
         what: &str,
     ) -> anyhow::Result<()> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let left = {
-                let book = self
-                    .book
-                    .lock()
-                    .map_err(|_| anyhow::anyhow!("ledger lock"))?;
-                let deleted: HashSet<&str> =
-                    book.deletions.iter().map(|d| d.name.as_str()).collect();
-                names
-                    .iter()
-                    .filter(|name| !deleted.contains(name.as_str()))
-                    .count()
-            };
-            if left == 0 {
-                return Ok(());
-            }
-            anyhow::ensure!(
-                tokio::time::Instant::now() < deadline,
-                "not within {timeout:?}: {what} ({left} of {} not deleted)",
-                names.len()
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
+        let left = || -> anyhow::Result<usize> {
+            let book = self
+                .book
+                .lock()
+                .map_err(|_| anyhow::anyhow!("ledger lock"))?;
+            let deleted: HashSet<&str> = book.deletions.iter().map(|d| d.name.as_str()).collect();
+            Ok(names
+                .iter()
+                .filter(|name| !deleted.contains(name.as_str()))
+                .count())
+        };
+        crate::workloads::eventually(timeout, what, || async { Ok(left()? == 0) })
+            .await
+            .with_context(|| match left() {
+                Ok(left) => format!("{left} of {} not deleted", names.len()),
+                Err(error) => error.to_string(),
+            })
     }
 
     /// The scenario deleted the object with `uid` itself: not kube-retention's to answer for.

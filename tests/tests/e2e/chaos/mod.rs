@@ -96,12 +96,12 @@ pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
     trials
 }
 
-/// Where the tenants' sections (fair share, the hostile-tenant scenario) begin in
-/// docs/reliability.md.
 /// How often a scenario lists its objects to see them all gone while it measures: each list is
 /// work for the API server whose deletions it times ([`crate::workloads::eventually_every`]).
 const LIST_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// Where the tenants' sections (fair share, the hostile-tenant scenario) begin in
+/// docs/reliability.md.
 const TENANTS_SECTION: &str = "## Fair share between tenants";
 /// Where the hand-written table of attacks begins in docs/reliability.md, after the hostile
 /// tenant's section: kept as written by every run.

@@ -5,11 +5,11 @@
 //! block every drain, the webhook's port and host network, a priority class, affinity and extra
 //! flags) rendered where they belong and accepted by the API server.
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Result, ensure};
 use libtest_mimic::Trial;
 use serde_json::{Value, json};
 
-use super::{apply_dry_run, objects, refuses, render, render_in};
+use super::{apply_dry_run, args_of, container_of, objects, pod_of, refuses, render, render_in};
 use crate::support::{Env, TestNamespace};
 
 pub(super) fn tests(env: &Env) -> Vec<Trial> {
@@ -45,27 +45,6 @@ fn namespaces<'a>(value: &'a Value, found: &mut Vec<&'a str>) {
     }
 }
 
-/// The webhook container's args in a render.
-fn webhook_args(
-    rendered: &std::collections::BTreeMap<String, Value>,
-    namespace: &str,
-) -> Result<Vec<String>> {
-    let deployment = rendered
-        .get(&format!("Deployment {namespace}/kube-retention-webhook"))
-        .context("the webhook's Deployment")?;
-    let container = deployment["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .and_then(|containers| containers.iter().find(|c| c["name"] == "webhook"))
-        .context("the webhook container")?;
-    Ok(container["args"]
-        .as_array()
-        .context("args")?
-        .iter()
-        .filter_map(Value::as_str)
-        .map(str::to_owned)
-        .collect())
-}
-
 async fn another_namespace(ns: TestNamespace) -> Result<()> {
     // "no" is what YAML 1.1 reads as false: the namespace must stay a string everywhere.
     for namespace in [ns.name.as_str(), "no"] {
@@ -74,9 +53,10 @@ async fn another_namespace(ns: TestNamespace) -> Result<()> {
         let controller = format!(
             "--controller-user=system:serviceaccount:{namespace}:kube-retention-controller"
         );
-        let args = webhook_args(&rendered, namespace)?;
+        let pod = pod_of(&rendered, namespace, "kube-retention-webhook")?;
+        let args = args_of(container_of(pod, "webhook")?)?;
         ensure!(
-            args.contains(&controller),
+            args.contains(&controller.as_str()),
             "the webhook is told the controller's service account in {namespace}: {args:?}"
         );
         let mut excluding = 0;
@@ -176,13 +156,7 @@ async fn node_options(ns: TestNamespace) -> Result<()> {
             == 2,
         "two replicas each by default, a budget each"
     );
-    let pod = |name: &str| -> Result<Value> {
-        Ok(rendered
-            .get(&format!("Deployment kube-retention/{name}"))
-            .with_context(|| format!("the Deployment {name}"))?["spec"]["template"]["spec"]
-            .clone())
-    };
-    let webhook = pod("kube-retention-webhook")?;
+    let webhook = pod_of(&rendered, "kube-retention", "kube-retention-webhook")?;
     ensure!(
         webhook["hostNetwork"] == true
             && webhook["dnsPolicy"] == "ClusterFirstWithHostNet"
@@ -191,19 +165,14 @@ async fn node_options(ns: TestNamespace) -> Result<()> {
         "the webhook's pod: {webhook}"
     );
     ensure!(
-        pod("kube-retention-controller")?["priorityClassName"] == "system-cluster-critical",
+        pod_of(&rendered, "kube-retention", "kube-retention-controller")?["priorityClassName"]
+            == "system-cluster-critical",
         "the controller's pod has the priority class"
     );
-    let container = webhook["containers"]
-        .as_array()
-        .and_then(|containers| containers.iter().find(|c| c["name"] == "webhook"))
-        .context("the webhook container")?;
-    let args = webhook_args(&rendered, "kube-retention")?;
+    let container = container_of(webhook, "webhook")?;
+    let args = args_of(container)?;
     for flag in ["--listen=0.0.0.0:10250", "--namespace-compile-share=0.1"] {
-        ensure!(
-            args.iter().any(|arg| arg == flag),
-            "{flag} missing: {args:?}"
-        );
+        ensure!(args.contains(&flag), "{flag} missing: {args:?}");
     }
     ensure!(
         container["ports"][0] == json!({"name": "https", "containerPort": 10250})

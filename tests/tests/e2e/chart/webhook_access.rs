@@ -7,9 +7,9 @@
 
 use anyhow::{Context, Result, ensure};
 use libtest_mimic::Trial;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::{CHART, apply_dry_run, objects, refuses, render};
+use super::{CHART, apply_dry_run, args_of, container_of, objects, pod_of, refuses, render};
 use crate::cleaners::helm;
 use crate::support::{Env, TestNamespace};
 
@@ -64,20 +64,9 @@ async fn rendered(ns: TestNamespace) -> Result<()> {
     });
     ensure!(policy["spec"] == expected, "the NetworkPolicy: {policy}");
 
-    let deployment = rendered
-        .get("Deployment kube-retention/kube-retention-webhook")
-        .context("the webhook's Deployment")?;
-    let pod = &deployment["spec"]["template"]["spec"];
-    let webhook = pod["containers"]
-        .as_array()
-        .and_then(|containers| containers.iter().find(|c| c["name"] == "webhook"))
-        .context("the webhook container")?;
-    let args: Vec<&str> = webhook["args"]
-        .as_array()
-        .context("args")?
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let pod = pod_of(&rendered, "kube-retention", "kube-retention-webhook")?;
+    let webhook = container_of(pod, "webhook")?;
+    let args = args_of(webhook)?;
     for flag in [
         "--client-ca-file=/client-ca/ca.crt",
         "--metrics-address=0.0.0.0:8080",
