@@ -170,7 +170,7 @@ test-shipped: cluster-binaries node-packages build image-faults image
 CHAOS_FILTER ?= chaos_
 chaos: cluster-binaries build
 ifeq ($(CHAOS_FILTER),chaos_)
-	PROPTEST_CASES=1000000 $(CARGO) test --release --package kube-retention-webhook --test properties
+	PROPTEST_CASES=1000000 $(CARGO) test --release --package kube-retention-webhook --test testsuite -- properties::
 endif
 	$(SHIPPED)
 	$(BENCH) KUBE_RETENTION_CHAOS=long $(CARGO) test --package kube-retention-e2e --features e2e --test e2e -- $(CHAOS_FILTER)

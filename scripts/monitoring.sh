@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make monitoring`: deploy/monitoring's rule file and dashboard are the source; this writes the
 # PrometheusRule that wraps the rules for the Prometheus operator, and the Helm chart's copies.
-# A unit test (controller/tests/monitoring.rs) fails while either is stale.
+# A unit test (tests/tests/monitoring.rs) fails while either is stale.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source=deploy/monitoring

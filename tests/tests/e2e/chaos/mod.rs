@@ -226,9 +226,9 @@ fn tenants_section(rows: &[Row]) -> String {
          waiting in any namespace. Events and Warnings beyond 10,000 waiting are dropped oldest first\n\
          from the namespace with the longest backlog, and counted (`kube_retention_events_dropped_total`).\n\
          A Cleaner's DELETEs (its targets, a Helm release's objects and records, the Cleaner itself) each\n\
-         wait for the same budget. Shown without a cluster by `controller/tests/executor_backlog.rs`\n\
+         wait for the same budget. Shown without a cluster by `controller/tests/testsuite/executor_backlog.rs`\n\
          (100,000 deletions in one namespace, then one in another, which goes out second; a property\n\
-         test over any interleaving) and `controller/tests/budget.rs` (the executor's order of requests,\n\
+         test over any interleaving) and `controller/tests/testsuite/budget.rs` (the executor's order of requests,\n\
          and a Cleaner's DELETEs waiting on a budget the executor spent); not measured on a cluster yet:\n\
          the hostile-tenant scenario below loads the controller with CEL and sinks, not with a deletion\n\
          flood.\n\n\

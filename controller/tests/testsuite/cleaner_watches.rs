@@ -1,0 +1,141 @@
+//! The Cleaners' loop against a mocked API server, the requests asserted: a Cleaner's targets
+//! are listed and watched in the Cleaner's namespace only, asking for the one object its
+//! reference names, as metadata where no condition reads it; and its condition is judged on the
+//! evaluator's thread, the verdict written to its status.
+
+use std::sync::Arc;
+
+use kube::api::PropagationPolicy;
+use kube::runtime::events::{Recorder, Reporter};
+use kube_retention_common::sink_policy::SinkPolicy;
+use kube_retention_controller::cleaners::Cleaners;
+use kube_retention_controller::cleaners::act::Cleaning;
+use kube_retention_controller::evaluator::{Evaluator, EvaluatorMetrics};
+use kube_retention_controller::executor::Budget;
+use kube_retention_controller::initial_list::{InitialList, Lists};
+use kube_retention_controller::sinks::Sender;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+fn cleaner() -> Value {
+    json!({
+        "apiVersion": "retention.dev/v1alpha1", "kind": "Cleaner",
+        "metadata": {"name": "p42", "namespace": "previews", "uid": "uid-p42",
+                     "resourceVersion": "3", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {
+            "targets": [{"name": "settings", "delete": true,
+                         "reference": {"version": "v1", "kind": "ConfigMap", "name": "p42-settings"}}],
+            "conditions": ["time < timestamp('2000-01-01T00:00:00Z')"]
+        }
+    })
+}
+
+fn list(kind: &str, items: Vec<Value>) -> Value {
+    json!({"apiVersion": "v1", "kind": kind, "metadata": {"resourceVersion": "10"}, "items": items})
+}
+
+fn core_resources() -> Value {
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "v1", "resources": [
+        {"name": "configmaps", "singularName": "configmap", "namespaced": true, "kind": "ConfigMap",
+         "verbs": ["get", "list", "watch", "delete"]}]})
+}
+
+#[tokio::test]
+async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_refers_to() {
+    let (client, mut api) = kube_retention_apimock::pair();
+    let reporter = Reporter {
+        controller: "test".into(),
+        instance: None,
+    };
+    let cleaning = Cleaning {
+        breaker: kube_retention_controller::breaker::Breaker::off(),
+        client: client.clone(),
+        recorder: Recorder::new(client, reporter),
+        metrics: Default::default(),
+        propagation: PropagationPolicy::Background,
+        budget: Budget::unlimited(),
+        sender: Arc::new(Sender::new(Arc::new(SinkPolicy::default()))),
+        ledger: None,
+    };
+    let (evaluator, evaluating) = Evaluator::spawn(EvaluatorMetrics::default()).unwrap();
+    let cleaners = Cleaners::new(cleaning, Lists::new(InitialList::Pages, 500), evaluator);
+    let (_leading, leadership) = watch::channel(true);
+    let running = tokio::spawn(cleaners.run(leadership, std::future::pending()));
+    // The requests in their order, and the watches (which run beside them, in an order of
+    // their own).
+    let mut seen = Vec::new();
+    let mut watches = Vec::new();
+    let mut watching = Vec::new();
+    let mut patched = false;
+    while !(patched && watches.len() == 2) {
+        let received = api.next().await.expect("a request");
+        let line = received.line();
+        if received.query.contains("watch=true") {
+            watches.push(received.path.clone());
+            // Watches stay open: nothing more happens on them.
+            watching.push(received.unanswered());
+            continue;
+        }
+        seen.push(format!("{line} accept={}", received.accept));
+        match (received.method.as_str(), received.path.as_str()) {
+            ("GET", "/apis/retention.dev/v1alpha1/cleaners") => {
+                received.reply(200, &list("CleanerList", vec![cleaner()]))
+            }
+            ("GET", "/api/v1") => received.reply(200, &core_resources()),
+            ("GET", "/api/v1/namespaces/previews/configmaps") => {
+                let settings = json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+                                      "metadata": {"name": "p42-settings", "namespace": "previews",
+                                                   "uid": "uid-s", "resourceVersion": "9"}});
+                let mut items = list("PartialObjectMetadataList", vec![settings]);
+                items["apiVersion"] = json!("meta.k8s.io/v1");
+                received.reply(200, &items)
+            }
+            ("PATCH", "/apis/retention.dev/v1alpha1/namespaces/previews/cleaners/p42/status") => {
+                let waiting = received.body["status"]["conditions"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|condition| condition["type"] == "Waiting")
+                    .cloned()
+                    .unwrap();
+                assert_eq!(waiting["status"], "True", "{waiting}");
+                assert!(
+                    waiting["message"]
+                        .as_str()
+                        .unwrap()
+                        .contains("spec.conditions[0]"),
+                    "{waiting}"
+                );
+                assert_eq!(
+                    received.body["status"]["resolvedTargets"],
+                    json!(["p42-settings.configmaps/v1"])
+                );
+                received.reply(200, &cleaner());
+                patched = true;
+            }
+            _ => received.refuse(404, "not served here"),
+        }
+    }
+    running.abort();
+    drop((watching, evaluating));
+    watches.sort();
+    assert_eq!(
+        watches,
+        [
+            "/api/v1/namespaces/previews/configmaps",
+            "/apis/retention.dev/v1alpha1/cleaners"
+        ]
+    );
+    let metadata = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+    assert_eq!(
+        seen,
+        [
+            "GET /apis/retention.dev/v1alpha1/cleaners?&limit=500 accept=".to_owned(),
+            "GET /api/v1 accept=".to_owned(),
+            format!(
+                "GET /api/v1/namespaces/previews/configmaps?&fieldSelector=metadata.name%3Dp42-settings&limit=500 accept={metadata}"
+            ),
+            "PATCH /apis/retention.dev/v1alpha1/namespaces/previews/cleaners/p42/status accept=application/json".to_owned(),
+        ]
+    );
+}

@@ -1,0 +1,297 @@
+//! Policies' expressions evaluated off the loop: which objects wait for an evaluation, how the
+//! state judges with the answers, a limit gone past (never true, and said in the status), and
+//! the evaluator's fair turns between namespaces.
+
+use crate::support;
+
+use kube_retention_common::model::object_value;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::DynamicObject;
+use kube_retention_common::cel::EvalError;
+use kube_retention_common::governing::Answers;
+use kube_retention_controller::evaluator::{
+    Bounds, Evaluated, EvaluatorMetrics, Job, PolicyOutcome, PolicyWork, Submission, Work,
+    evaluate, serve,
+};
+use kube_retention_controller::policy_status::{self, Inputs};
+use kube_retention_controller::state::{LoadedPolicy, ObjectKey, PolicyAnswers, PolicyKey, State};
+use kube_retention_runtime::time_shares::TimeShares;
+use serde_json::{Value, json};
+use support::{JOB, at, kind, leader, loaded_policy};
+use tokio::sync::mpsc::UnboundedSender;
+
+fn policy(namespace: &str, spec: Value) -> (PolicyKey, LoadedPolicy) {
+    let key = PolicyKey {
+        namespace: Some(namespace.into()),
+        name: "jobs".into(),
+    };
+    (key, loaded_policy(spec))
+}
+
+/// Five loops of ten items deep: the costliest kind of expression admission lets through.
+fn costly_match() -> String {
+    let mut source = String::from("v0 >= 0");
+    for level in (0..5).rev() {
+        source = format!("[0,1,2,3,4,5,6,7,8,9].all(v{level}, {source})");
+    }
+    source
+}
+
+fn job(namespace: &str, name: &str) -> kube::api::DynamicObject {
+    support::succeeded_job(namespace, name)
+}
+
+fn jobs_spec(matches: &str) -> Value {
+    json!({"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
+           "ttlAfterSucceeded": "2s", "match": matches})
+}
+
+/// `key`'s answers: its `match` said `matches`.
+fn matching(key: &PolicyKey, matches: Result<bool, EvalError>) -> PolicyAnswers {
+    let answers = Answers {
+        matches: Some(matches),
+        ..Answers::default()
+    };
+    [(Arc::new(key.clone()), answers)].into()
+}
+
+/// Judges the Job `object` (`value` as the model reads it) with `answers`, at 00:00:01.
+fn judge(state: &mut State, object: &DynamicObject, value: &Value, answers: &PolicyAnswers) {
+    state.judged(
+        kind(JOB),
+        object,
+        value,
+        Some(answers),
+        at("2026-01-01T00:00:01Z"),
+    );
+}
+
+fn job_of(state: &State, seq: u64, object: DynamicObject) -> Job {
+    let namespace = object.metadata.namespace.clone().unwrap();
+    let key = ObjectKey {
+        kind: kind(JOB),
+        namespace: namespace.as_str().into(),
+        name: object.metadata.name.as_deref().unwrap().into(),
+    };
+    Job {
+        seq,
+        key,
+        resource: state.kinds()[kind(JOB)].resource.clone(),
+        policies: state.unevaluated(kind(JOB), &object),
+        object,
+    }
+}
+
+#[test]
+fn only_objects_a_policy_with_expressions_selects_wait_for_an_evaluation() {
+    let mut state = leader();
+    let (key, loaded) = policy("a", jobs_spec("object.metadata.name.startsWith(\"ci-\")"));
+    state.policy_applied(key.clone(), loaded);
+    let waiting = state.unevaluated(kind(JOB), &job("a", "ci-1"));
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(*waiting[0].0, key);
+    assert!(state.unevaluated(kind(JOB), &job("b", "ci-1")).is_empty());
+    let (plain, loaded) = policy(
+        "c",
+        json!({"resources": [{"apiVersion": "batch/v1", "kind": "Job"}], "ttl": "1h"}),
+    );
+    state.policy_applied(plain, loaded);
+    assert!(state.unevaluated(kind(JOB), &job("c", "ci-1")).is_empty());
+}
+
+#[test]
+fn the_state_judges_with_the_answers_evaluated_ahead() {
+    let mut state = leader();
+    let (key, loaded) = policy("a", jobs_spec("object.metadata.name.startsWith(\"ci-\")"));
+    state.policy_applied(key.clone(), loaded);
+    let object = job("a", "ci-1");
+    let value = object_value(&state.kinds()[kind(JOB)].resource, &object).unwrap();
+    // The answers decide, not a second evaluation: they say it does not match.
+    let answers = matching(&key, Ok(false));
+    judge(&mut state, &object, &value, &answers);
+    assert_eq!(state.next_deadline(), None);
+    let answers = matching(&key, Ok(true));
+    judge(&mut state, &object, &value, &answers);
+    assert_eq!(state.next_deadline(), Some(at("2026-01-01T00:00:03Z")));
+}
+
+#[test]
+fn an_expression_past_its_limit_never_matches_and_the_policy_says_why() {
+    let mut state = leader();
+    let (key, loaded) = policy("a", jobs_spec(&costly_match()));
+    state.policy_applied(key.clone(), loaded);
+    // An object whose items are beyond the assumed sizes cannot make it cheaper; the
+    // expression is the costliest admitted, and a one-unit budget stops it at once.
+    let job = job_of(&state, 1, job("a", "ci-1"));
+    let rules = job.policies[0].1.clone();
+    let expression = rules.matches.as_ref().unwrap();
+    let budget = kube_retention_common::cel::Budget {
+        cost: 1,
+        time: std::time::Duration::MAX,
+    };
+    let value = object_value(&state.kinds()[job.key.kind].resource, &job.object).unwrap();
+    let (result, _) = expression.condition_costing(&value, budget);
+    let answers = matching(&key, result);
+    judge(&mut state, &job.object, &value, &answers);
+    assert_eq!(
+        state.next_deadline(),
+        None,
+        "not matching: never deleted for it"
+    );
+    let summary = state.summaries().remove(&key).unwrap();
+    let (count, object, how) = summary.exceeded.clone().unwrap();
+    assert_eq!((count, object.name.as_str()), (1, "ci-1"));
+    assert!(how.starts_with("spec.match: "), "{how}");
+    assert!(
+        how.contains("exceeded the cost limit of 1 on this object"),
+        "{how}"
+    );
+    let loaded = state.policies().get(&key).unwrap();
+    let status = policy_status::compute(&Inputs {
+        key: &key,
+        loaded,
+        scan: None,
+        summary,
+        deletions: 0,
+        kinds: state.kinds(),
+        previous: None,
+    });
+    let ready = &status.conditions[0];
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "CostLimitExceeded")
+    );
+    assert!(
+        ready.message.starts_with("on a/ci-1, spec.match: "),
+        "{}",
+        ready.message
+    );
+    assert!(
+        ready
+            .message
+            .ends_with("such objects are treated as not matching")
+    );
+    // Judged again within the limit, the report goes.
+    let answers = matching(&key, Ok(true));
+    judge(&mut state, &job.object, &value, &answers);
+    assert_eq!(state.summaries()[&key].exceeded, None);
+}
+
+#[test]
+fn the_evaluator_serves_namespaces_in_turn_and_only_the_latest_version() {
+    let mut state = leader();
+    let (costly, loaded) = policy("a", jobs_spec(&costly_match()));
+    state.policy_applied(costly, loaded);
+    let (cheap, loaded) = policy("b", jobs_spec("object.metadata.name.startsWith(\"ci-\")"));
+    state.policy_applied(cheap, loaded);
+    let (jobs, queued) = std::sync::mpsc::channel();
+    let (results, mut answered) = tokio::sync::mpsc::unbounded_channel();
+    let metrics = EvaluatorMetrics::default();
+    let send = |job: Job| jobs.send(work(job, &results)).unwrap();
+    let mut seq = 0;
+    for n in 0..6 {
+        seq += 1;
+        send(job_of(&state, seq, job("a", &format!("a-{n}"))));
+    }
+    // Two versions of one object of b: only the second is evaluated.
+    send(job_of(&state, seq + 1, job("b", "ci-1")));
+    send(job_of(&state, seq + 2, job("b", "ci-1")));
+    drop(jobs);
+    serve(&queued, unlimited_time(), Bounds::default(), &metrics);
+    let mut order = Vec::new();
+    while let Ok(outcome) = answered.try_recv() {
+        let evaluated = evaluated(outcome);
+        order.push((evaluated.job.key.name.to_string(), evaluated.job.seq));
+    }
+    assert_eq!(
+        order.len(),
+        7,
+        "the second version replaced the first: {order:?}"
+    );
+    assert_eq!(
+        order[1],
+        ("ci-1".to_owned(), seq + 2),
+        "b's turn comes second: {order:?}"
+    );
+    assert_eq!(metrics.superseded.get(), 1);
+}
+
+#[test]
+fn a_namespace_whose_evaluations_cost_past_its_time_share_waits_while_the_others_go() {
+    let mut state = leader();
+    let (costly, loaded) = policy("a", jobs_spec(&costly_match()));
+    state.policy_applied(costly, loaded);
+    let (cheap, loaded) = policy("b", jobs_spec("object.metadata.name.startsWith(\"ci-\")"));
+    state.policy_applied(cheap, loaded);
+    let (jobs, queued) = std::sync::mpsc::channel();
+    let (results, mut answered) = tokio::sync::mpsc::unbounded_channel();
+    let objects = [("a", "a-1"), ("a", "a-2"), ("b", "ci-1"), ("b", "ci-2")];
+    for (seq, (namespace, name)) in (1..).zip(objects) {
+        jobs.send(work(job_of(&state, seq, job(namespace, name)), &results))
+            .unwrap();
+    }
+    let evaluator = std::thread::spawn(move || {
+        // A tenth of a core each and 5 ms of credit ahead: b's prefix tests and every
+        // conversion (microseconds) stay within it, a's loops (tens of milliseconds) put a in
+        // debt for hundreds of milliseconds.
+        let shares = TimeShares::new(0.1, Duration::from_millis(5));
+        serve(
+            &queued,
+            shares,
+            Bounds::default(),
+            &EvaluatorMetrics::default(),
+        );
+    });
+    let first = evaluated(answered.blocking_recv().unwrap());
+    assert_eq!(&*first.job.key.name, "a-1", "a's turn came first");
+    // b's object sent while a is in debt goes before a's second, and so does b's backlog.
+    jobs.send(work(job_of(&state, 5, job("b", "ci-3")), &results))
+        .unwrap();
+    drop((jobs, results));
+    evaluator.join().unwrap();
+    let mut order = vec![first.job.key.name.to_string()];
+    while let Ok(outcome) = answered.try_recv() {
+        order.push(evaluated(outcome).job.key.name.to_string());
+    }
+    assert_eq!(order, ["a-1", "ci-1", "ci-2", "ci-3", "a-2"]);
+}
+
+/// `job` as evaluator work, answering on `results`.
+fn work(job: Job, results: &UnboundedSender<PolicyOutcome>) -> Submission {
+    let work: Box<dyn Work> = Box::new(PolicyWork::new(job, results.clone()));
+    work.into()
+}
+
+/// The answers in `outcome`: nothing is shed within the default bounds.
+fn evaluated(outcome: PolicyOutcome) -> Evaluated {
+    match outcome {
+        PolicyOutcome::Evaluated(evaluated) => *evaluated,
+        PolicyOutcome::Shed { key, .. } => panic!("{key:?} was shed"),
+    }
+}
+
+/// Shares that never make a namespace wait.
+fn unlimited_time() -> TimeShares<Arc<str>> {
+    TimeShares::new(1.0, Duration::from_secs(3600))
+}
+
+#[test]
+fn evaluating_converts_once_and_answers_every_policy() {
+    let mut state = leader();
+    let (key, loaded) = policy("a", jobs_spec("object.metadata.name.startsWith(\"ci-\")"));
+    state.policy_applied(key.clone(), loaded);
+    let mut cluster = policy(
+        "a",
+        jobs_spec("object.status.conditions.exists(c, c.type == \"Complete\")"),
+    );
+    cluster.0.namespace = None;
+    state.policy_applied(cluster.0.clone(), cluster.1);
+    let job = job_of(&state, 1, job("a", "ci-1"));
+    let value = object_value(&state.kinds()[job.key.kind].resource, &job.object).unwrap();
+    let answers = evaluate(&value, &job.policies);
+    assert_eq!(answers.len(), 2);
+    assert_eq!(answers[&key].matches, Some(Ok(true)));
+    assert_eq!(answers[&cluster.0].matches, Some(Ok(true)));
+}

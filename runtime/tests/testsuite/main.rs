@@ -1,0 +1,6 @@
+//! The runtime crate's tests, in one test binary (cargo's own `tests/testsuite` layout).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fixtures unwrap
+
+mod discovery;
+mod supervise;
+mod time_shares;
