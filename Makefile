@@ -16,7 +16,7 @@ MUSL_CARGO = rustup target list --installed | grep -qx $(MUSL) || rustup target 
 MUSL_BUILD = $(MUSL_CARGO) build --release --target $(MUSL)
 LOCAL_CLUSTER = $(CARGO) run --quiet --package kube-retention-e2e --bin local-cluster -- --state $(STATE)
 
-.PHONY: help toolchain cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-memcpy bench-controller bench-cel fuzz-cel fuzz-cel-short bench-cel-stack
+.PHONY: help toolchain drop-go-caches cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-memcpy bench-controller bench-cel fuzz-cel fuzz-cel-short bench-cel-stack
 
 help:
 	@echo "make demo    start the local cluster and walk through what kube-retention does"
@@ -64,7 +64,14 @@ demo: up
 	@scripts/demo.sh $(STATE)/kubeconfig
 
 # image-faults before image-test's image, so the shipped binaries are built last, once.
-test: fmt-check clippy doc-check unit fuzz-cel-short peer-test monitoring-check e2e image-faults image-test test-shipped
+# DROP_GO_CACHES=1 (.ci/run sets it) drops Go's caches once the last Go build is done.
+test: fmt-check clippy doc-check unit fuzz-cel-short peer-test monitoring-check $(if $(DROP_GO_CACHES),drop-go-caches) e2e image-faults image-test test-shipped
+
+# Go's build and module caches hold about 7 GB once Kubernetes is built, and serve only rebuilds,
+# which a fresh clone's CI run never makes: dropped, they leave the release builds after them the
+# room a CI machine may not have.
+drop-go-caches:
+	go clean -cache -modcache
 
 # The retention.dev CRDs from the Rust types; `make unit` fails while the checked-in file is stale.
 crds: toolchain
