@@ -199,3 +199,49 @@ fn every_dashboard_panel_is_described_and_queries_the_chosen_data_source() {
     }
     assert!(ids.len() >= 20, "{} panels", ids.len());
 }
+
+/// Where each alert's `runbook_url` points: its page in docs/runbooks, on the default branch.
+const RUNBOOKS: &str = "docs/runbooks";
+const RUNBOOK_BASE: &str = "https://github.com/kube-retention/kube-retention/blob/main/";
+
+#[test]
+fn every_alert_links_its_runbook_page_and_the_page_answers_what_where_and_how() {
+    let rules: Value = serde_norway::from_str(&read(&format!("{MONITORING}/{RULES}"))).unwrap();
+    let index = read(&format!("{RUNBOOKS}/README.md"));
+    let mut alerts = BTreeSet::new();
+    for group in rules["groups"].as_array().expect("groups") {
+        for rule in group["rules"].as_array().expect("rules") {
+            let alert = rule["alert"].as_str().expect("an alert's name");
+            alerts.insert(alert.to_owned());
+            let page = format!("{RUNBOOKS}/{alert}.md");
+            assert_eq!(
+                rule["annotations"]["runbook_url"],
+                format!("{RUNBOOK_BASE}{page}"),
+                "{alert}'s runbook_url"
+            );
+            let text = read(&page);
+            assert!(text.starts_with(&format!("# {alert}\n")), "{page}'s title");
+            for heading in ["## What it means", "## What to check", "## What to do"] {
+                assert!(text.contains(heading), "{page} has no {heading:?}");
+            }
+            assert!(
+                index.contains(&format!("]({alert}.md)")),
+                "{RUNBOOKS}/README.md does not link {alert}"
+            );
+        }
+    }
+    assert_eq!(alerts.len(), 15, "{alerts:?}");
+    let pages: BTreeSet<String> = std::fs::read_dir(root().join(RUNBOOKS))
+        .unwrap()
+        .filter_map(|entry| {
+            entry
+                .ok()?
+                .file_name()
+                .to_str()?
+                .strip_suffix(".md")
+                .map(str::to_owned)
+        })
+        .filter(|name| name != "README")
+        .collect();
+    assert_eq!(pages, alerts, "a runbook page for each alert, and no other");
+}
