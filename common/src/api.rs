@@ -20,6 +20,7 @@ pub const VERSION: &str = "v1alpha1";
     group = "retention.dev",
     version = "v1alpha1",
     kind = "ClusterRetentionPolicy",
+    doc = "How long finished objects of some kinds live, and how many are kept, in the namespaces its namespaceSelector selects; a RetentionPolicy in a namespace takes precedence.",
     shortname = "crp",
     status = "PolicyStatus",
     category = "retention",
@@ -33,6 +34,7 @@ pub const VERSION: &str = "v1alpha1";
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::schema_rules::policy_spec)]
 pub struct ClusterRetentionPolicySpec {
     /// The namespaces it applies in (all when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -49,6 +51,7 @@ pub struct ClusterRetentionPolicySpec {
     group = "retention.dev",
     version = "v1alpha1",
     kind = "RetentionPolicy",
+    doc = "How long finished objects of some kinds live in this namespace, and how many are kept; it takes precedence over ClusterRetentionPolicies.",
     namespaced,
     shortname = "rp",
     status = "PolicyStatus",
@@ -63,6 +66,7 @@ pub struct ClusterRetentionPolicySpec {
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::schema_rules::policy_spec)]
 pub struct RetentionPolicySpec {
     #[serde(flatten)]
     pub rules: PolicyRules,
@@ -73,7 +77,7 @@ pub struct RetentionPolicySpec {
 #[serde(rename_all = "camelCase")]
 pub struct PolicyRules {
     /// The kinds it governs, e.g. `{apiVersion: tekton.dev/v1, kind: PipelineRun}`.
-    #[schemars(length(max = crate::schema_bounds::RESOURCES))]
+    #[schemars(length(min = 1, max = crate::schema_bounds::RESOURCES))]
     pub resources: Vec<ResourceRef>,
     /// Only objects whose labels match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,25 +93,27 @@ pub struct PolicyRules {
     pub finished: Option<FinishedRules>,
     /// Time to live from creation, finished or not (Go duration, e.g. `720h`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = crate::schema_bounds::DURATION_BYTES))]
+    #[schemars(length(max = crate::schema_bounds::DURATION_BYTES), transform = crate::schema_rules::duration)]
     pub ttl: Option<String>,
     /// Time to live after succeeding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = crate::schema_bounds::DURATION_BYTES))]
+    #[schemars(length(max = crate::schema_bounds::DURATION_BYTES), transform = crate::schema_rules::duration)]
     pub ttl_after_succeeded: Option<String>,
     /// Time to live after failing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = crate::schema_bounds::DURATION_BYTES))]
+    #[schemars(length(max = crate::schema_bounds::DURATION_BYTES), transform = crate::schema_rules::duration)]
     pub ttl_after_failed: Option<String>,
     /// Succeeded objects kept per group (1 to 100), the newest first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = crate::schema_rules::LIMIT_MIN, max = crate::schema_rules::LIMIT_MAX))]
     pub succeeded_limit: Option<i64>,
     /// Failed objects kept per group (1 to 100), the newest first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = crate::schema_rules::LIMIT_MIN, max = crate::schema_rules::LIMIT_MAX))]
     pub failed_limit: Option<i64>,
     /// A label key: limits count per value of it (default: per kind and namespace).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = crate::schema_bounds::LABEL_KEY_BYTES))]
+    #[schemars(length(max = crate::schema_bounds::LABEL_KEY_BYTES), transform = crate::schema_rules::label_key)]
     pub group_by: Option<String>,
     /// Decide and report in the status, delete nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -126,13 +132,13 @@ pub struct PolicyRules {
     /// A Warning Event `RetentionExpiring` on each object it governs this long before its
     /// deadline (Go duration, e.g. `1h`); an object's `retention.dev/notify-before` overrides it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = crate::schema_bounds::DURATION_BYTES))]
+    #[schemars(length(max = crate::schema_bounds::DURATION_BYTES), transform = crate::schema_rules::duration)]
     pub notify_before: Option<String>,
     /// An http(s) URL: each deletion the policy decides is announced to it as a CloudEvent
     /// `dev.retention.deleted` (the deletion ledger), each notice as `dev.retention.expiring`.
     /// The controller's sink policy (`--cloud-event-sink-*`) says where it may connect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = crate::schema_bounds::URL_BYTES))]
+    #[schemars(length(max = crate::schema_bounds::URL_BYTES), transform = crate::schema_rules::url)]
     pub sink: Option<String>,
     /// With `sink`: an object is deleted only once the sink answered 2xx to its
     /// `dev.retention.deleted` event, which then carries the object's final state (its
@@ -150,6 +156,7 @@ pub struct SafetyRules {
     /// until approved (`kubectl retention approve`). 0 turns the guard off; absent, the
     /// controller's `--max-immediate-deletions` (100 by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = crate::policies::MAX_IMMEDIATE_DELETIONS))]
     pub max_immediate_deletions: Option<i64>,
 }
 
@@ -157,9 +164,10 @@ pub struct SafetyRules {
 #[serde(rename_all = "camelCase")]
 pub struct ResourceRef {
     /// `group/version`, or `v1` for the core group.
-    #[schemars(length(max = crate::schema_bounds::API_VERSION_BYTES))]
+    #[schemars(length(max = crate::schema_bounds::API_VERSION_BYTES), transform = crate::schema_rules::api_version)]
     pub api_version: String,
-    #[schemars(length(max = crate::schema_bounds::NAME_BYTES))]
+    /// The kind's name, e.g. `PipelineRun`.
+    #[schemars(length(max = crate::schema_bounds::NAME_BYTES), transform = crate::schema_rules::kind)]
     pub kind: String,
 }
 
@@ -188,6 +196,7 @@ pub struct FinishedRules {
 pub struct PolicyStatus {
     /// `Ready`: whether the controller can act on every kind (else why not).
     #[serde(default)]
+    #[schemars(transform = crate::schema_rules::conditions)]
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

@@ -44,10 +44,12 @@ impl fmt::Display for DurationError {
 
 impl std::error::Error for DurationError {}
 
-/// Parses a non-negative Go duration string.
+/// Parses a non-negative Go duration string. A minus sign is allowed on zeros only: Go rounds
+/// `-.0000000001ns` to zero, but a sign on any other digit says a negative time, and the CRDs'
+/// rule (`schema_rules::NEGATIVE_ZERO_PATTERN`) can only see the digits.
 pub fn parse(text: &str) -> Result<Duration, DurationError> {
     let (negative, nanos) = parse_go(text)?;
-    if negative && nanos != 0 {
+    if negative && (nanos != 0 || text.bytes().any(|byte| matches!(byte, b'1'..=b'9'))) {
         return Err(DurationError::Negative);
     }
     Ok(Duration::from_nanos(nanos))

@@ -21,6 +21,7 @@ pub mod own_settings;
 pub mod policies;
 pub mod progress;
 pub mod schema_bounds;
+pub mod schema_rules;
 pub mod selector;
 pub mod setting;
 pub mod sink_policy;

@@ -87,6 +87,7 @@ fn selector_value(schema: &mut Value) {
             values.insert("maxLength".to_owned(), json!(LABEL_VALUE_BYTES));
         }
     }
+    crate::schema_rules::selector_value(schema);
 }
 
 /// A map of labels (a Cleaner reference's `matchLabels`).

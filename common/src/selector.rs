@@ -61,13 +61,11 @@ impl Selector {
                 .and_then(Value::as_str)
                 .unwrap_or_default();
             let needs_values = matches!(operator, "In" | "NotIn");
-            if needs_values == values.is_empty()
-                && matches!(operator, "In" | "NotIn" | "Exists" | "DoesNotExist")
-            {
+            if needs_values == values.is_empty() && OPERATORS.contains(&operator) {
                 let rule = if needs_values {
-                    "must not be empty for In and NotIn"
+                    VALUES_NEEDED
                 } else {
-                    "must be empty for Exists and DoesNotExist"
+                    VALUES_UNWANTED
                 };
                 errors.push(FieldError::new(
                     format!("{at}.values"),
@@ -105,6 +103,13 @@ impl Selector {
         self.selector.matches(labels)
     }
 }
+
+/// A selector's operators.
+pub const OPERATORS: [&str; 4] = ["In", "NotIn", "Exists", "DoesNotExist"];
+/// `values` of an `In` or `NotIn` requirement.
+pub const VALUES_NEEDED: &str = "must not be empty for In and NotIn";
+/// `values` of an `Exists` or `DoesNotExist` requirement.
+pub const VALUES_UNWANTED: &str = "must be empty for Exists and DoesNotExist";
 
 /// The rule a label key breaks, as a denial says it.
 pub const LABEL_KEY_RULE: &str = "is not a label key: [a DNS subdomain/]a name of up to 63 letters, \

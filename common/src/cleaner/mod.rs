@@ -36,6 +36,7 @@ pub const EVENT_TYPE: &str = "dev.retention.cleaner.deleted";
     group = "retention.dev",
     version = "v1alpha1",
     kind = "Cleaner",
+    doc = "Deletes its targets (and a Helm release) together once its ttl has passed and every condition holds, tells its cloudEventSink, then deletes itself.",
     namespaced,
     shortname = "cln",
     status = "CleanerStatus",
@@ -49,18 +50,18 @@ pub const EVENT_TYPE: &str = "dev.retention.cleaner.deleted";
 pub struct CleanerSpec {
     /// A Go duration from the Cleaner's creation; nothing is evaluated before it has passed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = crate::schema_bounds::DURATION_BYTES))]
+    #[schemars(length(max = crate::schema_bounds::DURATION_BYTES), transform = crate::schema_rules::duration)]
     pub ttl: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<Retry>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub helm: Option<HelmRelease>,
     #[serde(default)]
-    #[schemars(length(max = crate::schema_bounds::TARGETS))]
+    #[schemars(length(max = crate::schema_bounds::TARGETS), transform = crate::schema_rules::targets)]
     pub targets: Vec<Target>,
-    /// Where the CloudEvent announcing the clean-up is sent.
+    /// Where the CloudEvent announcing the clean-up is sent (an http(s) URL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = crate::schema_bounds::URL_BYTES))]
+    #[schemars(length(max = crate::schema_bounds::URL_BYTES), transform = crate::schema_rules::url)]
     pub cloud_event_sink: Option<String>,
     /// CEL conditions over the targets (by name, `{items: [...]}`) and `time`; all must hold.
     #[serde(default)]
@@ -73,7 +74,7 @@ pub struct CleanerSpec {
 pub struct Retry {
     /// Re-evaluate at least this often (a Go duration).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = crate::schema_bounds::DURATION_BYTES))]
+    #[schemars(length(max = crate::schema_bounds::DURATION_BYTES), transform = crate::schema_rules::duration)]
     pub period: Option<String>,
     /// The conditions only ever turn from false to true as time passes.
     #[serde(default)]
@@ -93,8 +94,9 @@ pub struct HelmRelease {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Target {
-    /// The CEL variable holding `{items: [...]}`.
-    #[schemars(length(max = crate::schema_bounds::NAME_BYTES))]
+    /// The CEL variable holding `{items: [...]}`: letters, digits and `_`, unique among the
+    /// targets.
+    #[schemars(length(max = crate::schema_bounds::NAME_BYTES), transform = crate::schema_rules::target_name)]
     pub name: String,
     pub reference: Reference,
     #[serde(default)]
@@ -106,6 +108,7 @@ pub struct Target {
 /// Objects of one kind in the Cleaner's namespace: one by `name`, or those `matchLabels` selects.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::schema_rules::reference)]
 pub struct Reference {
     #[serde(default)]
     #[schemars(length(max = crate::schema_bounds::NAME_BYTES))]
@@ -130,6 +133,7 @@ pub struct CleanerStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_scheduled_evaluation: Option<String>,
     #[serde(default)]
+    #[schemars(transform = crate::schema_rules::conditions)]
     pub conditions: Vec<Condition>,
 }
 
@@ -169,6 +173,15 @@ const RESERVED: [&str; 21] = [
     "while",
 ];
 
+/// A target's name that is not an identifier the conditions can use, in every checker's words.
+pub const TARGET_NAME_RULE: &str = "is not a CEL identifier: use letters, digits and _, not \
+                                    starting with a digit, not a reserved word nor `time`, e.g. revisions";
+
+/// The names no target may take: CEL's reserved words and [`TIME`].
+pub fn reserved_names() -> impl Iterator<Item = &'static str> {
+    RESERVED.into_iter().chain([TIME])
+}
+
 /// Every error of a Cleaner's spec (JSON, as admission receives it), with its field path.
 pub fn errors(spec: &Value) -> Vec<FieldError> {
     errors_checking(spec, Check::Compile)
@@ -207,9 +220,7 @@ pub(crate) fn checked(spec: &Value, check: Check) -> (Vec<FieldError>, Vec<Expre
         let at = |field: &str| format!("spec.targets[{index}].{field}");
         let name = Value::String(target.name.clone());
         if !is_identifier(&target.name) {
-            let rule = "is not a CEL identifier: use letters, digits and _, not starting with a \
-                        digit, not a reserved word nor `time`, e.g. revisions";
-            errors.push(FieldError::new(at("name"), &name, rule));
+            errors.push(FieldError::new(at("name"), &name, TARGET_NAME_RULE));
         } else if !names.insert(target.name.as_str()) {
             errors.push(FieldError::new(
                 at("name"),
@@ -220,8 +231,7 @@ pub(crate) fn checked(spec: &Value, check: Check) -> (Vec<FieldError>, Vec<Expre
         let reference = &target.reference;
         if reference.name.is_some() && reference.match_labels.is_some() {
             let value = serde_json::to_value(reference).unwrap_or(Value::Null);
-            let rule =
-                "has both name and matchLabels: one object by name, or those the labels select";
+            let rule = crate::schema_rules::NAME_AND_LABELS;
             errors.push(FieldError::new(at("reference"), &value, rule));
         }
     }
@@ -254,6 +264,5 @@ fn is_identifier(name: &str) -> bool {
         .next()
         .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
         && chars.all(|rest| rest.is_ascii_alphanumeric() || rest == '_')
-        && !RESERVED.contains(&name)
-        && name != TIME
+        && !reserved_names().any(|reserved| reserved == name)
 }

@@ -33,7 +33,7 @@ pub(super) fn kinds(resources: &[ResourceRef], errors: &mut Vec<FieldError>) -> 
             errors.push(FieldError::new(
                 format!("{path}.apiVersion"),
                 &json!(resource.api_version),
-                "is not GROUP/VERSION (or VERSION for the core group), e.g. tekton.dev/v1",
+                crate::schema_rules::API_VERSION_RULE,
             ));
             continue;
         }
@@ -41,7 +41,7 @@ pub(super) fn kinds(resources: &[ResourceRef], errors: &mut Vec<FieldError>) -> 
             errors.push(FieldError::new(
                 format!("{path}.kind"),
                 &json!(resource.kind),
-                "is not a kind name, e.g. PipelineRun",
+                crate::schema_rules::KIND_RULE,
             ));
             continue;
         }

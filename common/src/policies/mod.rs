@@ -157,7 +157,7 @@ impl Rules {
             errors.push(FieldError::new(
                 "spec.archiveBeforeDelete",
                 &json!(true),
-                "needs spec.sink: the sink that must acknowledge each object before it is deleted",
+                crate::schema_rules::ARCHIVE_NEEDS_SINK,
             ));
         }
         if let Some(key) = &spec.group_by
@@ -174,7 +174,7 @@ impl Rules {
             errors.push(FieldError::new(
                 "spec",
                 &json!("{}"),
-                "sets no ttl, ttlAfterSucceeded, ttlAfterFailed, succeededLimit or failedLimit: it would delete nothing",
+                crate::schema_rules::DELETES_NOTHING,
             ));
         }
         (rules, errors)

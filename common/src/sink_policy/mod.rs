@@ -282,7 +282,7 @@ pub fn url_error(path: &str, sink: &str) -> Option<FieldError> {
         FieldError::new(
             path,
             &serde_json::Value::String(sink.to_owned()),
-            "is not an http(s) URL, e.g. http://cleanup-sink.example/",
+            crate::schema_rules::URL_RULE,
         )
     })
 }

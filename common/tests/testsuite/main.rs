@@ -18,6 +18,7 @@ mod policies;
 mod policy;
 mod policy_candidates;
 mod progress;
+mod schema_rules;
 mod setting;
 mod setting_agrees;
 mod sink_policy;

@@ -23,6 +23,7 @@ mod listeners;
 mod lists;
 mod plugin;
 mod policies;
+mod schema;
 mod support;
 mod workloads;
 mod writers;
@@ -65,6 +66,7 @@ fn main() -> ExitCode {
     disruptive_tests.extend(breaker::disruptive_tests(&env));
     disruptive_tests.extend(intent::disruptive_tests(&env));
     disruptive_tests.extend(cleaners::disruptive_tests(&env));
+    disruptive_tests.extend(schema::disruptive_tests(&env));
     disruptive_tests.extend(chaos::disruptive_tests(&env));
     let disruptive = libtest_mimic::run(&serial, disruptive_tests);
     if let Err(error) = chaos::write_report("v1.35.4") {

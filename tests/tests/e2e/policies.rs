@@ -116,37 +116,56 @@ async fn costly_policy(ns: TestNamespace) -> Result<()> {
     Ok(())
 }
 
+/// Every invalid field named at once, in the webhook's words: those the CRD's schema can check
+/// by the API server (before any webhook is called), the CEL expressions by the webhook.
 async fn invalid_policy(ns: TestNamespace) -> Result<()> {
-    let policy = format!(
-        "apiVersion: retention.dev/v1alpha1\n\
-         kind: ClusterRetentionPolicy\n\
-         metadata: {{name: {name}}}\n\
-         spec:\n  \
-           resources: [{{apiVersion: tekton.dev/v1, kind: PipelineRun}}, {{apiVersion: a/b/c, kind: X}}]\n  \
-           namespaceSelector: {{matchLabels: {{team: a}}}}\n  \
-           match: 'object.metadata.name.startsWith('\n  \
-           finished: {{succeeded: 'phase == \"Done\"', at: 'object.status.done == true'}}\n  \
-           ttlAfterSucceeded: 1d\n  \
-           succeededLimit: 101\n  \
-           groupBy: 'not a key'\n",
-        name = ns.name
-    );
-    let output =
-        kube_retention_e2e::output_with_input(ns.kubectl().args(["apply", "-f", "-"]), &policy)?;
-    let printed = String::from_utf8_lossy(&output.stderr);
-    ensure!(!output.status.success(), "admitted: {printed}");
-    for field in [
-        "spec.resources[1].apiVersion: \"a/b/c\" is not GROUP/VERSION",
-        "spec.match: \"object.metadata.name.startsWith(\" is not valid CEL",
-        "spec.finished.succeeded: \"phase == \\\"Done\\\"\" uses `phase`",
-        "spec.finished.at: \"object.status.done == true\" gives true or false, not a time",
-        "spec.ttlAfterSucceeded: \"1d\" is not a duration",
-        "spec.succeededLimit: 101 is above the limit of 100",
-        "spec.groupBy: \"not a key\" is not a label key",
-    ] {
-        ensure!(printed.contains(field), "{field:?} missing from: {printed}");
-    }
-    Ok(())
+    let policy = |fields: &str| {
+        format!(
+            "apiVersion: retention.dev/v1alpha1\n\
+             kind: ClusterRetentionPolicy\n\
+             metadata: {{name: {name}}}\n\
+             spec:\n  \
+               namespaceSelector: {{matchLabels: {{team: a}}}}\n{fields}",
+            name = ns.name
+        )
+    };
+    let refused = |policy: &str, fields: &[&str]| -> Result<()> {
+        let output =
+            kube_retention_e2e::output_with_input(ns.kubectl().args(["apply", "-f", "-"]), policy)?;
+        let printed = String::from_utf8_lossy(&output.stderr);
+        ensure!(!output.status.success(), "admitted: {printed}");
+        for field in fields {
+            ensure!(printed.contains(field), "{field:?} missing from: {printed}");
+        }
+        Ok(())
+    };
+    refused(
+        &policy(
+            "  resources: [{apiVersion: tekton.dev/v1, kind: PipelineRun}, {apiVersion: a/b/c, kind: X}]\n  \
+             ttlAfterSucceeded: 1d\n  \
+             succeededLimit: 101\n  \
+             groupBy: 'not a key'\n",
+        ),
+        &[
+            "spec.resources[1].apiVersion: Invalid value: \"string\": \"a/b/c\" is not GROUP/VERSION",
+            "spec.ttlAfterSucceeded: Invalid value: \"string\": \"1d\" is not a duration",
+            "spec.succeededLimit: Invalid value: 101: spec.succeededLimit in body should be less than or equal to 100",
+            "spec.groupBy: Invalid value: \"string\": \"not a key\" is not a label key",
+        ],
+    )?;
+    refused(
+        &policy(
+            "  resources: [{apiVersion: tekton.dev/v1, kind: PipelineRun}]\n  \
+             match: 'object.metadata.name.startsWith('\n  \
+             finished: {succeeded: 'phase == \"Done\"', at: 'object.status.done == true'}\n  \
+             ttlAfterSucceeded: 1h\n",
+        ),
+        &[
+            "spec.match: \"object.metadata.name.startsWith(\" is not valid CEL",
+            "spec.finished.succeeded: \"phase == \\\"Done\\\"\" uses `phase`",
+            "spec.finished.at: \"object.status.done == true\" gives true or false, not a time",
+        ],
+    )
 }
 
 async fn valid_policy(ns: TestNamespace) -> Result<()> {
