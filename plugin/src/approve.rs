@@ -8,10 +8,11 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, Resource};
 use kube_retention_common::annotations::APPROVED_GENERATION;
 use kube_retention_common::api::{ClusterRetentionPolicy, PolicyStatus, RetentionPolicy};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use crate::args::{ApproveArgs, PolicyKind};
+use crate::args::{ApproveArgs, Format, PolicyKind};
 
 pub async fn run(client: Client, args: ApproveArgs) -> Result<()> {
     match args.target {
@@ -21,13 +22,49 @@ pub async fn run(client: Client, args: ApproveArgs) -> Result<()> {
                 .unwrap_or_else(|| client.default_namespace().to_owned());
             let api: Api<RetentionPolicy> = Api::namespaced(client, &namespace);
             let name = format!("RetentionPolicy {namespace}/{}", args.name);
-            approve(&api, &args.name, &name, |policy| policy.status.as_ref()).await
+            let mut approved =
+                approve(&api, &args.name, &name, |policy| policy.status.as_ref()).await?;
+            approved.namespace = Some(namespace);
+            approved.said(args.output)
         }
         PolicyKind::Clusterpolicy => {
             let api: Api<ClusterRetentionPolicy> = Api::all(client);
             let name = format!("ClusterRetentionPolicy {}", args.name);
-            approve(&api, &args.name, &name, |policy| policy.status.as_ref()).await
+            approve(&api, &args.name, &name, |policy| policy.status.as_ref())
+                .await?
+                .said(args.output)
         }
+    }
+}
+
+/// What was approved, for `-o json|yaml`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Approved {
+    kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    namespace: Option<String>,
+    name: String,
+    approved_generation: i64,
+    /// The policy's Ready condition before the approval, as `reason: message`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    was: Option<String>,
+    #[serde(skip)]
+    shown: String,
+}
+
+impl Approved {
+    fn said(&self, format: Format) -> Result<()> {
+        let was = self
+            .was
+            .as_ref()
+            .map(|was| format!(" (it said: {was})"))
+            .unwrap_or_default();
+        let sentence = format!(
+            "approved generation {} of {}{was}",
+            self.approved_generation, self.shown
+        );
+        crate::output::say(format, &sentence, self)
     }
 }
 
@@ -36,9 +73,9 @@ async fn approve<K>(
     name: &str,
     shown: &str,
     status: impl Fn(&K) -> Option<&PolicyStatus>,
-) -> Result<()>
+) -> Result<Approved>
 where
-    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
 {
     let policy = api
         .get(name)
@@ -51,12 +88,17 @@ where
     api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .with_context(|| format!("approving generation {generation} of {shown}"))?;
-    let ready = status(&policy)
+    let was = status(&policy)
         .and_then(|status| status.conditions.iter().find(|c| c.type_ == "Ready"))
-        .map(|ready| format!(" (it said: {}: {})", ready.reason, ready.message))
-        .unwrap_or_default();
-    println!("approved generation {generation} of {shown}{ready}");
-    Ok(())
+        .map(|ready| format!("{}: {}", ready.reason, ready.message));
+    Ok(Approved {
+        kind: K::kind(&()).into_owned(),
+        namespace: None,
+        name: name.to_owned(),
+        approved_generation: generation,
+        was,
+        shown: shown.to_owned(),
+    })
 }
 
 #[cfg(test)]
@@ -78,6 +120,7 @@ mod tests {
             target: PolicyKind::Policy,
             name: "jobs".into(),
             namespace: Some("team-a".into()),
+            output: Format::Table,
         }
     }
 

@@ -1,11 +1,12 @@
 //! The commands and flags, shaped like kubectl's own (`-n`, `-A`, `-l`, `-o`).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::connection::Connection;
 use crate::kinds::ControllerLease;
 
 #[derive(Debug, Parser)]
@@ -15,9 +16,8 @@ use crate::kinds::ControllerLease;
     about = "kube-retention from kubectl: prune finished objects now"
 )]
 pub struct Args {
-    /// Kubeconfig (default: $KUBECONFIG, then ~/.kube/config).
-    #[arg(long, global = true)]
-    pub kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    pub connection: Connection,
     /// The namespace kube-retention runs in: its controller's Lease there says which kinds it
     /// acts on (its --kind and --disable-kind), and the commands judge with those; `explain`
     /// asks whether the controller's service account there may delete the object.
@@ -61,6 +61,14 @@ pub enum Command {
     /// retention.dev/snoozed-until, which pushes whatever deadline governs it. Needs patch on
     /// the object; a later snooze already there stands.
     Snooze(SnoozeArgs),
+    /// A completion script for bash, zsh, fish, elvish or PowerShell, for `kubectl-retention`:
+    /// e.g. `kubectl-retention completion bash > /etc/bash_completion.d/kubectl-retention`.
+    Completion(CompletionArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompletionArgs {
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, clap::Args)]
@@ -72,11 +80,15 @@ pub struct SnoozeArgs {
     pub duration: Duration,
     #[arg(short = 'n', long)]
     pub namespace: Option<String>,
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct BreakerArgs {
     pub action: BreakerAction,
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -93,6 +105,8 @@ pub struct ApproveArgs {
     pub name: String,
     #[arg(short = 'n', long)]
     pub namespace: Option<String>,
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
 }
 
 /// Which kind of policy.
@@ -194,8 +208,22 @@ impl Args {
                 return ExitCode::FAILURE;
             }
         };
+        let mut server = None;
         let outcome = runtime.block_on(async {
-            let client = kube_retention_runtime::client(self.kubeconfig.as_deref()).await?;
+            if let Command::Completion(args) = &self.command {
+                use clap::CommandFactory;
+                let mut stdout = std::io::stdout();
+                clap_complete::generate(
+                    args.shell,
+                    &mut Self::command(),
+                    "kubectl-retention",
+                    &mut stdout,
+                );
+                return Ok(());
+            }
+            let config = self.connection.config().await?;
+            server = Some(config.cluster_url.to_string());
+            let client = kube::Client::try_from(config).context("building the API client")?;
             let lease = ControllerLease {
                 namespace: self.controller_namespace,
                 name: self.controller_lease,
@@ -207,7 +235,8 @@ impl Args {
                 Command::Explain(_)
                 | Command::Upcoming(_)
                 | Command::Prune(_)
-                | Command::Snooze(_) => self.command,
+                | Command::Snooze(_)
+                | Command::Completion(_) => self.command,
             };
             let (kinds, note) = crate::kinds::of_controller(&client, &lease).await;
             if let Some(note) = note {
@@ -218,15 +247,30 @@ impl Args {
                 Command::Upcoming(args) => crate::upcoming::run(client, &kinds, args).await,
                 Command::Prune(args) => crate::prune::run(client, &kinds, args).await,
                 Command::Snooze(args) => crate::snooze::run(client, &kinds, args).await,
-                Command::Approve(_) | Command::Breaker(_) => Ok(()),
+                Command::Approve(_) | Command::Breaker(_) | Command::Completion(_) => Ok(()),
             }
         });
         match outcome {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("error: {error:#}");
+                if let Some(server) = server.filter(|_| unreachable(&error)) {
+                    eprintln!(
+                        "note: the API server was {server} (--context, --cluster, --kubeconfig)"
+                    );
+                }
                 ExitCode::FAILURE
             }
         }
     }
+}
+
+/// Whether `error` is a failure to reach the API server at all, not an answer from it.
+fn unreachable(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<kube::Error>(),
+            Some(kube::Error::Service(_) | kube::Error::HyperError(_))
+        )
+    })
 }

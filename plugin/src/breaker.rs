@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::{Api, DeleteParams};
 use kube_retention_common::breaker::{MESSAGE, TRIPPED_AT, configmap_name};
+use serde::Serialize;
 
 use crate::args::{BreakerAction, BreakerArgs};
 use crate::kinds::ControllerLease;
@@ -21,32 +22,56 @@ pub async fn run(client: Client, controller: &ControllerLease, args: BreakerArgs
         .get_opt(&name)
         .await
         .with_context(|| format!("reading the circuit breaker's {shown}"))?;
+    let mut state = State {
+        config_map: format!("{}/{name}", controller.namespace),
+        ..State::default()
+    };
     let Some(stored) = stored else {
-        println!("the circuit breaker is closed: deletions go ({shown} does not exist)");
-        return Ok(());
+        let said = format!("the circuit breaker is closed: deletions go ({shown} does not exist)");
+        return crate::output::say(args.output, &said, &state);
     };
     let data = stored.data.unwrap_or_default();
+    state.tripped_at = data.get(TRIPPED_AT).cloned();
+    state.message = data.get(MESSAGE).cloned();
     let said = |key: &str| data.get(key).cloned().unwrap_or_else(|| "?".into());
-    match args.action {
+    let sentence = match args.action {
         BreakerAction::Status => {
-            println!(
+            state.open = true;
+            format!(
                 "the circuit breaker is open since {}: {}",
                 said(TRIPPED_AT),
                 said(MESSAGE)
-            );
+            )
         }
         BreakerAction::Release => {
             api.delete(&name, &DeleteParams::default())
                 .await
                 .with_context(|| format!("releasing the circuit breaker: deleting {shown}"))?;
-            println!(
+            state.released = true;
+            format!(
                 "released the circuit breaker (open since {}): the controller resumes deleting, \
                  what it held first",
                 said(TRIPPED_AT)
-            );
+            )
         }
-    }
-    Ok(())
+    };
+    crate::output::say(args.output, &sentence, &state)
+}
+
+/// The breaker as `-o json|yaml` gives it.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct State {
+    /// The ConfigMap that keeps it open while it exists.
+    config_map: String,
+    /// Whether deletions are stopped now.
+    open: bool,
+    /// Whether this run released it.
+    released: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tripped_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
 }
 
 #[cfg(test)]
@@ -76,6 +101,7 @@ mod tests {
         let (client, mut server) = kube_retention_apimock::pair();
         let args = BreakerArgs {
             action: BreakerAction::Release,
+            output: crate::args::Format::Table,
         };
         let releasing = tokio::spawn(async move { run(client, &controller(), args).await });
         let get = server.next().await.unwrap();
@@ -93,6 +119,7 @@ mod tests {
         let (client, mut server) = kube_retention_apimock::pair();
         let args = BreakerArgs {
             action: BreakerAction::Release,
+            output: crate::args::Format::Table,
         };
         let releasing = tokio::spawn(async move { run(client, &controller(), args).await });
         server.next().await.unwrap().refuse(404, "not found");
@@ -102,6 +129,7 @@ mod tests {
         let (client, mut server) = kube_retention_apimock::pair();
         let args = BreakerArgs {
             action: BreakerAction::Release,
+            output: crate::args::Format::Table,
         };
         let releasing = tokio::spawn(async move { run(client, &controller(), args).await });
         server.next().await.unwrap().reply(200, &stored());

@@ -8,6 +8,7 @@ use clap::Parser;
 mod approve;
 mod args;
 mod breaker;
+mod connection;
 mod explain;
 mod kinds;
 mod ledger;

@@ -39,3 +39,14 @@ pub fn print(
     }
     Ok(())
 }
+
+/// Prints what a command did: `sentence` for people, `value` as JSON or YAML for programs.
+pub fn say(format: Format, sentence: &str, value: &impl Serialize) -> Result<()> {
+    match format {
+        Format::Table => {
+            println!("{sentence}");
+            Ok(())
+        }
+        Format::Json | Format::Yaml => print(format, &[], &[], value),
+    }
+}

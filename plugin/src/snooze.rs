@@ -13,6 +13,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use kube_retention_common::annotations::{self, SNOOZED_UNTIL};
 use kube_retention_common::kinds::{Registry, Resource};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::args::SnoozeArgs;
@@ -31,33 +32,83 @@ pub async fn run(client: Client, kinds: &Registry, args: SnoozeArgs) -> Result<(
         .unwrap_or_else(|| client.default_namespace().to_owned());
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &api_resource);
     let shown = format!("{}/{name} in {namespace}", api_resource.kind.to_lowercase());
-    let Some(mut snoozed) = snooze(&api, name, &shown, args.duration, Timestamp::now()).await?
-    else {
-        return Ok(());
-    };
-    snoozed.types.get_or_insert_with(|| kube::api::TypeMeta {
-        api_version: api_resource.api_version.clone(),
+    let mut report = Report {
         kind: api_resource.kind.clone(),
-    });
-    let policies = Policies::load(&client).await?;
-    let resource = Resource::from(&api_resource);
-    let explained = model::explain(kinds, &resource, &snoozed, &policies, Timestamp::now());
-    match explained.deadline {
-        Some(deadline) => println!("{shown} is deleted at {deadline} at the earliest"),
-        None => println!("{shown}: {}", explained.note.unwrap_or(explained.source)),
+        namespace: namespace.clone(),
+        name: name.to_owned(),
+        ..Report::default()
+    };
+    match snooze(&api, name, &shown, args.duration, Timestamp::now()).await? {
+        Snoozed::Standing(standing) => {
+            report.snoozed_until = standing.to_string();
+            let said = format!("{shown} is snoozed until {standing} already: left as it is");
+            crate::output::say(args.output, &said, &report)
+        }
+        Snoozed::Written(mut snoozed, until) => {
+            report.snoozed_until = until.to_string();
+            report.written = true;
+            snoozed.types.get_or_insert_with(|| kube::api::TypeMeta {
+                api_version: api_resource.api_version.clone(),
+                kind: api_resource.kind.clone(),
+            });
+            let policies = Policies::load(&client).await?;
+            let resource = Resource::from(&api_resource);
+            let explained = model::explain(kinds, &resource, &snoozed, &policies, Timestamp::now());
+            let then = match explained.deadline {
+                Some(deadline) => {
+                    report.deadline = Some(deadline.to_string());
+                    format!("{shown} is deleted at {deadline} at the earliest")
+                }
+                None => {
+                    let note = explained.note.unwrap_or(explained.source);
+                    let said = format!("{shown}: {note}");
+                    report.note = Some(note);
+                    said
+                }
+            };
+            let said = format!("snoozed {shown} until {until}\n{then}");
+            crate::output::say(args.output, &said, &report)
+        }
     }
-    Ok(())
 }
 
-/// Reads `name` and writes its `snoozed-until` as `now` + `duration`: the object as patched, or
-/// `None` (said on stdout) where a later snooze stands already.
+/// What a snooze did, for `-o json|yaml`.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Report {
+    kind: String,
+    namespace: String,
+    name: String,
+    /// The snooze the object carries now.
+    snoozed_until: String,
+    /// Whether this run wrote it (false: a later one stood already).
+    written: bool,
+    /// When the object is deleted at the earliest, where a deadline governs it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deadline: Option<String>,
+    /// Why no deadline governs it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+}
+
+/// What [`snooze`] found or wrote.
+#[derive(Debug)]
+pub enum Snoozed {
+    /// The object as patched, and the snooze written.
+    Written(Box<DynamicObject>, Timestamp),
+    /// A snooze at least as late stood already: nothing was written.
+    Standing(Timestamp),
+}
+
+/// Reads `name` and writes its `snoozed-until` as `now` + `duration`, unless a later snooze
+/// stands already.
 pub async fn snooze(
     api: &Api<DynamicObject>,
     name: &str,
     shown: &str,
     duration: Duration,
     now: Timestamp,
-) -> Result<Option<DynamicObject>> {
+) -> Result<Snoozed> {
     let object = api
         .get(name)
         .await
@@ -65,16 +116,14 @@ pub async fn snooze(
     let until = snoozed_until(now, duration)?;
     let (settings, _) = annotations::parse(object.annotations());
     if let Some(standing) = settings.snoozed_until.filter(|standing| *standing >= until) {
-        println!("{shown} is snoozed until {standing} already: left as it is");
-        return Ok(None);
+        return Ok(Snoozed::Standing(standing));
     }
     let patch = snooze_patch(until, object.resource_version().as_deref());
     let patched = api
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .with_context(|| format!("snoozing {shown} until {until}"))?;
-    println!("snoozed {shown} until {until}");
-    Ok(Some(patched))
+    Ok(Snoozed::Written(Box::new(patched), until))
 }
 
 /// `now` + `duration`, rounded up to whole seconds (never less than asked).
@@ -149,8 +198,11 @@ mod tests {
             200,
             &job(json!({"retention.dev/snoozed-until": "2026-06-02T12:00:01Z"})),
         );
-        let patched = snoozing.await.unwrap().unwrap().unwrap();
+        let Snoozed::Written(patched, until) = snoozing.await.unwrap().unwrap() else {
+            panic!("not written");
+        };
         assert_eq!(patched.annotations()[SNOOZED_UNTIL], "2026-06-02T12:00:01Z");
+        assert_eq!(until.to_string(), "2026-06-02T12:00:01Z");
         assert!(server.quiet().await, "nothing else is sent");
     }
 
@@ -176,7 +228,10 @@ mod tests {
             .unwrap()
             .refuse(403, "jobs.batch \"nightly\" is forbidden: cannot patch");
         let (later, refused) = snoozing.await.unwrap();
-        assert!(later.unwrap().is_none(), "no PATCH for a later snooze");
+        assert!(
+            matches!(later.unwrap(), Snoozed::Standing(standing) if standing.to_string() == "2026-06-05T00:00:00Z"),
+            "no PATCH for a later snooze"
+        );
         let error = format!("{:#}", refused.unwrap_err());
         assert!(
             error.starts_with("snoozing job/nightly until 2026-06-01T13:00:01Z: "),

@@ -2,7 +2,8 @@
 //! example operator, against the real cluster: [`explain`] and `upcoming` agree with the
 //! controller; a prune's dry run names exactly what the prune then deletes (the newest N kept,
 //! running and kept Jobs untouched), which it announces to a deletion-ledger sink (the dry run
-//! announces nothing); and the example's hook vetoes.
+//! announces nothing); the example's hook vetoes; and kubectl's connection flags and `-o`
+//! work as kubectl's do ([`connection`]).
 
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -18,6 +19,7 @@ use serde_json::{Value, json};
 use crate::support::{Env, TestNamespace};
 use crate::workloads::finish_job;
 
+mod connection;
 mod explain;
 
 pub fn tests(env: &Env) -> Vec<Trial> {
@@ -33,6 +35,10 @@ pub fn tests(env: &Env) -> Vec<Trial> {
         env.trial(
             "the_prune_library_example_operator_keeps_the_newest_and_honours_its_veto",
             example_operator,
+        ),
+        env.trial(
+            "kubectl_retention_takes_kubectls_context_and_as_flags_and_says_what_it_did_as_json",
+            connection::connection_flags,
         ),
     ]
 }
