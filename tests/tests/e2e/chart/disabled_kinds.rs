@@ -2,8 +2,9 @@
 //! the flags: a disabled built-in kind loses its resource in the Shipwright and OpenShift rules
 //! and gets a matchCondition keeping it from the `*` rule, the controller and the webhook get
 //! `--disable-kind`, the API server accepts the render and, once it is registered, sends the
-//! webhook neither disabled kind while still sending their neighbours; an unknown kind fails the
-//! render, naming it and the accepted ones.
+//! webhook neither disabled kind while still sending their neighbours, and the controller loses
+//! their grants; an unknown kind fails the render, naming it and the accepted ones. The everyday
+//! kinds' grants, one by one (`controller.objectKinds`), are here too.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -31,7 +32,72 @@ pub(super) fn tests(env: &Env) -> Vec<Trial> {
             "the_helm_chart_refuses_an_unknown_disabled_kind_naming_it",
             unknown,
         ),
+        env.trial(
+            "the_helm_chart_withholds_the_delete_grant_of_each_object_kind_set_false",
+            object_kinds,
+        ),
     ]
+}
+
+/// The everyday kinds' ClusterRole, and `controller.objectKinds` with every kind `false`.
+const OBJECTS: &str = "ClusterRole /kube-retention-controller-objects";
+const OBJECT_KINDS: [&str; 10] = [
+    "configmaps",
+    "services",
+    "serviceaccounts",
+    "persistentvolumeclaims",
+    "deployments\\.apps",
+    "statefulsets\\.apps",
+    "daemonsets\\.apps",
+    "replicasets\\.apps",
+    "cronjobs\\.batch",
+    "ingresses\\.networking\\.k8s\\.io",
+];
+
+/// `controller.objectKinds`: a kind set `false` loses its resource from the ClusterRole and
+/// nothing else moves; every kind `false` leaves the ClusterRole out; the API server accepts
+/// the render.
+async fn object_kinds(ns: TestNamespace) -> Result<()> {
+    let defaults = objects(&render(&ns, &[])?)?;
+    let withheld_values = [
+        "--set",
+        "controller.objectKinds.deployments\\.apps=false,controller.objectKinds.configmaps=false",
+    ];
+    let yaml = render(&ns, &withheld_values)?;
+    let withheld = objects(&yaml)?;
+    let mut expected = defaults.clone();
+    for rule in expected
+        .get_mut(OBJECTS)
+        .and_then(|role| role["rules"].as_array_mut())
+        .context(OBJECTS)?
+    {
+        if let Some(resources) = rule["resources"].as_array_mut() {
+            resources.retain(|resource| resource != "deployments" && resource != "configmaps");
+        }
+    }
+    ensure!(
+        withheld == expected,
+        "deployments.apps and configmaps withheld: {:?}",
+        withheld.get(OBJECTS)
+    );
+    let none: Vec<String> = OBJECT_KINDS
+        .iter()
+        .map(|kind| format!("controller.objectKinds.{kind}=false"))
+        .collect();
+    let none = objects(&render(&ns, &["--set", &none.join(",")])?)?;
+    let mut expected = defaults;
+    expected.remove(OBJECTS);
+    ensure!(
+        none == expected,
+        "every object kind withheld: {:?}",
+        none.get(OBJECTS)
+    );
+    let applied = apply_dry_run(&ns, &yaml)?;
+    ensure!(
+        applied.contains("clusterrole.rbac.authorization.k8s.io/kube-retention-controller-objects"),
+        "{applied}"
+    );
+    Ok(())
 }
 
 const DISABLED: [&str; 2] = [
@@ -86,6 +152,21 @@ async fn rendered(ns: TestNamespace) -> Result<()> {
             "{key}: the {container} container's --disable-kind flags are {flags:?}"
         );
     }
+    // Their grants go too: the default ClusterRole but the Job and BuildRun rules.
+    let key = "ClusterRole /kube-retention-controller-builtin";
+    let mut expected = defaults.get(key).context(key)?.clone();
+    expected["rules"]
+        .as_array_mut()
+        .context(key)?
+        .retain(|rule| {
+            rule["resources"] != json!(["jobs"]) && rule["resources"] != json!(["buildruns"])
+        });
+    ensure!(
+        disabled.get(key) == Some(&expected),
+        "{key} with Job.batch and BuildRun.shipwright.io disabled:\nexpected: {expected}\n\
+         rendered: {:?}",
+        disabled.get(key)
+    );
     let applied = apply_dry_run(&ns, &yaml)?;
     ensure!(
         applied
