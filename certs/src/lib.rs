@@ -5,6 +5,7 @@
 //! it wherever the consumer (the webhook, kube-apiserver, a kubeconfig) expects it, and
 //! [`point_webhooks`] writes the caBundle into webhook configurations.
 
+pub mod removal;
 pub mod renewal;
 mod webhook_config;
 

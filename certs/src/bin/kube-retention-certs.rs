@@ -20,6 +20,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
+use kube_retention_certs::removal;
 use kube_retention_certs::renewal::{self, Lifetimes, TLS_CERT, TLS_KEY};
 
 #[derive(Parser)]
@@ -42,6 +43,27 @@ enum Command {
         #[arg(long)]
         out_dir: PathBuf,
     },
+    /// Unregister the webhook, then delete its certificate Secret (the chart's pre-delete hook):
+    /// no write waits on a webhook that is going away.
+    Remove(Remove),
+}
+
+#[derive(clap::Args)]
+struct Remove {
+    /// Namespace of the Secret.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "kube-retention")]
+    namespace: String,
+    /// The certificate Secret; left alone with --keep-secret (cert-manager's).
+    #[arg(long, default_value = "kube-retention-webhook-tls")]
+    secret: String,
+    #[arg(long)]
+    keep_secret: bool,
+    /// Mutating and Validating WebhookConfigurations (same name) to delete.
+    #[arg(long, default_value = "kube-retention")]
+    webhook_configuration: String,
+    /// Kubeconfig (default: in-cluster, then $KUBECONFIG).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -81,6 +103,7 @@ async fn main() -> ExitCode {
     let outcome = match Args::parse().command {
         Command::Ensure(ensure) => run(ensure).await,
         Command::Ready { out_dir } => ready(&out_dir),
+        Command::Remove(remove) => unregister(remove).await,
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -98,6 +121,18 @@ fn ready(out_dir: &Path) -> Result<()> {
             bail!("{} is not there yet", path.display());
         }
     }
+    Ok(())
+}
+
+async fn unregister(args: Remove) -> Result<()> {
+    let client = kube_retention_runtime::client(args.kubeconfig.as_deref()).await?;
+    let registration = removal::Registration {
+        webhook_configuration: &args.webhook_configuration,
+        namespace: &args.namespace,
+        secret: (!args.keep_secret).then_some(args.secret.as_str()),
+    };
+    let removed = removal::remove(&client, &registration).await?;
+    tracing::info!(?removed, "removed the webhook's registration");
     Ok(())
 }
 

@@ -27,6 +27,7 @@ mod rotation;
 mod settled;
 mod sinks;
 mod trickle;
+mod uninstall;
 mod upgrade;
 
 use std::path::PathBuf;
@@ -96,6 +97,8 @@ fn main() -> ExitCode {
     disruptive_tests.extend(eviction::disruptive_tests(&env));
     disruptive_tests.extend(health::disruptive_tests(&env));
     disruptive_tests.extend(upgrade::disruptive_tests(&env));
+    // Last: it removes the release.
+    disruptive_tests.extend(uninstall::disruptive_tests(&env));
     let disruptive = libtest_mimic::run(&serial, disruptive_tests);
     conclusion.num_passed += disruptive.num_passed;
     conclusion.num_failed += disruptive.num_failed;
