@@ -61,6 +61,10 @@ pub enum Command {
     /// retention.dev/snoozed-until, which pushes whatever deadline governs it. Needs patch on
     /// the object; a later snooze already there stands.
     Snooze(SnoozeArgs),
+    /// Prove kube-retention works here: the webhook refuses an invalid RetentionPolicy (a dry
+    /// run), stamps a ConfigMap given a 2s time to live, and the controller deletes it. Needs
+    /// create on RetentionPolicies and create, get and delete on ConfigMaps in the namespace.
+    Selftest(crate::selftest::SelftestArgs),
     /// A completion script for bash, zsh, fish, elvish or PowerShell, for `kubectl-retention`:
     /// e.g. `kubectl-retention completion bash > /etc/bash_completion.d/kubectl-retention`.
     Completion(CompletionArgs),
@@ -232,6 +236,7 @@ impl Args {
             let judging = match self.command {
                 Command::Approve(args) => return crate::approve::run(client, args).await,
                 Command::Breaker(args) => return crate::breaker::run(client, &lease, args).await,
+                Command::Selftest(args) => return crate::selftest::run(client, args).await,
                 Command::Explain(_)
                 | Command::Upcoming(_)
                 | Command::Prune(_)
@@ -247,7 +252,10 @@ impl Args {
                 Command::Upcoming(args) => crate::upcoming::run(client, &kinds, args).await,
                 Command::Prune(args) => crate::prune::run(client, &kinds, args).await,
                 Command::Snooze(args) => crate::snooze::run(client, &kinds, args).await,
-                Command::Approve(_) | Command::Breaker(_) | Command::Completion(_) => Ok(()),
+                Command::Approve(_)
+                | Command::Breaker(_)
+                | Command::Selftest(_)
+                | Command::Completion(_) => Ok(()),
             }
         });
         match outcome {

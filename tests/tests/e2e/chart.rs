@@ -1,12 +1,12 @@
 //! The Helm chart (charts/kube-retention), checked with the real helm built from Go modules (as
 //! upstream builds it, so it assumes a current Kubernetes without `--kube-version`): it
 //! lints, it renders exactly the objects of deploy/ for default values (but the Namespace, which
-//! Helm's --create-namespace owns, Helm's own labels, and the uninstall's pre-delete hook), and
-//! the API server accepts what it renders in a server-side dry run, monitoring objects included
-//! (against the Prometheus operator's real CRDs). What `controller.disabledKinds` does to the
-//! render is `chart/disabled_kinds.rs`'s; another namespace, the values schema and the node
-//! options are `chart/anywhere.rs`'s; who may reach the webhook (`webhook.clientAuth`,
-//! `webhook.networkPolicy`) is `chart/webhook_access.rs`'s.
+//! Helm's --create-namespace owns, Helm's own labels, and the hooks of `helm uninstall` and
+//! `helm test`), and the API server accepts what it renders in a server-side dry run,
+//! monitoring objects included (against the Prometheus operator's real CRDs). What
+//! `controller.disabledKinds` does to the render is `chart/disabled_kinds.rs`'s; another
+//! namespace, the values schema and the node options are `chart/anywhere.rs`'s; who may reach
+//! the webhook (`webhook.clientAuth`, `webhook.networkPolicy`) is `chart/webhook_access.rs`'s.
 
 mod anywhere;
 mod disabled_kinds;
@@ -205,8 +205,8 @@ async fn same_as_deploy(ns: TestNamespace) -> Result<()> {
         "deploy/ creates the namespace"
     );
     let mut rendered = objects(&render(&ns, &[])?)?;
-    // Helm's hooks run only on Helm's own steps (the uninstall's, which `kubectl delete -k`
-    // needs none of): they are left out of the comparison, and are exactly the uninstall's.
+    // Helm's hooks run only on Helm's own steps (`helm uninstall`'s and `helm test`'s, which
+    // `kubectl apply -k` has none of): they are left out of the comparison.
     let hooks: Vec<String> = rendered
         .iter()
         .filter(|(_, object)| {
@@ -217,10 +217,11 @@ async fn same_as_deploy(ns: TestNamespace) -> Result<()> {
         .map(|(key, _)| key.clone())
         .collect();
     ensure!(
-        hooks.len() == 6
-            && hooks
-                .iter()
-                .all(|key| key.ends_with("/kube-retention-uninstall")),
+        hooks.len() == 10
+            && hooks.iter().all(|key| {
+                key.ends_with("/kube-retention-uninstall")
+                    || key.ends_with("/kube-retention-selftest")
+            }),
         "the chart's hooks: {hooks:?}"
     );
     rendered.retain(|key, _| !hooks.contains(key));

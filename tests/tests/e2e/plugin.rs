@@ -40,6 +40,10 @@ pub fn tests(env: &Env) -> Vec<Trial> {
             "kubectl_retention_takes_kubectls_context_and_as_flags_and_says_what_it_did_as_json",
             connection::connection_flags,
         ),
+        env.trial(
+            "kubectl_retention_selftest_proves_admission_and_deletion_here",
+            connection::selftest,
+        ),
     ]
 }
 

@@ -21,6 +21,7 @@ mod workloads;
 mod eviction;
 mod failover;
 mod health;
+mod helm_test;
 mod pods;
 mod retention;
 mod rotation;
@@ -85,6 +86,7 @@ fn main() -> ExitCode {
     );
     let mut tests: Vec<Trial> = pods::tests(&env);
     tests.extend(retention::tests(&env));
+    tests.extend(helm_test::tests(&env));
     let mut conclusion = libtest_mimic::run(&arguments, tests);
     // Trials that upgrade the release or stop its pods run last, one at a time.
     let serial = Arguments {

@@ -1,7 +1,7 @@
 //! `kubectl retention` takes kubectl's connection flags as kubectl does: `--context` picks a
 //! kubeconfig's context over its current one, `--as` and `--as-group` make the API server judge
 //! each request as that user, and `-o` gives what a command did as JSON or YAML. Its completion
-//! script is valid bash.
+//! script is valid bash; `selftest` passes on a working install.
 
 use anyhow::{Context, Result, ensure};
 use serde_json::Value;
@@ -87,4 +87,34 @@ pub async fn connection_flags(ns: TestNamespace) -> Result<()> {
     .await;
     std::fs::remove_file(&path).ok();
     outcome
+}
+
+/// `kubectl retention selftest` on a working install: the invalid policy refused naming its
+/// field, the ConfigMap stamped and deleted once expired, said as JSON.
+pub async fn selftest(ns: TestNamespace) -> Result<()> {
+    let mut command = super::kubectl(&ns);
+    command.args([
+        "retention",
+        "selftest",
+        "--namespace",
+        &ns.name,
+        "-o",
+        "json",
+    ]);
+    let said = kube_retention_e2e::run(&mut command)?;
+    let report: Value = serde_json::from_str(&said).with_context(|| said.clone())?;
+    ensure!(
+        report["namespace"] == ns.name.as_str()
+            && report["refused"]
+                .as_str()
+                .is_some_and(|refused| refused.contains("spec.match"))
+            && report["expiresAt"]
+                .as_str()
+                .is_some_and(|stamp| !stamp.is_empty())
+            && report["deletedAfterSeconds"]
+                .as_f64()
+                .is_some_and(|after| after < 60.0),
+        "{report}"
+    );
+    Ok(())
 }

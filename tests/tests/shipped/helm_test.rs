@@ -1,0 +1,47 @@
+//! `helm test`: the chart's test Pod runs `kubectl retention selftest` from the shipped image in
+//! the release's namespace, as its own ServiceAccount: the webhook refuses an invalid
+//! RetentionPolicy, stamps a ConfigMap given a 2 s time to live, and the controller deletes it.
+
+use anyhow::{Context, Result, ensure};
+use kube_retention_e2e::cluster::{CHART_RELEASE, NAMESPACE};
+use libtest_mimic::Trial;
+
+use crate::support::{Env, TestNamespace};
+
+pub fn tests(env: &Env) -> Vec<Trial> {
+    vec![env.trial(
+        "helm_test_proves_admission_and_deletion_from_the_shipped_image",
+        helm_test,
+    )]
+}
+
+async fn helm_test(ns: TestNamespace) -> Result<()> {
+    let cluster = &ns.env.cluster;
+    let said = kube_retention_e2e::run(
+        cluster
+            .helm()
+            .args(["test", CHART_RELEASE, "--namespace", NAMESPACE])
+            .args(["--timeout", "3m"]),
+    )
+    .context("helm test")?;
+    ensure!(
+        said.contains("TEST SUITE:     kube-retention-selftest")
+            && said.contains("Phase:          Succeeded"),
+        "{said}"
+    );
+    // Succeeded, its objects are gone (hook-succeeded), so a later uninstall leaves nothing.
+    for kind in ["pod", "serviceaccount", "role", "rolebinding"] {
+        let left = kube_retention_e2e::run(cluster.kubectl().args([
+            "get",
+            kind,
+            "kube-retention-selftest",
+            "--namespace",
+            NAMESPACE,
+            "--ignore-not-found",
+            "-o",
+            "name",
+        ]))?;
+        ensure!(left.trim().is_empty(), "left after helm test: {left}");
+    }
+    Ok(())
+}
