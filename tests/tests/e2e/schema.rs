@@ -73,16 +73,20 @@ const CASES: &[Case] = &[
         spec: "{resources: [{apiVersion: batch/v1, kind: Job}], ttl: 1h, groupBy: not a key, \
                sink: ftp://archive.example, \
                selector: {matchLabels: {bad key: x}, matchExpressions: [\
-               {key: tier, operator: Near}, {key: app, operator: In}, \
-               {key: ci, operator: Exists, values: [x]}]}}",
+               {key: app, operator: In}, {key: ci, operator: Exists, values: [x]}]}}",
         said: &[
             "spec.groupBy: Invalid value: \"string\": \"not a key\" is not a label key",
             "spec.sink: Invalid value: \"string\": \"ftp://archive.example\" is not an http(s) URL",
             "spec.selector.matchLabels: Invalid value: \"object\": is not a label key",
-            "spec.selector.matchExpressions[0].operator: Unsupported value: \"Near\"",
-            "spec.selector.matchExpressions[1].values: Invalid value: \"object\": must not be empty for In and NotIn",
-            "spec.selector.matchExpressions[2].values: Invalid value: \"object\": must be empty for Exists and DoesNotExist",
+            "spec.selector.matchExpressions[0].values: Invalid value: \"object\": must not be empty for In and NotIn",
+            "spec.selector.matchExpressions[1].values: Invalid value: \"object\": must be empty for Exists and DoesNotExist",
         ],
+    },
+    Case {
+        kind: "RetentionPolicy",
+        spec: "{resources: [{apiVersion: batch/v1, kind: Job}], ttl: 1h, \
+               selector: {matchExpressions: [{key: tier, operator: Near, values: [a]}]}}",
+        said: &["spec.selector.matchExpressions[0].operator: Unsupported value: \"Near\""],
     },
     Case {
         kind: "RetentionPolicy",
