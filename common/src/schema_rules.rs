@@ -71,34 +71,17 @@ fn edit(schema: &mut Schema, change: impl FnOnce(&mut Value)) {
     *schema = Schema::try_from(value).unwrap_or_default();
 }
 
-/// Appends a CEL rule to an object's `x-kubernetes-validations`.
+/// Appends a CEL rule to a schema's `x-kubernetes-validations`. The API server's denial names
+/// the field (or `fieldPath`) and the value, then `message`, the webhook's words for the rule:
+/// `spec.ttl: Invalid value: "1d": is not a duration: …`.
 fn validate(schema: &mut Value, rule: &str, message: &str, field_path: Option<&str>) {
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
     let mut validation = json!({"rule": rule, "message": message});
     if let Some(field_path) = field_path {
         validation["fieldPath"] = json!(field_path);
     }
-    push(schema, validation);
-}
-
-/// Appends a CEL rule over a string, refused in the webhook's form: the value quoted, then the
-/// rule (`"1d" is not a duration: …`), where the API server's own form would name only the
-/// type.
-fn validate_string(schema: &mut Value, rule: &str, message: &str) {
-    let quoted = serde_json::to_string(message).unwrap_or_default();
-    push(
-        schema,
-        json!({
-            "rule": rule,
-            "message": message,
-            "messageExpression": format!("'\"' + self + '\" ' + {quoted}"),
-        }),
-    );
-}
-
-fn push(schema: &mut Value, validation: Value) {
-    let Some(object) = schema.as_object_mut() else {
-        return;
-    };
     let rules = object
         .entry("x-kubernetes-validations")
         .or_insert_with(|| json!([]));
@@ -117,22 +100,23 @@ pub fn duration(schema: &mut Schema) {
     use crate::duration::DurationError;
     edit(schema, |schema| {
         let syntax = DurationError::Syntax.to_string();
-        validate_string(schema, &matches("self", DURATION_PATTERN), &syntax);
+        validate(schema, &matches("self", DURATION_PATTERN), &syntax, None);
         let rule = format!(
             "!self.startsWith('-') || {}",
             matches("self", NEGATIVE_ZERO_PATTERN)
         );
-        validate_string(schema, &rule, &DurationError::Negative.to_string());
+        validate(schema, &rule, &DurationError::Negative.to_string(), None);
     });
 }
 
 /// A resource's `apiVersion` field.
 pub fn api_version(schema: &mut Schema) {
     edit(schema, |schema| {
-        validate_string(
+        validate(
             schema,
             &matches("self", API_VERSION_PATTERN),
             API_VERSION_RULE,
+            None,
         );
     });
 }
@@ -140,14 +124,14 @@ pub fn api_version(schema: &mut Schema) {
 /// A kind field.
 pub fn kind(schema: &mut Schema) {
     edit(schema, |schema| {
-        validate_string(schema, &matches("self", KIND_PATTERN), KIND_RULE);
+        validate(schema, &matches("self", KIND_PATTERN), KIND_RULE, None);
     });
 }
 
 /// A sink's URL field.
 pub fn url(schema: &mut Schema) {
     edit(schema, |schema| {
-        validate_string(schema, &matches("self", URL_PATTERN), URL_RULE);
+        validate(schema, &matches("self", URL_PATTERN), URL_RULE, None);
     });
 }
 
@@ -190,7 +174,7 @@ pub fn label_key(schema: &mut Schema) {
 
 fn label_key_value(schema: &mut Value) {
     let rule = crate::selector::LABEL_KEY_RULE;
-    validate_string(schema, &label_key_rule("self"), rule);
+    validate(schema, &label_key_rule("self"), rule, None);
 }
 
 /// A Cleaner target's name: a CEL identifier, neither reserved nor `time`.
@@ -204,7 +188,7 @@ pub fn target_name(schema: &mut Schema) {
             "{} && !(self in [{reserved}])",
             matches("self", IDENTIFIER_PATTERN)
         );
-        validate_string(schema, &rule, crate::cleaner::TARGET_NAME_RULE);
+        validate(schema, &rule, crate::cleaner::TARGET_NAME_RULE, None);
     });
 }
 

@@ -147,10 +147,10 @@ async fn invalid_policy(ns: TestNamespace) -> Result<()> {
              groupBy: 'not a key'\n",
         ),
         &[
-            "spec.resources[1].apiVersion: Invalid value: \"string\": \"a/b/c\" is not GROUP/VERSION",
-            "spec.ttlAfterSucceeded: Invalid value: \"string\": \"1d\" is not a duration",
+            "spec.resources[1].apiVersion: Invalid value: \"a/b/c\": is not GROUP/VERSION",
+            "spec.ttlAfterSucceeded: Invalid value: \"1d\": is not a duration",
             "spec.succeededLimit: Invalid value: 101: spec.succeededLimit in body should be less than or equal to 100",
-            "spec.groupBy: Invalid value: \"string\": \"not a key\" is not a label key",
+            "spec.groupBy: Invalid value: \"not a key\": is not a label key",
         ],
     )?;
     refused(

@@ -1,4 +1,4 @@
-//! `helm test`: the chart's test Pod runs `kubectl retention selftest` from the shipped image in
+//! `helm test`: the chart's test Job runs `kubectl retention selftest` from the shipped image in
 //! the release's namespace, as its own ServiceAccount: the webhook refuses an invalid
 //! RetentionPolicy, stamps a ConfigMap given a 2 s time to live, and the controller deletes it.
 
@@ -30,7 +30,7 @@ async fn helm_test(ns: TestNamespace) -> Result<()> {
         "{said}"
     );
     // Succeeded, its objects are gone (hook-succeeded), so a later uninstall leaves nothing.
-    for kind in ["pod", "serviceaccount", "role", "rolebinding"] {
+    for kind in ["job", "serviceaccount", "role", "rolebinding"] {
         let left = kube_retention_e2e::run(cluster.kubectl().args([
             "get",
             kind,
