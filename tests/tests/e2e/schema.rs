@@ -125,7 +125,7 @@ const CASES: &[Case] = &[
         kind: "Cleaner",
         spec: "{targets: [{name: a, reference: {version: v1, kind: ConfigMap}}, \
                {name: a, reference: {version: v1, kind: Secret}}]}",
-        said: &["spec.targets[1]: Duplicate value: map[string]interface {}{\"name\":\"a\"}"],
+        said: &["spec.targets[1]: Duplicate value: {\"name\":\"a\"}"],
     },
 ];
 
