@@ -1,6 +1,7 @@
-//! `helm test`: the chart's test Job runs `kubectl retention selftest` from the shipped image in
-//! the release's namespace, as its own ServiceAccount: the webhook refuses an invalid
-//! RetentionPolicy, stamps a ConfigMap given a 2 s time to live, and the controller deletes it.
+//! `helm test`: the chart's test Job runs `kubectl retention selftest` from the shipped image, as
+//! its own ServiceAccount, in a namespace the chart's hooks make for it: the webhook refuses an
+//! invalid RetentionPolicy, stamps a ConfigMap given a 2 s time to live, and the controller
+//! deletes it. Everything the test made is gone after it.
 
 use anyhow::{Context, Result, ensure};
 use kube_retention_e2e::cluster::{CHART_RELEASE, NAMESPACE};
@@ -30,18 +31,39 @@ async fn helm_test(ns: TestNamespace) -> Result<()> {
         "{said}"
     );
     // Succeeded, its objects are gone (hook-succeeded), so a later uninstall leaves nothing.
-    for kind in ["job", "serviceaccount", "role", "rolebinding"] {
+    let tested_in = format!("{NAMESPACE}-selftest");
+    for (kind, namespace) in [
+        ("job", NAMESPACE),
+        ("serviceaccount", NAMESPACE),
+        ("role", tested_in.as_str()),
+        ("rolebinding", tested_in.as_str()),
+    ] {
         let left = kube_retention_e2e::run(cluster.kubectl().args([
             "get",
             kind,
             "kube-retention-selftest",
             "--namespace",
-            NAMESPACE,
+            namespace,
             "--ignore-not-found",
             "-o",
             "name",
         ]))?;
         ensure!(left.trim().is_empty(), "left after helm test: {left}");
     }
+    // Its namespace is gone, or going.
+    let namespace = kube_retention_e2e::run(cluster.kubectl().args([
+        "get",
+        "namespace",
+        &tested_in,
+        "--ignore-not-found",
+        "-o",
+        "jsonpath={.metadata.name} {.metadata.deletionTimestamp}",
+    ]))?;
+    // Nothing printed: gone; a name and a deletion timestamp: going.
+    let gone_or_going = namespace.split_whitespace().count() != 1;
+    ensure!(
+        gone_or_going,
+        "namespace {tested_in} is left after helm test: {namespace}"
+    );
     Ok(())
 }
