@@ -1,4 +1,4 @@
-//! `helm test`: the chart's test Job runs `kubectl retention selftest` from the shipped image, as
+//! `helm test`: the chart's test Pod runs `kubectl retention selftest` from the shipped image, as
 //! its own ServiceAccount, in a namespace the chart's hooks make for it: the webhook refuses an
 //! invalid RetentionPolicy, stamps a ConfigMap given a 2 s time to live, and the controller
 //! deletes it. Everything the test made is gone after it.
@@ -33,7 +33,7 @@ async fn helm_test(ns: TestNamespace) -> Result<()> {
     // Succeeded, its objects are gone (hook-succeeded), so a later uninstall leaves nothing.
     let tested_in = format!("{NAMESPACE}-selftest");
     for (kind, namespace) in [
-        ("job", NAMESPACE),
+        ("pod", NAMESPACE),
         ("serviceaccount", NAMESPACE),
         ("role", tested_in.as_str()),
         ("rolebinding", tested_in.as_str()),

@@ -84,7 +84,7 @@ async fn uninstall(ns: TestNamespace) -> Result<()> {
         ("validatingwebhookconfiguration", false, "kube-retention"),
         ("mutatingwebhookconfiguration", false, "kube-retention"),
         ("secret", true, SECRET),
-        ("job", true, HOOK),
+        ("pod", true, HOOK),
         ("serviceaccount", true, HOOK),
         ("clusterrole", false, HOOK),
         ("deployment", true, "kube-retention-webhook"),
