@@ -46,7 +46,7 @@ fn set(schema: &mut Value, field: &str, key: &str, value: Value) {
 }
 
 /// Edits `schema` as JSON.
-fn edit(schema: &mut Schema, change: impl FnOnce(&mut Value)) {
+pub(crate) fn edit(schema: &mut Schema, change: impl FnOnce(&mut Value)) {
     let mut value = std::mem::take(schema).to_value();
     change(&mut value);
     *schema = Schema::try_from(value).unwrap_or_default();

@@ -13,6 +13,7 @@ use schemars::Schema;
 use serde_json::{Value, json};
 
 use crate::limits::LIMIT_RANGE;
+use crate::schema_bounds::edit;
 
 /// Go's `time.ParseDuration` grammar ([`crate::duration`]): `0`, or numbers with units (`ns`,
 /// `us`, `µs`, `μs`, `ms`, `s`, `m`, `h`), with an optional sign.
@@ -63,13 +64,6 @@ pub const NAME_AND_LABELS: &str =
 /// Succeeded or failed objects kept per group.
 pub const LIMIT_MIN: i64 = LIMIT_RANGE.0 as i64;
 pub const LIMIT_MAX: i64 = LIMIT_RANGE.1 as i64;
-
-/// Edits `schema` as JSON.
-fn edit(schema: &mut Schema, change: impl FnOnce(&mut Value)) {
-    let mut value = std::mem::take(schema).to_value();
-    change(&mut value);
-    *schema = Schema::try_from(value).unwrap_or_default();
-}
 
 /// Appends a CEL rule to a schema's `x-kubernetes-validations`. The API server's denial names
 /// the field (or `fieldPath`) and the value, then `message`, the webhook's words for the rule:
@@ -146,17 +140,18 @@ fn label_key_rule(variable: &str) -> String {
 /// A policy's spec: it deletes by something, and archives only to a sink.
 pub fn policy_spec(schema: &mut Schema) {
     edit(schema, |schema| {
-        let deletes = [
+        let fields = [
             "ttl",
             "ttlAfterSucceeded",
             "ttlAfterFailed",
             "succeededLimit",
-        ]
-        .iter()
-        .chain(&["failedLimit"])
-        .map(|field| format!("has(self.{field})"))
-        .collect::<Vec<_>>()
-        .join(" || ");
+            "failedLimit",
+        ];
+        let deletes = fields
+            .iter()
+            .map(|field| format!("has(self.{field})"))
+            .collect::<Vec<_>>()
+            .join(" || ");
         validate(schema, &deletes, DELETES_NOTHING, None);
         validate(
             schema,
@@ -194,12 +189,15 @@ pub fn target_name(schema: &mut Schema) {
 
 /// A Cleaner's targets: a list keyed by name, so the API server refuses two of one name.
 pub fn targets(schema: &mut Schema) {
-    edit(schema, |schema| {
-        if let Some(object) = schema.as_object_mut() {
-            object.insert("x-kubernetes-list-type".to_owned(), json!("map"));
-            object.insert("x-kubernetes-list-map-keys".to_owned(), json!(["name"]));
-        }
-    });
+    edit(schema, |schema| list_map(schema, "name"));
+}
+
+/// A list whose items `key` identifies (`x-kubernetes-list-type: map`).
+fn list_map(schema: &mut Value, key: &str) {
+    if let Some(object) = schema.as_object_mut() {
+        object.insert("x-kubernetes-list-type".to_owned(), json!("map"));
+        object.insert("x-kubernetes-list-map-keys".to_owned(), json!([key]));
+    }
 }
 
 /// A Cleaner reference: one object by name, or those the labels select.
@@ -216,12 +214,7 @@ pub fn reference(schema: &mut Schema) {
 
 /// Status conditions: a list keyed by type, as Kubernetes' own conditions are.
 pub fn conditions(schema: &mut Schema) {
-    edit(schema, |schema| {
-        if let Some(object) = schema.as_object_mut() {
-            object.insert("x-kubernetes-list-type".to_owned(), json!("map"));
-            object.insert("x-kubernetes-list-map-keys".to_owned(), json!(["type"]));
-        }
-    });
+    edit(schema, |schema| list_map(schema, "type"));
 }
 
 /// A label selector ([`crate::selector::Selector::read`]): label keys, the four operators, and
