@@ -48,17 +48,17 @@ enum Command {
     Remove(Remove),
 }
 
+/// Where the webhook's Secret and configurations are, and how to reach the cluster: the same
+/// for `ensure` and `remove`.
 #[derive(clap::Args)]
-struct Remove {
-    /// Namespace of the Secret.
+struct Installed {
+    /// Namespace of the Secret and the Service.
     #[arg(long, env = "POD_NAMESPACE", default_value = "kube-retention")]
     namespace: String,
-    /// The certificate Secret; left alone with --keep-secret (cert-manager's).
     #[arg(long, default_value = "kube-retention-webhook-tls")]
     secret: String,
-    #[arg(long)]
-    keep_secret: bool,
-    /// Mutating and Validating WebhookConfigurations (same name) to delete.
+    /// Mutating and Validating WebhookConfigurations (same name): their caBundle (`ensure`), or
+    /// deleted (`remove`).
     #[arg(long, default_value = "kube-retention")]
     webhook_configuration: String,
     /// Kubeconfig (default: in-cluster, then $KUBECONFIG).
@@ -67,18 +67,21 @@ struct Remove {
 }
 
 #[derive(clap::Args)]
+struct Remove {
+    #[command(flatten)]
+    installed: Installed,
+    /// Leave the certificate Secret alone (cert-manager's).
+    #[arg(long)]
+    keep_secret: bool,
+}
+
+#[derive(clap::Args)]
 struct Ensure {
-    /// Namespace of the Secret and the Service.
-    #[arg(long, env = "POD_NAMESPACE", default_value = "kube-retention")]
-    namespace: String,
-    #[arg(long, default_value = "kube-retention-webhook-tls")]
-    secret: String,
+    #[command(flatten)]
+    installed: Installed,
     /// The webhook Service the certificate is for.
     #[arg(long, default_value = "kube-retention-webhook")]
     service: String,
-    /// Mutating and Validating WebhookConfigurations (same name) to write the caBundle into.
-    #[arg(long, default_value = "kube-retention")]
-    webhook_configuration: String,
     /// Also write tls.crt and tls.key here, for the webhook to serve.
     #[arg(long)]
     out_dir: Option<PathBuf>,
@@ -92,9 +95,6 @@ struct Ensure {
     /// Renew a certificate once less than this is left.
     #[arg(long, default_value = "30days", value_parser = humantime::parse_duration)]
     renew_before: Duration,
-    /// Kubeconfig (default: in-cluster, then $KUBECONFIG).
-    #[arg(long)]
-    kubeconfig: Option<PathBuf>,
 }
 
 #[tokio::main]
@@ -125,11 +125,12 @@ fn ready(out_dir: &Path) -> Result<()> {
 }
 
 async fn unregister(args: Remove) -> Result<()> {
-    let client = kube_retention_runtime::client(args.kubeconfig.as_deref()).await?;
+    let installed = &args.installed;
+    let client = kube_retention_runtime::client(installed.kubeconfig.as_deref()).await?;
     let registration = removal::Registration {
-        webhook_configuration: &args.webhook_configuration,
-        namespace: &args.namespace,
-        secret: (!args.keep_secret).then_some(args.secret.as_str()),
+        webhook_configuration: &installed.webhook_configuration,
+        namespace: &installed.namespace,
+        secret: (!args.keep_secret).then_some(installed.secret.as_str()),
     };
     let removed = removal::remove(&client, &registration).await?;
     tracing::info!(?removed, "removed the webhook's registration");
@@ -137,7 +138,7 @@ async fn unregister(args: Remove) -> Result<()> {
 }
 
 async fn run(args: Ensure) -> Result<()> {
-    let client = kube_retention_runtime::client(args.kubeconfig.as_deref()).await?;
+    let client = kube_retention_runtime::client(args.installed.kubeconfig.as_deref()).await?;
     loop {
         match ensure(&client, &args).await {
             Ok(()) => {}
@@ -167,13 +168,13 @@ fn lifetimes(args: &Ensure) -> Result<Lifetimes> {
 }
 
 async fn ensure(client: &Client, args: &Ensure) -> Result<()> {
-    let names = renewal::service_names(&args.service, &args.namespace);
+    let names = renewal::service_names(&args.service, &args.installed.namespace);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), &args.namespace);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &args.installed.namespace);
     let mut attempts = 0;
     let data = loop {
         attempts += 1;
-        let existing = secrets.get_opt(&args.secret).await?;
+        let existing = secrets.get_opt(&args.installed.secret).await?;
         let current = existing.as_ref().map(secret_data).unwrap_or_default();
         let desired = renewal::desired(
             &current,
@@ -186,8 +187,8 @@ async fn ensure(client: &Client, args: &Ensure) -> Result<()> {
         }
         let mut secret = existing.unwrap_or_else(|| Secret {
             metadata: kube::api::ObjectMeta {
-                name: Some(args.secret.clone()),
-                namespace: Some(args.namespace.clone()),
+                name: Some(args.installed.secret.clone()),
+                namespace: Some(args.installed.namespace.clone()),
                 labels: Some(BTreeMap::from([(
                     "app.kubernetes.io/part-of".into(),
                     "kube-retention".into(),
@@ -208,14 +209,14 @@ async fn ensure(client: &Client, args: &Ensure) -> Result<()> {
         let written = match secret.metadata.resource_version {
             Some(_) => {
                 secrets
-                    .replace(&args.secret, &PostParams::default(), &secret)
+                    .replace(&args.installed.secret, &PostParams::default(), &secret)
                     .await
             }
             None => secrets.create(&PostParams::default(), &secret).await,
         };
         match written {
             Ok(_) => {
-                tracing::info!(secret = %args.secret, "wrote renewed certificates");
+                tracing::info!(secret = %args.installed.secret, "wrote renewed certificates");
                 break desired;
             }
             Err(kube::Error::Api(status)) if status.code == 409 && attempts < 5 => continue,
@@ -228,7 +229,7 @@ async fn ensure(client: &Client, args: &Ensure) -> Result<()> {
     // certificate stays valid: renewal comes well before expiry). Missing files are written at
     // once: nothing is served yet.
     let bundle = renewal::ca_bundle(&data);
-    let name = &args.webhook_configuration;
+    let name = &args.installed.webhook_configuration;
     let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
     let mut bundle_changed = point_at_bundle(&mutating, name, &bundle).await?;
     let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
