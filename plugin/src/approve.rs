@@ -15,26 +15,23 @@ use serde_json::json;
 use crate::args::{ApproveArgs, Format, PolicyKind};
 
 pub async fn run(client: Client, args: ApproveArgs) -> Result<()> {
-    match args.target {
+    let approved = match args.target {
         PolicyKind::Policy => {
             let namespace = args
                 .namespace
                 .unwrap_or_else(|| client.default_namespace().to_owned());
             let api: Api<RetentionPolicy> = Api::namespaced(client, &namespace);
-            let name = format!("RetentionPolicy {namespace}/{}", args.name);
-            let mut approved =
-                approve(&api, &args.name, &name, |policy| policy.status.as_ref()).await?;
-            approved.namespace = Some(namespace);
-            approved.said(args.output)
+            approve(&api, Some(namespace), &args.name, |policy| {
+                policy.status.as_ref()
+            })
+            .await?
         }
         PolicyKind::Clusterpolicy => {
             let api: Api<ClusterRetentionPolicy> = Api::all(client);
-            let name = format!("ClusterRetentionPolicy {}", args.name);
-            approve(&api, &args.name, &name, |policy| policy.status.as_ref())
-                .await?
-                .said(args.output)
+            approve(&api, None, &args.name, |policy| policy.status.as_ref()).await?
         }
-    }
+    };
+    approved.said(args.output)
 }
 
 /// What was approved, for `-o json|yaml`.
@@ -49,8 +46,14 @@ struct Approved {
     /// The policy's Ready condition before the approval, as `reason: message`.
     #[serde(skip_serializing_if = "Option::is_none")]
     was: Option<String>,
-    #[serde(skip)]
-    shown: String,
+}
+
+/// A policy as the messages name it: `RetentionPolicy team-a/jobs`, `ClusterRetentionPolicy all`.
+fn shown(kind: &str, namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(namespace) => format!("{kind} {namespace}/{name}"),
+        None => format!("{kind} {name}"),
+    }
 }
 
 impl Approved {
@@ -62,7 +65,8 @@ impl Approved {
             .unwrap_or_default();
         let sentence = format!(
             "approved generation {} of {}{was}",
-            self.approved_generation, self.shown
+            self.approved_generation,
+            shown(&self.kind, self.namespace.as_deref(), &self.name)
         );
         crate::output::say(format, &sentence, self)
     }
@@ -70,13 +74,15 @@ impl Approved {
 
 async fn approve<K>(
     api: &Api<K>,
+    namespace: Option<String>,
     name: &str,
-    shown: &str,
     status: impl Fn(&K) -> Option<&PolicyStatus>,
 ) -> Result<Approved>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
 {
+    let kind = K::kind(&()).into_owned();
+    let shown = shown(&kind, namespace.as_deref(), name);
     let policy = api
         .get(name)
         .await
@@ -92,12 +98,11 @@ where
         .and_then(|status| status.conditions.iter().find(|c| c.type_ == "Ready"))
         .map(|ready| format!("{}: {}", ready.reason, ready.message));
     Ok(Approved {
-        kind: K::kind(&()).into_owned(),
-        namespace: None,
+        kind,
+        namespace,
         name: name.to_owned(),
         approved_generation: generation,
         was,
-        shown: shown.to_owned(),
     })
 }
 

@@ -202,6 +202,18 @@ pub enum Format {
 
 impl Args {
     pub fn run(self) -> ExitCode {
+        // A completion script needs no cluster, nor a runtime.
+        if let Command::Completion(args) = &self.command {
+            use clap::CommandFactory;
+            let mut stdout = std::io::stdout();
+            clap_complete::generate(
+                args.shell,
+                &mut Self::command(),
+                "kubectl-retention",
+                &mut stdout,
+            );
+            return ExitCode::SUCCESS;
+        }
         let runtime = match tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -214,17 +226,6 @@ impl Args {
         };
         let mut server = None;
         let outcome = runtime.block_on(async {
-            if let Command::Completion(args) = &self.command {
-                use clap::CommandFactory;
-                let mut stdout = std::io::stdout();
-                clap_complete::generate(
-                    args.shell,
-                    &mut Self::command(),
-                    "kubectl-retention",
-                    &mut stdout,
-                );
-                return Ok(());
-            }
             let config = self.connection.config().await?;
             server = Some(config.cluster_url.to_string());
             let client = kube::Client::try_from(config).context("building the API client")?;

@@ -30,18 +30,15 @@ pub async fn run(client: Client, controller: &ControllerLease, args: BreakerArgs
         let said = format!("the circuit breaker is closed: deletions go ({shown} does not exist)");
         return crate::output::say(args.output, &said, &state);
     };
-    let data = stored.data.unwrap_or_default();
-    state.tripped_at = data.get(TRIPPED_AT).cloned();
-    state.message = data.get(MESSAGE).cloned();
-    let said = |key: &str| data.get(key).cloned().unwrap_or_else(|| "?".into());
+    let mut data = stored.data.unwrap_or_default();
+    state.tripped_at = data.remove(TRIPPED_AT);
+    state.message = data.remove(MESSAGE);
+    let tripped_at = state.tripped_at.clone().unwrap_or_else(|| "?".into());
     let sentence = match args.action {
         BreakerAction::Status => {
             state.open = true;
-            format!(
-                "the circuit breaker is open since {}: {}",
-                said(TRIPPED_AT),
-                said(MESSAGE)
-            )
+            let message = state.message.as_deref().unwrap_or("?");
+            format!("the circuit breaker is open since {tripped_at}: {message}")
         }
         BreakerAction::Release => {
             api.delete(&name, &DeleteParams::default())
@@ -49,9 +46,8 @@ pub async fn run(client: Client, controller: &ControllerLease, args: BreakerArgs
                 .with_context(|| format!("releasing the circuit breaker: deleting {shown}"))?;
             state.released = true;
             format!(
-                "released the circuit breaker (open since {}): the controller resumes deleting, \
-                 what it held first",
-                said(TRIPPED_AT)
+                "released the circuit breaker (open since {tripped_at}): the controller resumes \
+                 deleting, what it held first"
             )
         }
     };
