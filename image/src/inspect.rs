@@ -19,11 +19,34 @@ const LAYER: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
 
 /// An image read from its archive, every digest checked.
 pub struct Inspected {
+    /// The layout's `index.json`.
     pub index: Value,
+    /// The image index the tag names, when the image has more than one platform.
+    pub platform_index: Option<Value>,
+    /// Each platform's image, by architecture (`amd64`, `arm64`).
+    pub images: BTreeMap<String, PlatformImage>,
+}
+
+/// A layer's files: path → (mode, owner uid, bytes).
+pub type LayerFiles = BTreeMap<String, (u32, u64, Vec<u8>)>;
+
+/// One platform's manifest, config and layer.
+pub struct PlatformImage {
     pub manifest: Value,
     pub config: Value,
-    /// The layer's files: path → (mode, owner uid, bytes).
-    pub files: BTreeMap<String, (u32, u64, Vec<u8>)>,
+    pub files: LayerFiles,
+}
+
+impl Inspected {
+    /// The image of `architecture`.
+    pub fn image(&self, architecture: &str) -> Result<&PlatformImage> {
+        self.images.get(architecture).with_context(|| {
+            format!(
+                "no {architecture} image; the archive has {:?}",
+                self.images.keys()
+            )
+        })
+    }
 }
 
 pub fn inspect(archive: &Path) -> Result<Inspected> {
@@ -68,11 +91,54 @@ pub fn inspect(archive: &Path) -> Result<Inspected> {
         );
         Ok(bytes)
     };
-    let manifest: Value = serde_json::from_slice(&blob(&index["manifests"][0], MANIFEST)?)?;
-    let config: Value = serde_json::from_slice(&blob(&manifest["config"], CONFIG)?)?;
-    let compressed = blob(&manifest["layers"][0], LAYER)?;
+    let tagged = &index["manifests"][0];
+    let (platform_index, manifests) = if tagged["mediaType"] == INDEX {
+        let platforms: Value = serde_json::from_slice(&blob(tagged, INDEX)?)?;
+        let manifests = platforms["manifests"]
+            .as_array()
+            .context("an image index without manifests")?
+            .clone();
+        (Some(platforms), manifests)
+    } else {
+        (None, vec![tagged.clone()])
+    };
+    let mut images = BTreeMap::new();
+    for descriptor in &manifests {
+        let manifest: Value = serde_json::from_slice(&blob(descriptor, MANIFEST)?)?;
+        let config: Value = serde_json::from_slice(&blob(&manifest["config"], CONFIG)?)?;
+        let architecture = config["architecture"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        ensure!(
+            descriptor["platform"]["architecture"] == architecture.as_str()
+                && descriptor["platform"]["os"] == config["os"],
+            "the descriptor's platform {} is not the config's {architecture}",
+            descriptor["platform"]
+        );
+        let compressed = blob(&manifest["layers"][0], LAYER)?;
+        let files = layer_files(&compressed, &config)?;
+        let image = PlatformImage {
+            manifest,
+            config,
+            files,
+        };
+        ensure!(
+            images.insert(architecture.clone(), image).is_none(),
+            "two images for {architecture}"
+        );
+    }
+    Ok(Inspected {
+        index,
+        platform_index,
+        images,
+    })
+}
+
+/// The files of a gzip-compressed layer, its diff_id checked against the config's.
+fn layer_files(compressed: &[u8], config: &Value) -> Result<LayerFiles> {
     let mut layer = Vec::new();
-    flate2::read::GzDecoder::new(&compressed[..]).read_to_end(&mut layer)?;
+    flate2::read::GzDecoder::new(compressed).read_to_end(&mut layer)?;
     ensure!(
         config["rootfs"]["diff_ids"][0] == sha256(&layer),
         "the diff_id does not match the layer"
@@ -86,12 +152,7 @@ pub fn inspect(archive: &Path) -> Result<Inspected> {
         entry.read_to_end(&mut bytes)?;
         files.insert(path, (mode, uid, bytes));
     }
-    Ok(Inspected {
-        index,
-        manifest,
-        config,
-        files,
-    })
+    Ok(files)
 }
 
 /// Whether an ELF executable asks for a dynamic loader (a PT_INTERP program header).

@@ -139,7 +139,9 @@ pub(super) fn import_pause(cluster: &LocalCluster) -> Result<()> {
         // Upstream's pause image runs as nobody too.
         user: "65535:65535".into(),
         ..kube_retention_image::Image::kube_retention(
-            vec![cluster.layout.binary("pause")],
+            vec![kube_retention_image::Binaries::amd64(vec![
+                cluster.layout.binary("pause"),
+            ])],
             tag.to_owned(),
         )
     };
