@@ -7,6 +7,12 @@ SHELL := bash
 CARGO ?= cargo
 STATE ?= .local
 MUSL := x86_64-unknown-linux-musl
+ARM64 := aarch64-unknown-linux-musl
+# A release's version: the workspace's, which `make release` also requires of VERSION.
+VERSION ?= $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+REVISION := $(shell git rev-parse HEAD 2>/dev/null)
+DIST ?= dist
+HELM := tests/cluster/bin/helm
 IMAGE ?= target/image/kube-retention.oci.tar
 FAULTS_IMAGE ?= target/image/kube-retention-faults.oci.tar
 # The image's static binaries. ring's C is compiled with the system cc: no musl cross compiler is
@@ -14,9 +20,20 @@ FAULTS_IMAGE ?= target/image/kube-retention-faults.oci.tar
 MUSL_CARGO = rustup target list --installed | grep -qx $(MUSL) || rustup target add $(MUSL); \
 	CC_x86_64_unknown_linux_musl=cc $(CARGO)
 MUSL_BUILD = $(MUSL_CARGO) build --release --target $(MUSL)
+# The same for linux/arm64, cross-compiled: ring's C and the link with Debian's aarch64 gcc
+# (`make release-packages`).
+ARM64_BUILD = rustup target list --installed | grep -qx $(ARM64) || rustup target add $(ARM64); \
+	CC_aarch64_unknown_linux_musl=aarch64-linux-gnu-gcc \
+	CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=aarch64-linux-gnu-gcc \
+	$(CARGO) build --release --target $(ARM64)
+# The four binaries the image and the plugin archives ship.
+SHIPPED_BINARIES := --package kube-retention-controller --package kube-retention-webhook \
+	--package kube-retention-certs --package kube-retention-plugin \
+	--bin kube-retention-controller --bin kube-retention-webhook \
+	--bin kube-retention-certs --bin kubectl-retention
 LOCAL_CLUSTER = $(CARGO) run --quiet --package kube-retention-e2e --bin local-cluster -- --state $(STATE)
 
-.PHONY: help toolchain drop-go-caches cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-memcpy bench-controller bench-cel fuzz-cel fuzz-cel-short bench-cel-stack
+.PHONY: release release-packages release-test help toolchain drop-go-caches cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-memcpy bench-controller bench-cel fuzz-cel fuzz-cel-short bench-cel-stack
 
 help:
 	@echo "make demo    start the local cluster and walk through what kube-retention does"
@@ -27,6 +44,8 @@ help:
 	@echo "make up      start the local cluster ($(STATE)/kubeconfig); make down stops it"
 	@echo "make up-node the local cluster with a node running the image and the chart, as shipped"
 	@echo "make image   an OCI image of the static binaries, no container engine needed ($(IMAGE))"
+	@echo "make release VERSION=x.y.z  the release's files in $(DIST)/: image index (amd64, arm64),"
+	@echo "             chart, plugin archives and krew manifest, SBOM, SHA256SUMS (docs/releasing.md)"
 	@echo "make crds    regenerate deploy/crds and the chart's crds/ from the Rust types in common/"
 	@echo "make monitoring  write deploy/monitoring's PrometheusRule and the chart's copies from the rule file"
 
@@ -65,7 +84,7 @@ demo: up
 
 # image-faults before image-test's image, so the shipped binaries are built last, once.
 # DROP_GO_CACHES=1 (.ci/run sets it) drops Go's caches once the last Go build is done.
-test: fmt-check clippy doc-check unit fuzz-cel-short peer-test monitoring-check $(if $(DROP_GO_CACHES),drop-go-caches) e2e image-faults image-test test-shipped
+test: fmt-check clippy doc-check unit fuzz-cel-short peer-test monitoring-check $(if $(DROP_GO_CACHES),drop-go-caches) e2e image-faults image-test release-test test-shipped
 
 # Go's build and module caches hold about 7 GB once Kubernetes is built, and serve only rebuilds,
 # which a fresh clone's CI run never makes: dropped, they leave the release builds after them the
@@ -109,11 +128,7 @@ peer-test: toolchain
 # An OCI image (an OCI layout in one tar archive) of the static musl binaries, built without a
 # container engine: `skopeo copy oci-archive:$(IMAGE) docker://...` or `crane push $(IMAGE) ...`.
 image: toolchain
-	$(MUSL_BUILD) \
-		--package kube-retention-controller --package kube-retention-webhook \
-		--package kube-retention-certs --package kube-retention-plugin \
-		--bin kube-retention-controller --bin kube-retention-webhook \
-		--bin kube-retention-certs --bin kubectl-retention
+	$(MUSL_BUILD) $(SHIPPED_BINARIES)
 	@mkdir -p $(dir $(IMAGE))
 	$(CARGO) run --quiet --package kube-retention-image -- --out $(IMAGE) \
 		$(addprefix target/$(MUSL)/release/,kube-retention-controller kube-retention-webhook kube-retention-certs kubectl-retention)
@@ -131,6 +146,31 @@ image-faults: toolchain
 	cp $(addprefix target/$(MUSL)/release/,kube-retention-controller kube-retention-webhook kube-retention-certs kubectl-retention) target/image/faults/
 	$(CARGO) run --quiet --package kube-retention-image -- --out $(FAULTS_IMAGE) --tag faults \
 		$(addprefix target/image/faults/,kube-retention-controller kube-retention-webhook kube-retention-certs kubectl-retention)
+
+# A release in $(DIST)/ (docs/releasing.md): the image index of linux/amd64 and linux/arm64, the
+# chart packaged with appVersion = VERSION, the plugin's archives and krew manifest, the SBOM and
+# SHA256SUMS. VERSION must be the workspace's; nothing is pushed.
+release: toolchain release-packages cluster-binaries image
+	$(ARM64_BUILD) $(SHIPPED_BINARIES)
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	$(HELM) package charts/kube-retention --version $(VERSION) --app-version $(VERSION) \
+		--destination $(DIST)
+	$(CARGO) run --quiet --package kube-retention-release -- --release-version $(VERSION) \
+		$(if $(REVISION),--revision $(REVISION)) --dist $(DIST) \
+		--amd64 target/$(MUSL)/release --arm64 target/$(ARM64)/release
+
+# The cross compiler for arm64 and qemu-user to run what it built, from Debian's packages.
+release-packages:
+	@scripts/debian-packages.sh "make release" gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+
+# The release read back: the image index's two platforms (each binary static and running, arm64's
+# under qemu-user), SHA256SUMS, the chart, the plugin archives and krew manifest, the SBOM.
+release-test: release
+	KUBE_RETENTION_IMAGE=$(CURDIR)/$(DIST)/kube-retention-$(VERSION).oci.tar \
+	KUBE_RETENTION_PLATFORMS=amd64,arm64 \
+		$(CARGO) test --package kube-retention-image --test built_image -- --ignored
+	KUBE_RETENTION_DIST=$(CURDIR)/$(DIST) \
+		$(CARGO) test --package kube-retention-release --test dist -- --ignored
 
 # The image's manifest and config, and each binary in its layer static and running.
 image-test: image

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and the node's
-# kubelet and kube-proxy from the Go modules pinned in go.mod, helm from helm/go.mod and promtool
-# from promtool/go.mod, into tests/cluster/bin (git-ignored), with the real release versions
+# kubelet and kube-proxy from the Go modules pinned in go.mod, helm from helm/go.mod, promtool
+# from promtool/go.mod and krew from krew/go.mod, into tests/cluster/bin (git-ignored), with the real release versions
 # stamped in; and the node's pause binary from the pause.c in the same Kubernetes module.
 # Go's build cache makes a rebuild with nothing changed take seconds.
 set -euo pipefail
@@ -65,4 +65,9 @@ prometheus_release="3.${prometheus_release:1}"
 (cd promtool && CGO_ENABLED=0 go build -trimpath -o ../bin/ \
 	-ldflags "-s -w -X github.com/prometheus/common/version.Version=${prometheus_release}" \
 	github.com/prometheus/prometheus/cmd/promtool)
-echo "built ${k8s_version}, helm ${helm_version} and promtool ${prometheus_release} into tests/cluster/bin: $(ls bin | tr '\n' ' ')"
+# krew, for `make release-test`: the plugin installed from the release's krew manifest.
+krew_version=$(cd krew && go list -m -f '{{.Version}}' sigs.k8s.io/krew)
+(cd krew && CGO_ENABLED=0 go build -trimpath -o ../bin/ \
+	-ldflags "-s -w -X sigs.k8s.io/krew/internal/version.gitTag=${krew_version}" \
+	sigs.k8s.io/krew/cmd/krew)
+echo "built ${k8s_version}, helm ${helm_version}, promtool ${prometheus_release} and krew ${krew_version} into tests/cluster/bin: $(ls bin | tr '\n' ' ')"

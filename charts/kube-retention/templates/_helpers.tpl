@@ -12,7 +12,12 @@ app.kubernetes.io/part-of: kube-retention
 {{- end -}}
 
 {{- define "kube-retention.image" -}}
-{{ printf "%s:%s" .Values.image.repository .Values.image.tag }}
+{{- $tag := .Values.image.tag | default .Chart.AppVersion -}}
+{{- if .Values.image.digest -}}
+{{ printf "%s:%s@%s" .Values.image.repository $tag .Values.image.digest }}
+{{- else -}}
+{{ printf "%s:%s" .Values.image.repository $tag }}
+{{- end -}}
 {{- end -}}
 
 {{- define "kube-retention.selfManagedCerts" -}}
