@@ -202,10 +202,13 @@ e2e: cluster-binaries build
 	$(CARGO) test --package kube-retention-e2e --features e2e --test e2e
 
 # The as-shipped suite: a private cluster with a node (containerd, kubelet, kube-proxy) running
-# the image through the chart, and tests against the chart's pods only. Needs root (the node's
-# network namespace, cgroups and mounts) and the node's packages.
-test-shipped: cluster-binaries node-packages build image-faults image
-	KUBE_RETENTION_IMAGE=$(CURDIR)/$(IMAGE) KUBE_RETENTION_FAULTS_IMAGE=$(CURDIR)/$(FAULTS_IMAGE) \
+# the release pulled from its registry through the OCI chart, and tests against the chart's pods
+# only. Needs root (the node's network namespace, cgroups and mounts) and the node's packages.
+test-shipped: cluster-binaries node-packages build image-faults release
+	KUBE_RETENTION_IMAGE=$(CURDIR)/$(DIST)/kube-retention-$(VERSION).oci.tar \
+	KUBE_RETENTION_CHART=$(CURDIR)/$(DIST)/kube-retention-$(VERSION).tgz \
+	KUBE_RETENTION_DIST=$(CURDIR)/$(DIST) \
+	KUBE_RETENTION_FAULTS_IMAGE=$(CURDIR)/$(FAULTS_IMAGE) \
 		$(CARGO) test --package kube-retention-e2e --features shipped --test shipped
 
 # The long forms: a million generated inputs for the webhook's handler and the model, then the

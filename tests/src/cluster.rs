@@ -21,7 +21,7 @@ use crate::{components, process};
 mod install;
 mod with_node;
 
-pub use with_node::{CHART_RELEASE, ShippedImage};
+pub use with_node::{CHART_RELEASE, SHIPPED_NAMESPACE, ShippedImage};
 
 /// The control-plane processes, in start order (stopped in reverse).
 pub const CONTROL_PLANE: [&str; 3] = ["etcd", "kube-apiserver", "kube-controller-manager"];
@@ -38,10 +38,12 @@ pub const CONTROLLER_SERVICE_ACCOUNT: &str = "kube-retention-controller";
 pub const WEBHOOK_SERVICE_ACCOUNT: &str = "kube-retention-webhook";
 
 /// What a cluster with a node runs besides: the scheduler, and in kube-controller-manager the
-/// controllers that make Deployments' pods, Services' endpoints and disruption budgets work.
+/// controllers that make Deployments' pods, Services' endpoints, disruption budgets and Jobs
+/// work.
 pub const NODE_CONTROL_PLANE: &str = "kube-scheduler";
 const NODE_CONTROLLERS: &str = ",deployment-controller,replicaset-controller,\
-endpoints-controller,endpointslice-controller,disruption-controller,node-lifecycle-controller";
+endpoints-controller,endpointslice-controller,disruption-controller,node-lifecycle-controller,\
+job-controller";
 
 /// The API server's and the webhook's ports, and whether the cluster has a node, written once
 /// the cluster is fully up.
@@ -305,9 +307,14 @@ impl LocalCluster {
         Ok(())
     }
 
-    /// The identity a ServiceAccount's requests carry, for `kubectl --as`.
+    /// The identity a ServiceAccount of [`NAMESPACE`] carries, for `kubectl --as`.
     pub fn service_account_user(service_account: &str) -> String {
-        format!("system:serviceaccount:{NAMESPACE}:{service_account}")
+        Self::service_account_user_in(NAMESPACE, service_account)
+    }
+
+    /// The identity a ServiceAccount of `namespace` carries.
+    pub fn service_account_user_in(namespace: &str, service_account: &str) -> String {
+        format!("system:serviceaccount:{namespace}:{service_account}")
     }
 }
 

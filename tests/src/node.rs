@@ -12,14 +12,15 @@
 //!
 //! The machine's kernel and privileges decide several settings (written where each is set):
 //! cgroup v1 (`failCgroupV1: false`), no `CAP_SYS_RESOURCE` (containerd's
-//! `restrict_oom_score_adj`), no registry (the pause image built from Kubernetes' `pause.c` and
-//! imported, `imagePullPolicy: Never`/`IfNotPresent` only).
+//! `restrict_oom_score_adj`), no registry on the internet (the pause image built from Kubernetes'
+//! `pause.c` and imported; kube-retention's pulled from the node's own registry, [`registry`]).
 //!
 //! One node at a time per machine: the namespace, the link and the subnets have fixed names.
 
 mod agents;
 mod leftovers;
 mod network;
+pub mod registry;
 mod runtime;
 
 use std::time::{Duration, Instant};
@@ -50,7 +51,7 @@ pub const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
 pub const PAUSE_IMAGE: &str = "kube-retention.local/pause";
 
 /// The node's processes, in start order (stopped in reverse, before the control plane).
-pub const PROCESSES: [&str; 3] = ["containerd", "kubelet", "kube-proxy"];
+pub const PROCESSES: [&str; 4] = [registry::PROCESS, "containerd", "kubelet", "kube-proxy"];
 
 /// The node of a local cluster started with one.
 pub struct Node;
@@ -61,6 +62,7 @@ impl Node {
     pub fn up(cluster: &LocalCluster) -> Result<()> {
         runtime::check_installed()?;
         network::create()?;
+        registry::start(&cluster.layout.state_dir)?;
         leftovers::create_cgroup_root()?;
         runtime::start(cluster)?;
         runtime::import_pause(cluster)?;
@@ -72,10 +74,10 @@ impl Node {
     /// the state folder, the network namespace and the link. Safe when no node runs.
     pub fn down(cluster_state: &std::path::Path) -> Result<Vec<String>> {
         // kube-proxy and the kubelet, then the containers, then the runtime.
-        let [containerd, kubelet, proxy] = PROCESSES;
+        let [registry, containerd, kubelet, proxy] = PROCESSES;
         let mut stopped = process::stop_all(cluster_state, &[proxy, kubelet])?;
         runtime::remove_containers(cluster_state);
-        stopped.extend(process::stop_all(cluster_state, &[containerd])?);
+        stopped.extend(process::stop_all(cluster_state, &[containerd, registry])?);
         leftovers::remove(cluster_state)?;
         network::delete()?;
         Ok(stopped)

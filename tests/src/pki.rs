@@ -47,6 +47,8 @@ impl Pki {
             ],
             CERT_VALIDITY,
         )?;
+        // The node's registry, on the host's end of the node's link.
+        let registry = ca.issue_serving(&[crate::node::HOST_IP], CERT_VALIDITY)?;
         let admin = ca.issue_client("kube-retention-admin", &["system:masters"], CERT_VALIDITY)?;
         let controller_manager = ca.issue_client(
             "system:kube-controller-manager",
@@ -95,6 +97,8 @@ impl Pki {
             ("ca.key", &ca.certified().key_pem),
             ("apiserver.crt", &serving.cert_pem),
             ("apiserver.key", &serving.key_pem),
+            ("registry.crt", &registry.cert_pem),
+            ("registry.key", &registry.key_pem),
             ("sa.key", &sa_key),
             ("sa.pub", &sa_pub),
         ] {

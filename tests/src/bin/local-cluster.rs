@@ -50,7 +50,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Action::Up { node, image } => {
             let (cluster, outcome) = if node {
-                let image = ShippedImage::from_archive(&image)?;
+                let image = ShippedImage::in_registry(&image)?;
                 let chart = layout.repo_root.join("charts/kube-retention");
                 LocalCluster::up_with_node(layout, &image, &chart)?
             } else {

@@ -1,7 +1,9 @@
 //! A local cluster with a node, running kube-retention as shipped: the control plane plus
-//! kube-scheduler, the node ([`crate::node`]), the image from `make image` imported into the
-//! node's runtime and `helm install` of `charts/kube-retention` with its defaults — only the
-//! image's reference and pull policy changed. No kube-retention host process runs.
+//! kube-scheduler, the node ([`crate::node`]) with its registry, the release's image index and
+//! packaged chart pushed there, and `helm install` of the chart from that OCI registry into
+//! [`SHIPPED_NAMESPACE`] with its defaults — only the image's repository changed, the one the
+//! README's quickstart changes. The node's containerd pulls the image. No kube-retention host
+//! process runs.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -9,56 +11,79 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use super::{LocalCluster, NAMESPACE, NODE_CONTROL_PLANE, Outcome, PORTS_FILE};
+use super::{LocalCluster, NODE_CONTROL_PLANE, Outcome, PORTS_FILE};
 use crate::layout::Layout;
-use crate::node::Node;
+use crate::node::{Node, registry};
 use crate::{process, run};
 
-/// The chart's release name, in [`NAMESPACE`].
+/// The chart's release name, in [`SHIPPED_NAMESPACE`].
 pub const CHART_RELEASE: &str = "kube-retention";
+/// Where the chart is installed: not `kube-retention`, so that nothing works only there.
+pub const SHIPPED_NAMESPACE: &str = "retention-system";
 /// How long `helm install --wait` may take to bring every pod to Ready.
 const HELM_WAIT: &str = "5m";
 
-/// The image from `make image`, and the name it is imported under on the node.
+/// An image archive (`make release`'s or `make image`'s) and the reference the chart gives it.
 #[derive(Debug, Clone)]
 pub struct ShippedImage {
     pub archive: PathBuf,
     pub repository: String,
     /// The archive's own tag (its index's `org.opencontainers.image.ref.name`).
     pub tag: String,
+    /// `Never` for an image imported into the node's runtime, empty (the chart's default) for
+    /// one pulled from the registry.
+    pub pull_policy: &'static str,
 }
 
 impl ShippedImage {
-    /// The archive at `archive`, imported as `kube-retention.local/kube-retention:<its tag>`.
-    pub fn from_archive(archive: &Path) -> Result<Self> {
-        let inspected = kube_retention_image::inspect(archive)
-            .with_context(|| format!("reading {} (make image)", archive.display()))?;
-        let tag =
-            inspected.index["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"]
-                .as_str()
-                .context("the image's index names no tag")?
-                .to_owned();
+    /// The archive at `archive` as pushed to the node's registry, which the node pulls from.
+    pub fn in_registry(archive: &Path) -> Result<Self> {
         Ok(Self {
             archive: archive.to_path_buf(),
-            repository: "kube-retention.local/kube-retention".into(),
-            tag,
+            repository: registry::image_repository(),
+            tag: archive_tag(archive)?,
+            pull_policy: "",
         })
     }
 
-    /// The chart values that point at it: the only values the as-shipped install changes.
+    /// The archive at `archive` imported into the node's runtime as
+    /// `kube-retention.local/kube-retention:<its tag>`: a special build (fault injection) that
+    /// is never pushed.
+    pub fn imported(archive: &Path) -> Result<Self> {
+        Ok(Self {
+            archive: archive.to_path_buf(),
+            repository: "kube-retention.local/kube-retention".into(),
+            tag: archive_tag(archive)?,
+            pull_policy: "Never",
+        })
+    }
+
+    /// The chart values that point at it.
     pub fn chart_values(&self) -> Vec<String> {
         vec![
             format!("image.repository={}", self.repository),
             format!("image.tag={}", self.tag),
-            // Imported, so never pulled: there is no registry.
-            "image.pullPolicy=Never".into(),
+            format!("image.pullPolicy={}", self.pull_policy),
         ]
     }
 }
 
+/// The tag an image archive's index names.
+fn archive_tag(archive: &Path) -> Result<String> {
+    let inspected = kube_retention_image::inspect(archive)
+        .with_context(|| format!("reading {} (make release)", archive.display()))?;
+    Ok(
+        inspected.index["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"]
+            .as_str()
+            .context("the image's index names no tag")?
+            .to_owned(),
+    )
+}
+
 impl LocalCluster {
-    /// Starts a cluster with a node in `layout.state_dir` (unless one runs there) and installs
-    /// the chart from `chart` with `image`.
+    /// Starts a cluster with a node in `layout.state_dir` (unless one runs there), pushes
+    /// `image` and the chart `chart` (packaged, or a folder to package) to the node's registry
+    /// and installs the chart from there.
     pub fn up_with_node(
         layout: Layout,
         image: &ShippedImage,
@@ -86,10 +111,58 @@ impl LocalCluster {
         cluster.start_scheduler()?;
         Node::up(&cluster)?;
         cluster.install_crds()?;
-        Node::import_image(&cluster, &image.archive, &image.repository)?;
-        cluster.helm_install(chart, image, &[])?;
+        let packaged = cluster.packaged_chart(chart)?;
+        cluster.push_release(&image.archive, &image.tag, &packaged)?;
+        let version = cluster.chart_version(&packaged)?;
+        run(cluster
+            .helm()
+            .args([
+                "upgrade",
+                "--install",
+                CHART_RELEASE,
+                &registry::chart_reference(),
+            ])
+            .args(["--version", &version])
+            .args(["--namespace", SHIPPED_NAMESPACE, "--create-namespace"])
+            .args(["--wait", "--timeout", HELM_WAIT])
+            .args(["--set", &format!("image.repository={}", image.repository)]))
+        .context("helm install of the chart from the node's registry")?;
         cluster.write_ports()?;
         Ok((cluster, Outcome::Started))
+    }
+
+    /// `chart` if it is a packaged chart, else the folder `chart` packaged into the state folder.
+    fn packaged_chart(&self, chart: &Path) -> Result<PathBuf> {
+        if chart.is_file() {
+            return Ok(chart.to_path_buf());
+        }
+        let out = self.layout.state("node/registry/chart");
+        if out.exists() {
+            fs::remove_dir_all(&out)?;
+        }
+        let said = run(self
+            .helm()
+            .arg("package")
+            .arg(chart)
+            .arg("--destination")
+            .arg(&out))?;
+        // "Successfully packaged chart and saved it to: <path>"
+        let path = said
+            .trim()
+            .rsplit(": ")
+            .next()
+            .context("helm package named no archive")?;
+        Ok(PathBuf::from(path))
+    }
+
+    /// The version in a packaged chart's Chart.yaml (`helm show chart`).
+    fn chart_version(&self, packaged: &Path) -> Result<String> {
+        let shown = run(self.helm().args(["show", "chart"]).arg(packaged))?;
+        let chart: serde_json::Value = serde_norway::from_str(&shown)?;
+        chart["version"]
+            .as_str()
+            .map(str::to_owned)
+            .with_context(|| format!("{} has no version", packaged.display()))
     }
 
     /// `helm upgrade --install` of the chart at `chart` with `image`, and `extra` arguments
@@ -99,7 +172,7 @@ impl LocalCluster {
             .helm()
             .args(["upgrade", "--install", CHART_RELEASE])
             .arg(chart)
-            .args(["--namespace", NAMESPACE, "--create-namespace"])
+            .args(["--namespace", SHIPPED_NAMESPACE, "--create-namespace"])
             .args(["--wait", "--timeout", HELM_WAIT])
             .args(["--set", &image.chart_values().join(",")])
             .args(extra))
@@ -107,11 +180,12 @@ impl LocalCluster {
         .map(drop)
     }
 
-    /// The Helm built from Go modules, with the admin kubeconfig and its caches in the state
-    /// folder.
+    /// The Helm built from Go modules, with the admin kubeconfig, its caches in the state
+    /// folder, and the cluster's CA as its only trusted root (the node's registry's).
     pub fn helm(&self) -> Command {
         let mut command = Command::new(self.layout.binary("helm"));
         command.arg("--kubeconfig").arg(self.layout.kubeconfig());
+        command.env("SSL_CERT_FILE", registry::ca_file(&self.layout.state_dir));
         for variable in ["HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"] {
             command.env(variable, self.layout.state("helm"));
         }

@@ -56,6 +56,8 @@ pub(super) fn start(cluster: &LocalCluster) -> Result<()> {
     fs::create_dir_all(&dir)?;
     fs::create_dir_all(&cni)?;
     let pause = pause_reference(cluster)?;
+    let hosts = state.join("node/registry/hosts");
+    super::registry::write_runtime_hosts(state, &hosts)?;
     let config = format!(
         r#"version = 2
 root = "{root}"
@@ -66,7 +68,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [grpc]
   address = "{socket}"
 [plugins."io.containerd.grpc.v1.cri"]
-  # Imported at start; nothing is ever pulled.
+  # Imported at start, never pulled.
   sandbox_image = "{pause}"
   # Pods' network namespaces under the state folder, where `make down` finds them.
   netns_mounts_under_state_dir = true
@@ -85,12 +87,16 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "{cni}"
+  # The node's registry (registry.rs): pulled from over TLS, trusting the cluster's CA.
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "{hosts}"
 "#,
         root = dir.join("root").display(),
         state = dir.join("state").display(),
         socket = socket(state).display(),
         runc_root = dir.join("runc").display(),
         cni = cni.display(),
+        hosts = hosts.display(),
     );
     let config_path = state.join("node/containerd.toml");
     fs::write(&config_path, config)?;

@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Api;
 use kube::api::ListParams;
-use kube_retention_e2e::cluster::NAMESPACE;
+use kube_retention_e2e::cluster::SHIPPED_NAMESPACE;
 use libtest_mimic::Trial;
 
 use crate::settled::{self, WEBHOOK_PODS};
@@ -32,7 +32,7 @@ pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
 }
 
 async fn evictions(ns: TestNamespace) -> Result<()> {
-    let pods: Api<Pod> = Api::namespaced(ns.env.client.clone(), NAMESPACE);
+    let pods: Api<Pod> = Api::namespaced(ns.env.client.clone(), SHIPPED_NAMESPACE);
     let original: Vec<String> = settled::webhook_pods(&ns)
         .await?
         .into_iter()
@@ -43,7 +43,8 @@ async fn evictions(ns: TestNamespace) -> Result<()> {
     let (first, second) = (&original[0], &original[1]);
     let (granted, said) = evict(&ns, first)?;
     ensure!(granted, "evicting {first}: {said}");
-    let budgets: Api<PodDisruptionBudget> = Api::namespaced(ns.env.client.clone(), NAMESPACE);
+    let budgets: Api<PodDisruptionBudget> =
+        Api::namespaced(ns.env.client.clone(), SHIPPED_NAMESPACE);
     eventually(
         Duration::from_secs(10),
         "the budget counts the eviction",
@@ -105,13 +106,13 @@ async fn evictions(ns: TestNamespace) -> Result<()> {
 fn evict(ns: &TestNamespace, name: &str) -> Result<(bool, String)> {
     let eviction = serde_json::json!({
         "apiVersion": "policy/v1", "kind": "Eviction",
-        "metadata": {"name": name, "namespace": NAMESPACE}
+        "metadata": {"name": name, "namespace": SHIPPED_NAMESPACE}
     });
     kube_retention_e2e::outcome_with_input(
         ns.env.kubectl().args([
             "create",
             "--raw",
-            &format!("/api/v1/namespaces/{NAMESPACE}/pods/{name}/eviction"),
+            &format!("/api/v1/namespaces/{SHIPPED_NAMESPACE}/pods/{name}/eviction"),
             "-f",
             "-",
         ]),

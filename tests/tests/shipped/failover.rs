@@ -13,7 +13,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::ListParams;
-use kube_retention_e2e::cluster::{CONTROLLER_SERVICE_ACCOUNT, NAMESPACE};
+use kube_retention_e2e::cluster::{CONTROLLER_SERVICE_ACCOUNT, SHIPPED_NAMESPACE};
 use kube_retention_e2e::{LocalCluster, node::Node};
 use libtest_mimic::Trial;
 use nix::sys::signal::{Signal, kill};
@@ -35,8 +35,8 @@ pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
 }
 
 async fn failover(ns: TestNamespace) -> Result<()> {
-    let leases: Api<Lease> = Api::namespaced(ns.env.client.clone(), NAMESPACE);
-    let pods: Api<Pod> = Api::namespaced(ns.env.client.clone(), NAMESPACE);
+    let leases: Api<Lease> = Api::namespaced(ns.env.client.clone(), SHIPPED_NAMESPACE);
+    let pods: Api<Pod> = Api::namespaced(ns.env.client.clone(), SHIPPED_NAMESPACE);
     // A test before this one may have rolled the controller out: its old leader released the
     // Lease and a new pod takes it within a retry period. Start once the Deployment has
     // settled: two Ready controller pods, none terminating, one of them holding the Lease.
@@ -121,7 +121,7 @@ async fn failover(ns: TestNamespace) -> Result<()> {
         "pod",
         &holder,
         "--namespace",
-        NAMESPACE,
+        SHIPPED_NAMESPACE,
         "--grace-period=0",
         "--force",
         "--wait=false",
@@ -153,7 +153,7 @@ async fn failover(ns: TestNamespace) -> Result<()> {
         .and_then(|spec| spec.holder_identity)
         .context("a new holder")?;
     ensure!(successor != holder, "{holder} still holds the Lease");
-    let user = LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT);
+    let user = LocalCluster::service_account_user_in(SHIPPED_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT);
     let deletes = successful_deletes(&ns, &user)?;
     for index in 0..RUNS {
         let name = format!("run-{index:02}");
@@ -165,7 +165,7 @@ async fn failover(ns: TestNamespace) -> Result<()> {
         "status",
         "deployment/kube-retention-controller",
         "--namespace",
-        NAMESPACE,
+        SHIPPED_NAMESPACE,
         "--timeout=120s",
     ]))
     .map(drop)

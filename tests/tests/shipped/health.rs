@@ -11,7 +11,7 @@ use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::ListParams;
-use kube_retention_e2e::cluster::{NAMESPACE, ShippedImage};
+use kube_retention_e2e::cluster::{SHIPPED_NAMESPACE, ShippedImage};
 use kube_retention_e2e::node::Node;
 use libtest_mimic::Trial;
 use serde_json::json;
@@ -34,7 +34,7 @@ async fn restarted(ns: TestNamespace) -> Result<()> {
     let cluster = &ns.env.cluster;
     let archive = std::env::var_os("KUBE_RETENTION_FAULTS_IMAGE")
         .context("KUBE_RETENTION_FAULTS_IMAGE: the archive of `make image-faults`")?;
-    let faults = ShippedImage::from_archive(std::path::Path::new(&archive))?;
+    let faults = ShippedImage::imported(std::path::Path::new(&archive))?;
     Node::import_image(cluster, &faults.archive, &faults.repository)?;
     let chart = cluster.layout.repo_root.join("charts/kube-retention");
     let after = format!("controller.extraEnv[1].value={FAULT_AFTER}");
@@ -61,7 +61,7 @@ async fn restarted(ns: TestNamespace) -> Result<()> {
 }
 
 async fn restarted_and_deleting(ns: &TestNamespace) -> Result<()> {
-    let pods: Api<Pod> = Api::namespaced(ns.env.client.clone(), NAMESPACE);
+    let pods: Api<Pod> = Api::namespaced(ns.env.client.clone(), SHIPPED_NAMESPACE);
     let pod_name = until_some(
         Duration::from_secs(3 * FAULT_AFTER),
         "the controller container exits and is restarted",
@@ -100,7 +100,7 @@ async fn restarted_and_deleting(ns: &TestNamespace) -> Result<()> {
         "logs",
         &pod_name,
         "--namespace",
-        NAMESPACE,
+        SHIPPED_NAMESPACE,
         "--previous",
     ]))?;
     ensure!(

@@ -4,7 +4,7 @@
 //! deletes it. Everything the test made is gone after it.
 
 use anyhow::{Context, Result, ensure};
-use kube_retention_e2e::cluster::{CHART_RELEASE, NAMESPACE};
+use kube_retention_e2e::cluster::{CHART_RELEASE, SHIPPED_NAMESPACE};
 use libtest_mimic::Trial;
 
 use crate::support::{Env, TestNamespace};
@@ -21,7 +21,7 @@ async fn helm_test(ns: TestNamespace) -> Result<()> {
     let said = kube_retention_e2e::run(
         cluster
             .helm()
-            .args(["test", CHART_RELEASE, "--namespace", NAMESPACE])
+            .args(["test", CHART_RELEASE, "--namespace", SHIPPED_NAMESPACE])
             .args(["--timeout", "3m"]),
     )
     .context("helm test")?;
@@ -31,10 +31,10 @@ async fn helm_test(ns: TestNamespace) -> Result<()> {
         "{said}"
     );
     // Succeeded, its objects are gone (hook-succeeded), so a later uninstall leaves nothing.
-    let tested_in = format!("{NAMESPACE}-selftest");
+    let tested_in = format!("{SHIPPED_NAMESPACE}-selftest");
     for (kind, namespace) in [
-        ("pod", NAMESPACE),
-        ("serviceaccount", NAMESPACE),
+        ("pod", SHIPPED_NAMESPACE),
+        ("serviceaccount", SHIPPED_NAMESPACE),
         ("role", tested_in.as_str()),
         ("rolebinding", tested_in.as_str()),
     ] {

@@ -1,10 +1,13 @@
 //! The as-shipped suite: a private cluster with a real node (containerd, kubelet, kube-proxy;
-//! see `kube_retention_e2e::node`), `make image`'s archive imported into the node's runtime and
-//! `helm install` of `charts/kube-retention` with its defaults but the image. Every test talks
-//! to the chart's pods only: no kube-retention host process runs.
+//! see `kube_retention_e2e::node`) and its own OCI registry, the release's image index and
+//! packaged chart pushed there (skopeo, `helm push`), and `helm install oci://…` of the chart
+//! into `retention-system` with its defaults but the image's repository; the node's containerd
+//! pulls the image. Every test talks to the chart's pods only: no kube-retention host process
+//! runs.
 //!
-//! `make test-shipped` runs it (as root, after `make image` and the node's packages); the image
-//! comes from `KUBE_RETENTION_IMAGE`, else `target/image/kube-retention.oci.tar`.
+//! `make test-shipped` runs it (as root, after `make release` and the node's packages) with
+//! `KUBE_RETENTION_IMAGE` and `KUBE_RETENTION_CHART` naming the release's files; without them,
+//! `make image`'s archive and the chart's folder, packaged.
 
 #[path = "../e2e/audit.rs"]
 mod audit;
@@ -23,6 +26,7 @@ mod failover;
 mod health;
 mod helm_test;
 mod pods;
+mod quickstart;
 mod retention;
 mod rotation;
 mod settled;
@@ -40,12 +44,21 @@ use kube_retention_e2e::node::Node;
 use libtest_mimic::{Arguments, Trial};
 use support::Env;
 
-/// The image under test: `KUBE_RETENTION_IMAGE`, else `make image`'s archive.
+/// The image under test, as pushed to the node's registry: `KUBE_RETENTION_IMAGE`, else
+/// `make image`'s archive.
 pub fn shipped_image() -> anyhow::Result<ShippedImage> {
     let archive = std::env::var_os("KUBE_RETENTION_IMAGE")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root().join("target/image/kube-retention.oci.tar"));
-    ShippedImage::from_archive(&archive)
+    ShippedImage::in_registry(&archive)
+}
+
+/// The chart pushed to the node's registry and installed from it: `KUBE_RETENTION_CHART` (the
+/// release's packaged chart), else the chart's folder, packaged.
+fn shipped_chart() -> PathBuf {
+    std::env::var_os("KUBE_RETENTION_CHART")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("charts/kube-retention"))
 }
 
 fn repo_root() -> PathBuf {
@@ -67,7 +80,7 @@ fn iptables_rules() -> Vec<String> {
 
 fn main() -> ExitCode {
     let arguments = Arguments::from_args();
-    let chart = repo_root().join("charts/kube-retention");
+    let chart = shipped_chart();
     let host_rules = iptables_rules();
     let started = std::time::Instant::now();
     let env = shipped_image().and_then(|image| {
@@ -93,7 +106,9 @@ fn main() -> ExitCode {
         test_threads: Some(1),
         ..arguments.clone()
     };
-    let mut disruptive_tests = sinks::disruptive_tests(&env);
+    // First: its `helm upgrade --install` is the install's own, so changes nothing.
+    let mut disruptive_tests = quickstart::disruptive_tests(&env);
+    disruptive_tests.extend(sinks::disruptive_tests(&env));
     disruptive_tests.extend(failover::disruptive_tests(&env));
     disruptive_tests.extend(rotation::disruptive_tests(&env));
     disruptive_tests.extend(eviction::disruptive_tests(&env));

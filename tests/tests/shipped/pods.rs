@@ -7,7 +7,7 @@ use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::ListParams;
-use kube_retention_e2e::cluster::NAMESPACE;
+use kube_retention_e2e::cluster::SHIPPED_NAMESPACE;
 use kube_retention_e2e::node::Node;
 use libtest_mimic::Trial;
 
@@ -22,7 +22,7 @@ pub fn tests(env: &Env) -> Vec<Trial> {
 
 /// The chart's pods and, per pod, its containers' ids (the certificate sidecar among them).
 pub async fn chart_pods(ns: &TestNamespace) -> Result<Vec<Pod>> {
-    let pods: Api<Pod> = Api::namespaced(ns.env.client.clone(), NAMESPACE);
+    let pods: Api<Pod> = Api::namespaced(ns.env.client.clone(), SHIPPED_NAMESPACE);
     Ok(pods.list(&ListParams::default()).await?.items)
 }
 

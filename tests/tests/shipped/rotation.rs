@@ -15,7 +15,7 @@ use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::DeleteParams;
-use kube_retention_e2e::cluster::NAMESPACE;
+use kube_retention_e2e::cluster::SHIPPED_NAMESPACE;
 use libtest_mimic::Trial;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
@@ -34,7 +34,8 @@ const SHORT: [&str; 2] = [
 ];
 const WATCH: Duration = Duration::from_secs(90);
 const SECRET: &str = "kube-retention-webhook-tls";
-const WEBHOOK_NAME: &str = "kube-retention-webhook.kube-retention.svc";
+/// The webhook Service's name in the release's namespace: what its certificate is for.
+const WEBHOOK_SERVICE: &str = "kube-retention-webhook";
 
 pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
     vec![env.trial(
@@ -49,7 +50,7 @@ async fn rotation(ns: TestNamespace) -> Result<()> {
     let image = crate::shipped_image()?;
     cluster.helm_install(&chart, &image, &SHORT)?;
     let before = webhook_pods(&ns).await?;
-    let secrets: Api<Secret> = Api::namespaced(ns.env.client.clone(), NAMESPACE);
+    let secrets: Api<Secret> = Api::namespaced(ns.env.client.clone(), SHIPPED_NAMESPACE);
     secrets.delete(SECRET, &DeleteParams::default()).await?;
     eventually(
         Duration::from_secs(60),
@@ -136,7 +137,10 @@ async fn served_certificate(ip: &str, bundle: &str) -> Result<Vec<u8>> {
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     let stream = TcpStream::connect((ip, 8443)).await?;
     let tls = connector
-        .connect(ServerName::try_from(WEBHOOK_NAME)?, stream)
+        .connect(
+            ServerName::try_from(format!("{WEBHOOK_SERVICE}.{SHIPPED_NAMESPACE}.svc"))?,
+            stream,
+        )
         .await?;
     let (_, connection) = tls.get_ref();
     let leaf = connection

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Api;
 use kube::api::ListParams;
-use kube_retention_e2e::cluster::NAMESPACE;
+use kube_retention_e2e::cluster::SHIPPED_NAMESPACE;
 
 use crate::support::TestNamespace;
 use crate::workloads::until_some;
@@ -18,8 +18,9 @@ pub const WEBHOOK_PODS: &str = "app.kubernetes.io/name=kube-retention-webhook";
 
 /// The two webhook pods once settled: `(name, IP, the webhook container's restarts)`, sorted.
 pub async fn webhook_pods(ns: &TestNamespace) -> Result<Vec<(String, String, i32)>> {
-    let pods: Api<Pod> = Api::namespaced(ns.env.client.clone(), NAMESPACE);
-    let budgets: Api<PodDisruptionBudget> = Api::namespaced(ns.env.client.clone(), NAMESPACE);
+    let pods: Api<Pod> = Api::namespaced(ns.env.client.clone(), SHIPPED_NAMESPACE);
+    let budgets: Api<PodDisruptionBudget> =
+        Api::namespaced(ns.env.client.clone(), SHIPPED_NAMESPACE);
     let listed = until_some(
         Duration::from_secs(120),
         "the webhook pods settled",

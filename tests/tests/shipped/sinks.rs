@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 use kube_retention_certs::CertificateAuthority;
-use kube_retention_e2e::cluster::NAMESPACE;
+use kube_retention_e2e::cluster::SHIPPED_NAMESPACE;
 use kube_retention_e2e::node::HOST_SERVICE_IP;
 use libtest_mimic::Trial;
 use rustls::pki_types::pem::PemObject;
@@ -51,7 +51,7 @@ async fn http_and_https(ns: TestNamespace) -> Result<()> {
     )
     .await?;
 
-    let config_maps: Api<ConfigMap> = Api::namespaced(ns.env.client.clone(), NAMESPACE);
+    let config_maps: Api<ConfigMap> = Api::namespaced(ns.env.client.clone(), SHIPPED_NAMESPACE);
     let trusted: ConfigMap = serde_json::from_value(json!({
         "metadata": {"name": TRUSTED_CAS},
         "data": {"ca.crt": ca.certified().cert_pem}

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use kube_retention_e2e::cluster::{CHART_RELEASE, NAMESPACE};
+use kube_retention_e2e::cluster::{CHART_RELEASE, SHIPPED_NAMESPACE};
 use libtest_mimic::Trial;
 use serde_json::Value;
 
@@ -43,13 +43,13 @@ async fn uninstall(ns: TestNamespace) -> Result<()> {
     kube_retention_e2e::run(
         cluster
             .helm()
-            .args(["uninstall", CHART_RELEASE, "--namespace", NAMESPACE])
+            .args(["uninstall", CHART_RELEASE, "--namespace", SHIPPED_NAMESPACE])
             // The hooks' limit. No --wait: how long the pods take to terminate is not what
             // this test is about (it once took Helm's wait past 3 minutes on a loaded CI run).
             .args(["--timeout", "3m"]),
     )
     .context("helm uninstall")?;
-    let hook = format!("system:serviceaccount:{NAMESPACE}:{HOOK}");
+    let hook = format!("system:serviceaccount:{SHIPPED_NAMESPACE}:{HOOK}");
     let mut events = audit::events(&ns)?;
     let events = events.split_off(before.min(events.len()));
     let by_hook = |resource: &'static str, name: &'static str| {
@@ -74,7 +74,7 @@ async fn uninstall(ns: TestNamespace) -> Result<()> {
         .context("the hook deleted no certificate Secret")?;
     let helm_first = first_delete(&events, |event| {
         event["user"]["username"] != hook.as_str()
-            && event["objectRef"]["namespace"] == NAMESPACE
+            && event["objectRef"]["namespace"] == SHIPPED_NAMESPACE
             && ["deployments", "services"]
                 .contains(&event["objectRef"]["resource"].as_str().unwrap_or_default())
     })
@@ -98,7 +98,7 @@ async fn uninstall(ns: TestNamespace) -> Result<()> {
             let mut get = cluster.kubectl();
             get.args(["get", kind, name, "--ignore-not-found", "-o", "name"]);
             if namespaced {
-                get.args(["--namespace", NAMESPACE]);
+                get.args(["--namespace", SHIPPED_NAMESPACE]);
             }
             Ok(kube_retention_e2e::run(&mut get)?.trim().is_empty())
         })

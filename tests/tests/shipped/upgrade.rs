@@ -11,7 +11,7 @@ use anyhow::{Context, Result, ensure};
 use futures::{StreamExt, TryStreamExt};
 use jiff::{SignedDuration, Timestamp};
 use kube_retention_e2e::LocalCluster;
-use kube_retention_e2e::cluster::{CONTROLLER_SERVICE_ACCOUNT, ShippedImage};
+use kube_retention_e2e::cluster::{CONTROLLER_SERVICE_ACCOUNT, SHIPPED_NAMESPACE, ShippedImage};
 use kube_retention_e2e::node::Node;
 use libtest_mimic::Trial;
 use serde_json::json;
@@ -100,7 +100,7 @@ async fn upgrade(ns: TestNamespace) -> Result<()> {
     let tally = trickle.stop();
 
     ensure!(left == 0, "{left} of {RUNS} BuildRuns never deleted");
-    let user = LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT);
+    let user = LocalCluster::service_account_user_in(SHIPPED_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT);
     let deletes = crate::failover::successful_deletes(&ns, &user)?;
     let mut counts = std::collections::BTreeMap::<&str, usize>::new();
     for name in &deletes {
