@@ -1,7 +1,8 @@
 # A container build for those with Docker or Podman, not the released image: it builds glibc
 # binaries (webhook, certificate sidecar, controller; no kubectl-retention) on distroless/cc
-# with the webhook as entrypoint. The image the chart runs is `make image`'s: static musl
-# binaries on an empty base, each run by the chart's `command`.
+# with the webhook as entrypoint. The image the chart runs is `make release`'s (`make image` for
+# amd64 alone): static musl binaries on an empty base, for linux/amd64 and linux/arm64, each
+# run by the chart's `command`.
 # Build: docker build -t kube-retention:dev .
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
