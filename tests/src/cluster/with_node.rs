@@ -30,6 +30,9 @@ pub struct ShippedImage {
     pub repository: String,
     /// The archive's own tag (its index's `org.opencontainers.image.ref.name`).
     pub tag: String,
+    /// The digest the tag names: an image index's for several platforms, else the manifest's.
+    /// A runtime that pulled the image reports it in each container's `imageID`.
+    pub digest: String,
     /// `Never` for an image imported into the node's runtime, empty (the chart's default) for
     /// one pulled from the registry.
     pub pull_policy: &'static str,
@@ -38,10 +41,12 @@ pub struct ShippedImage {
 impl ShippedImage {
     /// The archive at `archive` as pushed to the node's registry, which the node pulls from.
     pub fn in_registry(archive: &Path) -> Result<Self> {
+        let (tag, digest) = archive_tag(archive)?;
         Ok(Self {
             archive: archive.to_path_buf(),
             repository: registry::image_repository(),
-            tag: archive_tag(archive)?,
+            tag,
+            digest,
             pull_policy: "",
         })
     }
@@ -50,10 +55,12 @@ impl ShippedImage {
     /// `kube-retention.local/kube-retention:<its tag>`: a special build (fault injection) that
     /// is never pushed.
     pub fn imported(archive: &Path) -> Result<Self> {
+        let (tag, digest) = archive_tag(archive)?;
         Ok(Self {
             archive: archive.to_path_buf(),
             repository: "kube-retention.local/kube-retention".into(),
-            tag: archive_tag(archive)?,
+            tag,
+            digest,
             pull_policy: "Never",
         })
     }
@@ -68,16 +75,18 @@ impl ShippedImage {
     }
 }
 
-/// The tag an image archive's index names.
-fn archive_tag(archive: &Path) -> Result<String> {
+/// The tag an image archive's index names, and the digest it names.
+fn archive_tag(archive: &Path) -> Result<(String, String)> {
     let inspected = kube_retention_image::inspect(archive)
         .with_context(|| format!("reading {} (make release)", archive.display()))?;
-    Ok(
-        inspected.index["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"]
-            .as_str()
-            .context("the image's index names no tag")?
-            .to_owned(),
-    )
+    let tagged = &inspected.index["manifests"][0];
+    let tag = tagged["annotations"]["org.opencontainers.image.ref.name"]
+        .as_str()
+        .context("the image's index names no tag")?;
+    let digest = tagged["digest"]
+        .as_str()
+        .context("the tag names no digest")?;
+    Ok((tag.to_owned(), digest.to_owned()))
 }
 
 impl LocalCluster {

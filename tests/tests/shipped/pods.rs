@@ -1,7 +1,8 @@
 //! The chart's pods on the node: every one Ready, and every container running as the chart
 //! says — checked on the node, from the container's own process, not from the pod spec: a
 //! non-root user, no privilege escalation (`no_new_privs`), no capabilities, seccomp filtering
-//! and a read-only root file system.
+//! and a read-only root file system; and every container's image pulled from the registry, at
+//! the digest the release's tag names (containerd reports the pulled image's `imageID`).
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::core::v1::Pod;
@@ -28,6 +29,8 @@ pub async fn chart_pods(ns: &TestNamespace) -> Result<Vec<Pod>> {
 
 async fn unprivileged(ns: TestNamespace) -> Result<()> {
     let pods = chart_pods(&ns).await?;
+    let image = crate::shipped_image()?;
+    let pulled = format!("{}@{}", image.repository, image.digest);
     let mut components: Vec<String> = Vec::new();
     let mut checked = 0;
     for pod in &pods {
@@ -53,6 +56,12 @@ async fn unprivileged(ns: TestNamespace) -> Result<()> {
             .flatten()
             .chain(status.init_container_statuses.iter().flatten());
         for container in containers {
+            ensure!(
+                container.image_id == pulled,
+                "{name}/{} runs {}, not {pulled} pulled from the registry",
+                container.name,
+                container.image_id
+            );
             let id = container
                 .container_id
                 .as_deref()
