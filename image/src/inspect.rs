@@ -155,6 +155,20 @@ fn layer_files(compressed: &[u8], config: &Value) -> Result<LayerFiles> {
     Ok(files)
 }
 
+/// A command that runs the binary at `path`, built for `architecture`, on this amd64 machine:
+/// amd64 binaries directly, arm64 ones under qemu-user (`qemu-aarch64`, Debian's qemu-user).
+pub fn command_for(architecture: &str, path: &Path) -> Result<std::process::Command> {
+    match architecture {
+        "amd64" => Ok(std::process::Command::new(path)),
+        "arm64" => {
+            let mut qemu = std::process::Command::new("qemu-aarch64");
+            qemu.arg(path);
+            Ok(qemu)
+        }
+        other => anyhow::bail!("no way to run a {other} binary here"),
+    }
+}
+
 /// Whether an ELF executable asks for a dynamic loader (a PT_INTERP program header).
 pub fn is_dynamic(elf: &[u8]) -> Result<bool> {
     ensure!(

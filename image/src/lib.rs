@@ -105,15 +105,39 @@ impl Image {
     }
 }
 
-/// `sha256:` and the hex digest of `bytes`.
-pub fn sha256(bytes: &[u8]) -> String {
-    let hash = digest(&SHA256, bytes);
-    let hex: String = hash
+/// The hex SHA-256 of `bytes`, as `sha256sum` and krew write it.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    digest(&SHA256, bytes)
         .as_ref()
         .iter()
         .map(|byte| format!("{byte:02x}"))
-        .collect();
-    format!("sha256:{hex}")
+        .collect()
+}
+
+/// `sha256:` and the hex digest of `bytes`: an OCI digest.
+pub fn sha256(bytes: &[u8]) -> String {
+    format!("sha256:{}", sha256_hex(bytes))
+}
+
+/// Appends `bytes` as the file `path` with `mode` to `archive` as a reproducible build needs it:
+/// the epoch as its time, root as its owner. The image's layer and layout, and the release's
+/// plugin archives, are written with it.
+pub fn append_reproducible<W: Write>(
+    archive: &mut tar::Builder<W>,
+    path: &str,
+    bytes: &[u8],
+    mode: u32,
+) -> Result<()> {
+    let mut header = tar::Header::new_gnu();
+    header.set_size(u64::try_from(bytes.len())?);
+    header.set_mode(mode);
+    header.set_mtime(0);
+    header.set_uid(0);
+    header.set_gid(0);
+    header.set_cksum();
+    archive
+        .append_data(&mut header, path, bytes)
+        .with_context(|| format!("archiving {path}"))
 }
 
 /// The descriptor of a blob: its media type, digest and size.
@@ -229,20 +253,12 @@ pub fn build(image: &Image, out: &Path) -> Result<String> {
     let mut archive = tar::Builder::new(
         std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?,
     );
-    let mut add = |path: &str, bytes: &[u8]| -> Result<()> {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(u64::try_from(bytes.len())?);
-        header.set_mode(0o644);
-        header.set_mtime(0);
-        header.set_cksum();
-        archive.append_data(&mut header, path, bytes)?;
-        Ok(())
-    };
-    add("oci-layout", br#"{"imageLayoutVersion":"1.0.0"}"#)?;
-    add("index.json", &layout_index)?;
+    let oci_layout = br#"{"imageLayoutVersion":"1.0.0"}"#;
+    append_reproducible(&mut archive, "oci-layout", oci_layout, 0o644)?;
+    append_reproducible(&mut archive, "index.json", &layout_index, 0o644)?;
     for blob in &blobs {
-        let hex = sha256(blob).trim_start_matches("sha256:").to_owned();
-        add(&format!("blobs/sha256/{hex}"), blob)?;
+        let path = format!("blobs/sha256/{}", sha256_hex(blob));
+        append_reproducible(&mut archive, &path, blob, 0o644)?;
     }
     archive.finish()?;
     Ok(digest)
@@ -263,18 +279,11 @@ fn layer(binaries: &[PathBuf]) -> Result<Vec<u8>> {
         std::fs::File::open(binary)
             .with_context(|| format!("reading {}", binary.display()))?
             .read_to_end(&mut bytes)?;
-        let mut header = tar::Header::new_gnu();
-        header.set_size(u64::try_from(bytes.len())?);
-        header.set_mode(0o755);
-        header.set_mtime(0);
-        header.set_uid(0);
-        header.set_gid(0);
-        header.set_cksum();
-        layer.append_data(&mut header, &name, &bytes[..])?;
+        append_reproducible(&mut layer, &name, &bytes, 0o755)?;
     }
     Ok(layer.into_inner()?)
 }
 
 mod inspect;
 
-pub use inspect::{Inspected, PlatformImage, inspect, is_dynamic};
+pub use inspect::{Inspected, PlatformImage, command_for, inspect, is_dynamic};

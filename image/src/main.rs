@@ -1,12 +1,12 @@
 //! `oci-image`: writes kube-retention's OCI image (an OCI layout in a tar archive) from static
-//! binaries. `make image` builds the binaries for musl and calls it; `make release` with the
-//! arm64 binaries too, for an image index of both platforms.
+//! binaries for linux/amd64. `make image` builds the binaries for musl and calls it; `make
+//! release` writes its image index of both platforms through the library (release/).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use kube_retention_image::{Arch, Binaries, Image, build};
+use kube_retention_image::{Binaries, Image, build};
 
 #[derive(Parser)]
 #[command(
@@ -31,13 +31,6 @@ struct Args {
     /// The user the image runs as, `uid:gid`.
     #[arg(long, default_value = kube_retention_image::USER)]
     user: String,
-    /// `org.opencontainers.image.revision`: the commit the binaries were built from.
-    #[arg(long)]
-    revision: Option<String>,
-    /// The linux/arm64 binaries, one per use: with them the tag names an image index of both
-    /// platforms.
-    #[arg(long, value_name = "BINARY")]
-    arm64: Vec<PathBuf>,
     /// The linux/amd64 static binaries to put at the root of the image.
     #[arg(required = true)]
     binaries: Vec<PathBuf>,
@@ -45,19 +38,11 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let mut platforms = vec![Binaries::amd64(args.binaries)];
-    if !args.arm64.is_empty() {
-        platforms.push(Binaries {
-            architecture: Arch::ARM64,
-            paths: args.arm64,
-        });
-    }
     let image = Image {
         title: args.title,
         entrypoint: args.entrypoint,
         user: args.user,
-        revision: args.revision,
-        ..Image::kube_retention(platforms, args.tag)
+        ..Image::kube_retention(vec![Binaries::amd64(args.binaries)], args.tag)
     };
     match build(&image, &args.out) {
         Ok(digest) => {

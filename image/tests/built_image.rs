@@ -6,10 +6,9 @@
 //! `make image-test` and `make release-test` run it; plain `cargo test` skips it, naming why.
 
 use std::os::unix::fs::PermissionsExt;
-use std::process::Command;
 
 use anyhow::{Context, ensure};
-use kube_retention_image::{PlatformImage, USER, inspect, is_dynamic};
+use kube_retention_image::{PlatformImage, USER, command_for, inspect, is_dynamic};
 
 /// The amd64 servers, which copy with kube-retention-memcpy's memcpy rather than musl's (the
 /// crate is empty on other architectures).
@@ -73,15 +72,7 @@ fn check_platform(architecture: &str, image: &PlatformImage) -> anyhow::Result<(
         let path = folder.path().join(name);
         std::fs::write(&path, bytes)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
-        let mut command = match architecture {
-            "amd64" => Command::new(&path),
-            "arm64" => {
-                let mut qemu = Command::new("qemu-aarch64");
-                qemu.arg(&path);
-                qemu
-            }
-            other => anyhow::bail!("no way to run a {other} binary here"),
-        };
+        let mut command = command_for(architecture, &path)?;
         let output = command
             .arg("--version")
             .env_clear()

@@ -66,16 +66,13 @@ impl Args {
         );
         let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
         check_chart_version(&workspace, version)?;
-        let folders = [
-            ("amd64", Arch::Amd64, &self.amd64),
-            ("arm64", Arch::ARM64, &self.arm64),
-        ];
+        let folders = [(Arch::Amd64, &self.amd64), (Arch::ARM64, &self.arm64)];
         let image = Image {
             revision: self.revision.clone(),
             ..Image::kube_retention(
                 folders
                     .iter()
-                    .map(|(_, architecture, folder)| Binaries {
+                    .map(|(architecture, folder)| Binaries {
                         architecture: architecture.clone(),
                         paths: IMAGE_BINARIES
                             .iter()
@@ -92,8 +89,9 @@ impl Args {
         )?;
         println!("image index {digest}");
         let mut archives = Vec::new();
-        for (architecture, _, folder) in folders {
-            let name = plugin::archive_name(version, architecture);
+        for (architecture, folder) in folders {
+            let architecture = architecture.to_string();
+            let name = plugin::archive_name(version, &architecture);
             let path = self.dist.join(&name);
             plugin::write_archive(
                 &folder.join(plugin::BINARY),
@@ -136,9 +134,7 @@ fn check_chart_version(workspace: &Path, version: &str) -> Result<()> {
 /// The hex SHA-256 of the file at `path`.
 fn hex_sha256(path: &Path) -> Result<String> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(kube_retention_image::sha256(&bytes)
-        .trim_start_matches("sha256:")
-        .to_owned())
+    Ok(kube_retention_image::sha256_hex(&bytes))
 }
 
 /// `SHA256SUMS` of every other file in `dist`, sorted by name, as `sha256sum` writes it.

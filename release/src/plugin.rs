@@ -29,21 +29,14 @@ pub fn write_archive(binary: &Path, license: &Path, out: &Path) -> Result<()> {
     let mut archive = tar::Builder::new(gzip);
     for (path, name, mode) in [(binary, BINARY, 0o755), (license, "LICENSE", 0o644)] {
         let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        let mut header = tar::Header::new_gnu();
-        header.set_size(u64::try_from(bytes.len())?);
-        header.set_mode(mode);
-        header.set_mtime(0);
-        header.set_uid(0);
-        header.set_gid(0);
-        header.set_cksum();
-        archive.append_data(&mut header, name, &bytes[..])?;
+        kube_retention_image::append_reproducible(&mut archive, name, &bytes, mode)?;
     }
     archive.into_inner()?.finish()?.flush()?;
     Ok(())
 }
 
 /// The krew manifest of `version`, each archive given as (architecture, file name, sha256 hex).
-pub fn krew_manifest(version: &str, archives: &[(&str, String, String)]) -> Result<String> {
+pub fn krew_manifest(version: &str, archives: &[(String, String, String)]) -> Result<String> {
     let platforms: Vec<_> = archives
         .iter()
         .map(|(architecture, name, sha256)| {

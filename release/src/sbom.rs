@@ -78,9 +78,10 @@ pub fn write(workspace: &Path, targets: &[&str], version: &str, out: &Path) -> R
     let mut components = Vec::new();
     let mut dependencies = Vec::new();
     for (id, crate_) in &linked {
-        components.push(component(crate_.package, reference(id)?, &checksums)?);
+        let listed_as = reference(id)?;
+        components.push(component(crate_.package, listed_as.clone(), &checksums)?);
         dependencies.push(Dependency {
-            dependency_ref: reference(id)?,
+            dependency_ref: listed_as,
             dependencies: crate_
                 .dependencies
                 .iter()
@@ -93,10 +94,10 @@ pub fn write(workspace: &Path, targets: &[&str], version: &str, out: &Path) -> R
     release.licenses = Some(Licenses(vec![LicenseChoice::Expression(
         SpdxExpression::new("Apache-2.0"),
     )]));
-    let listed: Vec<String> = linked
-        .keys()
-        .map(|id| reference(id))
-        .collect::<Result<_>>()?;
+    let listed: Vec<&str> = dependencies
+        .iter()
+        .map(|dependency| dependency.dependency_ref.as_str())
+        .collect();
     let bom = Bom {
         serial_number: Some(serial_number(version, &listed)),
         metadata: Some(Metadata {
@@ -227,16 +228,15 @@ fn lockfile_checksums(path: &Path) -> Result<BTreeMap<(String, String), String>>
         .collect())
 }
 
-/// A version 4 UUID whose random bits are the SHA-256 of the version and the listed crates:
-/// the same for the same release.
-fn serial_number(version: &str, listed: &[String]) -> UrnUuid {
-    let hashed =
-        kube_retention_image::sha256(format!("{version}\n{}", listed.join("\n")).as_bytes());
+/// A version 4 UUID whose random bits are the first of the SHA-256 of the version and the
+/// listed crates: the same for the same release.
+fn serial_number(version: &str, listed: &[&str]) -> UrnUuid {
+    let hashed = ring::digest::digest(
+        &ring::digest::SHA256,
+        format!("{version}\n{}", listed.join("\n")).as_bytes(),
+    );
     let mut bytes = [0_u8; 16];
-    for (index, byte) in bytes.iter_mut().enumerate() {
-        let hex = hashed.get(7 + index * 2..9 + index * 2).unwrap_or("00");
-        *byte = u8::from_str_radix(hex, 16).unwrap_or_default();
-    }
+    bytes.copy_from_slice(&hashed.as_ref()[..16]);
     let uuid = uuid::Builder::from_random_bytes(bytes).into_uuid();
     UrnUuid(format!("urn:uuid:{uuid}"))
 }

@@ -186,9 +186,9 @@ fn the_plugin_archives_run_and_krew_names_each_with_its_digest() -> Result<()> {
             .iter()
             .find(|platform| platform["selector"]["matchLabels"]["arch"] == architecture)
             .with_context(|| format!("krew names no {architecture} archive"))?;
-        let digest = kube_retention_image::sha256(&std::fs::read(&archive)?);
+        let digest = kube_retention_image::sha256_hex(&std::fs::read(&archive)?);
         ensure!(
-            platform["sha256"] == digest.trim_start_matches("sha256:")
+            platform["sha256"] == digest
                 && platform["uri"]
                     .as_str()
                     .is_some_and(|uri| uri.ends_with(&format!("/v{VERSION}/{name}")))
@@ -200,13 +200,7 @@ fn the_plugin_archives_run_and_krew_names_each_with_its_digest() -> Result<()> {
         let binary = folder.path().join(architecture);
         std::fs::write(&binary, bytes)?;
         std::fs::set_permissions(&binary, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
-        let mut command = if architecture == "arm64" {
-            let mut qemu = Command::new("qemu-aarch64");
-            qemu.arg(&binary);
-            qemu
-        } else {
-            Command::new(&binary)
-        };
+        let mut command = kube_retention_image::command_for(architecture, &binary)?;
         let output = command.arg("--version").env_clear().output()?;
         let said = String::from_utf8_lossy(&output.stdout);
         ensure!(
