@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export KUBECONFIG=${1:-.local/kubeconfig}
-kubectl=tests/cluster/bin/kubectl
+# The minor's kubectl: `make demo` exports KUBERNETES; run alone, the newest pinned.
+kubectl=tests/cluster/bin/${KUBERNETES:-$(tests/cluster/kubernetes/minors.sh | tail -n 1)}/kubectl
 helm=tests/cluster/bin/helm
 ns=retention-demo
 

@@ -1,34 +1,43 @@
 #!/usr/bin/env bash
-# Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and the node's
-# kubelet and kube-proxy from the Go modules pinned in go.mod, helm from helm/go.mod, promtool
-# from promtool/go.mod and krew from krew/go.mod, into tests/cluster/bin (git-ignored), with the real release versions
-# stamped in; and the node's pause binary from the pause.c in the same Kubernetes module.
+# `build.sh [MINOR]` builds one Kubernetes minor — etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler, kubectl and the node's kubelet and kube-proxy — from the Go modules pinned in
+# kubernetes/MINOR.mod, into tests/cluster/bin/MINOR, with the real release versions stamped in;
+# and the node's pause binary from the pause.c in the same Kubernetes module. MINOR is the first
+# argument, else $KUBERNETES, else the newest pinned (kubernetes/minors.sh lists them).
+# Beside them, into tests/cluster/bin, whatever the minor: helm from helm/go.mod, promtool from
+# promtool/go.mod and krew from krew/go.mod. All of it is git-ignored.
 # Go's build cache makes a rebuild with nothing changed take seconds.
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# Said before Go's own "downloading" lines, so a first run does not look stuck. The figures are
-# of a cold build on two cores (about 2 GB of modules, 4.9 GB of build cache).
-if [[ ! -x bin/kube-apiserver ]]; then
-	pinned=$(awk '$1 == "k8s.io/kubernetes" { print $2 }' go.mod)
-	echo "Building Kubernetes ${pinned} (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,"
-	echo "kubectl, kubelet, kube-proxy), helm and promtool from their Go modules into tests/cluster/bin."
-	echo "This first build is done once: it downloads about 2 GB of Go modules and compiles for about"
-	echo "15 minutes on two cores. Later runs reuse Go's cache and take seconds."
+minor=${1:-${KUBERNETES:-$(kubernetes/minors.sh | tail -n 1)}}
+modfile=kubernetes/${minor}.mod
+if [[ ! -f ${modfile} ]]; then
+	echo "Kubernetes ${minor} is not pinned here: the pinned minors are $(kubernetes/minors.sh | tr '\n' ' ')" >&2
+	echo "(kubernetes/pin.sh v1.NN.P pins another)." >&2
+	exit 1
 fi
-k8s_version=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
-minor=${k8s_version#v1.}
-minor=${minor%%.*}
+out=bin/${minor}
+k8s_version=$(go list -modfile="${modfile}" -m -f '{{.Version}}' k8s.io/kubernetes)
+
+# Said before Go's own "downloading" lines, so a first run does not look stuck. The figures are
+# of a cold build on two cores (about 2 GB of modules, 4.9 GB of build cache per minor).
+if [[ ! -x ${out}/kube-apiserver ]]; then
+	echo "Building Kubernetes ${k8s_version} (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,"
+	echo "kubectl, kubelet, kube-proxy) from its Go modules into tests/cluster/${out}, and helm, promtool and"
+	echo "krew into tests/cluster/bin. This first build of a minor is done once: it downloads about 2 GB of"
+	echo "Go modules and compiles for about 15 minutes on two cores. Later runs reuse Go's cache."
+fi
 ldflags="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 	ldflags+=" -X ${pkg}.gitVersion=${k8s_version}"
-	ldflags+=" -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=${minor}"
+	ldflags+=" -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=${minor#1.}"
 	ldflags+=" -X ${pkg}.gitTreeState=clean"
 done
 
-mkdir -p bin
+mkdir -p "${out}"
 # One `go build` for all the commands, so they share compiled packages.
-CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o bin/ \
+CGO_ENABLED=0 go build -modfile="${modfile}" -trimpath -ldflags "${ldflags}" -o "${out}/" \
 	./cmd/etcd \
 	k8s.io/kubernetes/cmd/kube-apiserver \
 	k8s.io/kubernetes/cmd/kube-controller-manager \
@@ -38,11 +47,11 @@ CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags}" -o bin/ \
 	k8s.io/kubernetes/cmd/kube-proxy
 # The pod sandbox's process, Kubernetes' own pause.c, static; its version is the one
 # build/pause/Makefile tags the upstream image with.
-kubernetes_dir=$(go list -m -f '{{.Dir}}' k8s.io/kubernetes)
+kubernetes_dir=$(go list -modfile="${modfile}" -m -f '{{.Dir}}' k8s.io/kubernetes)
 pause_version=$(sed -n 's/^TAG ?= //p' "${kubernetes_dir}/build/pause/Makefile")
 cc -Os -static -Wall -Werror -DVERSION="v${pause_version}" \
-	-o bin/pause "${kubernetes_dir}/build/pause/linux/pause.c"
-echo "${pause_version}" > bin/pause.version
+	-o "${out}/pause" "${kubernetes_dir}/build/pause/linux/pause.c"
+echo "${pause_version}" > "${out}/pause.version"
 # Helm has a module of its own: its Kubernetes libraries need not match the cluster's.
 # The ldflags are those of helm's own Makefile: besides its version, the Kubernetes version it
 # assumes without a cluster (`helm template`, `helm lint`) is its client-go's (v0.35 -> 1.35);
@@ -70,4 +79,4 @@ krew_version=$(cd krew && go list -m -f '{{.Version}}' sigs.k8s.io/krew)
 (cd krew && CGO_ENABLED=0 go build -trimpath -o ../bin/ \
 	-ldflags "-s -w -X sigs.k8s.io/krew/internal/version.gitTag=${krew_version}" \
 	sigs.k8s.io/krew/cmd/krew)
-echo "built ${k8s_version}, helm ${helm_version}, promtool ${prometheus_release} and krew ${krew_version} into tests/cluster/bin: $(ls bin | tr '\n' ' ')"
+echo "built Kubernetes ${k8s_version} into tests/cluster/${out} ($(ls "${out}" | tr '\n' ' ')), and helm ${helm_version}, promtool ${prometheus_release} and krew ${krew_version} into tests/cluster/bin"

@@ -78,7 +78,7 @@ impl LocalCluster {
     /// Starts the control plane in `layout.state_dir` unless it already runs there. Leftovers of a
     /// crashed cluster (stale pid files, half the processes) are stopped and replaced.
     pub fn up(layout: Layout) -> Result<(Self, Outcome)> {
-        if let Some(cluster) = Self::running(&layout) {
+        if let Some(cluster) = Self::running_same_minor(&layout)? {
             return Ok((cluster, Outcome::AlreadyRunning));
         }
         Self::down(&layout)?;
@@ -112,11 +112,34 @@ impl LocalCluster {
         fs::write(
             self.layout.state(PORTS_FILE),
             format!(
-                "{} {} {} {} {mode}",
-                self.api_port, self.webhook_port, self.controller_port, self.etcd_port
+                "{} {} {} {} {mode} {}",
+                self.api_port,
+                self.webhook_port,
+                self.controller_port,
+                self.etcd_port,
+                self.layout.kubernetes
             ),
         )?;
         Ok(())
+    }
+
+    /// [`Self::running`], refused when it runs another Kubernetes minor than `layout`'s: its
+    /// binaries are not this run's, and its etcd data would be read by another API server.
+    pub(crate) fn running_same_minor(layout: &Layout) -> Result<Option<Self>> {
+        let Some(cluster) = Self::running(layout) else {
+            return Ok(None);
+        };
+        let ports = fs::read_to_string(layout.state(PORTS_FILE))?;
+        let minor = ports.split_whitespace().nth(5).unwrap_or("(unknown)");
+        if minor != layout.kubernetes {
+            bail!(
+                "Kubernetes {minor} runs in {}, not {}: `make down` first, or give this one \
+                 another STATE folder",
+                layout.state_dir.display(),
+                layout.kubernetes
+            );
+        }
+        Ok(Some(cluster))
     }
 
     /// The cluster in `layout.state_dir`, if every control-plane process is alive and the API

@@ -1,5 +1,6 @@
-//! Where things are: the checkout, the Go-built cluster binaries, the vendored CRDs, and one
-//! cluster's state folder (certificates, etcd data, kubeconfigs, logs and pid files).
+//! Where things are: the checkout, the Go-built cluster binaries of the Kubernetes minor this run
+//! uses, the vendored CRDs, and one cluster's state folder (certificates, etcd data, kubeconfigs,
+//! logs and pid files).
 
 use std::path::{Path, PathBuf};
 
@@ -8,41 +9,96 @@ use anyhow::{Context, Result, bail};
 #[derive(Debug, Clone)]
 pub struct Layout {
     pub repo_root: PathBuf,
-    pub bin_dir: PathBuf,
+    /// The Kubernetes minor ("1.37"): `$KUBERNETES`, else the newest pinned in
+    /// tests/cluster/kubernetes (one `1.NN.mod` each).
+    pub kubernetes: String,
+    /// Its binaries, `tests/cluster/bin/<minor>`, built by `tests/cluster/build.sh <minor>`.
+    pub kubernetes_bin: PathBuf,
+    /// The tools of every minor (helm, promtool, krew), `tests/cluster/bin`.
+    pub tools_bin: PathBuf,
     pub state_dir: PathBuf,
 }
 
+/// The Kubernetes binaries a local cluster needs, so a missing build is said before anything starts.
+const KUBERNETES_BINARIES: [&str; 4] = [
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kubectl",
+];
+/// The tools run from [`Layout::tools_bin`]; every other name is one of the minor's.
+const TOOLS: [&str; 3] = ["helm", "promtool", "krew"];
+
 impl Layout {
-    /// The layout for a cluster whose state lives in `state_dir`.
+    /// The layout for a cluster whose state lives in `state_dir`, of the minor `$KUBERNETES`
+    /// names, else the newest pinned.
     pub fn new(state_dir: impl Into<PathBuf>) -> Result<Self> {
-        let repo_root = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .context("the tests crate lives inside the checkout")?
-            .to_path_buf();
+        let pinned = Self::checkout()?.join("tests/cluster/kubernetes");
+        let minor = match std::env::var("KUBERNETES") {
+            Ok(minor) if !minor.is_empty() => minor,
+            _ => pinned_minors(&pinned)?.pop().with_context(|| {
+                format!("no Kubernetes minor is pinned in {}", pinned.display())
+            })?,
+        };
+        Self::for_minor(state_dir, &minor)
+    }
+
+    /// The layout for a cluster of Kubernetes `minor` ("1.33") whose state lives in `state_dir`.
+    pub fn for_minor(state_dir: impl Into<PathBuf>, minor: &str) -> Result<Self> {
+        let repo_root = Self::checkout()?;
         let state_dir = std::path::absolute(state_dir.into())?;
+        let pinned = repo_root.join("tests/cluster/kubernetes");
+        let kubernetes = minor.to_owned();
+        if !pinned.join(format!("{kubernetes}.mod")).is_file() {
+            bail!(
+                "KUBERNETES={kubernetes} is not pinned: the pinned minors are {} \
+                 (tests/cluster/kubernetes/pin.sh pins another)",
+                pinned_minors(&pinned)?.join(", ")
+            );
+        }
+        let bin = repo_root.join("tests/cluster/bin");
         let layout = Self {
-            bin_dir: repo_root.join("tests").join("cluster").join("bin"),
+            kubernetes_bin: bin.join(&kubernetes),
+            tools_bin: bin,
+            kubernetes,
             repo_root,
             state_dir,
         };
-        for binary in [
-            "etcd",
-            "kube-apiserver",
-            "kube-controller-manager",
-            "kubectl",
-        ] {
+        for binary in KUBERNETES_BINARIES {
             if !layout.binary(binary).is_file() {
                 bail!(
-                    "{} is missing: run `make cluster-binaries` (tests/cluster/build.sh) first",
-                    layout.binary(binary).display()
+                    "{} is missing: run `make cluster-binaries KUBERNETES={}` \
+                     (tests/cluster/build.sh {}) first",
+                    layout.binary(binary).display(),
+                    layout.kubernetes,
+                    layout.kubernetes
                 );
             }
         }
         Ok(layout)
     }
 
+    /// The Kubernetes release this layout's minor is pinned at ("v1.37.2"), as its `.mod` file
+    /// requires it and its binaries say.
+    pub fn kubernetes_release(&self) -> Result<String> {
+        pinned_release(&self.repo_root, &self.kubernetes)
+    }
+
+    /// The checkout this crate is in.
+    fn checkout() -> Result<PathBuf> {
+        Ok(Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .context("the tests crate lives inside the checkout")?
+            .to_path_buf())
+    }
+
+    /// One of the minor's binaries, or one of the [`TOOLS`].
     pub fn binary(&self, name: &str) -> PathBuf {
-        self.bin_dir.join(name)
+        if TOOLS.contains(&name) {
+            self.tools_bin.join(name)
+        } else {
+            self.kubernetes_bin.join(name)
+        }
     }
 
     /// A binary of this workspace built by `cargo build`, in [`Self::cargo_profile`]'s folder.
@@ -82,5 +138,68 @@ impl Layout {
     /// Shipwright's CRDs, vendored in the checkout (see the README beside them).
     pub fn shipwright_crds(&self) -> PathBuf {
         self.repo_root.join("tests/crds/shipwright")
+    }
+}
+
+/// The minors pinned in `folder` (tests/cluster/kubernetes), oldest first, as
+/// `tests/cluster/kubernetes/minors.sh` lists them.
+pub fn pinned_minors(folder: &Path) -> Result<Vec<String>> {
+    let mut minors: Vec<(u32, String)> = Vec::new();
+    for entry in
+        std::fs::read_dir(folder).with_context(|| format!("reading {}", folder.display()))?
+    {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if let Some(minor) = name.strip_suffix(".mod")
+            && let Some(number) = minor.strip_prefix("1.").and_then(|n| n.parse().ok())
+        {
+            minors.push((number, minor.to_owned()));
+        }
+    }
+    minors.sort();
+    Ok(minors.into_iter().map(|(_, minor)| minor).collect())
+}
+
+/// The release ("v1.37.2") `tests/cluster/kubernetes/<minor>.mod` requires in the checkout at
+/// `repo_root`.
+pub fn pinned_release(repo_root: &Path, minor: &str) -> Result<String> {
+    let modfile = repo_root.join(format!("tests/cluster/kubernetes/{minor}.mod"));
+    std::fs::read_to_string(&modfile)
+        .with_context(|| format!("reading {}", modfile.display()))?
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("k8s.io/kubernetes "))
+        .map(|version| version.trim().to_owned())
+        .with_context(|| format!("{} requires no k8s.io/kubernetes", modfile.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{pinned_minors, pinned_release};
+
+    #[test]
+    fn minors_sort_by_number_and_only_mod_files_count() {
+        let folder = tempfile::tempdir().unwrap();
+        for name in [
+            "1.9.mod", "1.33.mod", "1.10.mod", "1.33.sum", "pin.sh", "2.0.mod",
+        ] {
+            std::fs::write(folder.path().join(name), "").unwrap();
+        }
+        assert_eq!(
+            pinned_minors(folder.path()).unwrap(),
+            ["1.9", "1.10", "1.33"]
+        );
+    }
+
+    #[test]
+    fn the_release_is_the_one_the_mod_file_requires() {
+        let root = tempfile::tempdir().unwrap();
+        let folder = root.path().join("tests/cluster/kubernetes");
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(
+            folder.join("1.33.mod"),
+            "module m\n\nrequire (\n\tgo.etcd.io/etcd/server/v3 v3.5.21\n\tk8s.io/kubernetes v1.33.13\n)\n",
+        )
+        .unwrap();
+        assert_eq!(pinned_release(root.path(), "1.33").unwrap(), "v1.33.13");
+        assert!(pinned_release(root.path(), "1.34").is_err());
     }
 }

@@ -200,7 +200,6 @@ async fn run_scenario(
 /// Where the section goes and what it states as its goal.
 pub struct Report<'a> {
     pub file: &'a std::path::Path,
-    pub root: &'a std::path::Path,
     pub steady_rate: usize,
 }
 
@@ -219,7 +218,7 @@ pub async fn run(
     report::write_section(
         target.file,
         "controller",
-        &table::section(&rows, &names, target)?,
+        &table::section(&rows, &names, target, &cluster.layout.kubernetes_release()?)?,
     )?;
     println!("written to {}", target.file.display());
     Ok(())

@@ -69,13 +69,13 @@ fn ratios(rows: &[Row], scenarios: &[&str]) -> Vec<String> {
 }
 
 /// The section's text.
-pub fn section(rows: &[Row], scenarios: &[&str], target: &Report<'_>) -> anyhow::Result<String> {
-    let version = std::fs::read_to_string(target.root.join("tests/cluster/go.mod"))?
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("k8s.io/kubernetes "))
-        .unwrap_or("?")
-        .trim()
-        .to_owned();
+/// `version` is the cluster's Kubernetes release.
+pub fn section(
+    rows: &[Row],
+    scenarios: &[&str],
+    target: &Report<'_>,
+    version: &str,
+) -> anyhow::Result<String> {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     Ok(format!(
         "## Controller: kube-retention against kube-controller-manager's TTL controller\n\n\

@@ -61,7 +61,8 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
                     println!("local cluster already up at {}", cluster.server())
                 }
                 Outcome::Started => println!(
-                    "local cluster up at {} (logs in {})",
+                    "local cluster (Kubernetes {}) up at {} (logs in {})",
+                    cluster.layout.kubernetes_release()?,
                     cluster.server(),
                     cluster.layout.state("logs").display()
                 ),

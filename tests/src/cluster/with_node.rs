@@ -98,7 +98,7 @@ impl LocalCluster {
         image: &ShippedImage,
         chart: &Path,
     ) -> Result<(Self, Outcome)> {
-        if let Some(cluster) = Self::running(&layout) {
+        if let Some(cluster) = Self::running_same_minor(&layout)? {
             if !cluster.node {
                 bail!(
                     "a cluster without a node runs in {}: `make down` first",

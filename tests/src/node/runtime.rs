@@ -128,12 +128,17 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 /// `kube-retention.local/pause:<version>`, the version `tests/cluster/build.sh` read from
 /// Kubernetes' pause Makefile.
 fn pause_reference(cluster: &LocalCluster) -> Result<String> {
-    let version = fs::read_to_string(cluster.layout.binary("pause.version"))
-        .context("tests/cluster/bin/pause.version: run tests/cluster/build.sh")?;
+    let version =
+        fs::read_to_string(cluster.layout.binary("pause.version")).with_context(|| {
+            format!(
+                "tests/cluster/bin/{0}/pause.version: run tests/cluster/build.sh {0}",
+                cluster.layout.kubernetes
+            )
+        })?;
     Ok(format!("{}:{}", super::PAUSE_IMAGE, version.trim()))
 }
 
-/// Builds the pause image from `tests/cluster/bin/pause` (the image builder of `make image`)
+/// Builds the pause image from the minor's `tests/cluster/bin/<minor>/pause` (the image builder of `make image`)
 /// and imports it.
 pub(super) fn import_pause(cluster: &LocalCluster) -> Result<()> {
     let reference = pause_reference(cluster)?;

@@ -3,9 +3,7 @@
 //! RBAC that `deploy/` grants (the sink policy's reads of the cluster's insides included: the
 //! API server's EndpointSlices in `default` only).
 
-use std::fs;
-
-use anyhow::{Context, Result, ensure};
+use anyhow::{Result, ensure};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube_retention_e2e::cluster::{CONTROLLER_SERVICE_ACCOUNT, WEBHOOK_SERVICE_ACCOUNT};
 use kube_retention_e2e::{LocalCluster, run};
@@ -36,12 +34,7 @@ pub fn tests(env: &Env) -> Vec<Trial> {
 }
 
 async fn pinned_release(ns: TestNamespace) -> Result<()> {
-    let go_mod = fs::read_to_string(ns.env.cluster.layout.repo_root.join("tests/cluster/go.mod"))?;
-    let pinned = go_mod
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("k8s.io/kubernetes "))
-        .context("go.mod requires k8s.io/kubernetes")?
-        .trim();
+    let pinned = ns.env.cluster.layout.kubernetes_release()?;
     let version: serde_json::Value =
         serde_json::from_str(&run(ns.kubectl().args(["version", "--output=json"]))?)?;
     ensure!(

@@ -129,7 +129,6 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
         let _timer = Timer::new("ledger");
         let target = deletion::Report {
             file: &root.join(&args.report),
-            root,
             steady_rate: args.steady_rate,
         };
         let steady = args.steady(vec![Deleter::KubeRetention, Deleter::KubeRetentionLedger]);
@@ -139,7 +138,6 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
         let _timer = Timer::new("deletion");
         let target = deletion::Report {
             file: &root.join(&args.report),
-            root,
             steady_rate: args.steady_rate,
         };
         deletion::run(cluster, &client, &scenarios, &target).await?;
