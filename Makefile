@@ -1,11 +1,18 @@
 # kube-retention — `make demo` shows it working, `make test` proves it.
 # Everything the targets need is built from this checkout: the Kubernetes control plane from the Go
-# modules pinned in tests/cluster/go.mod, kube-retention with cargo.
+# modules pinned in tests/cluster/kubernetes (one 1.NN.mod per minor), kube-retention with cargo.
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
 CARGO ?= cargo
 STATE ?= .local
+# The Kubernetes minor of `make up`, `make up-node`, `make test` and the benchmarks: the newest
+# pinned in tests/cluster/kubernetes unless given (`make up KUBERNETES=1.33`). Exported, so the
+# Rust side (tests/src/layout.rs) runs the same minor's binaries.
+KUBERNETES ?= $(shell tests/cluster/kubernetes/minors.sh | tail -n 1)
+export KUBERNETES
+# The oldest pinned minor, on which `make test` also runs the end-to-end suite's core.
+OLDEST_KUBERNETES := $(shell tests/cluster/kubernetes/minors.sh | head -n 1)
 MUSL := x86_64-unknown-linux-musl
 ARM64 := aarch64-unknown-linux-musl
 # A release's version: the workspace's, which `make release` also requires of VERSION.
@@ -33,16 +40,19 @@ SHIPPED_BINARIES := --package kube-retention-controller --package kube-retention
 	--bin kube-retention-certs --bin kubectl-retention
 LOCAL_CLUSTER = $(CARGO) run --quiet --package kube-retention-e2e --bin local-cluster -- --state $(STATE)
 
-.PHONY: release release-packages release-test help toolchain drop-go-caches cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-memcpy bench-controller bench-cel fuzz-cel fuzz-cel-short bench-cel-stack
+.PHONY: test-matrix e2e-core e2e-oldest cluster-binaries-oldest release release-packages release-test help toolchain drop-go-caches cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-memcpy bench-controller bench-cel fuzz-cel fuzz-cel-short bench-cel-stack
 
 help:
 	@echo "make demo    start the local cluster and walk through what kube-retention does"
 	@echo "make test    formatting, clippy, unit and end-to-end tests (chaos suite's short form included),"
 	@echo "             and the as-shipped suite on a real node (root; make test-shipped alone)"
+	@echo "make test-matrix  every pinned Kubernetes minor's e2e suite (and as shipped on the oldest"
+	@echo "             and the newest); writes docs/compatibility.md"
 	@echo "make chaos   the chaos suite and fuzzing at full size; writes docs/reliability.md"
 	@echo "make fuzz-cel  a million hostile CEL expressions, each held to its time, memory and cost bounds"
 	@echo "make up      start the local cluster ($(STATE)/kubeconfig); make down stops it"
 	@echo "make up-node the local cluster with a node running the image and the chart, as shipped"
+	@echo "             KUBERNETES=1.33 runs either (and make test) at another pinned minor: $$(tests/cluster/kubernetes/minors.sh | tr '\n' ' ')"
 	@echo "make image   an OCI image of the static binaries, no container engine needed ($(IMAGE))"
 	@echo "make release VERSION=x.y.z  the release's files in $(DIST)/: image index (amd64, arm64),"
 	@echo "             chart, plugin archives and krew manifest, SBOM, SHA256SUMS (docs/releasing.md)"
@@ -56,7 +66,7 @@ toolchain:
 	@command -v go >/dev/null || { echo "Go is needed to build the local cluster (tests/cluster)"; exit 1; }
 
 cluster-binaries: toolchain
-	@tests/cluster/build.sh
+	@tests/cluster/build.sh $(KUBERNETES)
 
 build: toolchain
 	$(CARGO) build --workspace --bins --examples
@@ -84,7 +94,8 @@ demo: up
 
 # image-faults before image-test's image, so the shipped binaries are built last, once.
 # DROP_GO_CACHES=1 (.ci/run sets it) drops Go's caches once the last Go build is done.
-test: fmt-check clippy doc-check unit fuzz-cel-short peer-test monitoring-check $(if $(DROP_GO_CACHES),drop-go-caches) e2e image-faults image-test release-test test-shipped
+# Both minors' Kubernetes is built before Go's caches go.
+test: fmt-check clippy doc-check unit fuzz-cel-short peer-test monitoring-check cluster-binaries-oldest $(if $(DROP_GO_CACHES),drop-go-caches) e2e e2e-oldest image-faults image-test release-test test-shipped
 
 # Go's build and module caches hold about 7 GB once Kubernetes is built, and serve only rebuilds,
 # which a fresh clone's CI run never makes: dropped, they leave the release builds after them the
@@ -198,8 +209,27 @@ bench-cel-stack: toolchain
 	$(CARGO) test --release --package kube-retention-common --test cel_stack -- --nocapture --test-threads 1
 
 # The end-to-end suite includes the chaos suite's short form.
+E2E_SUITE = $(CARGO) test --package kube-retention-e2e --features e2e --test e2e
 e2e: cluster-binaries build
-	$(CARGO) test --package kube-retention-e2e --features e2e --test e2e
+	$(E2E_SUITE)
+
+# The suite's core (tests/tests/e2e/main.rs says what it holds), at KUBERNETES.
+e2e-core: cluster-binaries build
+	KUBE_RETENTION_E2E=core $(E2E_SUITE)
+
+# `make test`'s second minor: the oldest pinned, built, and the suite's core on it. Not through
+# e2e-core: a make of its own would build again after drop-go-caches.
+cluster-binaries-oldest: toolchain
+	@tests/cluster/build.sh $(OLDEST_KUBERNETES)
+
+e2e-oldest: cluster-binaries-oldest build
+	KUBERNETES=$(OLDEST_KUBERNETES) KUBE_RETENTION_E2E=core $(E2E_SUITE)
+
+# Every pinned minor: its build, what its API server enables, the whole e2e suite, and the
+# as-shipped suite on the oldest and the newest; writes docs/compatibility.md. Several hours
+# cold on two cores. MATRIX_ARGS='--minors 1.33,1.37' runs some (the others' rows are kept).
+test-matrix: toolchain build
+	$(CARGO) run --quiet --package kube-retention-e2e --bin test-matrix -- $(MATRIX_ARGS)
 
 # The as-shipped suite: a private cluster with a node (containerd, kubelet, kube-proxy) running
 # the release pulled from its registry through the OCI chart, and tests against the chart's pods
@@ -223,7 +253,7 @@ ifeq ($(CHAOS_FILTER),chaos_)
 	PROPTEST_CASES=1000000 $(CARGO) test --release --package kube-retention-webhook --test testsuite -- properties::
 endif
 	$(SHIPPED)
-	$(BENCH) KUBE_RETENTION_CHAOS=long $(CARGO) test --package kube-retention-e2e --features e2e --test e2e -- $(CHAOS_FILTER)
+	$(BENCH) KUBE_RETENTION_CHAOS=long $(E2E_SUITE) -- $(CHAOS_FILTER)
 
 # Benchmarks write their results into docs/benchmarks.md. bench-controller takes about ten
 # minutes; `make bench-controller BENCH_ARGS=--full` is the long form (about an hour);

@@ -1,0 +1,106 @@
+//! What a minor's API server enables that kube-retention's behaviour depends on, read from that
+//! server — its `kubernetes_feature_enabled` metric and discovery — and what kube-retention's
+//! controller did about it, from its own metrics: a local cluster (`make up`'s) of that minor is
+//! started for the reading and stopped after.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use kube_retention_e2e::{Layout, LocalCluster, components, run};
+
+/// The API server's feature gates the report names, as (gate, what it decides).
+pub const GATES: [(&str, &str); 2] = [
+    ("WatchList", "streamed lists (`sendInitialEvents`)"),
+    ("MutatingAdmissionPolicy", "MutatingAdmissionPolicy"),
+];
+
+/// The resources whose serving the report names, as (group version path, plural).
+pub const RESOURCES: [(&str, &str); 3] = [
+    ("/apis/networking.k8s.io/v1", "servicecidrs"),
+    (
+        "/apis/admissionregistration.k8s.io/v1",
+        "validatingadmissionpolicies",
+    ),
+    (
+        "/apis/admissionregistration.k8s.io/v1",
+        "mutatingadmissionpolicies",
+    ),
+];
+
+/// One minor's readings, in the report's order: each gate ("on", "off", or "—" where the server
+/// has no such gate), each resource ("served" or "not served"), and the controller's paged
+/// fallbacks for refused streamed lists.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Features {
+    pub gates: Vec<String>,
+    pub resources: Vec<String>,
+    /// `kube_retention_list_fallbacks_total{reason="refused"}` summed over APIs, after start.
+    pub refused_streamed_lists: u64,
+}
+
+/// Starts a local cluster of `minor` in `state`, reads it, and stops it.
+pub fn features(minor: &str, state: &Path) -> Result<Features> {
+    let layout = Layout::for_minor(state, minor)?;
+    LocalCluster::down(&layout).ok();
+    let (cluster, _) = LocalCluster::up(layout.clone())?;
+    let read = read(&cluster);
+    LocalCluster::down(&layout).context("stopping the probe's cluster")?;
+    read
+}
+
+fn read(cluster: &LocalCluster) -> Result<Features> {
+    let metrics = run(cluster.kubectl().args(["get", "--raw", "/metrics"]))?;
+    let gates = GATES
+        .iter()
+        .map(|(gate, _)| gate_state(&metrics, gate))
+        .collect();
+    let mut resources = Vec::new();
+    for (path, plural) in RESOURCES {
+        let discovery = run(cluster.kubectl().args(["get", "--raw", path]))?;
+        let served = discovery.contains(&format!("\"name\":\"{plural}\""));
+        resources.push(if served { "served" } else { "not served" }.to_owned());
+    }
+    let controller = components::http_get(cluster.controller_port, "/metrics")?;
+    let refused_streamed_lists = controller
+        .lines()
+        .filter(|line| {
+            line.starts_with("kube_retention_list_fallbacks_total{")
+                && line.contains("reason=\"refused\"")
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    Ok(Features {
+        gates,
+        resources,
+        refused_streamed_lists,
+    })
+}
+
+/// "on" or "off" as `kubernetes_feature_enabled{name="GATE",...}` says, "—" when absent.
+fn gate_state(metrics: &str, gate: &str) -> String {
+    let series = format!("kubernetes_feature_enabled{{name=\"{gate}\",");
+    match metrics
+        .lines()
+        .find(|line| line.starts_with(&series))
+        .and_then(|line| line.rsplit(' ').next())
+    {
+        Some("1") => "on".into(),
+        Some(_) => "off".into(),
+        None => "—".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gate_state;
+
+    #[test]
+    fn reads_a_gate_from_the_api_servers_metric() {
+        let metrics = "# TYPE kubernetes_feature_enabled gauge\n\
+            kubernetes_feature_enabled{name=\"WatchList\",stage=\"BETA\"} 0\n\
+            kubernetes_feature_enabled{name=\"WatchListClient\",stage=\"BETA\"} 1\n";
+        assert_eq!(gate_state(metrics, "WatchList"), "off");
+        assert_eq!(gate_state(metrics, "WatchListClient"), "on");
+        assert_eq!(gate_state(metrics, "MutatingAdmissionPolicy"), "—");
+    }
+}
