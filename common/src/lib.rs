@@ -14,6 +14,7 @@ pub mod field_error;
 pub mod governing;
 pub mod json;
 pub mod kinds;
+pub mod kubernetes;
 pub mod ledger;
 pub mod limits;
 pub mod model;

@@ -81,6 +81,7 @@ impl Args {
             args.discovery_interval,
         );
         supervisor.extend(scanning);
+        startup::say_kubernetes_version(&client).await;
         let served = startup::served_kinds(&client, &watched).await?;
         let lease_namespace = args
             .leader_election

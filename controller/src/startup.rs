@@ -1,5 +1,5 @@
-//! Start-up checks: which watched kinds the cluster serves, and whether this ServiceAccount may
-//! do everything the controller needs. Missing permissions stop the controller with a list of
+//! Start-up checks: which Kubernetes the API server runs, which watched kinds the cluster
+//! serves, and whether this ServiceAccount may do everything the controller needs. Missing permissions stop the controller with a list of
 //! what to grant, never a controller that silently does nothing.
 
 use k8s_openapi::api::authorization::v1::{
@@ -10,6 +10,7 @@ use kube::{Api, Client};
 use kube_retention_runtime::discovery;
 
 use kube_retention_common::kinds::{CONTROLLER_VERBS, KindId, Registry, Role};
+use kube_retention_common::kubernetes::{self, Support};
 
 use crate::{Error, Result};
 
@@ -200,4 +201,41 @@ pub async fn check_permissions(
         return Ok(());
     }
     Err(Error::MissingPermissions(missing))
+}
+
+/// Says once, at start, which Kubernetes the API server runs, with a warning outside the
+/// supported minors (`kube_retention_common::kubernetes`): what differs by minor and what the
+/// controller does about each is in docs/compatibility.md. A server that does not answer
+/// `/version` is said too, and is no reason to stop.
+pub async fn say_kubernetes_version(client: &Client) -> Support {
+    let info = match client.apiserver_version().await {
+        Ok(info) => info,
+        Err(error) => {
+            tracing::warn!(%error, "could not read the API server's version (GET /version)");
+            return Support::Unknown;
+        }
+    };
+    let support = kubernetes::support(&info.major, &info.minor);
+    let version = info.git_version.as_str();
+    let supported = kubernetes::supported_range();
+    match support {
+        Support::Supported => tracing::info!(version, "API server: Kubernetes {version}"),
+        Support::Older => tracing::warn!(
+            version,
+            "API server: Kubernetes {version}, older than kube-retention supports ({supported}): \
+             APIs it uses may be missing (docs/compatibility.md)"
+        ),
+        Support::Newer => tracing::warn!(
+            version,
+            "API server: Kubernetes {version}, newer than kube-retention is tested on \
+             ({supported}); expected to work (docs/compatibility.md)"
+        ),
+        Support::Unknown => tracing::warn!(
+            version,
+            major = info.major,
+            minor = info.minor,
+            "API server: a version kube-retention cannot place against {supported}"
+        ),
+    }
+    support
 }

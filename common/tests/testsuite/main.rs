@@ -14,6 +14,7 @@ mod cleaner_judge;
 mod expiry;
 mod governing;
 mod kind_selection;
+mod kubernetes;
 mod policies;
 mod policy;
 mod policy_candidates;

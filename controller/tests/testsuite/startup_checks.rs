@@ -259,3 +259,41 @@ async fn the_circuit_breaker_needs_its_configmap_by_name_and_to_create_it() {
         );
     }
 }
+
+/// Answers `/version` with `major` and `minor`, or refuses it with 503 when `None`.
+async fn version(mut server: ApiServer, answer: Option<(&'static str, &'static str)>) {
+    while let Some(received) = server.next().await {
+        assert_eq!(received.path, "/version");
+        match answer {
+            Some((major, minor)) => received.reply(
+                200,
+                &json!({"major": major, "minor": minor, "gitVersion": format!("v{major}.{minor}.0"),
+                        "gitCommit": "", "gitTreeState": "clean", "buildDate": "",
+                        "goVersion": "", "compiler": "gc", "platform": "linux/amd64"}),
+            ),
+            None => received.refuse(503, "etcd is unhappy"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_api_servers_version_is_placed_against_the_supported_minors() {
+    use kube_retention_common::kubernetes::Support;
+    for (answer, expected) in [
+        (Some(("1", "33+")), Support::Supported),
+        (Some(("1", "37")), Support::Supported),
+        (Some(("1", "32")), Support::Older),
+        (Some(("1", "38")), Support::Newer),
+        (None, Support::Unknown),
+    ] {
+        let (client, server) = client();
+        let answering = tokio::spawn(version(server, answer));
+        assert_eq!(
+            startup::say_kubernetes_version(&client).await,
+            expected,
+            "{answer:?}"
+        );
+        drop(client);
+        answering.await.unwrap();
+    }
+}
