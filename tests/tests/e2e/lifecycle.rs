@@ -101,7 +101,7 @@ async fn restart(ns: TestNamespace) -> Result<()> {
             ensure!(jobs.get_opt(name).await?.is_some(), "{name} must survive");
         }
         // Let the watches settle, then count the lists the restarted controller sent: streamed
-        // (`--initial-list`'s default), none paged, as the local cluster's API server streams.
+        // (`--initial-list`'s default), none paged, where the API server streams.
         components::wait_for_controller(
             &cluster,
             cluster.controller_port,
@@ -121,19 +121,38 @@ async fn restart(ns: TestNamespace) -> Result<()> {
         }
         // Jobs and Pods have two watches: the labelled objects, and a metadata-only one that
         // finds objects the webhook never labelled.
-        let expected = |kind: &str| lists::Lists {
-            paged: 0,
-            refused: 0,
-            streamed: if kind == "jobs.batch" || kind == "pods." {
-                2
-            } else {
-                1
-            },
+        let watches = |kind: &str| match kind {
+            "jobs.batch" | "pods." => 2,
+            _ => 1,
         };
-        ensure!(
-            lists.iter().all(|(kind, listed)| *listed == expected(kind)),
-            "lists per kind after the restart: {lists:?}"
-        );
+        if crate::server::streams_lists(&ns.env)? {
+            ensure!(
+                lists.iter().all(|(kind, listed)| *listed
+                    == lists::Lists {
+                        paged: 0,
+                        refused: 0,
+                        streamed: watches(kind),
+                    }),
+                "lists per kind after the restart: {lists:?}"
+            );
+        } else {
+            // A server that refuses streamed lists (1.33's default): each watch lists in pages
+            // once. The first streamed list of each API is refused, which sends that API's other
+            // watches to pages; that first one may be a watch of a kind not counted here (Nodes
+            // share `/api` with Pods), so a kind sees at most its watches' refusals, and the
+            // kinds counted here see at least one between them.
+            ensure!(
+                lists.iter().all(|(kind, listed)| listed.streamed == 0
+                    && listed.paged == watches(kind)
+                    && listed.refused <= watches(kind)),
+                "lists per kind after the restart: {lists:?}"
+            );
+            let refused: usize = lists.values().map(|listed| listed.refused).sum();
+            ensure!(
+                refused >= 1,
+                "no streamed list was refused after the restart: {lists:?}"
+            );
+        }
         println!("restart caught up in {took:?}; lists per kind {lists:?}");
         Ok::<(), anyhow::Error>(())
     }

@@ -135,7 +135,11 @@ async fn invalid_policy(ns: TestNamespace) -> Result<()> {
         let printed = String::from_utf8_lossy(&output.stderr);
         ensure!(!output.status.success(), "admitted: {printed}");
         for field in fields {
-            ensure!(printed.contains(field), "{field:?} missing from: {printed}");
+            let field = crate::server::cel_rule_denial(&ns.env, field);
+            ensure!(
+                printed.contains(&field),
+                "{field:?} missing from: {printed}"
+            );
         }
         Ok(())
     };

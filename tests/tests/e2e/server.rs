@@ -1,0 +1,51 @@
+//! What the suite's API server does differently by Kubernetes minor, asked of the server or of
+//! its minor, so that each test asserts exactly what that server does (docs/compatibility.md
+//! lists these differences).
+
+use anyhow::Result;
+use kube_retention_e2e::run;
+
+use crate::support::Env;
+
+/// The minor a CRD's CEL rule denial names its refused value from; before it, the value's type.
+const NAMES_REFUSED_VALUES_FROM: u32 = 35;
+
+/// `expected`, a denial by one of the CRDs' CEL rules of a string value, as this API server
+/// words it: from Kubernetes 1.35 it names the value (`Invalid value: "1d": is not a duration`),
+/// before that the value's type (`Invalid value: "string": is not a duration`), as
+/// k8s.io/apiextensions-apiserver's `schema/cel/validation.go` passes `sts.Type` there. Only the
+/// quoted value after `Invalid value: ` is rewritten; the field path and the rule stay.
+pub fn cel_rule_denial(env: &Env, expected: &str) -> String {
+    let minor: u32 = env
+        .cluster
+        .layout
+        .kubernetes
+        .strip_prefix("1.")
+        .and_then(|minor| minor.parse().ok())
+        .unwrap_or(u32::MAX);
+    if minor >= NAMES_REFUSED_VALUES_FROM {
+        return expected.to_owned();
+    }
+    let marker = "Invalid value: \"";
+    let Some(start) = expected.find(marker).map(|at| at + marker.len()) else {
+        return expected.to_owned();
+    };
+    let Some(length) = expected[start..].find("\": ") else {
+        return expected.to_owned();
+    };
+    format!(
+        "{}string{}",
+        &expected[..start],
+        &expected[start + length..]
+    )
+}
+
+/// Whether the API server serves streamed lists: its `WatchList` feature gate, as its
+/// `kubernetes_feature_enabled` metric says (off by default in 1.33, on from 1.34).
+pub fn streams_lists(env: &Env) -> Result<bool> {
+    let metrics = run(env.cluster.kubectl().args(["get", "--raw", "/metrics"]))?;
+    Ok(metrics
+        .lines()
+        .find(|line| line.starts_with("kubernetes_feature_enabled{name=\"WatchList\","))
+        .is_some_and(|line| line.ends_with(" 1")))
+}
