@@ -106,11 +106,12 @@ async fn quickstart(ns: TestNamespace) -> Result<()> {
             .arg("-C")
             .arg(bin.path()),
     )?;
-    let tools = cluster.layout.binary("kubectl");
+    // kubectl of the cluster's minor, and Helm.
     let path = format!(
-        "{}:{}:/usr/local/bin:/usr/bin:/bin",
+        "{}:{}:{}:/usr/local/bin:/usr/bin:/bin",
         bin.path().display(),
-        tools.parent().context("the tools' folder")?.display()
+        cluster.layout.kubernetes_bin.display(),
+        cluster.layout.tools_bin.display()
     );
     let pushed = run_as_reader(&ns, &readme_blocks(&readme, "own-registry")?, &dist, &path)?;
     let work = tempfile::tempdir()?;
