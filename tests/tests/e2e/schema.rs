@@ -191,6 +191,7 @@ fn judged_by_the_schema(ns: &TestNamespace) -> Result<()> {
         );
         for expected in case.said {
             let expected = crate::server::cel_rule_denial(&ns.env, expected);
+            let expected = crate::server::duplicate_denial(&ns.env, &expected);
             ensure!(
                 said.contains(&expected),
                 "case {index}: {expected:?} missing from: {said}"

@@ -16,14 +16,7 @@ const NAMES_REFUSED_VALUES_FROM: u32 = 35;
 /// k8s.io/apiextensions-apiserver's `schema/cel/validation.go` passes `sts.Type` there. Only the
 /// quoted value after `Invalid value: ` is rewritten; the field path and the rule stay.
 pub fn cel_rule_denial(env: &Env, expected: &str) -> String {
-    let minor: u32 = env
-        .cluster
-        .layout
-        .kubernetes
-        .strip_prefix("1.")
-        .and_then(|minor| minor.parse().ok())
-        .unwrap_or(u32::MAX);
-    if minor >= NAMES_REFUSED_VALUES_FROM {
+    if minor(env) >= NAMES_REFUSED_VALUES_FROM {
         return expected.to_owned();
     }
     let marker = "Invalid value: \"";
@@ -38,6 +31,33 @@ pub fn cel_rule_denial(env: &Env, expected: &str) -> String {
         &expected[..start],
         &expected[start + length..]
     )
+}
+
+/// The minor the API server renders a structured value in its denials as JSON from; before, in
+/// Go's syntax (k8s.io/apimachinery's `util/validation/field/errors.go`).
+const RENDERS_VALUES_AS_JSON_FROM: u32 = 34;
+
+/// `expected`, a `Duplicate value: {...}` denial of a list-map entry with string keys written
+/// as JSON (`Duplicate value: {"name":"a"}`), as this API server words it: as JSON from
+/// Kubernetes 1.34, before in Go's syntax (`Duplicate value: map[string]interface {}{"name":"a"}`).
+pub fn duplicate_denial(env: &Env, expected: &str) -> String {
+    if minor(env) >= RENDERS_VALUES_AS_JSON_FROM {
+        return expected.to_owned();
+    }
+    expected.replace(
+        "Duplicate value: {",
+        "Duplicate value: map[string]interface {}{",
+    )
+}
+
+/// The suite's minor, 37 for "1.37"; a minor that is not a number counts as the newest.
+fn minor(env: &Env) -> u32 {
+    env.cluster
+        .layout
+        .kubernetes
+        .strip_prefix("1.")
+        .and_then(|minor| minor.parse().ok())
+        .unwrap_or(u32::MAX)
 }
 
 /// Whether the API server serves streamed lists: its `WatchList` feature gate, as its
