@@ -26,7 +26,7 @@ if [[ ! -x ${out}/kube-apiserver ]]; then
 	echo "Building Kubernetes ${k8s_version} (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,"
 	echo "kubectl, kubelet, kube-proxy) from its Go modules into tests/cluster/${out}, and helm, promtool and"
 	echo "krew into tests/cluster/bin. This first build of a minor is done once: it downloads about 2 GB of"
-	echo "Go modules and compiles for about 15 minutes on two cores. Later runs reuse Go's cache."
+	echo "Go modules and compiles for about ten minutes on two cores. Later runs reuse Go's cache."
 fi
 ldflags="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do

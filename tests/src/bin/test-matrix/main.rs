@@ -61,14 +61,13 @@ fn run(args: Args) -> anyhow::Result<bool> {
         );
     }
     let shipped_on = [pinned.first(), pinned.last()];
-    let revision = steps::revision(&root)?;
     let mut rows = Vec::new();
     for minor in &minors {
         let logs = args.logs.join(minor);
         std::fs::create_dir_all(&logs)?;
         println!("== Kubernetes {minor}");
         let shipped = !args.no_shipped && shipped_on.contains(&Some(minor));
-        let row = steps::minor(&root, minor, &logs, shipped, &revision)?;
+        let row = steps::minor(&root, minor, &logs, shipped)?;
         println!("== Kubernetes {minor}: {}", row.summary());
         rows.push(row);
         // Written after each minor, so a long run that is stopped keeps what it measured.

@@ -66,7 +66,9 @@ impl Step {
 }
 
 /// Builds `minor`, reads what its API server enables, then runs its suites.
-pub fn minor(root: &Path, minor: &str, logs: &Path, shipped: bool, revision: &str) -> Result<Row> {
+pub fn minor(root: &Path, minor: &str, logs: &Path, shipped: bool) -> Result<Row> {
+    // Read as the minor starts, so a row names the checkout its suites ran from.
+    let revision = revision(root)?;
     let kubernetes = format!("KUBERNETES={minor}");
     let build = step(
         root,
@@ -91,7 +93,7 @@ pub fn minor(root: &Path, minor: &str, logs: &Path, shipped: bool, revision: &st
     Ok(Row {
         minor: minor.to_owned(),
         release: pinned_release(root, minor)?,
-        revision: revision.to_owned(),
+        revision,
         day: today()?,
         build,
         features,
