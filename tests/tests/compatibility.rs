@@ -1,0 +1,54 @@
+//! The Kubernetes minors kube-retention targets are said in four places, which must agree with
+//! the minors pinned in tests/cluster/kubernetes: the README, the chart's `kubeVersion`, the
+//! controller's start-up check (`kube_retention_common::kubernetes`), and docs/compatibility.md
+//! (`make test-matrix`), which must have a row for every pinned release: a newly pinned minor or
+//! release is not left out of the report.
+
+use std::path::{Path, PathBuf};
+
+use kube_retention_e2e::layout::{pinned_minors, pinned_release};
+
+fn checkout() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn read(relative: &str) -> String {
+    std::fs::read_to_string(checkout().join(relative))
+        .unwrap_or_else(|error| panic!("reading {relative}: {error}"))
+}
+
+#[test]
+fn the_targeted_minors_are_said_alike_and_each_pinned_release_is_in_the_report() {
+    let root = checkout();
+    let minors = pinned_minors(&root.join("tests/cluster/kubernetes")).expect("pinned minors");
+    let (oldest, newest) = (
+        minors.first().expect("a pinned minor"),
+        minors.last().unwrap(),
+    );
+    let readme = read("README.md");
+    assert!(
+        readme.contains(&format!("targets **Kubernetes {oldest} to {newest}**")),
+        "the README does not state the pinned range ({oldest} to {newest})"
+    );
+    assert_eq!(
+        kube_retention_common::kubernetes::supported_range(),
+        format!("{oldest} to {newest}"),
+        "common/src/kubernetes.rs's SUPPORTED_MINORS is not the pinned range"
+    );
+    let chart = read("charts/kube-retention/Chart.yaml");
+    let kube_version = format!("kubeVersion: \">={oldest}.0-0\"");
+    assert!(
+        chart.lines().any(|line| line == kube_version),
+        "the chart's kubeVersion is not `{kube_version}`"
+    );
+    let report = read("docs/compatibility.md");
+    for minor in &minors {
+        let release = pinned_release(&root, minor).expect("the pinned release");
+        assert!(
+            report
+                .lines()
+                .any(|line| line.starts_with(&format!("| {minor} | {release} |"))),
+            "docs/compatibility.md has no row for {release}: run `make test-matrix`"
+        );
+    }
+}
