@@ -92,7 +92,7 @@ impl Layout {
             .to_path_buf())
     }
 
-    /// One of the minor's binaries, or one of the [`TOOLS`].
+    /// One of the minor's binaries, or one of the tools (helm, promtool, krew).
     pub fn binary(&self, name: &str) -> PathBuf {
         if TOOLS.contains(&name) {
             self.tools_bin.join(name)
