@@ -10,6 +10,7 @@ pub mod audit_lists;
 pub mod cluster;
 pub mod components;
 pub mod control_plane;
+pub mod feature_gates;
 pub mod kubeconfig;
 pub mod layout;
 pub mod node;

@@ -3,7 +3,7 @@
 //! lists these differences).
 
 use anyhow::Result;
-use kube_retention_e2e::run;
+use kube_retention_e2e::feature_gates;
 
 use crate::support::Env;
 
@@ -63,9 +63,6 @@ fn minor(env: &Env) -> u32 {
 /// Whether the API server serves streamed lists: its `WatchList` feature gate, as its
 /// `kubernetes_feature_enabled` metric says (off by default in 1.33, on from 1.34).
 pub fn streams_lists(env: &Env) -> Result<bool> {
-    let metrics = run(env.cluster.kubectl().args(["get", "--raw", "/metrics"]))?;
-    Ok(metrics
-        .lines()
-        .find(|line| line.starts_with("kubernetes_feature_enabled{name=\"WatchList\","))
-        .is_some_and(|line| line.ends_with(" 1")))
+    let metrics = feature_gates::api_server_metrics(&env.cluster)?;
+    Ok(feature_gates::enabled(&metrics, "WatchList") == Some(true))
 }

@@ -6,13 +6,11 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use kube_retention_e2e::{Layout, LocalCluster, components, run};
+use kube_retention_e2e::{Layout, LocalCluster, components, feature_gates, run};
 
-/// The API server's feature gates the report names, as (gate, what it decides).
-pub const GATES: [(&str, &str); 2] = [
-    ("WatchList", "streamed lists (`sendInitialEvents`)"),
-    ("MutatingAdmissionPolicy", "MutatingAdmissionPolicy"),
-];
+/// The API server's feature gates the report names: streamed lists (`sendInitialEvents`) and
+/// MutatingAdmissionPolicies.
+pub const GATES: [&str; 2] = ["WatchList", "MutatingAdmissionPolicy"];
 
 /// The resources whose serving the report names, as (group version path, plural).
 pub const RESOURCES: [(&str, &str); 3] = [
@@ -49,10 +47,14 @@ pub fn features(minor: &str, state: &Path) -> Result<Features> {
 }
 
 fn read(cluster: &LocalCluster) -> Result<Features> {
-    let metrics = run(cluster.kubectl().args(["get", "--raw", "/metrics"]))?;
+    let metrics = feature_gates::api_server_metrics(cluster)?;
     let gates = GATES
         .iter()
-        .map(|(gate, _)| gate_state(&metrics, gate))
+        .map(|gate| match feature_gates::enabled(&metrics, gate) {
+            Some(true) => "on".to_owned(),
+            Some(false) => "off".to_owned(),
+            None => "—".to_owned(),
+        })
         .collect();
     let mut resources = Vec::new();
     for (path, plural) in RESOURCES {
@@ -74,33 +76,4 @@ fn read(cluster: &LocalCluster) -> Result<Features> {
         resources,
         refused_streamed_lists,
     })
-}
-
-/// "on" or "off" as `kubernetes_feature_enabled{name="GATE",...}` says, "—" when absent.
-fn gate_state(metrics: &str, gate: &str) -> String {
-    let series = format!("kubernetes_feature_enabled{{name=\"{gate}\",");
-    match metrics
-        .lines()
-        .find(|line| line.starts_with(&series))
-        .and_then(|line| line.rsplit(' ').next())
-    {
-        Some("1") => "on".into(),
-        Some(_) => "off".into(),
-        None => "—".into(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::gate_state;
-
-    #[test]
-    fn reads_a_gate_from_the_api_servers_metric() {
-        let metrics = "# TYPE kubernetes_feature_enabled gauge\n\
-            kubernetes_feature_enabled{name=\"WatchList\",stage=\"BETA\"} 0\n\
-            kubernetes_feature_enabled{name=\"WatchListClient\",stage=\"BETA\"} 1\n";
-        assert_eq!(gate_state(metrics, "WatchList"), "off");
-        assert_eq!(gate_state(metrics, "WatchListClient"), "on");
-        assert_eq!(gate_state(metrics, "MutatingAdmissionPolicy"), "—");
-    }
 }

@@ -138,10 +138,7 @@ fn or_none(minors: &[&str]) -> String {
 }
 
 fn render(pinned: &[String], suites: &[String], features: &[String]) -> String {
-    let gate_heads: Vec<String> = GATES
-        .iter()
-        .map(|(gate, _)| format!("{gate} gate"))
-        .collect();
+    let gate_heads: Vec<String> = GATES.iter().map(|gate| format!("{gate} gate")).collect();
     let resource_heads: Vec<String> = RESOURCES
         .iter()
         .map(|(_, plural)| plural.to_string())
