@@ -28,17 +28,19 @@ const KUBERNETES_BINARIES: [&str; 4] = [
 ];
 /// The tools run from [`Layout::tools_bin`]; every other name is one of the minor's.
 const TOOLS: [&str; 3] = ["helm", "promtool", "krew"];
+/// Where the pinned minors are, in the checkout: one `1.NN.mod` (and `.sum`) each.
+const PINNED: &str = "tests/cluster/kubernetes";
 
 impl Layout {
     /// The layout for a cluster whose state lives in `state_dir`, of the minor `$KUBERNETES`
     /// names, else the newest pinned.
     pub fn new(state_dir: impl Into<PathBuf>) -> Result<Self> {
-        let pinned = Self::checkout()?.join("tests/cluster/kubernetes");
+        let repo_root = Self::checkout()?;
         let minor = match std::env::var("KUBERNETES") {
             Ok(minor) if !minor.is_empty() => minor,
-            _ => pinned_minors(&pinned)?.pop().with_context(|| {
-                format!("no Kubernetes minor is pinned in {}", pinned.display())
-            })?,
+            _ => pinned_minors(&repo_root)?
+                .pop()
+                .with_context(|| format!("no Kubernetes minor is pinned in {PINNED}"))?,
         };
         Self::for_minor(state_dir, &minor)
     }
@@ -47,13 +49,12 @@ impl Layout {
     pub fn for_minor(state_dir: impl Into<PathBuf>, minor: &str) -> Result<Self> {
         let repo_root = Self::checkout()?;
         let state_dir = std::path::absolute(state_dir.into())?;
-        let pinned = repo_root.join("tests/cluster/kubernetes");
         let kubernetes = minor.to_owned();
-        if !pinned.join(format!("{kubernetes}.mod")).is_file() {
+        if !modfile(&repo_root, &kubernetes).is_file() {
             bail!(
                 "KUBERNETES={kubernetes} is not pinned: the pinned minors are {} \
-                 (tests/cluster/kubernetes/pin.sh pins another)",
-                pinned_minors(&pinned)?.join(", ")
+                 ({PINNED}/pin.sh pins another)",
+                pinned_minors(&repo_root)?.join(", ")
             );
         }
         let bin = repo_root.join("tests/cluster/bin");
@@ -141,16 +142,27 @@ impl Layout {
     }
 }
 
-/// The minors pinned in `folder` (tests/cluster/kubernetes), oldest first, as
-/// `tests/cluster/kubernetes/minors.sh` lists them.
-pub fn pinned_minors(folder: &Path) -> Result<Vec<String>> {
+/// The minor's number: 37 for "1.37"; `None` for what is not "1.NN".
+pub fn minor_number(minor: &str) -> Option<u32> {
+    minor.strip_prefix("1.")?.parse().ok()
+}
+
+/// A minor's go.mod in the checkout at `repo_root`.
+fn modfile(repo_root: &Path, minor: &str) -> PathBuf {
+    repo_root.join(PINNED).join(format!("{minor}.mod"))
+}
+
+/// The minors pinned in the checkout at `repo_root` (tests/cluster/kubernetes), oldest first,
+/// as `tests/cluster/kubernetes/minors.sh` lists them.
+pub fn pinned_minors(repo_root: &Path) -> Result<Vec<String>> {
+    let folder = repo_root.join(PINNED);
     let mut minors: Vec<(u32, String)> = Vec::new();
     for entry in
-        std::fs::read_dir(folder).with_context(|| format!("reading {}", folder.display()))?
+        std::fs::read_dir(&folder).with_context(|| format!("reading {}", folder.display()))?
     {
         let name = entry?.file_name().to_string_lossy().into_owned();
         if let Some(minor) = name.strip_suffix(".mod")
-            && let Some(number) = minor.strip_prefix("1.").and_then(|n| n.parse().ok())
+            && let Some(number) = minor_number(minor)
         {
             minors.push((number, minor.to_owned()));
         }
@@ -162,7 +174,7 @@ pub fn pinned_minors(folder: &Path) -> Result<Vec<String>> {
 /// The release ("v1.37.2") `tests/cluster/kubernetes/<minor>.mod` requires in the checkout at
 /// `repo_root`.
 pub fn pinned_release(repo_root: &Path, minor: &str) -> Result<String> {
-    let modfile = repo_root.join(format!("tests/cluster/kubernetes/{minor}.mod"));
+    let modfile = modfile(repo_root, minor);
     std::fs::read_to_string(&modfile)
         .with_context(|| format!("reading {}", modfile.display()))?
         .lines()
@@ -177,16 +189,15 @@ mod tests {
 
     #[test]
     fn minors_sort_by_number_and_only_mod_files_count() {
-        let folder = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let folder = root.path().join(super::PINNED);
+        std::fs::create_dir_all(&folder).unwrap();
         for name in [
             "1.9.mod", "1.33.mod", "1.10.mod", "1.33.sum", "pin.sh", "2.0.mod",
         ] {
-            std::fs::write(folder.path().join(name), "").unwrap();
+            std::fs::write(folder.join(name), "").unwrap();
         }
-        assert_eq!(
-            pinned_minors(folder.path()).unwrap(),
-            ["1.9", "1.10", "1.33"]
-        );
+        assert_eq!(pinned_minors(root.path()).unwrap(), ["1.9", "1.10", "1.33"]);
     }
 
     #[test]

@@ -20,7 +20,7 @@ fn read(relative: &str) -> String {
 #[test]
 fn the_targeted_minors_are_said_alike_and_each_pinned_release_is_in_the_report() {
     let root = checkout();
-    let minors = pinned_minors(&root.join("tests/cluster/kubernetes")).expect("pinned minors");
+    let minors = pinned_minors(&root).expect("pinned minors");
     let (oldest, newest) = (
         minors.first().expect("a pinned minor"),
         minors.last().unwrap(),

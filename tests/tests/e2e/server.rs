@@ -4,6 +4,7 @@
 
 use anyhow::Result;
 use kube_retention_e2e::feature_gates;
+use kube_retention_e2e::layout::minor_number;
 
 use crate::support::Env;
 
@@ -52,12 +53,7 @@ pub fn duplicate_denial(env: &Env, expected: &str) -> String {
 
 /// The suite's minor, 37 for "1.37"; a minor that is not a number counts as the newest.
 fn minor(env: &Env) -> u32 {
-    env.cluster
-        .layout
-        .kubernetes
-        .strip_prefix("1.")
-        .and_then(|minor| minor.parse().ok())
-        .unwrap_or(u32::MAX)
+    minor_number(&env.cluster.layout.kubernetes).unwrap_or(u32::MAX)
 }
 
 /// Whether the API server serves streamed lists: its `WatchList` feature gate, as its

@@ -48,7 +48,7 @@ fn main() -> ExitCode {
 /// Whether every step of every minor passed.
 fn run(args: Args) -> anyhow::Result<bool> {
     let root = std::path::absolute(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."))?;
-    let pinned = pinned_minors(&root.join("tests/cluster/kubernetes"))?;
+    let pinned = pinned_minors(&root)?;
     let minors = if args.minors.is_empty() {
         pinned.clone()
     } else {
