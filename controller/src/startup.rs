@@ -1,6 +1,7 @@
 //! Start-up checks: which Kubernetes the API server runs, which watched kinds the cluster
-//! serves, and whether this ServiceAccount may do everything the controller needs. Missing permissions stop the controller with a list of
-//! what to grant, never a controller that silently does nothing.
+//! serves, and whether this ServiceAccount may do everything the controller needs. Missing
+//! permissions stop the controller with a list of what to grant, never a controller that
+//! silently does nothing.
 
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
