@@ -3,6 +3,7 @@
 //! streamed, are counted by [`crate::lists`].
 
 use anyhow::Result;
+use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::support::TestNamespace;
@@ -33,5 +34,19 @@ pub fn events(ns: &TestNamespace) -> Result<Vec<Value>> {
     Ok(log
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .collect())
+}
+
+/// Every recorded request of `user` received at or after `since`, at every stage recorded.
+pub fn since(ns: &TestNamespace, user: &str, since: Timestamp) -> Result<Vec<Value>> {
+    Ok(events(ns)?
+        .into_iter()
+        .filter(|event| {
+            event["user"]["username"] == user
+                && event["requestReceivedTimestamp"]
+                    .as_str()
+                    .and_then(|at| at.parse::<Timestamp>().ok())
+                    .is_some_and(|at| at >= since)
+        })
         .collect())
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use futures::{StreamExt, TryStreamExt, stream};
+use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
@@ -16,9 +17,9 @@ use kube::api::ListParams;
 use kube_retention_common::breaker::configmap_name;
 use kube_retention_e2e::LocalCluster;
 use kube_retention_e2e::cluster::CONTROLLER_SERVICE_ACCOUNT;
-use kube_retention_e2e::components;
+use kube_retention_e2e::components::{self, CONTROLLER};
 use libtest_mimic::Trial;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::audit;
 use crate::plugin::kubectl;
@@ -46,8 +47,9 @@ fn flags() -> Vec<String> {
 
 async fn breaker(ns: TestNamespace) -> Result<()> {
     let cluster = ns.env.cluster.clone();
+    let started = Timestamp::now();
     restart_controller(&cluster, &flags())?;
-    let outcome = stopped_at_the_limit_until_released(&ns).await;
+    let outcome = stopped_at_the_limit_until_released(&ns, started).await;
     // Whatever happened, the suite goes on with the breaker closed and the usual controller.
     let config_maps: Api<ConfigMap> = Api::namespaced(ns.env.client.clone(), CONTROLLER_NAMESPACE);
     let name = configmap_name("kube-retention-controller");
@@ -65,12 +67,50 @@ fn metric(cluster: &LocalCluster, name: &str) -> Result<f64> {
     Ok(line.split_whitespace().nth(1).unwrap_or_default().parse()?)
 }
 
-fn controller_deletes(ns: &TestNamespace) -> Result<usize> {
+/// Every DELETE the controller sent since `started`, of any resource in any namespace: the
+/// breaker counts them all, so an object of another test that falls due meanwhile takes a
+/// place under the limit too.
+fn controller_deletes(ns: &TestNamespace, started: Timestamp) -> Result<Vec<Value>> {
     let user = LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT);
-    Ok(audit::requests(ns, &user, "delete", "jobs", Some(&ns.name))?.len())
+    Ok(audit::since(ns, &user, started)?
+        .into_iter()
+        .filter(|event| event["stage"] == "ResponseComplete" && event["verb"] == "delete")
+        .collect())
 }
 
-async fn stopped_at_the_limit_until_released(ns: &TestNamespace) -> Result<()> {
+/// The DELETEs of `deletes` that were not of this test's Jobs, as `resource namespace/name`.
+fn elsewhere(ns: &TestNamespace, deletes: &[Value]) -> Vec<String> {
+    deletes
+        .iter()
+        .map(|event| &event["objectRef"])
+        .filter(|object| object["resource"] != "jobs" || object["namespace"] != ns.name.as_str())
+        .map(|object| {
+            format!(
+                "{} {}/{}",
+                object["resource"].as_str().unwrap_or_default(),
+                object["namespace"].as_str().unwrap_or_default(),
+                object["name"].as_str().unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+/// The last lines of the controller's log that say a request failed, to tell a DELETE that never
+/// reached the API server from one that was not sent.
+fn failed_requests(cluster: &LocalCluster) -> Vec<String> {
+    let log = cluster.layout.state(&format!("logs/{CONTROLLER}.log"));
+    let log = std::fs::read_to_string(log).unwrap_or_default();
+    let failed: Vec<&str> = log
+        .lines()
+        .filter(|line| line.contains("request failed"))
+        .collect();
+    failed[failed.len().saturating_sub(5)..]
+        .iter()
+        .map(|line| line.to_string())
+        .collect()
+}
+
+async fn stopped_at_the_limit_until_released(ns: &TestNamespace, started: Timestamp) -> Result<()> {
     let client = &ns.env.client;
     let cluster = &ns.env.cluster;
     let names: Vec<String> = (0..JOBS).map(|index| format!("swept-{index}")).collect();
@@ -119,10 +159,14 @@ async fn stopped_at_the_limit_until_released(ns: &TestNamespace) -> Result<()> {
     )
     .await?;
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let sent = controller_deletes(ns)?;
+    let sent = controller_deletes(ns, started)?;
     ensure!(
-        sent == LIMIT,
-        "{sent} DELETEs sent under a breaker of {LIMIT}"
+        sent.len() == LIMIT,
+        "{} DELETEs sent under a breaker of {LIMIT}; not of this test's Jobs: {:?}; the \
+         controller's failed requests: {:?}",
+        sent.len(),
+        elsewhere(ns, &sent),
+        failed_requests(cluster)
     );
     let remaining = left().await?;
     ensure!(
@@ -155,7 +199,7 @@ async fn stopped_at_the_limit_until_released(ns: &TestNamespace) -> Result<()> {
     restart_controller(cluster, &flags())?;
     tokio::time::sleep(Duration::from_secs(5)).await;
     ensure!(
-        controller_deletes(ns)? == LIMIT && left().await? == remaining,
+        controller_deletes(ns, started)?.len() == LIMIT && left().await? == remaining,
         "the restarted controller deleted while the breaker was open"
     );
 

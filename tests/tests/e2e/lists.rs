@@ -18,7 +18,7 @@ use kube_retention_e2e::cluster::CONTROLLER_SERVICE_ACCOUNT;
 use kube_retention_e2e::components::{self, CONTROLLER};
 use kube_retention_e2e::process::tracked;
 use libtest_mimic::Trial;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::audit;
 use crate::lifecycle::create_jobs;
@@ -142,7 +142,7 @@ pub fn lists(
     since: Timestamp,
 ) -> Result<Lists> {
     let mut lists = Lists::default();
-    for event in since_by(ns, user, since)?.iter().filter(|event| {
+    for event in audit::since(ns, user, since)?.iter().filter(|event| {
         event["objectRef"]["resource"] == resource
             && event["objectRef"]["apiGroup"].as_str().unwrap_or_default() == group
     }) {
@@ -164,7 +164,7 @@ pub fn refused_streams(
     since: Timestamp,
     group: Option<&str>,
 ) -> Result<usize> {
-    Ok(since_by(ns, user, since)?
+    Ok(audit::since(ns, user, since)?
         .iter()
         .filter(|event| {
             group.is_none_or(|group| {
@@ -173,18 +173,4 @@ pub fn refused_streams(
         })
         .filter(|event| list_start(event) == Some(ListStart::Refused))
         .count())
-}
-
-/// Every recorded request of `user` received at or after `since`, at every stage recorded.
-fn since_by(ns: &TestNamespace, user: &str, since: Timestamp) -> Result<Vec<Value>> {
-    Ok(audit::events(ns)?
-        .into_iter()
-        .filter(|event| {
-            event["user"]["username"] == user
-                && event["requestReceivedTimestamp"]
-                    .as_str()
-                    .and_then(|at| at.parse::<Timestamp>().ok())
-                    .is_some_and(|at| at >= since)
-        })
-        .collect())
 }

@@ -9,6 +9,7 @@
 //! `KUBE_RETENTION_IMAGE` and `KUBE_RETENTION_CHART` naming the release's files; without them,
 //! `make image`'s archive and the chart's folder, packaged.
 
+#[allow(dead_code, reason = "shared with the e2e suite, which uses all of it")]
 #[path = "../e2e/audit.rs"]
 mod audit;
 #[allow(dead_code, reason = "shared with the e2e suite, which uses all of it")]
