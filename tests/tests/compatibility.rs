@@ -1,8 +1,9 @@
 //! The Kubernetes minors kube-retention targets are said in four places, which must agree with
 //! the minors pinned in tests/cluster/kubernetes: the README, the chart's `kubeVersion`, the
 //! controller's start-up check (`kube_retention_common::kubernetes`), and docs/compatibility.md
-//! (`make test-matrix`), which must have a row for every pinned release: a newly pinned minor or
-//! release is not left out of the report.
+//! (`make test-matrix`), which must have a passed row for every pinned release and say the range
+//! is supported: a newly pinned minor or release, or a minor that failed, is not claimed in the
+//! README and the chart without the report to show for it.
 
 use std::path::{Path, PathBuf};
 
@@ -18,7 +19,7 @@ fn read(relative: &str) -> String {
 }
 
 #[test]
-fn the_targeted_minors_are_said_alike_and_each_pinned_release_is_in_the_report() {
+fn the_targeted_minors_are_said_alike_and_each_pinned_release_passed_in_the_report() {
     let root = checkout();
     let minors = pinned_minors(&root).expect("pinned minors");
     let (oldest, newest) = (
@@ -42,13 +43,28 @@ fn the_targeted_minors_are_said_alike_and_each_pinned_release_is_in_the_report()
         "the chart's kubeVersion is not `{kube_version}`"
     );
     let report = read("docs/compatibility.md");
+    let supported = format!("Supported: Kubernetes {oldest} to {newest}.");
+    assert!(
+        report.lines().any(|line| line == supported),
+        "docs/compatibility.md does not say `{supported}`: run `make test-matrix`"
+    );
     for minor in &minors {
         let release = pinned_release(&root, minor).expect("the pinned release");
+        let row = report
+            .lines()
+            .find(|line| line.starts_with(&format!("| {minor} | {release} |")))
+            .unwrap_or_else(|| {
+                panic!("docs/compatibility.md has no row for {release}: run `make test-matrix`")
+            });
         assert!(
-            report
-                .lines()
-                .any(|line| line.starts_with(&format!("| {minor} | {release} |"))),
-            "docs/compatibility.md has no row for {release}: run `make test-matrix`"
+            row.ends_with("| passed |"),
+            "docs/compatibility.md: {release} did not pass: {row}"
+        );
+        let shipped = row.split(" | ").nth(7).unwrap_or_default();
+        let ends = minor == oldest || minor == newest;
+        assert!(
+            !ends || shipped.ends_with(", 0 failed"),
+            "docs/compatibility.md: the as-shipped suite did not pass on {release}: {row}"
         );
     }
 }
