@@ -129,8 +129,7 @@ impl LocalCluster {
         let Some(cluster) = Self::running(layout) else {
             return Ok(None);
         };
-        let ports = fs::read_to_string(layout.state(PORTS_FILE))?;
-        let minor = ports.split_whitespace().nth(5).unwrap_or("(unknown)");
+        let minor = Self::recorded_minor(layout).unwrap_or_else(|| "(unknown)".into());
         if minor != layout.kubernetes {
             bail!(
                 "Kubernetes {minor} runs in {}, not {}: `make down` first, or give this one \
@@ -140,6 +139,13 @@ impl LocalCluster {
             );
         }
         Ok(Some(cluster))
+    }
+
+    /// The Kubernetes minor the cluster in `layout.state_dir` was started with, from its ports
+    /// file, whether it still runs or not.
+    pub fn recorded_minor(layout: &Layout) -> Option<String> {
+        let ports = fs::read_to_string(layout.state(PORTS_FILE)).ok()?;
+        ports.split_whitespace().nth(5).map(str::to_owned)
     }
 
     /// The cluster in `layout.state_dir`, if every control-plane process is alive and the API

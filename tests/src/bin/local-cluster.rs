@@ -31,7 +31,7 @@ enum Action {
     },
     /// Stop every process `up` started, by pid; logs stay.
     Down,
-    /// Say whether the cluster runs.
+    /// Say whether the cluster runs, and which Kubernetes minor.
     Status,
 }
 
@@ -57,9 +57,11 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
                 LocalCluster::up(layout)?
             };
             match outcome {
-                Outcome::AlreadyRunning => {
-                    println!("local cluster already up at {}", cluster.server())
-                }
+                Outcome::AlreadyRunning => println!(
+                    "local cluster (Kubernetes {}) already up at {}",
+                    cluster.layout.kubernetes_release()?,
+                    cluster.server()
+                ),
                 Outcome::Started => println!(
                     "local cluster (Kubernetes {}) up at {} (logs in {})",
                     cluster.layout.kubernetes_release()?,
@@ -81,7 +83,13 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         Action::Status => match LocalCluster::running(&layout) {
-            Some(cluster) => println!("up at {}", cluster.server()),
+            Some(cluster) => println!(
+                "up at {} (Kubernetes {})",
+                cluster.server(),
+                LocalCluster::recorded_minor(&layout)
+                    .as_deref()
+                    .unwrap_or("minor unknown")
+            ),
             None => {
                 println!("down");
                 return Ok(ExitCode::from(3));
