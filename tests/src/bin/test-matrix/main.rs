@@ -67,7 +67,7 @@ fn run(args: Args) -> anyhow::Result<bool> {
         std::fs::create_dir_all(&logs)?;
         println!("== Kubernetes {minor}");
         let shipped = !args.no_shipped && shipped_on.contains(&Some(minor));
-        let row = steps::minor(&root, minor, &logs, shipped)?;
+        let row = steps::minor(&root, &root.join(&args.report), minor, &logs, shipped)?;
         println!("== Kubernetes {minor}: {}", row.summary());
         rows.push(row);
         // Written after each minor, so a long run that is stopped keeps what it measured.

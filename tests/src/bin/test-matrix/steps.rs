@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, ensure};
 use kube_retention_e2e::layout::pinned_release;
 
 use crate::probe::{self, Features};
@@ -66,9 +66,9 @@ impl Step {
 }
 
 /// Builds `minor`, reads what its API server enables, then runs its suites.
-pub fn minor(root: &Path, minor: &str, logs: &Path, shipped: bool) -> Result<Row> {
+pub fn minor(root: &Path, report: &Path, minor: &str, logs: &Path, shipped: bool) -> Result<Row> {
     // Read as the minor starts, so a row names the checkout its suites ran from.
-    let revision = revision(root)?;
+    let revision = revision(root, report)?;
     let kubernetes = format!("KUBERNETES={minor}");
     let build = step(
         root,
@@ -150,15 +150,33 @@ pub fn counts(output: &str) -> (u32, u32) {
     totals
 }
 
-/// The checkout's commit, short, with `+` when the work tree has changes.
-pub fn revision(root: &Path) -> Result<String> {
+/// The checkout's commit, short, with `+` when the work tree has changes other than to
+/// `report`, which this run itself rewrites after each minor.
+pub fn revision(root: &Path, report: &Path) -> Result<String> {
     let git = |args: &[&str]| -> Result<String> {
         let output = Command::new("git").args(args).current_dir(root).output()?;
+        ensure!(
+            output.status.success(),
+            "git {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
         Ok(String::from_utf8(output.stdout)?.trim().to_owned())
     };
     let commit = git(&["rev-parse", "--short", "HEAD"])?;
-    let dirty = !git(&["status", "--porcelain", "--untracked-files=no"])?.is_empty();
-    Ok(if dirty { format!("{commit}+") } else { commit })
+    let mut status = vec!["status", "--porcelain", "--untracked-files=no", "--", "."];
+    // A report outside the checkout changes nothing git sees.
+    let not_the_report = report
+        .strip_prefix(root)
+        .ok()
+        .map(|inside| format!(":(exclude){}", inside.display()));
+    status.extend(not_the_report.as_deref());
+    let changes = git(&status)?;
+    Ok(if changes.is_empty() {
+        commit
+    } else {
+        format!("{commit}+")
+    })
 }
 
 fn today() -> Result<String> {
@@ -173,7 +191,42 @@ fn today() -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::counts;
+    use std::path::Path;
+    use std::process::Command;
+
+    use super::{counts, revision};
+
+    fn git(root: &Path, args: &[&str]) {
+        let status = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(root)
+            .status()
+            .expect("git runs");
+        assert!(status.success(), "git {args:?}");
+    }
+
+    #[test]
+    fn a_row_names_the_commit_with_a_plus_only_for_changes_other_than_the_report() {
+        let checkout = tempfile::tempdir().unwrap();
+        let root = checkout.path();
+        std::fs::create_dir(root.join("docs")).unwrap();
+        std::fs::write(root.join("docs/compatibility.md"), "rows\n").unwrap();
+        std::fs::write(root.join("code.rs"), "fn main() {}\n").unwrap();
+        git(root, &["init", "--quiet"]);
+        git(root, &["add", "."]);
+        git(root, &["commit", "--quiet", "-m", "first"]);
+        let report = root.join("docs/compatibility.md");
+        let commit = revision(root, &report).unwrap();
+        assert!(!commit.is_empty() && !commit.ends_with('+'), "{commit}");
+
+        // The run rewrites its report after each minor: still the same checkout.
+        std::fs::write(&report, "rows and a new row\n").unwrap();
+        assert_eq!(revision(root, &report).unwrap(), commit);
+
+        std::fs::write(root.join("code.rs"), "fn main() { changed() }\n").unwrap();
+        assert_eq!(revision(root, &report).unwrap(), format!("{commit}+"));
+    }
 
     #[test]
     fn counts_every_result_line() {
