@@ -322,9 +322,7 @@ impl LocalCluster {
                     bail!(
                         "{} exited during start-up: see {}",
                         tracked.name,
-                        self.layout
-                            .state(&format!("logs/{}.log", tracked.name))
-                            .display()
+                        process::log_path(&self.layout.state_dir, &tracked.name).display()
                     );
                 }
             }

@@ -99,10 +99,7 @@ pub fn wait_for_admission(cluster: &LocalCluster, timeout: Duration) -> Result<(
     .with_context(|| {
         format!(
             "no admission round trip within {timeout:?}: see {}",
-            cluster
-                .layout
-                .state("logs/kube-retention-webhook.log")
-                .display()
+            process::log_path(&cluster.layout.state_dir, WEBHOOK).display()
         )
     })
 }
@@ -202,4 +199,43 @@ pub fn http_get(port: u16, path: &str) -> Result<String> {
     let mut response = String::new();
     stream.read_to_string(&mut response)?;
     Ok(response)
+}
+
+/// The output of kube-retention's process `name` ([`CONTROLLER`], [`WEBHOOK`]), a line each,
+/// without the terminal's colour codes.
+pub fn log_lines(cluster: &LocalCluster, name: &str) -> Result<Vec<String>> {
+    let path = process::log_path(&cluster.layout.state_dir, name);
+    let log =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(log.lines().map(without_colours).collect())
+}
+
+/// `line` without its terminal colour codes (`ESC [ … m`).
+fn without_colours(line: &str) -> String {
+    let mut plain = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(char) = chars.next() {
+        if char == '\u{1b}' {
+            chars.by_ref().find(|code| *code == 'm');
+        } else {
+            plain.push(char);
+        }
+    }
+    plain
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_colours;
+
+    #[test]
+    fn colour_codes_are_taken_out_of_a_log_line() {
+        let line =
+            "\u{1b}[2m2026-11-28T01:08:18Z\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m API server: v1.33.13";
+        assert_eq!(
+            without_colours(line),
+            "2026-11-28T01:08:18Z  INFO API server: v1.33.13"
+        );
+        assert_eq!(without_colours("plain"), "plain");
+    }
 }

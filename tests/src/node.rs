@@ -136,10 +136,7 @@ impl Node {
                     bail!(
                         "{} exited while the node started: see {}",
                         tracked.name,
-                        cluster
-                            .layout
-                            .state(&format!("logs/{}.log", tracked.name))
-                            .display()
+                        process::log_path(&cluster.layout.state_dir, &tracked.name).display()
                     );
                 }
             }

@@ -25,6 +25,11 @@ pub fn spawn(state_dir: &Path, name: &str, command: &mut Command) -> Result<Trac
     spawn_exec(state_dir, name, command, &program)
 }
 
+/// Where the process tracked as `name` in `state_dir` writes its output: `logs/NAME.log`.
+pub fn log_path(state_dir: &Path, name: &str) -> PathBuf {
+    state_dir.join("logs").join(format!("{name}.log"))
+}
+
 /// Like [`spawn`], for a `command` that execs `program` (`nsenter`): the process is tracked as
 /// `program`, the command line it has once the exec is done.
 pub fn spawn_exec(
@@ -35,7 +40,7 @@ pub fn spawn_exec(
 ) -> Result<Tracked> {
     use std::os::unix::process::CommandExt;
 
-    let log_path = state_dir.join("logs").join(format!("{name}.log"));
+    let log_path = log_path(state_dir, name);
     let pid_dir = state_dir.join("pids");
     fs::create_dir_all(log_path.parent().context("log path has a parent")?)?;
     fs::create_dir_all(&pid_dir)?;
@@ -61,10 +66,10 @@ pub fn spawn_exec(
 }
 
 impl Tracked {
-    /// Where the process's output goes: `logs/NAME.log` beside its pid file's directory.
+    /// Where the process's output goes: [`log_path`] of the state folder its pid file is in.
     pub fn log_path(&self) -> Option<PathBuf> {
         let state_dir = self.pid_file.parent()?.parent()?;
-        Some(state_dir.join("logs").join(format!("{}.log", self.name)))
+        Some(log_path(state_dir, &self.name))
     }
 
     /// The tracked process's pid, if its pid file names a live process that is still the program

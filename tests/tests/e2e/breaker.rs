@@ -98,16 +98,12 @@ fn elsewhere(ns: &TestNamespace, deletes: &[Value]) -> Vec<String> {
 /// The last lines of the controller's log that say a request failed, to tell a DELETE that never
 /// reached the API server from one that was not sent.
 fn failed_requests(cluster: &LocalCluster) -> Vec<String> {
-    let log = cluster.layout.state(&format!("logs/{CONTROLLER}.log"));
-    let log = std::fs::read_to_string(log).unwrap_or_default();
-    let failed: Vec<&str> = log
-        .lines()
+    let log = components::log_lines(cluster, CONTROLLER).unwrap_or_default();
+    let mut failed: Vec<String> = log
+        .into_iter()
         .filter(|line| line.contains("request failed"))
         .collect();
-    failed[failed.len().saturating_sub(5)..]
-        .iter()
-        .map(|line| line.to_string())
-        .collect()
+    failed.split_off(failed.len().saturating_sub(5))
 }
 
 async fn stopped_at_the_limit_until_released(ns: &TestNamespace, started: Timestamp) -> Result<()> {

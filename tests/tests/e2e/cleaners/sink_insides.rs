@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube_retention_e2e::components;
+use kube_retention_e2e::components::{self, CONTROLLER};
 use serde_json::json;
 
 use super::sink::apply_announcing_cleaner;
@@ -109,16 +109,10 @@ async fn refused(ns: &TestNamespace, name: &str) -> Result<()> {
     )
     .await?;
     // The admin sees what is denied, and which object said so, in the controller's log.
-    let log = std::fs::read_to_string(
-        ns.env
-            .cluster
-            .layout
-            .state("logs/kube-retention-controller.log"),
-    )?;
+    let log = components::log_lines(&ns.env.cluster, CONTROLLER)?;
     let node = format!("object={name} denied={NODE_ADDRESS}/32 (a node's address)");
     let learned_lines: Vec<String> = log
-        .lines()
-        .map(without_colours)
+        .into_iter()
         .filter(|line| line.contains("ranges learned from the cluster changed"))
         .collect();
     expect(
@@ -199,18 +193,4 @@ async fn refused(ns: &TestNamespace, name: &str) -> Result<()> {
     expect(refused >= refused_before + 3, || {
         format!("kube_retention_cleaner_sink_refused_total went from {refused_before} to {refused}")
     })
-}
-
-/// `line` without its terminal colour codes (`ESC [ … m`).
-fn without_colours(line: &str) -> String {
-    let mut plain = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(char) = chars.next() {
-        if char == '\u{1b}' {
-            chars.by_ref().find(|code| *code == 'm');
-        } else {
-            plain.push(char);
-        }
-    }
-    plain
 }
