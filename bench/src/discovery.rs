@@ -72,7 +72,7 @@ fn requests(
     user: &str,
     namespace: &str,
 ) -> Result<(usize, usize)> {
-    let log = std::fs::read(cluster.layout.state("logs/audit.log"))?;
+    let log = std::fs::read(cluster.layout.audit_log())?;
     let (mut lists, mut patches) = (0, 0);
     for line in log[offset.min(log.len())..].split(|byte| *byte == b'\n') {
         let Ok(event) = serde_json::from_slice::<Value>(line) else {
@@ -112,7 +112,7 @@ pub async fn measure(
     let full: Api<Job> = Api::namespaced(client.clone(), namespace);
     let (metadata_list_bytes, metadata_list_seconds) = list_bytes(&metadata).await?;
     let (full_list_bytes, _) = list_bytes(&full).await?;
-    let offset = std::fs::metadata(cluster.layout.state("logs/audit.log"))?.len() as usize;
+    let offset = std::fs::metadata(cluster.layout.audit_log())?.len() as usize;
     let started = Instant::now();
     let running = deleters::start(
         cluster,

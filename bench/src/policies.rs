@@ -140,7 +140,7 @@ async fn governing(
 
 /// The controller's requests in the audit log after `offset`, by verb and resource.
 fn requests(cluster: &LocalCluster, offset: usize) -> Result<BTreeMap<String, usize>> {
-    let log = std::fs::read(cluster.layout.state("logs/audit.log"))?;
+    let log = std::fs::read(cluster.layout.audit_log())?;
     let user = Deleter::KubeRetention.user();
     let mut counts = BTreeMap::new();
     for line in log[offset.min(log.len())..].split(|byte| *byte == b'\n') {
@@ -194,7 +194,7 @@ pub async fn measure(
         .pid()
         .and_then(crate::rss_kib)
         .context("controller RSS")?;
-    let offset = std::fs::metadata(cluster.layout.state("logs/audit.log"))?.len() as usize;
+    let offset = std::fs::metadata(cluster.layout.audit_log())?.len() as usize;
     let changed = Instant::now();
     let policies: Api<DynamicObject> = Api::all_with(
         client.clone(),

@@ -78,10 +78,7 @@ impl LocalCluster {
                 "--audit-policy-file={}",
                 layout.audit_policy().display()
             ))
-            .arg(format!(
-                "--audit-log-path={}",
-                layout.state("logs/audit.log").display()
-            ))
+            .arg(format!("--audit-log-path={}", layout.audit_log().display()))
             .arg("--audit-log-maxsize=4000")
             // The client certificate it presents to webhooks that ask for one.
             .arg(format!(

@@ -136,6 +136,11 @@ impl Layout {
         }
     }
 
+    /// Where the API server writes its audit log, as [`Self::audit_policy`] says.
+    pub fn audit_log(&self) -> PathBuf {
+        self.state("logs/audit.log")
+    }
+
     /// Shipwright's CRDs, vendored in the checkout (see the README beside them).
     pub fn shipwright_crds(&self) -> PathBuf {
         self.repo_root.join("tests/crds/shipwright")

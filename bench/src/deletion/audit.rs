@@ -37,7 +37,7 @@ pub(super) fn audited(
     user: &str,
     namespace: &str,
 ) -> Result<std::collections::BTreeMap<String, usize>> {
-    let log = std::fs::read(cluster.layout.state("logs/audit.log"))?;
+    let log = std::fs::read(cluster.layout.audit_log())?;
     let mut counts = std::collections::BTreeMap::new();
     for line in log[offset.min(log.len())..].split(|byte| *byte == b'\n') {
         let Ok(event) = serde_json::from_slice::<Value>(line) else {

@@ -106,8 +106,8 @@ async fn run_scenario(
     jobs::create(client, &ns, scenario.jobs, ttl).await?;
     let (deletions, watch) = jobs::watch_deletions(client, &ns).await?;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let offset = std::fs::metadata(cluster.layout.state("logs/audit.log"))
-        .map_or(0, |meta| meta.len() as usize);
+    let offset =
+        std::fs::metadata(cluster.layout.audit_log()).map_or(0, |meta| meta.len() as usize);
     let mut expiries = vec![Timestamp::now(); scenario.jobs];
     match scenario.shape {
         Shape::Burst { ttl } => {

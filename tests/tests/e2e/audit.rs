@@ -30,7 +30,7 @@ pub fn requests(
 
 /// Every event in the audit log.
 pub fn events(ns: &TestNamespace) -> Result<Vec<Value>> {
-    let log = std::fs::read_to_string(ns.env.cluster.layout.state("logs/audit.log"))?;
+    let log = std::fs::read_to_string(ns.env.cluster.layout.audit_log())?;
     Ok(log
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
