@@ -19,13 +19,18 @@ pub fn requests(
     Ok(events(ns)?
         .into_iter()
         .filter(|event| {
-            event["stage"] == "ResponseComplete"
-                && event["verb"] == verb
+            completed(event, verb)
                 && event["user"]["username"] == user
                 && event["objectRef"]["resource"] == resource
                 && namespace.is_none_or(|namespace| event["objectRef"]["namespace"] == namespace)
         })
         .collect())
+}
+
+/// Whether `event` is a request with `verb` the API server answered (its `ResponseComplete`
+/// stage: a request is recorded once a stage).
+pub fn completed(event: &Value, verb: &str) -> bool {
+    event["stage"] == "ResponseComplete" && event["verb"] == verb
 }
 
 /// Every event in the audit log.

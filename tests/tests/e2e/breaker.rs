@@ -74,7 +74,7 @@ fn controller_deletes(ns: &TestNamespace, started: Timestamp) -> Result<Vec<Valu
     let user = LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT);
     Ok(audit::since(ns, &user, started)?
         .into_iter()
-        .filter(|event| event["stage"] == "ResponseComplete" && event["verb"] == "delete")
+        .filter(|event| audit::completed(event, "delete"))
         .collect())
 }
 

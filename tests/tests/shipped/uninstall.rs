@@ -27,8 +27,7 @@ const SECRET: &str = "kube-retention-webhook-tls";
 /// Where in the audit log the first completed, successful DELETE `matching` is.
 fn first_delete(events: &[Value], matching: impl Fn(&Value) -> bool) -> Option<usize> {
     events.iter().position(|event| {
-        event["stage"] == "ResponseComplete"
-            && event["verb"] == "delete"
+        audit::completed(event, "delete")
             && event["responseStatus"]["code"]
                 .as_u64()
                 .is_some_and(|code| code < 300)
