@@ -1,7 +1,7 @@
 //! Shared by the benchmark binaries: open-loop HTTPS load at a fixed rate with latency measured
 //! from each request's scheduled start (so a slow server cannot hide queueing), the two deleters
 //! and the Jobs of the controller benchmark, process memory readings, and the markdown report in
-//! docs/benchmarks.md.
+//! docs/benchmarks/.
 
 pub mod deleters;
 pub mod deletion;

@@ -6,7 +6,7 @@
 //! tree; and its `ObjectMeta` keeps `managedFields`, which the controller never reads and which
 //! are often half of an object's bytes (a tree of small maps for each writer). Each event of a
 //! watch is decoded once per object and thrown away: at the API server's ceiling that decoding
-//! was the controller's main cost (docs/benchmarks.md, "The Envelope"). Hand-written because
+//! was the controller's main cost (docs/benchmarks/envelope.md). Hand-written because
 //! serde has no way to skip a field of a foreign type: `ObjectMeta`'s own decoder reads the
 //! metadata, through a map that leaves `managedFields` out, so every other field is decoded
 //! exactly as kube decodes it.

@@ -22,7 +22,7 @@
 //! measured and both repaid: musl's allocator (replaced by mimalloc) and musl's memcpy (this
 //! crate).
 //!
-//! **The measurement** (`make bench-memcpy`, written to docs/benchmarks.md, "What the memcpy/
+//! **The measurement** (`make bench-memcpy`, written to docs/benchmarks/webhook.md, "What the memcpy/
 //! crate is worth"): the shipped static webhook against the same build without this crate
 //! (the webhook's `memcpy` feature off), the shipped one run before and after the other. On
 //! 2026-11-25 two runs gave +17.2% and +10.3% saturation throughput with the crate (33,467 and

@@ -12,7 +12,7 @@ use clap::Parser;
 use kube_retention_webhook::args::Args;
 
 /// The image's static musl binaries would otherwise allocate through musl's own allocator: one
-/// lock for every allocation, a third of mimalloc's admission throughput (docs/benchmarks.md).
+/// lock for every allocation, a third of mimalloc's admission throughput (docs/benchmarks/webhook.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -2,7 +2,7 @@
 //! the estimate admission makes, the units an evaluation spends on a typical object, and the
 //! time one evaluation takes with the object's conversion to CEL (the median of many), hence
 //! nanoseconds per unit — the figure the run-time limits are chosen by
-//! (`common/src/cel/meter.rs`). Also the conversion alone. Results go into docs/benchmarks.md.
+//! (`common/src/cel/meter.rs`). Also the conversion alone. Results go into docs/benchmarks/cel.md.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -160,6 +160,6 @@ fn main() -> Result<()> {
         heavy = conversions[1].as_secs_f64() * 1e6,
     );
     println!("{body}");
-    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/benchmarks.md");
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/benchmarks");
     report::write_section(&file, "cel", &body)
 }

@@ -45,8 +45,8 @@ struct Args {
     /// The Go peer (`bench/webhook-peer/build.sh` builds it).
     #[arg(long, default_value = "bench/webhook-peer/bin/webhook-peer")]
     peer: PathBuf,
-    /// Where to write the results.
-    #[arg(long, default_value = "docs/benchmarks.md")]
+    /// The folder of the benchmarks' pages, each result written into its area's page.
+    #[arg(long, default_value = "docs/benchmarks")]
     report: PathBuf,
     /// Run only the side-by-side load, the differential check, the writer check's cost, or
     /// the memcpy/ crate's worth (only on request: it needs `--without-memcpy`).

@@ -1,4 +1,4 @@
-//! The `controller` section of docs/benchmarks.md: a row per deletion run, the ratios against the
+//! The `controller` section of docs/benchmarks/controller.md: a row per deletion run, the ratios against the
 //! better peer, and how both deleters were run; and the `envelope-ceiling` section: the same
 //! runs against the ceiling's.
 

@@ -1,4 +1,4 @@
-//! The `envelope-scale-N` sections of docs/benchmarks.md (N the Jobs asked for), with each
+//! The `envelope-scale-N` sections of docs/benchmarks/envelope.md (N the Jobs asked for), with each
 //! goal said met or not from the figures themselves.
 
 use super::goals::verdicts;

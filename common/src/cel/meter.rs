@@ -28,7 +28,7 @@ use super::measure::{copied_along, extent};
 
 /// How long one evaluation may run, in the evaluating thread's CPU time. The cost limit is what
 /// bounds an evaluation; this is the second guard, for work the cost model misjudges. At 40 to
-/// 90 ns a unit (`make bench-cel`, docs/benchmarks.md) [`COST_LIMIT`] takes 40 to 90 ms in a
+/// 90 ns a unit (`make bench-cel`, docs/benchmarks/cel.md) [`COST_LIMIT`] takes 40 to 90 ms in a
 /// release build, so an expression near its cost limit may be stopped by this one first.
 ///
 /// CPU time, not the wall clock's: the controller evaluates at the lowest priority, and on a

@@ -6,9 +6,9 @@
 //! made for it (`stacker`, the crate rustc grows its own stack with); elsewhere in place.
 //!
 //! [`STACK_BYTES`] is the most the deepest admitted expressions were measured to use, in a
-//! debug build, with a margin: `cargo run -p kube-retention-bench --bin cel-stack` measures it
-//! (docs/benchmarks.md, "CEL's stack"), and `common/tests/cel_hostile.rs` runs the deepest
-//! shapes at the limit on a thread of exactly this size.
+//! debug build, with a margin: `make bench-cel-stack` measures it in a debug and a release build
+//! (`common/tests/cel_stack.rs` prints each shape's peak), and `common/tests/cel_hostile.rs`
+//! runs the deepest shapes at the limit on a thread of exactly this size.
 
 /// The stack every compilation and evaluation has at least.
 pub const STACK_BYTES: usize = 16 * 1024 * 1024;

@@ -6,7 +6,7 @@
 //! revision of the first, and etcd compacts old revisions every 5 minutes. A list of a million
 //! Jobs took longer than that, its next page was refused ("The provided continue parameter is
 //! too old to display a consistent list result") and the list began again from its first page
-//! (docs/benchmarks.md, the million-Job section). A streamed list has no token to expire.
+//! (docs/benchmarks/envelope.md, a million Jobs). A streamed list has no token to expire.
 //!
 //! Streamed lists have limits of their own, and pages are the fallback, chosen by what the API
 //! server does, never guessed: refused by the server, or cut at the request's timeout or before

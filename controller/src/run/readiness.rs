@@ -1,7 +1,7 @@
 //! When the controller is ready (/readyz): once every served kind — the configured kinds the
 //! cluster serves — has been listed. Kinds watched beside them (found by a scan, named by a
 //! policy) do not count: a kind of nothing lists in milliseconds, and counting those in place
-//! of a kind of 400,000 Jobs said "ready" before the Jobs were known (docs/benchmarks.md).
+//! of a kind of 400,000 Jobs said "ready" before the Jobs were known (docs/benchmarks/envelope.md).
 
 use std::collections::HashSet;
 

@@ -30,7 +30,8 @@ pub struct Args {
     /// 300,000 with --full].
     #[arg(long, value_delimiter = ',')]
     pub tracked: Option<Vec<usize>>,
-    #[arg(long, default_value = "docs/benchmarks.md")]
+    /// The folder of the benchmarks' pages, each result written into its area's page.
+    #[arg(long, default_value = "docs/benchmarks")]
     pub report: PathBuf,
     /// Jobs the webhook never saw, for the cost of finding them [default: 2,000; 10,000 with
     /// --full].
@@ -56,7 +57,7 @@ pub struct Args {
     /// finding unlabelled Jobs, or policies at scale.
     #[arg(long, value_enum)]
     pub only: Option<Part>,
-    /// The long form (about an hour): the sizes docs/benchmarks.md reports at full scale. The
+    /// The long form (about an hour): the sizes docs/benchmarks/ reports at full scale. The
     /// default finishes in about ten minutes.
     #[arg(long)]
     pub full: bool,

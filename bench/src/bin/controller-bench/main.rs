@@ -4,7 +4,7 @@
 //! deletion (from the audit log), peak RSS ([`deletion`]); the cost of finding objects the webhook
 //! never saw; policies at scale; memory with many tracked Jobs ([`memory`]); a cold restart with
 //! many tracked and some overdue ([`restart`]); in the unlimited burst, the ceiling a deleter with
-//! no logic reaches. Results go into docs/benchmarks.md. The default takes about ten minutes;
+//! no logic reaches. Results go into docs/benchmarks/. The default takes about ten minutes;
 //! `--full` is the long form; `--huge` measures a million Jobs alone ([`envelope`]).
 
 use std::path::PathBuf;
