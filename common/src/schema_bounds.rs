@@ -2,8 +2,8 @@
 //! so that the API server refuses an oversized policy or Cleaner itself, with the webhook down
 //! or bypassed (a restore from a backup, a GitOps replay during an outage), before the
 //! controller or the webhook spends anything on it. Each is generous for what a retention rule
-//! needs and small next to what it would cost unbounded; the README's "What a namespace editor
-//! can and cannot make the controller do" lists them.
+//! needs and small next to what it would cost unbounded; docs/explanation/tenancy.md ("What a
+//! namespace editor can and cannot make the controller do") lists them.
 
 use schemars::Schema;
 use serde_json::{Value, json};

@@ -18,7 +18,7 @@ impl Default for Bounds {
     /// A namespace queues at most 8 MiB (five objects at etcd's 1.5 MiB limit), all of them
     /// 32 MiB, and work under way holds about 32 MiB more; four shed works come back at once:
     /// beside the controller's working set and one evaluation's own bound, within the chart's
-    /// memory limit (README, "What a namespace editor can and cannot make the controller do").
+    /// memory limit (docs/explanation/tenancy.md).
     fn default() -> Self {
         Self {
             namespace_bytes: 8 * 1024 * 1024,
