@@ -40,7 +40,7 @@ SHIPPED_BINARIES := --package kube-retention-controller --package kube-retention
 	--bin kube-retention-certs --bin kubectl-retention
 LOCAL_CLUSTER = $(CARGO) run --quiet --package kube-retention-e2e --bin local-cluster -- --state $(STATE)
 
-.PHONY: test-matrix e2e-core e2e-oldest cluster-binaries-oldest release release-packages release-test help toolchain drop-go-caches cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-memcpy bench-controller bench-cel fuzz-cel fuzz-cel-short bench-cel-stack
+.PHONY: book book-check book-tools test-matrix e2e-core e2e-oldest cluster-binaries-oldest release release-packages release-test help toolchain drop-go-caches cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-memcpy bench-controller bench-cel fuzz-cel fuzz-cel-short bench-cel-stack
 
 help:
 	@echo "make demo    start the local cluster and walk through what kube-retention does"
@@ -48,6 +48,7 @@ help:
 	@echo "             and the as-shipped suite on a real node (root; make test-shipped alone)"
 	@echo "make test-matrix  every pinned Kubernetes minor's e2e suite (and as shipped on the oldest"
 	@echo "             and the newest); writes docs/compatibility.md"
+	@echo "make book   the book (docs/) into target/book/html, its generated reference rewritten"
 	@echo "make chaos   the chaos suite and fuzzing at full size; writes docs/reliability.md"
 	@echo "make fuzz-cel  a million hostile CEL expressions, each held to its time, memory and cost bounds"
 	@echo "make up      start the local cluster ($(STATE)/kubeconfig); make down stops it"
@@ -95,7 +96,7 @@ demo: up
 # image-faults before image-test's image, so the shipped binaries are built last, once.
 # DROP_GO_CACHES=1 (.ci/run sets it) drops Go's caches once the last Go build is done.
 # Both minors' Kubernetes is built before Go's caches go.
-test: fmt-check clippy doc-check unit fuzz-cel-short peer-test monitoring-check cluster-binaries-oldest $(if $(DROP_GO_CACHES),drop-go-caches) e2e e2e-oldest image-faults image-test release-test test-shipped
+test: fmt-check clippy doc-check unit book-check fuzz-cel-short peer-test monitoring-check cluster-binaries-oldest $(if $(DROP_GO_CACHES),drop-go-caches) e2e e2e-oldest image-faults image-test release-test test-shipped
 
 # Go's build and module caches hold about 7 GB once Kubernetes is built, and serve only rebuilds,
 # which a fresh clone's CI run never makes: dropped, they leave the release builds after them the
@@ -126,6 +127,22 @@ clippy: toolchain
 # The API docs, broken intra-doc links included, build without a warning.
 doc-check: toolchain
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --quiet
+
+# The book (docs/, mdBook): its generated reference (the CRDs from the Rust types, the flags from
+# each binary's --help) written, then the book built into target/book/html with every link checked.
+CARGO_BIN := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin
+BOOK_REFERENCE = $(CARGO) run --quiet --package kube-retention-book -- --bin-dir target/debug
+book: build book-tools
+	$(BOOK_REFERENCE)
+	PATH="$(CARGO_BIN):$$PATH" mdbook build docs
+
+# What `make test` checks of the book: the generated reference current, every link resolving.
+book-check: build book-tools
+	$(BOOK_REFERENCE) --check
+	PATH="$(CARGO_BIN):$$PATH" mdbook build docs
+
+book-tools:
+	@scripts/book-tools.sh
 
 # kube-retention-memcpy's tests also run where its memcpy is linked in: the static musl target.
 unit: toolchain
@@ -202,8 +219,8 @@ fuzz-cel-short: toolchain
 	FUZZ_CEL_CASES=3000 $(CARGO) test --release --package kube-retention-common \
 		--test cel_fuzz -- --nocapture
 
-# The stack CEL's deepest admitted expressions use, in a debug and a release build
-# (docs/benchmarks.md, "CEL's stack").
+# The stack CEL's deepest admitted expressions use, in a debug and a release build, printed
+# (common/src/cel/stack.rs says what it bounds).
 bench-cel-stack: toolchain
 	$(CARGO) test --package kube-retention-common --test cel_stack -- --nocapture --test-threads 1
 	$(CARGO) test --release --package kube-retention-common --test cel_stack -- --nocapture --test-threads 1
@@ -255,7 +272,7 @@ endif
 	$(SHIPPED)
 	$(BENCH) KUBE_RETENTION_CHAOS=long $(E2E_SUITE) -- $(CHAOS_FILTER)
 
-# Benchmarks write their results into docs/benchmarks.md. bench-controller takes about ten
+# Benchmarks write their results into docs/benchmarks/, a page per area. bench-controller takes about ten
 # minutes; `make bench-controller BENCH_ARGS=--full` is the long form (about an hour);
 # `BENCH_ARGS='--only ledger'` measures the deletion ledger's cost (its own section);
 # `BENCH_ARGS='--only ceiling'` kube-retention against a deleter with no logic, in rounds, and
