@@ -49,6 +49,7 @@ impl PartialEq for Expression {
 mod bindings;
 mod check;
 mod checks;
+mod conversion;
 pub mod cost;
 mod errors;
 mod evaluation;

@@ -7,6 +7,7 @@ mod spellings;
 
 mod cel;
 mod cel_cost;
+mod cel_conversion;
 mod cel_join;
 mod cleaner;
 mod cleaner_helm;
