@@ -3,6 +3,7 @@
 //! and the Jobs of the controller benchmark, process memory readings, and the markdown report in
 //! docs/benchmarks/.
 
+pub mod cel_copies;
 pub mod deleters;
 pub mod deletion;
 pub mod differential;

@@ -211,3 +211,36 @@ fn functions_without_a_bounded_cost_are_not_offered() {
         assert!(error.to_string().contains("does not offer"), "{error}");
     }
 }
+
+/// A select copies what it selects, in one step the meter cannot stop once begun: a map's
+/// entry takes 400 ns (`make bench-cel`), so a map of 150,000 keys is some 60 ms in one step.
+/// Foretold at a unit's time (60 ns), such copies let CI's fuzz campaign run an evaluation
+/// on its 1.5 MiB Job to 117 ms of CPU, past the time limit's bound. Foretold by what it copies, a copy that would
+/// end past the time limit fails before it starts: the evaluation ends in a small part of the
+/// limit, its units far within the cost limit.
+#[test]
+fn a_copy_that_would_end_past_the_time_limit_fails_before_it_starts() {
+    let _alone = alone();
+    let keys: serde_json::Map<String, serde_json::Value> = (0..150_000)
+        .map(|index| (format!("k{index}"), json!(index)))
+        .collect();
+    let object = Converted::new(&json!({"spec": {"n": 1, "keys": keys}})).unwrap();
+    let expression = compile("object.spec.n == 1").unwrap();
+    let started = cpu_time::ThreadTime::now();
+    let (result, spent) = expression.condition_costing_converted(&object, Budget::default());
+    let took = started.elapsed();
+    let error = result.expect_err("the copy of 150,000 entries is past the time limit");
+    assert!(
+        matches!(error.exceeded(), Some(Exceeded::Time { .. })),
+        "{error}"
+    );
+    assert!(spent < COST_LIMIT / 2, "spent {spent}");
+    // Only the walk that measured the copy ran: a fraction of the copy's own time.
+    let copy = kube_retention_common::cel::speed::copy_time(
+        &*Box::<dyn kube_cel::cel::common::value::Val>::try_from(
+            kube_cel::cel::to_value(&keys).unwrap(),
+        )
+        .unwrap(),
+    );
+    assert!(took < copy, "took {took:?}, the copy alone {copy:?}");
+}

@@ -8,8 +8,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use kube_retention_bench::report;
-use kube_retention_common::cel::{Budget, COST_LIMIT, Converted, Expect, Expression, thousands};
+use kube_retention_bench::{cel_copies, report};
+use kube_retention_common::cel::{
+    Budget, COST_LIMIT, Converted, Expect, Expression, TIME_LIMIT, thousands,
+};
 use serde_json::{Value, json};
 
 const RUNS: usize = 41;
@@ -153,13 +155,18 @@ fn main() -> Result<()> {
          annotations (the controller converts once per object for all of its policies'\n\
          expressions): short expressions are mostly conversion. The long rows give the time a\n\
          unit takes, from which the limits in `common/src/cel/meter.rs` follow: the cost limit of\n\
-         {limit} units is some tens of milliseconds, under the 100 ms time limit.\n\n\
+         {limit} units is some tens of milliseconds, near the {time:?} time limit (lifted\n\
+         here, so that the time is the cost's).\n\n\
          {table}",
         limit = thousands(COST_LIMIT),
+        time = TIME_LIMIT,
         typical = conversions[0].as_secs_f64() * 1e6,
         heavy = conversions[1].as_secs_f64() * 1e6,
     );
     println!("{body}");
-    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/benchmarks");
-    report::write_section(&file, "cel", &body)
+    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/benchmarks");
+    report::write_section(&folder, "cel", &body)?;
+    let copies = cel_copies::section()?;
+    println!("{copies}");
+    report::write_section(&folder, "cel-copies", &copies)
 }

@@ -22,9 +22,10 @@ use kube_cel::cel::common::ast::{Expr, LiteralValue};
 use kube_cel::cel::extractors::Arguments;
 use kube_cel::cel::{ExecutionError, FunctionContext, ResolveResult, Value};
 
-use super::cost::rules::{self, Extent};
+use super::cost::rules::{self, Extent, Rule};
 use super::cost::{CHARGE, COST_LIMIT, OPERAND, SELECT, Site, chain};
-use super::measure::{copied_along, extent};
+use super::measure::{copied_along, copying, extent};
+use super::{sorting, speed};
 
 /// How long one evaluation may run, in the evaluating thread's CPU time. The cost limit is what
 /// bounds an evaluation; this is the second guard, for work the cost model misjudges. At 40 to
@@ -34,10 +35,11 @@ use super::measure::{copied_along, extent};
 /// CPU time, not the wall clock's: the controller evaluates at the lowest priority, and on a
 /// loaded machine an evaluation waits many times longer than it runs; stopped by the wall clock
 /// it would fail for what other processes did. Reading a thread's CPU clock is a system call
-/// (about 2 µs), so it is read every 16 charges or 1,000 units charged; in between, the time
-/// is foretold from the last reading and the units charged since, and every call is charged
-/// before it runs — so an evaluation ends within a few calls of this: [`TIME_BOUND`] is what
-/// the fuzz campaign holds every evaluation to.
+/// (about 2 µs), so it is read every 16 charges or 60 µs of work charged; in between, the time
+/// is foretold from the last reading and the work charged since, each step's time foretold
+/// before it runs (a unit at [`NANOS_PER_UNIT`], a copy by the kinds it copies) and scaled to
+/// this machine ([`speed`]) — so an evaluation ends within a few calls of this: [`TIME_BOUND`]
+/// is what the fuzz campaign holds every evaluation to.
 pub const TIME_LIMIT: Duration = Duration::from_millis(40);
 
 /// The most one evaluation takes, in CPU time on a release build: [`TIME_LIMIT`] and the one
@@ -90,10 +92,13 @@ struct Meter {
     budget: Budget,
     /// The thread's CPU clock when the evaluation began.
     began: Option<ThreadTime>,
-    /// CPU time taken at the last reading, and what was charged since.
+    /// CPU time taken at the last reading, and the work charged since (in nanoseconds on the
+    /// figures' machine) and how many charges.
     read: Duration,
-    units_since: u64,
+    nanos_since: u64,
     charges_since: u32,
+    /// This machine's time for a thousand of the figures' ([`speed::slowness`]).
+    slowness: u64,
     exceeded: Option<Exceeded>,
 }
 
@@ -106,32 +111,33 @@ impl Meter {
         },
         began: None,
         read: Duration::ZERO,
-        units_since: 0,
+        nanos_since: 0,
         charges_since: 0,
+        slowness: 1_000,
         exceeded: None,
     };
 
-    /// The CPU time the evaluation will have taken once the work charged so far, `units` of
+    /// The CPU time the evaluation will have taken once the work charged so far, `nanos` of
     /// it charged now and not begun, is done: the clock read when enough was charged since its
-    /// last reading, and the units charged since then foretold at [`NANOS_PER_UNIT`].
-    fn foretold(&mut self, units: u64) -> Option<Duration> {
+    /// last reading, and the work charged since then foretold, scaled to this machine.
+    fn foretold(&mut self, nanos: u64) -> Option<Duration> {
         let began = self.began?;
-        if self.charges_since >= READ_EVERY_CHARGES || self.units_since >= READ_EVERY_UNITS {
+        if self.charges_since >= READ_EVERY_CHARGES || self.nanos_since >= READ_EVERY_NANOS {
             self.read = began.elapsed();
             self.charges_since = 0;
-            self.units_since = 0;
+            self.nanos_since = 0;
         }
-        self.units_since = self.units_since.saturating_add(units);
+        self.nanos_since = self.nanos_since.saturating_add(nanos);
         self.charges_since = self.charges_since.saturating_add(1);
-        let ahead = Duration::from_nanos(self.units_since.saturating_mul(NANOS_PER_UNIT));
-        Some(self.read.saturating_add(ahead))
+        let ahead = self.nanos_since.saturating_mul(self.slowness) / 1_000;
+        Some(self.read.saturating_add(Duration::from_nanos(ahead)))
     }
 }
 
 /// The thread's CPU clock is read once this many charges were made since the last reading...
 const READ_EVERY_CHARGES: u32 = 16;
-/// ...or once this many units were (about 60 µs of work at [`NANOS_PER_UNIT`]).
-const READ_EVERY_UNITS: u64 = 1_000;
+/// ...or once this much work was, in nanoseconds on the figures' machine.
+const READ_EVERY_NANOS: u64 = 60_000;
 
 /// One costed call's operands so far, and what it was charged for them.
 #[derive(Debug, Clone, Default)]
@@ -162,6 +168,7 @@ pub(super) fn metered<T>(
 ) -> (T, u64, Option<Exceeded>) {
     let armed = Meter {
         budget,
+        slowness: speed::slowness(),
         began: Some(ThreadTime::now()),
         ..Meter::IDLE
     };
@@ -178,17 +185,23 @@ pub(super) fn metered<T>(
 }
 
 /// What a unit is taken to last when a charge foretells the work it pays for: the slow end
-/// of what `make bench-cel` measures on a release build.
-const NANOS_PER_UNIT: u64 = 60;
+/// of what `make bench-cel` measures on a release build. Copies are foretold by what they
+/// copy instead ([`super::measure::COPY_NANOS`]).
+pub const NANOS_PER_UNIT: u64 = 60;
 
-/// Adds `units` to the meter, and fails past the cost limit, or where the work they pay for
-/// would end past the time limit (foretold: [`Meter::foretold`]). A charge comes before its
-/// work, never after a long stretch of it.
-fn spend(units: u64) -> Result<(), ExecutionError> {
+/// The time of `units` of work other than copies, on the figures' machine.
+fn nanos_of(units: u64) -> u64 {
+    units.saturating_mul(NANOS_PER_UNIT)
+}
+
+/// Adds `units` to the meter, and fails past the cost limit, or where the work they pay for,
+/// `nanos` long on the figures' machine, would end past the time limit (foretold:
+/// [`Meter::foretold`]). A charge comes before its work, never after a long stretch of it.
+fn spend(units: u64, nanos: u64) -> Result<(), ExecutionError> {
     METER.with(|cell| {
         let mut meter = cell.get();
         meter.spent = meter.spent.saturating_add(units);
-        let foretold = meter.foretold(units);
+        let foretold = meter.foretold(nanos);
         if meter.exceeded.is_none() && meter.spent > meter.budget.cost {
             meter.exceeded = Some(Exceeded::Cost {
                 limit: meter.budget.cost,
@@ -216,7 +229,8 @@ fn number(args: &[Value], index: usize) -> u64 {
 
 /// The function [`CHARGE`]: `(value, units)` charges `units` and gives `value` back.
 pub(super) fn charge(Arguments(args): Arguments) -> Result<Value, ExecutionError> {
-    spend(number(&args, 1))?;
+    let units = number(&args, 1);
+    spend(units, nanos_of(units))?;
     Ok(args.first().cloned().unwrap_or(Value::Null))
 }
 
@@ -233,7 +247,8 @@ pub(super) fn operand(ftx: &FunctionContext) -> ResolveResult {
         return Err(ExecutionError::function_error(OPERAND, "malformed"));
     };
     let value = Value::resolve_val(expr, ftx.ptx)?;
-    let extent = extent(value.as_ref());
+    let copy = copying(value.as_ref());
+    let extent = extent(value.as_ref(), copy);
     let units = CALLS.with(|cell| {
         let mut calls = cell.borrow_mut();
         let Calls { sites, frames } = &mut *calls;
@@ -252,6 +267,10 @@ pub(super) fn operand(ftx: &FunctionContext) -> ResolveResult {
         else {
             return Err(ExecutionError::function_error(OPERAND, "no such operand"));
         };
+        if site.rule == Rule::Sort && index == 0 {
+            sorting::sortable(value.as_ref())
+                .map_err(|reason| ExecutionError::function_error("sort", reason))?;
+        }
         *seen = true;
         *slot = extent;
         let cost = rules::call_units(site.rule, &frame.operands);
@@ -259,7 +278,12 @@ pub(super) fn operand(ftx: &FunctionContext) -> ResolveResult {
         frame.charged = frame.charged.max(cost);
         Ok(units)
     })?;
-    spend(units)?;
+    // The operand's copies are charged in `units` at a unit's time; they take what they copy.
+    let copies_beyond = copy
+        .nanos
+        .saturating_sub(nanos_of(copy.units))
+        .saturating_mul(rules::COPIES);
+    spend(units, nanos_of(units).saturating_add(copies_beyond))?;
     value.as_ref().try_into()
 }
 
@@ -275,11 +299,12 @@ pub(super) fn select(ftx: &FunctionContext) -> ResolveResult {
     let Some((root, fields)) = chain(select) else {
         return Err(ExecutionError::function_error(SELECT, "malformed"));
     };
-    let units = ftx
+    let copy = ftx
         .ptx
         .get_variable(root)
-        .map_or(0, |value| copied_along(value.as_ref(), &fields));
-    spend(units)?;
+        .map(|value| copied_along(value.as_ref(), &fields))
+        .unwrap_or_default();
+    spend(copy.units, copy.nanos)?;
     Ok(Value::Bool(true))
 }
 

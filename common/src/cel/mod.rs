@@ -58,6 +58,8 @@ mod measure;
 pub mod meter;
 mod patterns;
 pub mod shape;
+mod sorting;
+pub mod speed;
 pub mod stack;
 mod variables;
 
@@ -67,7 +69,8 @@ use checks::{has_function, is_operator, wrong_result};
 use cost::Site;
 pub use cost::{ASSUMED_BYTES, ASSUMED_ITEMS, COST_LIMIT};
 pub use errors::{CompileError, EvalError};
-pub use meter::{Budget, Exceeded, TIME_BOUND, TIME_LIMIT, thousands};
+pub use measure::{COPY_NANOS, CopyNanos};
+pub use meter::{Budget, Exceeded, NANOS_PER_UNIT, TIME_BOUND, TIME_LIMIT, thousands};
 pub use patterns::PATTERN_SIZE_LIMIT;
 pub use shape::{MAX_DEPTH, MAX_SOURCE_BYTES, MAX_TOKENS};
 

@@ -6,9 +6,10 @@
 mod spellings;
 
 mod cel;
-mod cel_cost;
 mod cel_conversion;
+mod cel_cost;
 mod cel_join;
+mod cel_sort;
 mod cleaner;
 mod cleaner_helm;
 mod cleaner_judge;
