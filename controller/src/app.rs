@@ -32,6 +32,7 @@ use crate::args::{Args, Propagation, Stamp};
 use crate::breaker::{self, Breaker};
 use crate::cleaners::Cleaners;
 use crate::cleaners::act::Cleaning;
+use crate::clock::Clock;
 use crate::evaluator::Evaluator;
 use crate::executor::{Budget, Executor, Parts, Settings};
 use crate::initial_list::Lists;
@@ -58,6 +59,7 @@ impl Args {
     /// Runs the controller until SIGTERM, or until a background task ends ([`Error::TaskEnded`]).
     pub async fn run(self) -> Result<()> {
         let args = self;
+        let clock = Clock::System;
         let mut supervisor = Supervisor::default();
         let config = kube_retention_runtime::config(args.kubeconfig.as_deref())
             .await
@@ -129,6 +131,7 @@ impl Args {
                 &args.lease_name,
                 &identity,
                 Duration::from_secs(args.lease_duration),
+                clock,
             )
             .publishing(KINDS_ANNOTATION, selection.to_annotation());
             let (leadership, task) = elector.spawn();
@@ -158,7 +161,11 @@ impl Args {
         let lists = Lists::new(args.initial_list, args.page_size)
             .counting_fallbacks(metrics.list_fallbacks.clone());
         let budget = Budget::per_second(NonZeroU32::new(args.qps));
-        let breaker = Breaker::new(args.circuit_breaker_deletions, args.circuit_breaker_window);
+        let breaker = Breaker::new(
+            args.circuit_breaker_deletions,
+            args.circuit_breaker_window,
+            clock,
+        );
         if args.circuit_breaker_deletions > 0 {
             let store = breaker::store::Store {
                 client: client.clone(),
@@ -205,6 +212,7 @@ impl Args {
                 propagation: propagation.clone(),
                 sender,
                 ledger: Some(ledger.clone()),
+                clock,
             };
             let cleaners = Cleaners::new(cleaning, lists.clone(), evaluator.clone());
             let run = cleaners.run(leadership.clone(), std::future::pending());
@@ -224,6 +232,7 @@ impl Args {
             recorder,
             feedback: feedback_tx,
             ledger: Some(ledger),
+            clock,
         });
         supervisor.extend(executing);
         tracing::info!(%identity, qps = args.qps, leader_election = args.leader_election, "starting");
@@ -252,7 +261,7 @@ impl Args {
             leadership,
             metrics,
             ready,
-            clock: crate::run::Clock::System,
+            clock,
         };
         let stopped = supervisor
             .watch(control.run(kube_retention_runtime::shutdown_signal()))

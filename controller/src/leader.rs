@@ -17,7 +17,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{ObjectMeta, PostParams};
@@ -25,6 +24,8 @@ use kube::{Api, Client};
 use kube_retention_runtime::supervise::{self, Supervised};
 use tokio::sync::watch;
 use tokio::time::Instant;
+
+use crate::clock::Clock;
 
 pub struct Elector {
     api: Api<Lease>,
@@ -35,6 +36,8 @@ pub struct Elector {
     /// Annotations the leader keeps on its Lease: what it tells `kubectl retention` about
     /// itself (its kinds).
     annotations: BTreeMap<String, String>,
+    /// The wall clock the Lease's times are written by (its instants are tokio's).
+    clock: Clock,
 }
 
 /// What this replica last saw of the Lease, and when (its own clock).
@@ -51,6 +54,7 @@ impl Elector {
         name: &str,
         identity: &str,
         duration: Duration,
+        clock: Clock,
     ) -> Self {
         Self {
             api: Api::namespaced(client, namespace),
@@ -59,6 +63,7 @@ impl Elector {
             duration,
             retry: (duration / 7).clamp(Duration::from_millis(500), Duration::from_secs(2)),
             annotations: BTreeMap::new(),
+            clock,
         }
     }
 
@@ -120,7 +125,7 @@ impl Elector {
     }
 
     async fn try_acquire_or_renew(&self, observed: &mut Option<SeenLease>) -> kube::Result<bool> {
-        let now = MicroTime(Timestamp::now());
+        let now = MicroTime(self.clock.now());
         let Some(mut lease) = self.api.get_opt(&self.name).await? else {
             let mut lease = Lease {
                 metadata: ObjectMeta {
@@ -214,7 +219,7 @@ impl Elector {
         }
         spec.holder_identity = None;
         spec.lease_duration_seconds = Some(1);
-        spec.renew_time = Some(MicroTime(Timestamp::now()));
+        spec.renew_time = Some(MicroTime(self.clock.now()));
         match self
             .api
             .replace(&self.name, &PostParams::default(), &lease)

@@ -16,6 +16,7 @@ pub mod app;
 pub mod args;
 pub mod breaker;
 pub mod cleaners;
+pub mod clock;
 pub mod crds;
 pub mod discovery;
 mod error;

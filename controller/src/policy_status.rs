@@ -21,6 +21,8 @@ pub struct Inputs<'a> {
     pub summary: Summary,
     pub deletions: u64,
     pub kinds: &'a Registry,
+    /// The time, for a condition that changes.
+    pub now: jiff::Timestamp,
     /// The status last written, whose condition keeps its transition time when unchanged.
     pub previous: Option<&'a PolicyStatus>,
 }
@@ -37,7 +39,7 @@ pub fn compute(inputs: &Inputs<'_>) -> PolicyStatus {
     let last_transition_time = previous
         .filter(|previous| previous.status == status)
         .map_or_else(
-            || Time(jiff::Timestamp::now()),
+            || Time(inputs.now),
             |previous| previous.last_transition_time.clone(),
         );
     let condition = Condition {

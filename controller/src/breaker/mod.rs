@@ -14,10 +14,11 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use jiff::Timestamp;
 use tokio::sync::watch;
+
+use crate::clock::Clock;
 
 pub mod store;
 mod window;
@@ -35,12 +36,13 @@ struct Inner {
     position: watch::Sender<Position>,
     /// DELETEs held, waiting for a release.
     waiting: AtomicUsize,
+    clock: Clock,
 }
 
 impl Breaker {
-    /// Opens past `limit` DELETEs within `window` (0: never). Deletions wait until the stored
-    /// state is known ([`Breaker::close`] or [`Breaker::open`]).
-    pub fn new(limit: u32, window: Duration) -> Self {
+    /// Opens past `limit` DELETEs within `window` (0: never), timed by `clock`. Deletions wait
+    /// until the stored state is known ([`Breaker::close`] or [`Breaker::open`]).
+    pub fn new(limit: u32, window: Duration, clock: Clock) -> Self {
         let window = DeletionWindow::new(limit, window, Position::Unknown);
         let position = window.position().clone();
         Self {
@@ -48,13 +50,19 @@ impl Breaker {
                 window: Mutex::new(window),
                 position: watch::Sender::new(position),
                 waiting: AtomicUsize::new(0),
+                clock,
             }),
         }
     }
 
     /// No breaker: every DELETE goes.
     pub fn off() -> Self {
-        Self::new(0, Duration::ZERO)
+        Self::new(0, Duration::ZERO, Clock::System)
+    }
+
+    /// The clock the breaker's window and trips are timed by.
+    pub fn clock(&self) -> Clock {
+        self.inner.clock
     }
 
     fn window(&self) -> MutexGuard<'_, DeletionWindow> {
@@ -77,7 +85,8 @@ impl Breaker {
     /// its sender ([`Breaker::hold`]) until the breaker closes.
     pub fn admit(&self) -> bool {
         let mut window = self.window();
-        let admission = window.admit(Instant::now(), Timestamp::now());
+        let clock = self.inner.clock;
+        let admission = window.admit(clock.instant().into_std(), clock.now());
         if let Admission::Trips(trip) = &admission {
             tracing::error!(limit = trip.limit, window = ?trip.window, "circuit breaker open: {}", trip.message());
         }

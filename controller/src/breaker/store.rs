@@ -9,7 +9,6 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use kube::api::{ObjectMeta, PostParams};
 use kube::runtime::WatchStreamExt;
@@ -87,8 +86,9 @@ impl Store {
             .backoff(watch_backoff())
             .boxed();
         let mut position = self.breaker.subscribe();
+        let clock = self.breaker.clock();
         let fallback = || Trip {
-            at: Timestamp::now(),
+            at: clock.now(),
             limit,
             window,
         };

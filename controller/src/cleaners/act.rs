@@ -21,6 +21,7 @@ use super::metrics::CleanerMetrics;
 use super::status::Problem;
 use super::uninstall;
 use crate::breaker::Breaker;
+use crate::clock::Clock;
 use crate::executor::Budget;
 use crate::ledger::Ledger;
 use crate::sinks::{self, Undelivered};
@@ -40,6 +41,8 @@ pub struct Cleaning {
     pub sender: Arc<sinks::Sender>,
     /// The deletion ledger: each target deleted is announced to `--ledger-sink`.
     pub ledger: Option<Ledger>,
+    /// The controller's clock.
+    pub clock: Clock,
 }
 
 /// What a clean deleted, and what of its Helm release it left, why.
@@ -64,7 +67,12 @@ pub async fn clean(cleaning: Arc<Cleaning>, clean: Clean) -> Result<Cleaned, Pro
         if delete(&cleaning, doomed).await.map_err(failed)? {
             cleaning.metrics.deleted("object");
             if let Some(ledger) = &cleaning.ledger {
-                ledger.announce(DELETED, &ledger_entry(&clean.cleaner, doomed), None, false);
+                ledger.announce(
+                    DELETED,
+                    &ledger_entry(&clean.cleaner, doomed, cleaning.clock.now()),
+                    None,
+                    false,
+                );
             }
             cleaned
                 .deleted
@@ -77,8 +85,8 @@ pub async fn clean(cleaning: Arc<Cleaning>, clean: Clean) -> Result<Cleaned, Pro
     Ok(cleaned)
 }
 
-/// The ledger's entry for `doomed`, deleted by `cleaner`.
-fn ledger_entry(cleaner: &CleanerKey, doomed: &Doomed) -> Entry {
+/// The ledger's entry for `doomed`, deleted by `cleaner` at `now`.
+fn ledger_entry(cleaner: &CleanerKey, doomed: &Doomed, now: jiff::Timestamp) -> Entry {
     Entry {
         api_version: doomed.resource.api_version.clone(),
         kind: doomed.resource.kind.clone(),
@@ -89,7 +97,7 @@ fn ledger_entry(cleaner: &CleanerKey, doomed: &Doomed) -> Entry {
         decided_by: format!("Cleaner {cleaner}"),
         setting: None,
         deadline: None,
-        time: jiff::Timestamp::now(),
+        time: now,
         object: None,
         object_truncated: false,
     }
@@ -181,6 +189,7 @@ pub fn announce(cleaning: Arc<Cleaning>, clean: &Clean, cleaned: &Cleaned) {
             &uuid::Uuid::new_v4().to_string(),
             &source,
             data,
+            cleaning.clock.now(),
         ) {
             Ok(event) => {
                 let delivery = sinks::Delivery::default();

@@ -15,10 +15,8 @@
 
 use std::sync::Arc;
 
-use std::time::Duration;
-
 use digest::{Digest, Digested, Notice};
-use jiff::{SignedDuration, Timestamp};
+use jiff::SignedDuration;
 use kube::Client;
 use kube::api::PropagationPolicy;
 use kube::runtime::events::{EventType, Recorder};
@@ -26,6 +24,7 @@ use kube_retention_runtime::supervise::{self, Supervised};
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::breaker::{Breaker, Position};
+use crate::clock::Clock;
 use crate::ledger::Ledger;
 use crate::metrics::Metrics;
 use crate::state::{Action, Failure, ObjectKey, PolicyKey};
@@ -82,6 +81,8 @@ pub struct Parts {
     /// The deletion ledger, where deletions are announced (and archived first, for policies
     /// with `archiveBeforeDelete`). Without one, such a policy's deletions wait.
     pub ledger: Option<Ledger>,
+    /// The controller's clock: when a deletion is timed, ledgered, digested into an Event.
+    pub clock: Clock,
 }
 
 #[derive(Clone)]
@@ -104,7 +105,7 @@ impl Executor {
         let breaker = parts.settings.breaker.clone();
         let (notices, notices_rx) = mpsc::unbounded_channel();
         let window = SignedDuration::try_from(parts.settings.event_window).unwrap_or_default();
-        let digest = digest_events(Digest::new(window), notices_rx, tx.clone());
+        let digest = digest_events(Digest::new(window), notices_rx, tx.clone(), parts.clock);
         let digest = supervise::spawn("event-digest", digest);
         let ledger = parts.ledger.clone();
         let shared = Arc::new(Shared { parts, notices });
@@ -139,6 +140,7 @@ async fn digest_events(
     mut digest: Digest,
     mut notices: mpsc::UnboundedReceiver<Notice>,
     tx: mpsc::UnboundedSender<Work>,
+    clock: Clock,
 ) {
     let queue = |digested: Digested| {
         let event = EventWork {
@@ -152,14 +154,11 @@ async fn digest_events(
         tx.send(Work::Event(event)).ok();
     };
     loop {
-        let closes = digest.next_due().map(|at| {
-            let wait = Timestamp::now().duration_until(at);
-            tokio::time::Instant::now() + Duration::try_from(wait).unwrap_or_default()
-        });
+        let closes = digest.next_due().map(|at| clock.instant_at(at));
         tokio::select! {
             notice = notices.recv() => match notice {
                 Some(notice) => {
-                    if let Some(digested) = digest.add(notice, Timestamp::now()) {
+                    if let Some(digested) = digest.add(notice, clock.now()) {
                         queue(digested);
                     }
                 }
@@ -171,7 +170,7 @@ async fn digest_events(
                     None => std::future::pending().await,
                 }
             } => {
-                digest.due(Timestamp::now()).into_iter().for_each(queue);
+                digest.due(clock.now()).into_iter().for_each(queue);
             }
         }
     }
@@ -222,7 +221,7 @@ async fn dispatch(
                 enqueue(&mut backlog, work, metrics);
             }
         }
-        let Some(work) = backlog.next(Timestamp::now()) else {
+        let Some(work) = backlog.next(shared.parts.clock.now()) else {
             continue;
         };
         if matches!(work, Work::Action(Action::Delete { .. }, _)) && !breaker.admit() {

@@ -87,9 +87,16 @@ pub(super) async fn delete(shared: &Shared, action: Action, resource: &Resource)
         return;
     };
     let kind = resource.to_string();
-    let entry = ledger
-        .as_deref()
-        .map(|ledgered| ledger_entry(&key, resource, &uid, reason, ledgered));
+    let entry = ledger.as_deref().map(|ledgered| {
+        ledger_entry(
+            &key,
+            resource,
+            &uid,
+            reason,
+            ledgered,
+            shared.parts.clock.now(),
+        )
+    });
     let archive_sink = ledger
         .as_deref()
         .filter(|ledgered| ledgered.archive)
@@ -120,7 +127,10 @@ pub(super) async fn delete(shared: &Shared, action: Action, resource: &Resource)
         return;
     }
     let metrics = &shared.parts.metrics;
-    let delay = Timestamp::now()
+    let delay = shared
+        .parts
+        .clock
+        .now()
         .duration_since(eligible_at)
         .as_secs_f64()
         .max(0.0);
@@ -141,7 +151,7 @@ pub(super) async fn delete(shared: &Shared, action: Action, resource: &Resource)
     if let (Some(shared_ledger), Some(mut entry), Some(ledgered)) =
         (&shared.parts.ledger, entry, ledger.as_deref())
     {
-        entry.time = Timestamp::now();
+        entry.time = shared.parts.clock.now();
         shared_ledger.announce(DELETED, &entry, ledgered.sink.as_ref(), ledgered.archive);
     }
     if let Some(governance) = policy {
@@ -170,13 +180,15 @@ fn reason_label(reason: Reason) -> &'static str {
     }
 }
 
-/// The ledger's entry for deleting `key`, as `ledgered` tells it; its time is set when sent.
+/// The ledger's entry for deleting `key`, as `ledgered` tells it, at `now`; its time is set
+/// again when sent.
 fn ledger_entry(
     key: &ObjectKey,
     resource: &Resource,
     uid: &str,
     reason: Reason,
     ledgered: &Ledgered,
+    now: Timestamp,
 ) -> Entry {
     Entry {
         api_version: resource.api_version(),
@@ -188,7 +200,7 @@ fn ledger_entry(
         decided_by: ledgered.decided_by.clone(),
         setting: ledgered.setting.clone(),
         deadline: ledgered.deadline,
-        time: Timestamp::now(),
+        time: now,
         object: None,
         object_truncated: false,
     }

@@ -50,7 +50,6 @@ pub struct Discovered {
     pub(crate) unpermitted: HashMap<String, String>,
 }
 
-mod clock;
 mod compiles;
 mod evaluations;
 mod governed;
@@ -59,7 +58,7 @@ mod readiness;
 mod refetch;
 mod scan;
 
-pub use clock::Clock;
+pub use crate::clock::Clock;
 pub use compiles::Compiles;
 pub use evaluations::Evaluations;
 pub use policies::Extra;

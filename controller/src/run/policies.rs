@@ -188,6 +188,7 @@ impl Loop {
         let summaries = self.state.summaries();
         let kinds = self.state.kinds();
         let mut writes = Vec::new();
+        let now = self.clock.now();
         for (key, loaded) in self.state.policies().iter() {
             let inputs = policy_status::Inputs {
                 key,
@@ -196,6 +197,7 @@ impl Loop {
                 summary: summaries.get(key).cloned().unwrap_or_default(),
                 deletions: self.state.policies().deletions(key),
                 kinds,
+                now,
                 previous: self.extra.written.get(key),
             };
             let status = policy_status::compute(&inputs);

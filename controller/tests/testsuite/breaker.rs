@@ -101,7 +101,7 @@ async fn settled() {
 #[tokio::test]
 async fn the_executor_holds_deletions_while_open_sends_its_other_work_and_the_held_on_release() {
     let (client, seen) = recording_client();
-    let breaker = Breaker::new(2, MINUTE);
+    let breaker = Breaker::new(2, MINUTE, kube_retention_controller::clock::Clock::System);
     breaker.close(); // the stored state, read: closed
     let (feedback, _) = mpsc::unbounded_channel();
     let reporter = Reporter {
@@ -122,6 +122,7 @@ async fn the_executor_holds_deletions_while_open_sends_its_other_work_and_the_he
         recorder: Recorder::new(client, reporter),
         feedback,
         ledger: None,
+        clock: kube_retention_controller::clock::Clock::System,
     });
     for name in ["a", "b", "c"] {
         executor.submit(deletion("ns", name), Registry::builtin());
@@ -161,7 +162,7 @@ async fn the_executor_holds_deletions_while_open_sends_its_other_work_and_the_he
 
 #[tokio::test]
 async fn a_cleaners_delete_waits_while_the_breaker_is_open() {
-    let breaker = Breaker::new(1, MINUTE);
+    let breaker = Breaker::new(1, MINUTE, kube_retention_controller::clock::Clock::System);
     breaker.close();
     assert!(breaker.admit());
     assert!(!breaker.admit(), "the second within the minute opens it");

@@ -19,7 +19,11 @@ const MINUTE: Duration = Duration::from_secs(60);
 /// A breaker of `limit` per minute and its store, leading or not, against a mocked API server.
 fn start(limit: u32, leading: bool) -> (Breaker, ApiServer, watch::Sender<bool>) {
     let (client, server) = kube_retention_apimock::pair();
-    let breaker = Breaker::new(limit, MINUTE);
+    let breaker = Breaker::new(
+        limit,
+        MINUTE,
+        kube_retention_controller::clock::Clock::System,
+    );
     let (leader, leadership) = watch::channel(leading);
     let reporter = Reporter {
         controller: "test".into(),

@@ -47,6 +47,7 @@ fn executor(client: &Client, budget: Budget, metrics: &Metrics) -> Executor {
         recorder: recorder(client),
         feedback,
         ledger: None,
+        clock: kube_retention_controller::clock::Clock::System,
     });
     executor
 }
@@ -106,6 +107,7 @@ fn cleaning(client: &Client, budget: Budget) -> Arc<Cleaning> {
         budget,
         sender: Arc::new(Sender::new(Arc::new(SinkPolicy::default()))),
         ledger: None,
+        clock: kube_retention_controller::clock::Clock::System,
     })
 }
 

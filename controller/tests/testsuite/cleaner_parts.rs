@@ -122,6 +122,7 @@ fn the_cloud_event_goes_in_binary_mode() {
         "id-1",
         source,
         data.clone(),
+        jiff::Timestamp::now(),
     )
     .expect("an event");
     let request = sinks::request("http://sink.example/", event).expect("a request");

@@ -56,6 +56,7 @@ async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_ref
         budget: Budget::unlimited(),
         sender: Arc::new(Sender::new(Arc::new(SinkPolicy::default()))),
         ledger: None,
+        clock: kube_retention_controller::clock::Clock::System,
     };
     let (evaluator, evaluating) = Evaluator::spawn(EvaluatorMetrics::default()).unwrap();
     let cleaners = Cleaners::new(cleaning, Lists::new(InitialList::Pages, 500), evaluator);

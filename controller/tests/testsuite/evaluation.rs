@@ -156,6 +156,7 @@ fn an_expression_past_its_limit_never_matches_and_the_policy_says_why() {
         summary,
         deletions: 0,
         kinds: state.kinds(),
+        now: jiff::Timestamp::UNIX_EPOCH,
         previous: None,
     });
     let ready = &status.conditions[0];

@@ -56,6 +56,7 @@ impl ApiServer {
             recorder,
             feedback: feedback_tx,
             ledger: None,
+            clock: kube_retention_controller::clock::Clock::System,
         });
         Self {
             server,

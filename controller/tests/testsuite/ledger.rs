@@ -160,6 +160,7 @@ fn harness(cluster_sink: Option<&str>, capacity: usize) -> (Harness, Ledger) {
         recorder,
         feedback: feedback_tx,
         ledger: Some(ledger.clone()),
+        clock: kube_retention_controller::clock::Clock::System,
     });
     let harness = Harness {
         server,

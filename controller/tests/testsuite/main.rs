@@ -51,6 +51,7 @@ mod lifecycle;
 mod loop_paused;
 mod loop_shed;
 mod notice;
+mod one_clock;
 mod overdue;
 mod policies;
 mod policy_compile;

@@ -54,25 +54,27 @@ impl Default for Delivery {
 }
 
 /// An event of `event_type` from `source` (a Cleaner's:
-/// `/apis/retention.dev/v1alpha1/namespaces/NS/cleaners/NAME`).
+/// `/apis/retention.dev/v1alpha1/namespaces/NS/cleaners/NAME`), at `time` (the sender's clock).
 pub fn event(
     event_type: &str,
     id: &str,
     source: &str,
     data: Value,
+    time: jiff::Timestamp,
 ) -> Result<Event, EventBuilderError> {
     EventBuilderV10::new()
         .id(id)
         .ty(event_type)
         .source(source)
-        .time(chrono::Utc::now())
+        .time(chrono_time(time))
         .data("application/json", data)
         .build()
 }
 
 /// The deletion ledger's event of `event_type` carrying `entry`, from `source`: its id is the
 /// object's uid and the type (`<uid>/<type>`), so a consumer can drop a repeat, and its subject
-/// `Kind/namespace/name`. The one shape of a ledger event, whoever sends it.
+/// `Kind/namespace/name`, and its time the entry's. The one shape of a ledger event, whoever
+/// sends it.
 pub fn ledger_event(
     event_type: &str,
     source: &str,
@@ -86,7 +88,7 @@ pub fn ledger_event(
         .ty(event_type)
         .source(source)
         .subject(subject)
-        .time(chrono::Utc::now())
+        .time(chrono_time(entry.time))
         .data("application/json", data)
         .build()?)
 }
@@ -232,4 +234,11 @@ impl Sender {
             attempts: delivery.attempts,
         })
     }
+}
+
+/// `time` as the CloudEvents SDK takes it (chrono's).
+fn chrono_time(time: jiff::Timestamp) -> chrono::DateTime<chrono::Utc> {
+    i64::try_from(time.as_nanosecond())
+        .map(chrono::DateTime::from_timestamp_nanos)
+        .unwrap_or_default()
 }

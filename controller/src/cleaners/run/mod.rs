@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::{AbortHandle, BoxStream, SelectAll};
-use jiff::Timestamp;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
@@ -112,12 +111,16 @@ impl Cleaners {
             self.follow_kinds();
             self.leading = *leadership.borrow();
             if self.leading {
-                let now = Timestamp::now();
+                let now = self.cleaning.clock.now();
                 for key in self.book.take_due(now) {
                     self.evaluate(&key, now).await;
                 }
             }
-            let deadline = self.book.next_deadline().map_or(far, instant_at);
+            let clock = self.cleaning.clock;
+            let deadline = self
+                .book
+                .next_deadline()
+                .map_or(far, |at| clock.instant_at(at));
             let replan = self.replan_at.unwrap_or(far);
             tokio::select! {
                 Some(observed) = self.streams.next() => self.observe(observed),
@@ -193,8 +196,3 @@ impl Cleaners {
 
 mod outcomes;
 mod watching;
-
-fn instant_at(at: Timestamp) -> Instant {
-    let wait = at.duration_since(Timestamp::now());
-    Instant::now() + Duration::try_from(wait).unwrap_or(Duration::ZERO)
-}

@@ -92,7 +92,7 @@ impl Cleaners {
         match outcome {
             CleanerOutcome::Compiled { key, seq, judge } => self.on_compiled(key, seq, judge),
             CleanerOutcome::Judged { pending, verdict } if self.leading => {
-                let now = Timestamp::now();
+                let now = self.cleaning.clock.now();
                 let key = pending.key.clone();
                 if let Some(evaluation) = self.book.conclude(*pending, verdict, now) {
                     self.evaluated(&key, evaluation, now).await;
@@ -103,7 +103,8 @@ impl Cleaners {
             CleanerOutcome::Shed { key, seq }
                 if self.leading && self.book.evaluating(&key, seq) =>
             {
-                self.evaluate_as(&key, Timestamp::now(), true).await;
+                self.evaluate_as(&key, self.cleaning.clock.now(), true)
+                    .await;
             }
             CleanerOutcome::Shed { key, seq } => {
                 self.book.abandon(&key, seq);
@@ -142,7 +143,7 @@ impl Cleaners {
 
     /// A clean ended: announced and the Cleaner gone, or Ready=False and evaluated again soon.
     pub(super) async fn finish(&mut self, clean: Clean, outcome: Result<Cleaned, Problem>) {
-        let now = Timestamp::now();
+        let now = self.cleaning.clock.now();
         let reference = act::reference(&clean);
         match outcome {
             Ok(cleaned) => {

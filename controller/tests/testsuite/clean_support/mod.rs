@@ -61,6 +61,7 @@ pub async fn cleaning(group: Clean, answers: Answers) -> (Result<Cleaned, Proble
         budget: Budget::unlimited(),
         sender: Arc::new(Sender::new(Arc::new(SinkPolicy::default()))),
         ledger: None,
+        clock: kube_retention_controller::clock::Clock::System,
     });
     let outcome = clean(cleaning.clone(), group.clone()).await;
     if outcome.is_ok() {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use http::Response;
 use kube::client::Body;
 use kube_retention_apimock::Received;
+use kube_retention_controller::clock::Clock;
 use kube_retention_controller::leader::Elector;
 use kube_retention_runtime::supervise::Supervised;
 use serde_json::{Value, json};
@@ -102,6 +103,7 @@ impl ApiServer {
             "kube-retention-controller",
             ME,
             DURATION,
+            Clock::System,
         ));
         let (leadership, task) = elector.spawn();
         Self {

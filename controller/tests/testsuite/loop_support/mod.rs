@@ -61,6 +61,7 @@ pub fn start<T: Send + 'static>(
         recorder: Recorder::new(client.clone(), reporter),
         feedback: feedback_tx,
         ledger: None,
+        clock,
     });
     let (group, watching) = kube_retention_runtime::supervise::group("watches");
     let mut watches = Watches::new(

@@ -124,6 +124,7 @@ pub fn event() -> cloudevents::Event {
         "id",
         "/apis/retention.dev/v1alpha1/namespaces/n/cleaners/c",
         json!({"deleted": []}),
+        jiff::Timestamp::now(),
     )
     .expect("an event")
 }
