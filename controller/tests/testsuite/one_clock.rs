@@ -40,7 +40,12 @@ fn only_the_clock_reads_the_systems_time() {
         let text = std::fs::read_to_string(file).expect("a source file");
         for (number, line) in text.lines().enumerate() {
             if SYSTEM_READINGS.iter().any(|reading| line.contains(reading)) {
-                readings.push(format!("{}:{}: {}", file.display(), number + 1, line.trim()));
+                readings.push(format!(
+                    "{}:{}: {}",
+                    file.display(),
+                    number + 1,
+                    line.trim()
+                ));
             }
         }
     }
@@ -50,5 +55,8 @@ fn only_the_clock_reads_the_systems_time() {
         readings.join("\n")
     );
     let clock = std::fs::read_to_string(&clock).expect("clock.rs");
-    assert!(clock.contains("Timestamp::now()"), "the clock reads the system's time");
+    assert!(
+        clock.contains("Timestamp::now()"),
+        "the clock reads the system's time"
+    );
 }
