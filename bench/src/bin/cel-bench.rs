@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use kube_retention_bench::{cel_copies, report};
+use kube_retention_bench::cel_copies::{self, median};
+use kube_retention_bench::report;
 use kube_retention_common::cel::{
     Budget, COST_LIMIT, Converted, Expect, Expression, TIME_LIMIT, thousands,
 };
@@ -48,11 +49,6 @@ struct Row {
     spent: u64,
     outcome: String,
     median: Duration,
-}
-
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
 }
 
 fn measure(what: &str, source: &str, object: &Value) -> Result<Row> {

@@ -18,7 +18,7 @@ use jiff::Timestamp;
 use kube_cel::cel::{Context, Value as CelValue};
 use serde_json::Value;
 
-use super::conversion::AsKubernetes;
+use super::conversion::to_cel;
 use super::{VARIABLE, contained, root, stack};
 
 /// A value CEL cannot represent, and why.
@@ -61,7 +61,7 @@ impl fmt::Debug for Converted {
 impl Converted {
     /// `object` as CEL sees it.
     pub fn new(object: &Value) -> Result<Self, ConversionError> {
-        let value = stack::deep(|| kube_cel::cel::to_value(AsKubernetes(object)))
+        let value = stack::deep(|| to_cel(object))
             .map_err(|error| ConversionError::Object(error.to_string()))?;
         let bound = Bound::new(vec![(VARIABLE.to_owned(), value)])
             .map_err(|(_, reason)| ConversionError::Object(reason))?;
@@ -100,8 +100,8 @@ impl Variables {
         let values = values
             .into_iter()
             .map(|(name, value)| {
-                let converted = stack::deep(|| kube_cel::cel::to_value(AsKubernetes(value)))
-                    .map_err(|error| ConversionError::Variable {
+                let converted =
+                    stack::deep(|| to_cel(value)).map_err(|error| ConversionError::Variable {
                         name: name.to_owned(),
                         reason: error.to_string(),
                     })?;

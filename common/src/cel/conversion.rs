@@ -8,11 +8,18 @@
 //! judge wrongly. So the JSON is handed over through [`AsKubernetes`], which serializes numbers
 //! as Kubernetes reads them and everything else as it is.
 
+use kube_cel::cel::{SerializationError, Value as CelValue};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
+/// `value` as CEL values, its numbers as Kubernetes reads them: what every JSON given to an
+/// expression goes through.
+pub(super) fn to_cel(value: &Value) -> Result<CelValue, SerializationError> {
+    kube_cel::cel::to_value(AsKubernetes(value))
+}
+
 /// A JSON value serialized with its numbers as Kubernetes' CEL reads them.
-pub(super) struct AsKubernetes<'a>(pub &'a Value);
+struct AsKubernetes<'a>(&'a Value);
 
 impl Serialize for AsKubernetes<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

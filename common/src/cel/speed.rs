@@ -17,10 +17,10 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use cpu_time::ThreadTime;
-use kube_cel::cel::Value;
 use kube_cel::cel::common::value::Val;
 use serde_json::json;
 
+use super::conversion::to_cel;
 use super::measure::copying;
 
 /// What copying [`reference()`] took on the machine the figures come from, walk included, in
@@ -39,8 +39,18 @@ pub fn reference() -> Option<Box<dyn Val>> {
                    "count": index, "tags": ["a", "bb", "ccc"]})
         })
         .collect();
-    let value: Value = kube_cel::cel::to_value(json!({"items": items})).ok()?;
-    Box::<dyn Val>::try_from(value).ok()
+    value_of(&json!({"items": items}))
+}
+
+/// `json` as the meter meets it in an object (converted as an object is).
+pub fn value_of(json: &serde_json::Value) -> Option<Box<dyn Val>> {
+    Box::<dyn Val>::try_from(to_cel(json).ok()?).ok()
+}
+
+/// The time the meter foretells for copying `value`, in nanoseconds on the figures' machine
+/// (before [`slowness`] scales it).
+pub fn foretold_copy(value: &dyn Val) -> u64 {
+    copying(value).nanos
 }
 
 /// How long copying `value` takes here, as a select makes it: walked, then copied.
