@@ -1,17 +1,17 @@
 //! Carries out the state's decisions against the API server within a client-side request budget.
 //!
-//! Deletions come first, then stamps and labels, then Events: under a backlog every request of
-//! the budget goes to deleting, and the informational writes catch up afterwards. Each DELETE is a
-//! single request carrying uid and resourceVersion preconditions; a refused precondition means the
-//! object changed, and the watch brings the version to judge instead. Failures go back to the
-//! state as [`Feedback`], which backs the object off.
+//! The namespaces take turns, one request each ([`queue`]): the controller serves every
+//! namespace, and one namespace's flood of deletions no longer queues ahead of another's single
+//! due object, nor ahead of its notice or stamp. A namespace's own deletions come first, then its
+//! stamps and labels, then its Events: under its own backlog its turns go to deleting, and its
+//! informational writes catch up afterwards. Each DELETE is a single request carrying uid and
+//! resourceVersion preconditions; a refused precondition means the object changed, and the watch
+//! brings the version to judge instead. Failures go back to the state as [`Feedback`], which
+//! backs the object off.
 //!
-//! Within each priority the namespaces take turns, one request each ([`queue`]): the controller
-//! serves every namespace, and one namespace's flood of deletions no longer queues ahead of
-//! another's single due object. The budget itself ([`Budget`]) is shared with the Cleaners,
-//! whose DELETEs wait on it too. So does the circuit breaker ([`crate::breaker`]): a DELETE it
-//! holds is kept aside, not sent, while stamps and Events still go, and is sent once the breaker
-//! is released.
+//! The budget itself ([`Budget`]) is shared with the Cleaners, whose DELETEs wait on it too. So
+//! does the circuit breaker ([`crate::breaker`]): a DELETE it holds is kept aside, not sent,
+//! while stamps and Events still go, and is sent once the breaker is released.
 
 use std::sync::Arc;
 

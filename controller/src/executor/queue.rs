@@ -6,23 +6,25 @@
 //! deletions ahead of another namespace's single due object, which then waited 100,000 / qps
 //! seconds — one tenant starved the others.
 //!
-//! Now each priority is a [`FairQueue`] keyed by namespace, as API Priority and Fairness shares
-//! the API server between flows: one request per namespace in turn, a namespace whose queue
-//! empties leaves the rotation, one that arrives joins at its back. A flood waits behind itself;
-//! another namespace's deletion goes out within one round (as many requests as namespaces with
-//! a backlog). What stays as it was:
+//! Now the namespaces take turns, one request each, as API Priority and Fairness shares the API
+//! server between flows; a namespace whose backlog empties leaves the rotation, one that arrives
+//! joins at its back. A flood waits behind itself: another namespace's work goes out within one
+//! round (as many requests as namespaces with a backlog), whatever its priority.
 //!
-//! - priorities: deletions before stamps and labels before Events and Warnings; fairness is
-//!   within a priority, so a stamp in one namespace never goes before a deletion in another;
+//! The priorities — deletions, then stamps and labels, then Events and Warnings — order a
+//! namespace's own work. They used to order all work first, each priority a fair queue of its
+//! own: every deletion waiting in any namespace went before any namespace's stamp or Warning, so
+//! one namespace's flood of deletions held back another's `RetentionExpiring` notice (due at its
+//! deadline less `notifyBefore`) by as long as the flood took, past the deadline it warned of.
+//! What stays as it was:
+//!
 //! - stamps whose time has passed are passed over ([`Backlog::next`]), without using up their
 //!   namespace's turn;
 //! - informational work (Events, Warnings) beyond [`MAX_QUEUED_EVENTS`] is dropped, oldest first
-//!   — now the oldest of the namespace with the longest backlog, so the bound costs the tenant
-//!   that floods, not the others. Deletions, stamps and labels are never dropped.
+//!   of the namespace with the longest such backlog, so the bound costs the tenant that floods,
+//!   not the others. Deletions, stamps and labels are never dropped.
 //!
-//! The queue itself is [`crate::fair`]'s: a `VecDeque` of keys over a map of `VecDeque`s,
-//! hand-written because the crates that schedule fairly bring a runtime or a scheduler of their
-//! own, or hold their items by reference.
+//! The queue itself is [`crate::fair`]'s, with one lane per priority.
 
 use std::sync::Arc;
 
@@ -40,6 +42,9 @@ pub const MAX_QUEUED_EVENTS: usize = 10_000;
 
 /// The priority of Events and Warnings: the only work that may be dropped.
 const INFORMATIONAL: usize = 2;
+
+/// Deletions, stamps and labels, Events and Warnings: see [`Work::priority`].
+const PRIORITIES: usize = 3;
 
 /// An Event to record when the budget has room.
 #[derive(Debug, Clone)]
@@ -97,45 +102,51 @@ impl Work {
     }
 }
 
-/// Work waiting for the budget: per priority, one queue per namespace served round robin.
-#[derive(Debug, Default)]
+/// Work waiting for the budget: one queue per namespace served round robin, each namespace's
+/// work in order of priority.
+#[derive(Debug)]
 pub struct Backlog {
-    priorities: [FairQueue<Arc<str>, Work>; 3],
+    queue: FairQueue<Arc<str>, Work>,
+}
+
+impl Default for Backlog {
+    fn default() -> Self {
+        Self {
+            queue: FairQueue::with_lanes(PRIORITIES),
+        }
+    }
 }
 
 impl Backlog {
     /// Queues `work` behind its namespace's work of the same priority. Returns the informational
     /// work dropped to keep within [`MAX_QUEUED_EVENTS`], if any: the oldest of the namespace
-    /// with the longest backlog.
+    /// with the longest such backlog.
     pub fn push(&mut self, work: Work) -> Option<Work> {
         let priority = work.priority();
-        let queue = &mut self.priorities[priority];
-        queue.push(work.namespace(), work);
-        if priority == INFORMATIONAL && queue.len() > MAX_QUEUED_EVENTS {
-            return queue.drop_oldest_of_longest(|_| true);
+        self.queue.push_to(priority, work.namespace(), work);
+        if priority == INFORMATIONAL && self.queue.lane_len(INFORMATIONAL) > MAX_QUEUED_EVENTS {
+            return self.queue.drop_oldest_of_longest(INFORMATIONAL);
         }
         None
     }
 
-    /// The most urgent work: the first priority with any, and within it the namespace whose
-    /// turn it is; stamps stale by `now` are discarded on the way.
+    /// The work of the namespace whose turn it is, its most urgent first; stamps stale by `now`
+    /// are discarded on the way.
     pub fn next(&mut self, now: Timestamp) -> Option<Work> {
-        self.priorities
-            .iter_mut()
-            .find_map(|queue| queue.pop_valid(|work| !work.stale(now)))
+        self.queue.pop_valid(|work| !work.stale(now))
     }
 
     /// How much work waits, all priorities together.
     pub fn len(&self) -> usize {
-        self.priorities.iter().map(FairQueue::len).sum()
+        self.queue.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.priorities.iter().all(FairQueue::is_empty)
+        self.queue.is_empty()
     }
 
-    /// How many namespaces have work of `priority` waiting (0, 1 or 2: see [`Work::priority`]).
-    pub fn namespaces(&self, priority: usize) -> usize {
-        self.priorities.get(priority).map_or(0, FairQueue::keys)
+    /// How many namespaces have work waiting.
+    pub fn namespaces(&self) -> usize {
+        self.queue.keys()
     }
 }

@@ -1,6 +1,6 @@
-//! The executor's backlog: namespaces take turns within a priority, priorities still come first,
-//! stale stamps are passed over and the bound on informational work costs the namespace that
-//! floods.
+//! The executor's backlog: namespaces take turns whatever their work's priority, a namespace's
+//! own work goes most urgent first, stale stamps are passed over and the bound on informational
+//! work costs the namespace that floods.
 
 use crate::work_support;
 
@@ -55,7 +55,7 @@ fn one_namespaces_flood_does_not_starve_another() {
     );
     assert_eq!(backlog.next(now()).map(|work| named(&work)).unwrap(), "a/1");
     assert_eq!(backlog.len(), 99_998);
-    assert_eq!(backlog.namespaces(0), 1, "b left the rotation");
+    assert_eq!(backlog.namespaces(), 1, "b left the rotation");
 }
 
 #[test]
@@ -72,11 +72,11 @@ fn namespaces_take_turns_and_a_newcomer_joins_at_the_back() {
         ["b/0", "c/0", "a/1", "d/0", "b/1", "a/2"]
     );
     assert!(backlog.is_empty());
-    assert_eq!(backlog.namespaces(0), 0);
+    assert_eq!(backlog.namespaces(), 0);
 }
 
 #[test]
-fn priority_wins_over_fairness() {
+fn priority_orders_a_namespaces_own_work_and_the_namespaces_take_turns() {
     let mut backlog = Backlog::default();
     let later = now() + SignedDuration::from_hours(1);
     backlog.push(event("c", "told"));
@@ -89,16 +89,40 @@ fn priority_wins_over_fairness() {
     assert_eq!(
         drain(&mut backlog),
         [
-            "a/0",
-            "a/1",
-            "a/2",
-            "b/stamped",
             "c/labelled",
+            "b/stamped",
+            "a/0",
             "c/told",
-            "b/warned"
+            "b/warned",
+            "a/1",
+            "a/2"
         ],
-        "every deletion before any stamp or label, and those before any Event"
+        "in each turn the namespace's most urgent work: a label before an Event, a stamp \
+         before a Warning"
     );
+}
+
+#[test]
+fn another_namespaces_notice_goes_within_a_round_of_a_flood_of_deletions() {
+    let mut backlog = Backlog::default();
+    for n in 0..100_000 {
+        backlog.push(delete("a", &n.to_string()));
+    }
+    let later = now() + SignedDuration::from_hours(1);
+    backlog.push(warn("b", "expiring"));
+    backlog.push(stamp("c", "stamped", later));
+    backlog.push(event("d", "deleted"));
+    let first: Vec<String> = (0..5)
+        .filter_map(|_| backlog.next(now()))
+        .map(|work| named(&work))
+        .collect();
+    assert_eq!(
+        first,
+        ["a/0", "b/expiring", "c/stamped", "d/deleted", "a/1"],
+        "a's deletions are a's own backlog: the others' Warning, stamp and Event each wait \
+         one round, not 100,000 deletions"
+    );
+    assert_eq!(backlog.namespaces(), 1);
 }
 
 #[test]
@@ -156,100 +180,120 @@ fn deletions_stamps_and_labels_are_never_dropped() {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Push(u8),
+    /// Work of this priority (0 deletion, 1 stamp, 2 Event) in this namespace.
+    Push(u8, u8),
     Next,
 }
 
 fn op() -> impl Strategy<Value = Op> {
-    prop_oneof![3 => (0u8..4).prop_map(Op::Push), 2 => Just(Op::Next)]
+    prop_oneof![
+        3 => (0u8..4, 0u8..3).prop_map(|(namespace, priority)| Op::Push(namespace, priority)),
+        2 => Just(Op::Next),
+    ]
+}
+
+/// One item taken: its namespace, its index among all pushed, its priority, the most urgent
+/// priority its namespace had waiting just before, and the namespaces with work left just after.
+struct Taken {
+    namespace: u8,
+    index: usize,
+    priority: usize,
+    most_urgent: usize,
+    backlogged: Vec<u8>,
+}
+
+/// What waits, by namespace and priority.
+type Waiting = HashMap<u8, [usize; 3]>;
+
+fn take(backlog: &mut Backlog, waiting: &mut Waiting) -> Option<Taken> {
+    let work = backlog.next(now())?;
+    let name = named(&work);
+    let (namespace, index) = name.split_once('/').unwrap();
+    let namespace: u8 = namespace.parse().unwrap();
+    let mine = waiting.get_mut(&namespace).unwrap();
+    let most_urgent = mine.iter().position(|n| *n > 0).unwrap();
+    mine[work.priority()] -= 1;
+    let mut backlogged: Vec<u8> = waiting
+        .iter()
+        .filter(|(_, n)| n.iter().sum::<usize>() > 0)
+        .map(|(namespace, _)| *namespace)
+        .collect();
+    backlogged.sort_unstable();
+    Some(Taken {
+        namespace,
+        index: index.parse().unwrap(),
+        priority: work.priority(),
+        most_urgent,
+        backlogged,
+    })
 }
 
 proptest! {
-    /// Deletions pushed and taken in any interleaving: each comes out once, in its namespace's
-    /// order, and between two of a namespace that still has a backlog, every other namespace
-    /// with a backlog at the first gets exactly one turn, and no other.
+    /// Work of every priority pushed and taken in any interleaving: each comes out once, in its
+    /// namespace's order within its priority, always of the most urgent priority its namespace
+    /// has waiting; and between two of a namespace that still has a backlog, every other
+    /// namespace with a backlog at the first gets exactly one turn, and no other, whatever the
+    /// priority of its work or theirs.
     #[test]
-    fn namespaces_with_a_backlog_take_one_turn_each(ops in prop::collection::vec(op(), 0..300)) {
+    fn namespaces_with_a_backlog_take_one_turn_each_their_most_urgent_first(
+        ops in prop::collection::vec(op(), 0..300)
+    ) {
         let mut backlog = Backlog::default();
+        let later = now() + SignedDuration::from_hours(1);
         let mut pushed = 0usize;
-        let mut waiting: HashMap<u8, usize> = HashMap::new();
-        // Each item taken, and which namespaces had a backlog right after.
-        let mut taken: Vec<(u8, usize, Vec<u8>)> = Vec::new();
-        let mut take = |backlog: &mut Backlog, waiting: &mut HashMap<u8, usize>| {
-            let work = backlog.next(now())?;
-            let name = named(&work);
-            let (namespace, index) = name.split_once('/').unwrap();
-            let namespace: u8 = namespace.parse().unwrap();
-            *waiting.get_mut(&namespace).unwrap() -= 1;
-            let mut backlogged: Vec<u8> =
-                waiting.iter().filter(|(_, n)| **n > 0).map(|(ns, _)| *ns).collect();
-            backlogged.sort_unstable();
-            taken.push((namespace, index.parse().unwrap(), backlogged));
-            Some(())
-        };
+        let mut waiting = Waiting::new();
+        let mut taken: Vec<Taken> = Vec::new();
         for op in ops {
             match op {
-                Op::Push(namespace) => {
-                    backlog.push(delete(&namespace.to_string(), &pushed.to_string()));
-                    *waiting.entry(namespace).or_default() += 1;
+                Op::Push(namespace, priority) => {
+                    let (namespace_name, name) = (namespace.to_string(), pushed.to_string());
+                    let work = match priority {
+                        0 => delete(&namespace_name, &name),
+                        1 => stamp(&namespace_name, &name, later),
+                        _ => event(&namespace_name, &name),
+                    };
+                    prop_assert!(backlog.push(work).is_none());
+                    waiting.entry(namespace).or_default()[usize::from(priority)] += 1;
                     pushed += 1;
                 }
-                Op::Next => {
-                    take(&mut backlog, &mut waiting);
-                }
+                Op::Next => taken.extend(take(&mut backlog, &mut waiting)),
             }
         }
-        while take(&mut backlog, &mut waiting).is_some() {}
+        while let Some(one) = take(&mut backlog, &mut waiting) {
+            taken.push(one);
+        }
         prop_assert!(backlog.is_empty());
 
-        let mut indices: Vec<usize> = taken.iter().map(|(_, index, _)| *index).collect();
+        let mut indices: Vec<usize> = taken.iter().map(|one| one.index).collect();
         indices.sort_unstable();
         prop_assert_eq!(indices, (0..pushed).collect::<Vec<_>>(), "each exactly once");
-        for namespace in 0u8..4 {
-            let mine: Vec<usize> = taken.iter().filter(|t| t.0 == namespace).map(|t| t.1).collect();
-            prop_assert!(mine.windows(2).all(|pair| pair[0] < pair[1]), "FIFO in {}", namespace);
+        for one in &taken {
+            prop_assert_eq!(one.priority, one.most_urgent, "{}'s most urgent first", one.namespace);
         }
-        for (position, (namespace, _, backlogged)) in taken.iter().enumerate() {
-            if !backlogged.contains(namespace) {
+        for namespace in 0u8..4 {
+            for priority in 0..3 {
+                let mine: Vec<usize> = taken
+                    .iter()
+                    .filter(|one| one.namespace == namespace && one.priority == priority)
+                    .map(|one| one.index)
+                    .collect();
+                prop_assert!(
+                    mine.windows(2).all(|pair| pair[0] < pair[1]),
+                    "FIFO in {} at priority {}", namespace, priority
+                );
+            }
+        }
+        for (position, one) in taken.iter().enumerate() {
+            if !one.backlogged.contains(&one.namespace) {
                 continue;
             }
             let rest = &taken[position + 1..];
-            let next = rest.iter().position(|t| t.0 == *namespace).unwrap();
-            let mut between: Vec<u8> = rest[..next].iter().map(|t| t.0).collect();
+            let next = rest.iter().position(|other| other.namespace == one.namespace).unwrap();
+            let mut between: Vec<u8> = rest[..next].iter().map(|other| other.namespace).collect();
             between.sort_unstable();
             let others: Vec<u8> =
-                backlogged.iter().copied().filter(|other| other != namespace).collect();
+                one.backlogged.iter().copied().filter(|other| *other != one.namespace).collect();
             prop_assert_eq!(between, others);
         }
-    }
-
-    /// Work of every priority pushed and taken in any interleaving: what comes out is always of
-    /// the most urgent priority waiting.
-    #[test]
-    fn the_most_urgent_priority_goes_first(ops in prop::collection::vec((0u8..3, 0u8..3, any::<bool>()), 0..300)) {
-        let mut backlog = Backlog::default();
-        let mut waiting = [0usize; 3];
-        let later = now() + SignedDuration::from_hours(1);
-        for (n, (namespace, priority, take)) in ops.into_iter().enumerate() {
-            if take {
-                let Some(work) = backlog.next(now()) else {
-                    prop_assert_eq!(waiting, [0; 3]);
-                    continue;
-                };
-                let urgent = waiting.iter().position(|n| *n > 0).unwrap();
-                prop_assert_eq!(work.priority(), urgent);
-                waiting[urgent] -= 1;
-            } else {
-                let (namespace, name) = (namespace.to_string(), n.to_string());
-                let work = match priority {
-                    0 => delete(&namespace, &name),
-                    1 => stamp(&namespace, &name, later),
-                    _ => event(&namespace, &name),
-                };
-                prop_assert!(backlog.push(work).is_none());
-                waiting[usize::from(priority)] += 1;
-            }
-        }
-        prop_assert_eq!(backlog.len(), waiting.iter().sum::<usize>());
     }
 }

@@ -38,9 +38,59 @@ fn the_bound_costs_the_longest_backlog() {
         queue.push('a', n);
     }
     queue.push('b', 10);
-    assert_eq!(queue.drop_oldest_of_longest(|_| true), Some(0));
-    assert_eq!(queue.drop_oldest_of_longest(|item| *item > 100), None);
+    assert_eq!(queue.drop_oldest_of_longest(0), Some(0));
+    assert_eq!(
+        queue.drop_oldest_of_longest(1),
+        None,
+        "a lane past the last"
+    );
     assert_eq!(queue.len(), 5);
+}
+
+#[test]
+fn the_bound_counts_one_lane_and_drops_from_it_alone() {
+    let mut queue = FairQueue::with_lanes(2);
+    for n in 0..5 {
+        queue.push_to(0, 'a', n);
+    }
+    queue.push_to(1, 'a', 20);
+    queue.push_to(1, 'b', 10);
+    queue.push_to(1, 'b', 11);
+    assert_eq!(queue.lane_len(1), 3);
+    assert_eq!(
+        queue.drop_oldest_of_longest(1),
+        Some(10),
+        "b has the most in lane 1, though a has the most in all"
+    );
+    assert_eq!(
+        queue.drop_oldest_of_longest(1),
+        Some(20),
+        "a and b tie: a is first in the round"
+    );
+    assert_eq!(queue.drop_oldest_of_longest(1), Some(11));
+    assert_eq!(queue.drop_oldest_of_longest(1), None);
+    assert_eq!(queue.keys(), 1, "b left the round with its last item");
+    assert_eq!(queue.len(), 5);
+}
+
+#[test]
+fn a_keys_turn_goes_to_its_most_urgent_lane_and_the_keys_still_alternate() {
+    let mut queue = FairQueue::with_lanes(3);
+    for n in 0..100_000 {
+        queue.push_to(0, 'a', n);
+    }
+    queue.push_to(2, 'b', -2);
+    queue.push_to(1, 'b', -1);
+    queue.push_to(2, 'a', -3);
+    let first: Vec<i32> = (0..4).filter_map(|_| queue.pop()).collect();
+    assert_eq!(
+        first,
+        [0, -1, 1, -2],
+        "b's less urgent work goes within a round of a's flood, its own lane 1 first"
+    );
+    assert_eq!(queue.keys(), 1);
+    assert_eq!(queue.lane_len(2), 1);
+    assert_eq!(queue.len(), 99_999);
 }
 
 #[test]

@@ -218,17 +218,20 @@ fn tenants_section(rows: &[Row]) -> String {
          first-in, first-out queue: a RetentionPolicy whose 100,000 objects fell due together queued\n\
          100,000 deletions ahead of another namespace's single due object, which then waited\n\
          100,000 / qps seconds (33 minutes at 50/s). A Cleaner sent its DELETEs one after another,\n\
-         outside the budget. Now each priority holds one queue per namespace, served round robin as API\n\
-         Priority and Fairness serves flows: one request per namespace in turn; a namespace with nothing\n\
-         queued leaves the rotation and one that arrives joins at its back. Another namespace's deletion\n\
-         goes out within one round (as many requests as namespaces with deletions waiting), and the flood\n\
-         waits behind itself. Priorities still come first: no stamp or Event goes before a deletion\n\
-         waiting in any namespace. Events and Warnings beyond 10,000 waiting are dropped oldest first\n\
-         from the namespace with the longest backlog, and counted (`kube_retention_events_dropped_total`).\n\
+         outside the budget. Now the namespaces take turns, served round robin as API Priority and\n\
+         Fairness serves flows: one request per namespace in turn; a namespace with nothing queued leaves\n\
+         the rotation and one that arrives joins at its back. Another namespace's work goes out within one\n\
+         round (as many requests as namespaces with work waiting), and the flood waits behind itself.\n\
+         The priorities order each namespace's own work. They once ordered all work first, so another\n\
+         namespace's flood of deletions held back a namespace's `RetentionExpiring` notice, due at its\n\
+         deadline less `notifyBefore`, by as long as the flood took, past the deadline it warned of.\n\
+         Events and Warnings beyond 10,000 waiting are dropped oldest first from the namespace with the\n\
+         longest such backlog, and counted (`kube_retention_events_dropped_total`).\n\
          A Cleaner's DELETEs (its targets, a Helm release's objects and records, the Cleaner itself) each\n\
          wait for the same budget. Shown without a cluster by `controller/tests/testsuite/executor_backlog.rs`\n\
-         (100,000 deletions in one namespace, then one in another, which goes out second; a property\n\
-         test over any interleaving) and `controller/tests/testsuite/budget.rs` (the executor's order of requests,\n\
+         (100,000 deletions in one namespace, then a deletion, a Warning, a stamp and an Event in others,\n\
+         each out within the first round; a property test over any interleaving of every priority)\n\
+         and `controller/tests/testsuite/budget.rs` (the executor's order of requests,\n\
          and a Cleaner's DELETEs waiting on a budget the executor spent); not measured on a cluster yet:\n\
          the hostile-tenant scenario below loads the controller with CEL and sinks, not with a deletion\n\
          flood.\n\n\
