@@ -104,10 +104,22 @@ impl Layout {
 
     /// A binary of this workspace built by `cargo build`, in [`Self::cargo_profile`]'s folder.
     pub fn cargo_binary(&self, name: &str) -> PathBuf {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
+        self.target_dir().join(Self::cargo_profile()).join(name)
+    }
+
+    /// Cargo's target folder: `$CARGO_TARGET_DIR`, or `target` in the checkout.
+    pub fn target_dir(&self) -> PathBuf {
+        std::env::var_os("CARGO_TARGET_DIR")
             .map(PathBuf::from)
-            .unwrap_or_else(|| self.repo_root.join("target"));
-        target.join(Self::cargo_profile()).join(name)
+            .unwrap_or_else(|| self.repo_root.join("target"))
+    }
+
+    /// Where a run of `suite` whose tests failed keeps its processes' logs, past its temporary
+    /// state folder: `<suite>-logs/<minor>` in the target folder.
+    pub fn kept_logs(&self, suite: &str) -> PathBuf {
+        self.target_dir()
+            .join(format!("{suite}-logs"))
+            .join(&self.kubernetes)
     }
 
     /// The folder under the target folder that the workspace's binaries are run from: `debug`

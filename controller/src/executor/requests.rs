@@ -4,7 +4,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Api;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
-use kube::runtime::events::Event;
+use kube::runtime::events::{Event, EventType};
 use kube_retention_common::StampChange;
 use kube_retention_common::annotations::{EXPIRES_AT, MANAGED_LABEL, STAMPED};
 use kube_retention_common::expiry::format_timestamp;
@@ -322,17 +322,28 @@ pub(super) async fn record(shared: &Shared, work: EventWork) {
         action: work.action.into(),
         secondary: None,
     };
-    if let Err(error) = shared.parts.recorder.publish(&event, &reference).await {
-        tracing::warn!(%error, "could not record an Event");
-        shared
-            .parts
-            .metrics
-            .errors
-            .get_or_create(&ErrorLabels {
-                kind: "Event".into(),
-                operation: "create",
-            })
-            .inc();
+    let warning = matches!(event.type_, EventType::Warning);
+    match shared.parts.recorder.publish(&event, &reference).await {
+        // A Warning is about one object, one at a time: said, as its deletion is.
+        Ok(()) if warning => tracing::info!(
+            namespace = reference.namespace.as_deref().unwrap_or_default(),
+            name = reference.name.as_deref().unwrap_or_default(),
+            reason = %event.reason,
+            "warned"
+        ),
+        Ok(()) => {}
+        Err(error) => {
+            tracing::warn!(%error, "could not record an Event");
+            shared
+                .parts
+                .metrics
+                .errors
+                .get_or_create(&ErrorLabels {
+                    kind: "Event".into(),
+                    operation: "create",
+                })
+                .inc();
+        }
     }
 }
 

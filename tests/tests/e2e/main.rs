@@ -115,6 +115,12 @@ fn main() -> ExitCode {
     if let Err(error) = release.and_then(|release| chaos::write_report(&release)) {
         eprintln!("writing the chaos report: {error:#}");
     }
+    if conclusion.num_failed + disruptive.num_failed > 0 {
+        match env.keep_logs("e2e") {
+            Ok(kept) => println!("the logs of this run's processes: {}", kept.display()),
+            Err(error) => eprintln!("keeping the logs of this run's processes: {error:#}"),
+        }
+    }
     env.stop();
     conclusion.num_passed += disruptive.num_passed;
     conclusion.num_failed += disruptive.num_failed;

@@ -121,6 +121,12 @@ fn main() -> ExitCode {
     conclusion.num_passed += disruptive.num_passed;
     conclusion.num_failed += disruptive.num_failed;
     conclusion.num_filtered_out += disruptive.num_filtered_out;
+    if conclusion.num_failed > 0 {
+        match env.keep_logs("shipped") {
+            Ok(kept) => println!("the logs of this run's processes: {}", kept.display()),
+            Err(error) => eprintln!("keeping the logs of this run's processes: {error:#}"),
+        }
+    }
     let stopping = std::time::Instant::now();
     env.stop();
     println!("shipped: make down's work took {:.0?}", stopping.elapsed());
