@@ -31,10 +31,16 @@ fn now() -> Timestamp {
     "2026-06-01T00:00:00Z".parse().unwrap()
 }
 
-fn drain(backlog: &mut Backlog) -> Vec<String> {
+/// The next `count` items taken, at most, named.
+fn next_named(backlog: &mut Backlog, count: usize) -> Vec<String> {
     std::iter::from_fn(|| backlog.next(now()))
+        .take(count)
         .map(|work| named(&work))
         .collect()
+}
+
+fn drain(backlog: &mut Backlog) -> Vec<String> {
+    next_named(backlog, usize::MAX)
 }
 
 #[test]
@@ -44,10 +50,7 @@ fn one_namespaces_flood_does_not_starve_another() {
         assert!(backlog.push(delete("a", &n.to_string())).is_none());
     }
     backlog.push(delete("b", "due"));
-    let first: Vec<String> = (0..2)
-        .filter_map(|_| backlog.next(now()))
-        .map(|work| named(&work))
-        .collect();
+    let first = next_named(&mut backlog, 2);
     assert_eq!(
         first,
         ["a/0", "b/due"],
@@ -112,10 +115,7 @@ fn another_namespaces_notice_goes_within_a_round_of_a_flood_of_deletions() {
     backlog.push(warn("b", "expiring"));
     backlog.push(stamp("c", "stamped", later));
     backlog.push(event("d", "deleted"));
-    let first: Vec<String> = (0..5)
-        .filter_map(|_| backlog.next(now()))
-        .map(|work| named(&work))
-        .collect();
+    let first = next_named(&mut backlog, 5);
     assert_eq!(
         first,
         ["a/0", "b/expiring", "c/stamped", "d/deleted", "a/1"],
