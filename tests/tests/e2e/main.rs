@@ -116,10 +116,7 @@ fn main() -> ExitCode {
         eprintln!("writing the chaos report: {error:#}");
     }
     if conclusion.num_failed + disruptive.num_failed > 0 {
-        match env.keep_logs("e2e") {
-            Ok(kept) => println!("the logs of this run's processes: {}", kept.display()),
-            Err(error) => eprintln!("keeping the logs of this run's processes: {error:#}"),
-        }
+        env.keep_logs("e2e");
     }
     env.stop();
     conclusion.num_passed += disruptive.num_passed;

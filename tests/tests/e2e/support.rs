@@ -66,8 +66,15 @@ impl Env {
 
     /// Copies the processes' logs (the control plane's, kube-retention's) out of the temporary
     /// state folder into [`Layout::kept_logs`] of `suite`, replacing an earlier run's, and
-    /// says where: a failure whose cause is in a log outlives the run.
-    pub fn keep_logs(&self, suite: &str) -> Result<std::path::PathBuf> {
+    /// says where, or why not: a failure whose cause is in a log outlives the run.
+    pub fn keep_logs(&self, suite: &str) {
+        match self.copy_logs(suite) {
+            Ok(kept) => println!("the logs of this run's processes: {}", kept.display()),
+            Err(error) => eprintln!("keeping the logs of this run's processes: {error:#}"),
+        }
+    }
+
+    fn copy_logs(&self, suite: &str) -> Result<std::path::PathBuf> {
         let logs = self.cluster.layout.state("logs");
         let kept = self.cluster.layout.kept_logs(suite);
         if kept.exists() {

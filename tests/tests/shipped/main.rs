@@ -122,10 +122,7 @@ fn main() -> ExitCode {
     conclusion.num_failed += disruptive.num_failed;
     conclusion.num_filtered_out += disruptive.num_filtered_out;
     if conclusion.num_failed > 0 {
-        match env.keep_logs("shipped") {
-            Ok(kept) => println!("the logs of this run's processes: {}", kept.display()),
-            Err(error) => eprintln!("keeping the logs of this run's processes: {error:#}"),
-        }
+        env.keep_logs("shipped");
     }
     let stopping = std::time::Instant::now();
     env.stop();
