@@ -26,6 +26,8 @@ const KUBERNETES_BINARIES: [&str; 4] = [
     "kube-controller-manager",
     "kubectl",
 ];
+/// What a node needs besides: `tests/cluster/build.sh --control-plane` leaves these out.
+pub const NODE_BINARIES: [&str; 4] = ["kube-scheduler", "kubelet", "kube-proxy", "pause"];
 /// The tools run from [`Layout::tools_bin`]; every other name is one of the minor's.
 const TOOLS: [&str; 3] = ["helm", "promtool", "krew"];
 /// Where the pinned minors are, in the checkout: one `1.NN.mod` (and `.sum`) each.
@@ -65,18 +67,25 @@ impl Layout {
             repo_root,
             state_dir,
         };
-        for binary in KUBERNETES_BINARIES {
-            if !layout.binary(binary).is_file() {
+        layout.require(&KUBERNETES_BINARIES)?;
+        Ok(layout)
+    }
+
+    /// Fails, naming the first missing and the build that makes it, unless each of the minor's
+    /// `binaries` is built.
+    pub fn require(&self, binaries: &[&str]) -> Result<()> {
+        for binary in binaries {
+            if !self.binary(binary).is_file() {
                 bail!(
                     "{} is missing: run `make cluster-binaries KUBERNETES={}` \
                      (tests/cluster/build.sh {}) first",
-                    layout.binary(binary).display(),
-                    layout.kubernetes,
-                    layout.kubernetes
+                    self.binary(binary).display(),
+                    self.kubernetes,
+                    self.kubernetes
                 );
             }
         }
-        Ok(layout)
+        Ok(())
     }
 
     /// The Kubernetes release this layout's minor is pinned at ("v1.37.2"), as its `.mod` file
@@ -202,7 +211,7 @@ pub fn pinned_release(repo_root: &Path, minor: &str) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{pinned_minors, pinned_release};
+    use super::{KUBERNETES_BINARIES, Layout, NODE_BINARIES, pinned_minors, pinned_release};
 
     #[test]
     fn minors_sort_by_number_and_only_mod_files_count() {
@@ -229,5 +238,29 @@ mod tests {
         .unwrap();
         assert_eq!(pinned_release(root.path(), "1.33").unwrap(), "v1.33.13");
         assert!(pinned_release(root.path(), "1.34").is_err());
+    }
+
+    #[test]
+    fn a_control_plane_build_serves_a_cluster_and_a_node_asks_for_the_full_build() {
+        let root = tempfile::tempdir().unwrap();
+        let bin = root.path().join("tests/cluster/bin");
+        std::fs::create_dir_all(bin.join("1.33")).unwrap();
+        for binary in KUBERNETES_BINARIES {
+            std::fs::write(bin.join("1.33").join(binary), "").unwrap();
+        }
+        let layout = Layout {
+            repo_root: root.path().to_path_buf(),
+            kubernetes: "1.33".to_owned(),
+            kubernetes_bin: bin.join("1.33"),
+            tools_bin: bin,
+            state_dir: root.path().join("state"),
+        };
+        layout.require(&KUBERNETES_BINARIES).unwrap();
+        let refusal = layout.require(&NODE_BINARIES).unwrap_err().to_string();
+        assert!(
+            refusal.contains("1.33/kube-scheduler is missing")
+                && refusal.contains("make cluster-binaries KUBERNETES=1.33"),
+            "{refusal}"
+        );
     }
 }

@@ -98,6 +98,7 @@ impl LocalCluster {
         image: &ShippedImage,
         chart: &Path,
     ) -> Result<(Self, Outcome)> {
+        layout.require(&crate::layout::NODE_BINARIES)?;
         if let Some(cluster) = Self::running_same_minor(&layout)? {
             if !cluster.node {
                 bail!(
