@@ -11,7 +11,7 @@ STATE ?= .local
 # Rust side (tests/src/layout.rs) runs the same minor's binaries.
 KUBERNETES ?= $(shell tests/cluster/kubernetes/minors.sh | tail -n 1)
 export KUBERNETES
-# The oldest pinned minor, on which `make test` also runs the end-to-end suite's core.
+# The oldest pinned minor, whose control plane `make e2e-oldest` builds to run the suite's core.
 OLDEST_KUBERNETES := $(shell tests/cluster/kubernetes/minors.sh | head -n 1)
 MUSL := x86_64-unknown-linux-musl
 ARM64 := aarch64-unknown-linux-musl
@@ -93,10 +93,13 @@ status:
 demo: up
 	@scripts/demo.sh $(STATE)/kubeconfig
 
-# image-faults before image-test's image, so the shipped binaries are built last, once.
+# image-faults before image-test's image, so the shipped binaries are built last, once; the CEL
+# campaign's short form after them, reusing their dependencies.
 # DROP_GO_CACHES=1 (.ci/run sets it) drops Go's caches once the last Go build is done.
-# Both minors' Kubernetes is built before Go's caches go.
-test: fmt-check clippy doc-check unit book-check fuzz-cel-short peer-test monitoring-check cluster-binaries-oldest $(if $(DROP_GO_CACHES),drop-go-caches) e2e e2e-oldest image-faults image-test release-test test-shipped
+# What a fresh clone's run costs on two cores, and why the oldest minor's e2e core
+# (`make e2e-oldest`) and the Go peer's tests (`make peer-test`, run by `make bench-webhook`) are
+# no longer in it: docs/how-to/development.md#what-make-test-costs.
+test: fmt-check clippy doc-check unit book-check monitoring-check $(if $(DROP_GO_CACHES),drop-go-caches) e2e image-faults image-test fuzz-cel-short release-test test-shipped
 
 # Go's build and module caches hold about 7 GB once Kubernetes is built, and serve only rebuilds,
 # which a fresh clone's CI run never makes: dropped, they leave the release builds after them the
@@ -213,11 +216,13 @@ fuzz-cel: toolchain
 	FUZZ_CEL_CASES=$(FUZZ_CEL_CASES) $(CARGO) test --release --package kube-retention-common \
 		--test cel_fuzz -- --nocapture
 
-# The campaign's short form, in `make test`: a release build, so that every case is held to
-# its time bound too (a debug build is ten times slower and `make unit` holds it to the rest).
+# The campaign's short form, in `make test`: a release build, so that every case is held to its
+# time bound too (a debug build is ten times slower and `make unit` holds it to the rest). Built
+# for the image's target after the image, whose release build compiled every dependency it
+# needs, and with musl's allocator, as the controller ships.
 fuzz-cel-short: toolchain
-	FUZZ_CEL_CASES=3000 $(CARGO) test --release --package kube-retention-common \
-		--test cel_fuzz -- --nocapture
+	FUZZ_CEL_CASES=3000 $(MUSL_CARGO) test --release --target $(MUSL) \
+		--package kube-retention-common --test cel_fuzz -- --nocapture
 
 # The stack CEL's deepest admitted expressions use, in a debug and a release build, printed
 # (common/src/cel/stack.rs says what it bounds).
@@ -234,10 +239,10 @@ e2e: cluster-binaries build
 e2e-core: cluster-binaries build
 	KUBE_RETENTION_E2E=core $(E2E_SUITE)
 
-# `make test`'s second minor: the oldest pinned, built, and the suite's core on it. Not through
-# e2e-core: a make of its own would build again after drop-go-caches.
+# The oldest pinned minor's control plane, built, and the suite's core on it (no longer in
+# `make test`: docs/how-to/development.md#what-make-test-costs).
 cluster-binaries-oldest: toolchain
-	@tests/cluster/build.sh $(OLDEST_KUBERNETES)
+	@tests/cluster/build.sh --control-plane $(OLDEST_KUBERNETES)
 
 e2e-oldest: cluster-binaries-oldest build
 	KUBERNETES=$(OLDEST_KUBERNETES) KUBE_RETENTION_E2E=core $(E2E_SUITE)
@@ -284,7 +289,7 @@ SHIPPED = $(MUSL_BUILD) --package kube-retention-controller --package kube-reten
 	--bin kube-retention-controller --bin kube-retention-webhook
 BENCH = KUBE_RETENTION_PROFILE=$(MUSL)/release
 
-bench-webhook: cluster-binaries
+bench-webhook: cluster-binaries peer-test
 	bench/webhook-peer/build.sh
 	$(SHIPPED)
 	$(CARGO) build --release --package kube-retention-bench

@@ -34,8 +34,8 @@ use std::process::ExitCode;
 use libtest_mimic::{Arguments, Trial};
 use support::Env;
 
-/// Which trials run: `KUBE_RETENTION_E2E=all` (the default) or `core`, what `make test` also runs
-/// on the oldest pinned Kubernetes minor (`make e2e-core`): the foundation, every seed system,
+/// Which trials run: `KUBE_RETENTION_E2E=all` (the default) or `core`, what `make e2e-oldest` runs
+/// on the oldest pinned Kubernetes minor (`make e2e-core` on any): the foundation, every seed system,
 /// admission and its denials, the controller, intent, policies with CEL and the guard, the writer
 /// check and Cleaners with Helm; of the trials that stop processes, the breaker, the lists'
 /// fallbacks and the schema without the webhook. Left out: the chart, the plugin, the chaos
