@@ -5,8 +5,8 @@
 # versions stamped in; and the node's pause binary from the pause.c in the same Kubernetes module.
 # MINOR is the argument, else $KUBERNETES, else the newest pinned (kubernetes/minors.sh lists them).
 # `--control-plane` builds only what a cluster without a node runs (etcd, kube-apiserver,
-# kube-controller-manager, kubectl): `make test` builds its oldest minor so, for the e2e suite's
-# core, leaving out the node's binaries and a quarter of the compiling.
+# kube-controller-manager, kubectl): `make e2e-oldest` builds the oldest minor so, for the e2e
+# suite's core, leaving out three binaries to link and about 5% of the packages to compile.
 # Beside them, into tests/cluster/bin, whatever the minor: helm from helm/go.mod, promtool from
 # promtool/go.mod and krew from krew/go.mod. All of it is git-ignored.
 # Go's build cache makes a rebuild with nothing changed take seconds.

@@ -14,16 +14,31 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
+use serde::Deserialize;
 use serde_json::Value;
 
-/// Where the workspace is built (`.config/hakari.toml` names the same platforms).
-const TARGETS: [&str; 3] = [
-    "x86_64-unknown-linux-gnu",
-    "x86_64-unknown-linux-musl",
-    "aarch64-unknown-linux-musl",
-];
-/// Left out of the workspace-hack (.config/hakari.toml's traversal-excludes).
-const EXCLUDED: &str = "kube-retention-memcpy";
+/// What the test reads of `.config/hakari.toml`, the workspace-hack's configuration.
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+struct Hakari {
+    /// Where the workspace is built.
+    platforms: Vec<String>,
+    traversal_excludes: Excludes,
+}
+
+/// The members left out of the workspace-hack.
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+struct Excludes {
+    workspace_members: Vec<String>,
+}
+
+fn hakari() -> Result<Hakari> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.config/hakari.toml");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
 
 /// "name version" -> the feature sets it is compiled with (a build dependency may differ).
 type FeatureSets = BTreeMap<String, BTreeSet<String>>;
@@ -68,7 +83,7 @@ fn feature_sets(selection: &[&str], target: &str) -> Result<FeatureSets> {
     Ok(sets)
 }
 
-fn members() -> Result<Vec<String>> {
+fn members(excluded: &[String]) -> Result<Vec<String>> {
     let metadata: Value = serde_json::from_str(&cargo(&[
         "metadata",
         "--no-deps",
@@ -82,17 +97,27 @@ fn members() -> Result<Vec<String>> {
     Ok(packages
         .iter()
         .filter_map(|package| package["name"].as_str().map(str::to_owned))
-        .filter(|name| name != EXCLUDED)
+        .filter(|name| !excluded.contains(name))
         .collect())
 }
 
 #[test]
 fn each_member_alone_compiles_third_party_crates_with_the_workspace_features() -> Result<()> {
-    let members = members()?;
+    let hakari = hakari()?;
+    let excluded = &hakari.traversal_excludes.workspace_members;
+    let members = members(excluded)?;
     ensure!(members.len() > 10, "the workspace's members: {members:?}");
+    ensure!(
+        !hakari.platforms.is_empty(),
+        "hakari.toml names no platform"
+    );
+    let mut whole_workspace = vec!["--workspace"];
+    for member in excluded {
+        whole_workspace.extend(["--exclude", member]);
+    }
     let mut differences = Vec::new();
-    for target in TARGETS {
-        let workspace = feature_sets(&["--workspace", "--exclude", EXCLUDED], target)?;
+    for target in &hakari.platforms {
+        let workspace = feature_sets(&whole_workspace, target)?;
         for member in &members {
             for (package, sets) in feature_sets(&["--package", member], target)? {
                 // A crate built for the host too (a build script's or a proc-macro's
