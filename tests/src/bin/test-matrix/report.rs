@@ -153,7 +153,7 @@ fn render(pinned: &[String], suites: &[String], features: &[String]) -> String {
          runs the whole end-to-end suite (`make e2e KUBERNETES=1.NN`); the oldest and the newest\n\
          also run the as-shipped suite (`make test-shipped KUBERNETES=1.NN`: a real node pulling the\n\
          release's image and chart from a registry). Times are wall time on this machine's two\n\
-         cores; a build is seconds once Go's cache holds it.\n\n\
+         cores; a build is a second once a minor's output is stamped as built from its module.\n\n\
          {SUITES}\n\n\
          | minor | release | commit | day | build | e2e | e2e time | as shipped | as-shipped time | verdict |\n\
          | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n\
