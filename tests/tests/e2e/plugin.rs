@@ -75,15 +75,33 @@ pub async fn job(
     annotations: Value,
     minutes_ago: Option<i64>,
 ) -> Result<()> {
+    let finished = minutes_ago
+        .map(|minutes| {
+            Ok::<_, jiff::Error>(
+                Timestamp::from_second(Timestamp::now().as_second())?
+                    - SignedDuration::from_mins(minutes),
+            )
+        })
+        .transpose()?;
+    job_finished_at(ns, name, labels, annotations, finished).await
+}
+
+/// A Job labelled `labels` that finished at `finished` (or runs, for `None`): for a test that
+/// knows the second, where reading the clock again could cross into the next.
+pub async fn job_finished_at(
+    ns: &TestNamespace,
+    name: &str,
+    labels: Value,
+    annotations: Value,
+    finished: Option<Timestamp>,
+) -> Result<()> {
     let job: Job = serde_json::from_value(json!({
         "metadata": {"name": name, "labels": labels, "annotations": annotations},
         "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}))?;
     Api::<Job>::namespaced(ns.env.client.clone(), &ns.name)
         .create(&PostParams::default(), &job)
         .await?;
-    if let Some(minutes) = minutes_ago {
-        let at = Timestamp::from_second(Timestamp::now().as_second())?
-            - SignedDuration::from_mins(minutes);
+    if let Some(at) = finished {
         finish_job(&ns.env.client, &ns.name, name, true, at).await?;
     }
     Ok(())
