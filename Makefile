@@ -40,7 +40,7 @@ SHIPPED_BINARIES := --package kube-retention-controller --package kube-retention
 	--bin kube-retention-certs --bin kubectl-retention
 LOCAL_CLUSTER = $(CARGO) run --quiet --package kube-retention-e2e --bin local-cluster -- --state $(STATE)
 
-.PHONY: book book-check book-tools test-matrix e2e-core e2e-oldest cluster-binaries-oldest release release-packages release-test help toolchain drop-go-caches cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-memcpy bench-controller bench-cel fuzz-cel fuzz-cel-short bench-cel-stack
+.PHONY: book book-check book-tools test-matrix e2e-core e2e-oldest cluster-binaries-oldest release release-packages release-test help toolchain drop-go-caches cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-memcpy bench-controller bench-peers bench-cel fuzz-cel fuzz-cel-short bench-cel-stack
 
 help:
 	@echo "make demo    start the local cluster and walk through what kube-retention does"
@@ -57,6 +57,8 @@ help:
 	@echo "make image   an OCI image of the static binaries, no container engine needed ($(IMAGE))"
 	@echo "make release VERSION=x.y.z  the release's files in $(DIST)/: image index (amd64, arm64),"
 	@echo "             chart, plugin archives and krew manifest, SBOM, SHA256SUMS (docs/releasing.md)"
+	@echo "make bench-peers  kube-retention against Kyverno's cleanup controller, built from its module;"
+	@echo "             writes docs/benchmarks/peers.md"
 	@echo "make crds    regenerate deploy/crds and the chart's crds/ from the Rust types in common/"
 	@echo "make monitoring  write deploy/monitoring's PrometheusRule and the chart's copies from the rule file"
 
@@ -316,3 +318,13 @@ bench-controller: cluster-binaries
 	$(CARGO) build --release --package kube-retention-bench
 	$(BENCH) KUBE_RETENTION_AUDIT_POLICY=$(CURDIR)/bench/audit-policy.yaml \
 		target/release/controller-bench $(BENCH_ARGS)
+
+# kube-retention against the cleanup tools admins install instead, each built from its own pinned
+# module by bench/peers/build.sh (not part of make test): docs/benchmarks/peers.md. Sized for about
+# fifteen minutes once built; BENCH_ARGS=--full is the long form.
+bench-peers: cluster-binaries
+	bench/peers/build.sh
+	$(SHIPPED)
+	$(CARGO) build --release --package kube-retention-bench
+	$(BENCH) KUBE_RETENTION_AUDIT_POLICY=$(CURDIR)/bench/audit-policy.yaml \
+		target/release/peers-bench $(BENCH_ARGS)

@@ -41,6 +41,10 @@ pub enum Deleter {
     /// `ceiling-deleter`: lists the Jobs before their expiry, then sends each one DELETE with
     /// preconditions at the expiry, [`CEILING_CONCURRENCY`] in flight ([`start_ceiling`]).
     Ceiling,
+    /// Kyverno's cleanup controller, each Job labelled with its expiry (`cleanup.kyverno.io/ttl`).
+    KyvernoTtl,
+    /// Kyverno's cleanup controller, a DeletingPolicy every minute ([`crate::kyverno`]).
+    KyvernoPolicy,
 }
 
 /// The tuned peer's workers.
@@ -58,6 +62,8 @@ impl Deleter {
                 format!("kube-controller-manager ttl-after-finished, {TUNED_WORKERS} workers")
             }
             Self::Ceiling => "ceiling: a DELETE each, no logic".into(),
+            Self::KyvernoTtl => "Kyverno, the cleanup.kyverno.io/ttl label".into(),
+            Self::KyvernoPolicy => "Kyverno, a DeletingPolicy every minute".into(),
         }
     }
 
@@ -71,6 +77,8 @@ impl Deleter {
             Self::Peer => "peer",
             Self::PeerTuned => "peer-tuned",
             Self::Ceiling => "ceiling",
+            Self::KyvernoTtl => "kyverno-ttl",
+            Self::KyvernoPolicy => "kyverno-policy",
         }
     }
 
@@ -79,6 +87,8 @@ impl Deleter {
             LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT)
         } else if self.is_peer() {
             PEER_USER.to_owned()
+        } else if self.is_kyverno() {
+            crate::kyverno::USER.to_owned()
         } else {
             CEILING_USER.to_owned()
         }
@@ -99,6 +109,24 @@ impl Deleter {
     pub fn is_peer(self) -> bool {
         matches!(self, Self::Peer | Self::PeerTuned)
     }
+
+    /// Kyverno's cleanup controller, either way.
+    pub fn is_kyverno(self) -> bool {
+        matches!(self, Self::KyvernoTtl | Self::KyvernoPolicy)
+    }
+
+    /// The name its process is tracked, and its log written, under.
+    fn process_name(self) -> &'static str {
+        if self.is_peer() {
+            PEER
+        } else if self.is_kyverno() {
+            crate::kyverno::USER
+        } else if self == Self::Ceiling {
+            CEILING_USER
+        } else {
+            CONTROLLER
+        }
+    }
 }
 
 /// A running deleter; stopped on drop, and the control plane's kube-controller-manager started
@@ -106,6 +134,8 @@ impl Deleter {
 pub struct Running {
     pub tracked: Tracked,
     replaced_controller_manager: Option<LocalCluster>,
+    /// The cluster whose webhook configurations it leaves behind (Kyverno's), removed on drop.
+    leaves_webhooks: Option<LocalCluster>,
     /// The length of its log when it started: the log is appended to by every process of its
     /// name, and what this one wrote follows.
     log_from: u64,
@@ -136,6 +166,11 @@ fn log_length(cluster: &LocalCluster, name: &str) -> u64 {
 impl Drop for Running {
     fn drop(&mut self) {
         self.tracked.stop(Duration::from_secs(10)).ok();
+        if let Some(cluster) = &self.leaves_webhooks
+            && let Err(error) = crate::kyverno::remove_webhooks(cluster)
+        {
+            eprintln!("removing Kyverno's webhook configurations: {error:#}");
+        }
         if let Some(cluster) = &self.replaced_controller_manager
             && let Err(error) = cluster.start_controller_manager()
         {
@@ -147,17 +182,29 @@ impl Drop for Running {
 /// Writes the peer's and the ceiling's kubeconfigs: each a client certificate from the cluster
 /// CA, in system:masters.
 pub fn write_peer_kubeconfig(cluster: &LocalCluster) -> Result<()> {
-    write_kubeconfig(cluster, PEER_USER, "peer.kubeconfig")?;
-    write_kubeconfig(cluster, CEILING_USER, "ceiling.kubeconfig")
+    write_kubeconfig(cluster, PEER_USER, "peer.kubeconfig", &["system:masters"])?;
+    write_kubeconfig(
+        cluster,
+        CEILING_USER,
+        "ceiling.kubeconfig",
+        &["system:masters"],
+    )
 }
 
-fn write_kubeconfig(cluster: &LocalCluster, user: &str, file: &str) -> Result<()> {
+/// Writes the state file `file`: a kubeconfig with a client certificate from the cluster CA for
+/// `user` in `groups`.
+pub fn write_kubeconfig(
+    cluster: &LocalCluster,
+    user: &str,
+    file: &str,
+    groups: &[&str],
+) -> Result<()> {
     let layout = &cluster.layout;
     let ca = kube_retention_certs::CertificateAuthority::from_pem(
         &std::fs::read_to_string(layout.state("pki/ca.crt"))?,
         &std::fs::read_to_string(layout.state("pki/ca.key"))?,
     )?;
-    let client = ca.issue_client(user, &["system:masters"], time::Duration::days(1))?;
+    let client = ca.issue_client(user, groups, time::Duration::days(1))?;
     kubeconfig::write(
         &layout.state(file),
         &cluster.server(),
@@ -212,9 +259,14 @@ pub fn start_with(
     if replaced_controller_manager.is_some() {
         cluster.stop_controller_manager()?;
     }
-    let log_from = log_length(cluster, if deleter.is_peer() { PEER } else { CONTROLLER });
+    let log_from = log_length(cluster, deleter.process_name());
     let tracked = match deleter {
         Deleter::Ceiling => anyhow::bail!("the ceiling starts knowing its expiry: start_ceiling"),
+        Deleter::KyvernoTtl | Deleter::KyvernoPolicy => {
+            let tracked = crate::kyverno::start(cluster, budget)?;
+            first_to_go_out_of_memory(&tracked)?;
+            tracked
+        }
         Deleter::Peer | Deleter::PeerTuned => {
             // client-go's limiter: qps with an equal burst, like governor's per-second quota.
             let qps = budget.unwrap_or(1_000_000);
@@ -264,6 +316,7 @@ pub fn start_with(
     Ok(Running {
         tracked,
         replaced_controller_manager,
+        leaves_webhooks: deleter.is_kyverno().then(|| cluster.clone()),
         log_from,
     })
 }
@@ -306,6 +359,7 @@ pub fn start_ceiling(
     Ok(Running {
         tracked,
         replaced_controller_manager: None,
+        leaves_webhooks: None,
         log_from,
     })
 }

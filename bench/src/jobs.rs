@@ -86,6 +86,33 @@ pub async fn finish(
     Ok(())
 }
 
+/// Labels the Jobs `indexes` with the time they expire, `expiry`, for Kyverno's cleanup
+/// controller ([`crate::kyverno`]), which deletes them in the background.
+pub async fn label_expiry(
+    client: &Client,
+    namespace: &str,
+    indexes: impl Iterator<Item = usize>,
+    expiry: Timestamp,
+) -> Result<()> {
+    let jobs: Api<Job> = Api::namespaced(client.clone(), namespace);
+    let patch = json!({"metadata": {
+        "labels": {crate::kyverno::TTL_LABEL: crate::kyverno::ttl_label_value(expiry)},
+        "annotations": {crate::kyverno::PROPAGATION_ANNOTATION: "Background"}}});
+    stream::iter(indexes)
+        .map(|index| {
+            let (jobs, patch) = (jobs.clone(), &patch);
+            async move {
+                jobs.patch(&name(index), &PatchParams::default(), &Patch::Merge(patch))
+                    .await?;
+                Ok::<(), anyhow::Error>(())
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
+}
+
 /// When each Job's deletion was seen, by name.
 pub type Deletions = Arc<Mutex<HashMap<String, Timestamp>>>;
 

@@ -12,6 +12,11 @@ const PAGES: &[(&str, &str, &str)] = &[
     ("controller", "controller.md", "Benchmarks: the controller"),
     ("cel", "cel.md", "Benchmarks: CEL"),
     ("envelope", "envelope.md", "Benchmarks: the envelope"),
+    (
+        "peers",
+        "peers.md",
+        "Benchmarks: the peers admins install instead",
+    ),
 ];
 
 /// The page of `folder` that holds the section `name`, and that page's title.

@@ -51,3 +51,14 @@ pub(super) fn audited(
     }
     Ok(counts)
 }
+
+/// Every request by `user` recorded after `offset` bytes of the audit log, in any namespace or
+/// none (lists and watches across namespaces, access reviews, discovery).
+pub fn audited_everywhere(cluster: &LocalCluster, offset: usize, user: &str) -> Result<usize> {
+    let log = std::fs::read(cluster.layout.audit_log())?;
+    Ok(log[offset.min(log.len())..]
+        .split(|byte| *byte == b'\n')
+        .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
+        .filter(|event| event["user"]["username"] == user)
+        .count())
+}

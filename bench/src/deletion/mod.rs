@@ -12,12 +12,14 @@ use kube_retention_e2e::LocalCluster;
 
 use crate::deleters::{self, Deleter, Work};
 use crate::ledger_sink::LedgerSink;
-use crate::{jobs, metrics_port, namespace, report, rss_kib};
+use crate::{jobs, kyverno, metrics_port, namespace, report, rss_kib};
 
 mod audit;
 mod cpu;
+mod peers;
 mod table;
 
+pub use audit::audited_everywhere;
 use audit::{audited, settle_events};
 pub use cpu::Cpu;
 
@@ -51,6 +53,9 @@ pub struct Row {
     delays: Vec<f64>,
     rate: f64,
     requests: std::collections::BTreeMap<String, usize>,
+    /// Every request of the deleter's from the first finish to the last deletion, in any
+    /// namespace or none.
+    all_requests: usize,
     peak_rss_kib: u64,
     /// Deletions the ledger's sink acknowledged (`--ledger-sink` runs only).
     announced: Option<usize>,
@@ -95,14 +100,19 @@ async fn run_scenario(
     };
     // kube-retention's start waited until it had listed; the peer gets time for its informers
     // and its garbage collector's graph to sync.
+    // Kyverno looks for labelled kinds one interval after it leads, and again each interval.
     let settle = match deleter {
         Deleter::Peer | Deleter::PeerTuned => 10,
+        Deleter::KyvernoTtl => 2 * kyverno::TTL_RECONCILIATION_INTERVAL.as_secs() + 3,
         _ => 3,
     };
     tokio::time::sleep(Duration::from_secs(settle)).await;
     let ttl = match scenario.shape {
         Shape::Burst { ttl } | Shape::Steady { ttl, .. } => ttl,
     };
+    if deleter == Deleter::KyvernoPolicy {
+        kyverno::apply(cluster, &kyverno::deleting_policy(&ns, ttl))?;
+    }
     jobs::create(client, &ns, scenario.jobs, ttl).await?;
     let (deletions, watch) = jobs::watch_deletions(client, &ns).await?;
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -114,6 +124,9 @@ async fn run_scenario(
             let at = now_second();
             jobs::finish(client, &ns, 0..scenario.jobs, at).await?;
             let expiry = at + SignedDuration::from_secs(ttl.into());
+            if deleter == Deleter::KyvernoTtl {
+                jobs::label_expiry(client, &ns, 0..scenario.jobs, expiry).await?;
+            }
             if Timestamp::now() > expiry {
                 bail!(
                     "finishing {} Jobs took past their expiry: raise the TTL",
@@ -134,8 +147,12 @@ async fn run_scenario(
                 sleep_until(at).await;
                 let batch = second * rate..((second + 1) * rate).min(scenario.jobs);
                 jobs::finish(client, &ns, batch.clone(), at).await?;
+                let expiry = at + SignedDuration::from_secs(ttl.into());
+                if deleter == Deleter::KyvernoTtl {
+                    jobs::label_expiry(client, &ns, batch.clone(), expiry).await?;
+                }
                 for index in batch {
-                    expiries[index] = at + SignedDuration::from_secs(ttl.into());
+                    expiries[index] = expiry;
                 }
             }
         }
@@ -150,6 +167,9 @@ async fn run_scenario(
         Shape::Steady { .. } => None,
     };
     jobs::wait_deleted(&deletions, scenario.jobs, limit).await?;
+    if deleter == Deleter::KyvernoPolicy {
+        kyverno::delete_policy(cluster, &ns)?;
+    }
     let cpu = cpu_before.and_then(|before| Some(Cpu::read(cluster, pid())?.since(before)));
     watch.abort();
     settle_events(cluster, offset, &deleter.user(), &ns).await?;
@@ -190,6 +210,7 @@ async fn run_scenario(
         budget: scenario.budget,
         rate: scenario.jobs as f64 / span,
         requests: audited(cluster, offset, &deleter.user(), &ns)?,
+        all_requests: audited_everywhere(cluster, offset, &deleter.user())?,
         delays,
         peak_rss_kib,
         announced: sink.as_ref().map(LedgerSink::announced),
@@ -221,6 +242,23 @@ pub async fn run(
         &table::section(&rows, &names, target, &cluster.layout.kubernetes_release()?)?,
     )?;
     println!("written to {}", target.file.display());
+    Ok(())
+}
+
+/// Runs every scenario with each of its deleters and writes the `peers` section.
+pub async fn run_peers(
+    cluster: &LocalCluster,
+    client: &kube::Client,
+    scenarios: &[Scenario],
+    file: &std::path::Path,
+) -> Result<()> {
+    let rows = rows(cluster, client, scenarios).await?;
+    report::write_section(
+        file,
+        "peers",
+        &peers::section(&rows, &cluster.layout.kubernetes_release()?)?,
+    )?;
+    println!("written to {}", file.display());
     Ok(())
 }
 

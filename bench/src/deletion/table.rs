@@ -6,7 +6,7 @@ use super::{Report, Row};
 use crate::deleters::Deleter;
 use crate::mib;
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(super) fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }

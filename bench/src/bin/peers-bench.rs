@@ -1,0 +1,155 @@
+//! `make bench-peers`: kube-retention's controller against the cleanup tools admins install
+//! instead, side by side in one run on a private local cluster, one deleter at a time on
+//! identical Jobs: precision (Jobs expiring steadily), throughput (Jobs expiring at once, at an
+//! equal request budget and unlimited), requests per deletion and peak memory; then, with many
+//! Jobs none of them deletes yet, what each holds and asks for while idle. The peers are
+//! built by `bench/peers/build.sh` from their own pinned modules; today that is Kyverno's cleanup
+//! controller ([`kube_retention_bench::kyverno`]), two ways. Results go into
+//! docs/benchmarks/peers.md. The default is sized for about fifteen minutes; `--full` is the long
+//! form.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Parser;
+use kube_retention_bench::deleters::{self, Deleter};
+use kube_retention_bench::deletion::{self, Scenario, Shape};
+use kube_retention_bench::{idle, kyverno, report};
+use kube_retention_e2e::components::CONTROLLER;
+use kube_retention_e2e::process::tracked;
+use kube_retention_e2e::{Layout, LocalCluster};
+
+#[derive(Parser)]
+#[command(about = "kube-retention against the cleanup tools admins install instead")]
+struct Args {
+    /// Jobs whose expiries are spread over `--precision-seconds` [default: 300; 2,000 with
+    /// --full].
+    #[arg(long)]
+    precision_jobs: Option<usize>,
+    /// The seconds they expire over [default: 30; 300 with --full].
+    #[arg(long)]
+    precision_seconds: Option<usize>,
+    /// Jobs expiring at once, at the budget and unlimited [default: 1,000; 10,000 with --full].
+    #[arg(long)]
+    burst: Option<usize>,
+    /// The shared client request budget of the precision and the budgeted burst, requests per
+    /// second: kube-retention's default.
+    #[arg(long, default_value_t = 50)]
+    budget: u32,
+    /// Jobs present while the deleters idle, one run each [default: 2,000; 10,000 and 100,000
+    /// with --full].
+    #[arg(long, value_delimiter = ',')]
+    idle: Option<Vec<usize>>,
+    /// Run only the deletion scenarios or the idle readings.
+    #[arg(long, value_enum)]
+    only: Option<Part>,
+    /// The folder of the benchmarks' pages.
+    #[arg(long, default_value = "docs/benchmarks")]
+    report: PathBuf,
+    /// The long form: the sizes docs/benchmarks/peers.md reports.
+    #[arg(long)]
+    full: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Part {
+    Deletion,
+    Idle,
+}
+
+/// Who is measured, each alone.
+const DELETERS: [Deleter; 3] = [
+    Deleter::KubeRetention,
+    Deleter::KyvernoTtl,
+    Deleter::KyvernoPolicy,
+];
+
+impl Args {
+    fn idle_sizes(&self) -> Vec<usize> {
+        self.idle.clone().unwrap_or_else(|| {
+            if self.full {
+                vec![10_000, 100_000]
+            } else {
+                vec![2_000]
+            }
+        })
+    }
+
+    fn size(&self, given: Option<usize>, short: usize, full: usize) -> usize {
+        given.unwrap_or(if self.full { full } else { short })
+    }
+
+    fn scenarios(&self) -> Vec<Scenario> {
+        let deleters = DELETERS.to_vec();
+        let jobs = self.size(self.precision_jobs, 300, 2_000);
+        let seconds = self.size(self.precision_seconds, 30, 300).max(1);
+        let rate = jobs.div_ceil(seconds);
+        let burst = self.size(self.burst, 1_000, 10_000);
+        // Long enough to finish and label every Job of a burst before the first expires.
+        let burst_ttl = if burst > 2_000 { 120 } else { 30 };
+        let burst_scenario = |name: &str, budget| Scenario {
+            name: name.into(),
+            jobs: burst,
+            budget,
+            shape: Shape::Burst { ttl: burst_ttl },
+            deleters: deleters.clone(),
+        };
+        vec![
+            Scenario {
+                name: format!("precision, {jobs} Jobs over {seconds} s"),
+                jobs,
+                budget: Some(self.budget),
+                shape: Shape::Steady {
+                    rate,
+                    seconds,
+                    ttl: 10,
+                },
+                deleters: deleters.clone(),
+            },
+            burst_scenario("burst, budgeted", Some(self.budget)),
+            burst_scenario("burst, unlimited", None),
+        ]
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let state = tempfile::Builder::new()
+        .prefix("kube-retention-peers-")
+        .tempdir()?;
+    let layout = Layout::new(state.path())?;
+    println!("starting a private cluster in {}", state.path().display());
+    let (cluster, _) = LocalCluster::up(layout)?;
+    let outcome = kube_retention_bench::until_interrupted(bench(&args, &cluster, &root)).await;
+    LocalCluster::down(&cluster.layout)?;
+    outcome
+}
+
+async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> Result<()> {
+    tracked(&cluster.layout.state_dir, &[CONTROLLER])
+        .remove(0)
+        .stop(Duration::from_secs(10))?;
+    deleters::write_peer_kubeconfig(cluster)?;
+    kyverno::install(cluster)?;
+    let kubeconfig = kube::config::Kubeconfig::read_from(cluster.layout.kubeconfig())?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+    let client = kube::Client::try_from(config)?;
+    let report = root.join(&args.report);
+    let runs = |part: Part| args.only.is_none_or(|only| only == part);
+    if runs(Part::Deletion) {
+        let started = std::time::Instant::now();
+        deletion::run_peers(cluster, &client, &args.scenarios(), &report).await?;
+        println!("deletion took {:.0} s", started.elapsed().as_secs_f64());
+    }
+    if runs(Part::Idle) {
+        let started = std::time::Instant::now();
+        let readings = idle::measure(cluster, &client, &args.idle_sizes(), &DELETERS).await?;
+        report::write_section(&report, "peers-idle", &idle::section(&readings))?;
+        println!("idle took {:.0} s", started.elapsed().as_secs_f64());
+    }
+    Ok(())
+}
