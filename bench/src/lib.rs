@@ -172,6 +172,36 @@ pub fn measured_build() -> String {
     }
 }
 
+/// Runs `work` on a private local cluster (its state in a temporary folder named `prefix`…),
+/// with the cluster's own controller stopped, the deleters' kubeconfigs written and the admin's
+/// client; the cluster is taken down after, whether `work` ended, failed or was interrupted.
+pub async fn on_private_cluster<Work>(
+    prefix: &str,
+    work: impl FnOnce(kube_retention_e2e::LocalCluster, kube::Client) -> Work,
+) -> anyhow::Result<()>
+where
+    Work: std::future::Future<Output = anyhow::Result<()>>,
+{
+    use kube_retention_e2e::{LocalCluster, components, process};
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let state = tempfile::Builder::new().prefix(prefix).tempdir()?;
+    let layout = kube_retention_e2e::Layout::new(state.path())?;
+    println!("starting a private cluster in {}", state.path().display());
+    let (cluster, _) = LocalCluster::up(layout)?;
+    let outcome = until_interrupted(async {
+        process::tracked(&cluster.layout.state_dir, &[components::CONTROLLER])
+            .remove(0)
+            .stop(std::time::Duration::from_secs(10))?;
+        deleters::write_peer_kubeconfig(&cluster)?;
+        let kubeconfig = kube::config::Kubeconfig::read_from(cluster.layout.kubeconfig())?;
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+        work(cluster.clone(), kube::Client::try_from(config)?).await
+    })
+    .await;
+    LocalCluster::down(&cluster.layout)?;
+    outcome
+}
+
 /// Runs `work` until it ends or the benchmark is interrupted (Ctrl-C or SIGTERM), so the caller
 /// always reaches its `LocalCluster::down`: the cluster's processes run in their own process
 /// groups, and nothing else would stop them.

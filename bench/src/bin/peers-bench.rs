@@ -9,16 +9,13 @@
 //! form.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Result;
 use clap::Parser;
-use kube_retention_bench::deleters::{self, Deleter};
+use kube_retention_bench::deleters::Deleter;
 use kube_retention_bench::deletion::{self, Scenario, Shape};
 use kube_retention_bench::{idle, kyverno, report};
-use kube_retention_e2e::components::CONTROLLER;
-use kube_retention_e2e::process::tracked;
-use kube_retention_e2e::{Layout, LocalCluster};
+use kube_retention_e2e::LocalCluster;
 
 #[derive(Parser)]
 #[command(about = "kube-retention against the cleanup tools admins install instead")]
@@ -116,38 +113,31 @@ impl Args {
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let state = tempfile::Builder::new()
-        .prefix("kube-retention-peers-")
-        .tempdir()?;
-    let layout = Layout::new(state.path())?;
-    println!("starting a private cluster in {}", state.path().display());
-    let (cluster, _) = LocalCluster::up(layout)?;
-    let outcome = kube_retention_bench::until_interrupted(bench(&args, &cluster, &root)).await;
-    LocalCluster::down(&cluster.layout)?;
-    outcome
+    kube_retention_bench::on_private_cluster(
+        "kube-retention-peers-",
+        |cluster, client| async move { bench(&args, &cluster, &client, &root).await },
+    )
+    .await
 }
 
-async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> Result<()> {
-    tracked(&cluster.layout.state_dir, &[CONTROLLER])
-        .remove(0)
-        .stop(Duration::from_secs(10))?;
-    deleters::write_peer_kubeconfig(cluster)?;
+async fn bench(
+    args: &Args,
+    cluster: &LocalCluster,
+    client: &kube::Client,
+    root: &std::path::Path,
+) -> Result<()> {
     kyverno::install(cluster)?;
-    let kubeconfig = kube::config::Kubeconfig::read_from(cluster.layout.kubeconfig())?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
-    let client = kube::Client::try_from(config)?;
     let report = root.join(&args.report);
     let runs = |part: Part| args.only.is_none_or(|only| only == part);
     if runs(Part::Deletion) {
         let started = std::time::Instant::now();
-        deletion::run_peers(cluster, &client, &args.scenarios(), &report).await?;
+        deletion::run_peers(cluster, client, &args.scenarios(), &report).await?;
         println!("deletion took {:.0} s", started.elapsed().as_secs_f64());
     }
     if runs(Part::Idle) {
         let started = std::time::Instant::now();
-        let readings = idle::measure(cluster, &client, &args.idle_sizes(), &DELETERS).await?;
+        let readings = idle::measure(cluster, client, &args.idle_sizes(), &DELETERS).await?;
         report::write_section(&report, "peers-idle", &idle::section(&readings))?;
         println!("idle took {:.0} s", started.elapsed().as_secs_f64());
     }

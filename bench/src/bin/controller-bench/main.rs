@@ -8,16 +8,13 @@
 //! `--full` is the long form; `--huge` measures a million Jobs alone ([`envelope`]).
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Result;
 use clap::Parser;
-use kube_retention_bench::deleters::{self, Deleter};
+use kube_retention_bench::deleters::Deleter;
 use kube_retention_bench::deletion::{self, Scenario, Shape};
 use kube_retention_bench::{discovery, envelope, memory, metrics_port, policies, report, restart};
-use kube_retention_e2e::components::CONTROLLER;
-use kube_retention_e2e::process::tracked;
-use kube_retention_e2e::{Layout, LocalCluster};
+use kube_retention_e2e::LocalCluster;
 
 mod args;
 
@@ -41,28 +38,21 @@ impl Drop for Timer {
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     // `make bench-controller` sets KUBE_RETENTION_PROFILE (the image's static build) and the audit policy.
-    let state = tempfile::Builder::new()
-        .prefix("kube-retention-bench-")
-        .tempdir()?;
-    let layout = Layout::new(state.path())?;
-    println!("starting a private cluster in {}", state.path().display());
-    let (cluster, _) = LocalCluster::up(layout)?;
-    let outcome = kube_retention_bench::until_interrupted(bench(&args, &cluster, &root)).await;
-    LocalCluster::down(&cluster.layout)?;
-    outcome
+    kube_retention_bench::on_private_cluster(
+        "kube-retention-bench-",
+        |cluster, client| async move { bench(&args, &cluster, &client, &root).await },
+    )
+    .await
 }
 
-async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> Result<()> {
-    tracked(&cluster.layout.state_dir, &[CONTROLLER])
-        .remove(0)
-        .stop(Duration::from_secs(10))?;
-    deleters::write_peer_kubeconfig(cluster)?;
-    let kubeconfig = kube::config::Kubeconfig::read_from(cluster.layout.kubeconfig())?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
-    let client = kube::Client::try_from(config)?;
+async fn bench(
+    args: &Args,
+    cluster: &LocalCluster,
+    client: &kube::Client,
+    root: &std::path::Path,
+) -> Result<()> {
     let scenarios = [
         args.steady(vec![
             Deleter::KubeRetention,
@@ -104,7 +94,7 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
             apiserver_memory_limit: Some(args.huge_apiserver_memory_limit.clone())
                 .filter(|limit| limit != "none"),
         };
-        let figures = envelope::measure(cluster, &client, size).await?;
+        let figures = envelope::measure(cluster, client, size).await?;
         // A section per size asked for: a run at one size leaves the others' figures be.
         return report::write_section(
             &root.join(&args.report),
@@ -123,7 +113,7 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
             ..scenarios[2].clone()
         };
         let file = root.join(&args.report);
-        return deletion::run_ceiling(cluster, &client, burst, args.ceiling_rounds, &file).await;
+        return deletion::run_ceiling(cluster, client, burst, args.ceiling_rounds, &file).await;
     }
     if args.only == Some(Part::Ledger) {
         let _timer = Timer::new("ledger");
@@ -132,7 +122,7 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
             steady_rate: args.steady_rate,
         };
         let steady = args.steady(vec![Deleter::KubeRetention, Deleter::KubeRetentionLedger]);
-        return deletion::run_ledger(cluster, &client, steady, &target).await;
+        return deletion::run_ledger(cluster, client, steady, &target).await;
     }
     if runs(Part::Deletion) {
         let _timer = Timer::new("deletion");
@@ -140,13 +130,13 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
             file: &root.join(&args.report),
             steady_rate: args.steady_rate,
         };
-        deletion::run(cluster, &client, &scenarios, &target).await?;
+        deletion::run(cluster, client, &scenarios, &target).await?;
     }
     // Each part removes its namespace, so the memory figures count their own Jobs alone; the
     // policy objects, which are cluster-wide, come last.
     if runs(Part::Memory) {
         let _timer = Timer::new("memory");
-        let readings = memory::measure(cluster, &client, &args.tracked()).await?;
+        let readings = memory::measure(cluster, client, &args.tracked()).await?;
         report::write_section(
             &root.join(&args.report),
             "controller-memory",
@@ -160,7 +150,7 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
             due: args.size(args.restart_overdue, 1_000, 10_000),
             budget: args.restart_budget,
         };
-        let figures = restart::measure(cluster, &client, size).await?;
+        let figures = restart::measure(cluster, client, size).await?;
         report::write_section(
             &root.join(&args.report),
             "controller-restart",
@@ -170,7 +160,7 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
     if runs(Part::Discovery) {
         let _timer = Timer::new("discovery");
         let figures =
-            discovery::measure(cluster, &client, args.unlabelled(), metrics_port()?).await?;
+            discovery::measure(cluster, client, args.unlabelled(), metrics_port()?).await?;
         report::write_section(
             &root.join(&args.report),
             "controller-discovery",
@@ -181,7 +171,7 @@ async fn bench(args: &Args, cluster: &LocalCluster, root: &std::path::Path) -> R
         let _timer = Timer::new("policies");
         let figures = policies::measure(
             cluster,
-            &client,
+            client,
             args.policy_objects(),
             args.policy_kinds,
             metrics_port()?,
