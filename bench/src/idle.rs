@@ -27,7 +27,7 @@ pub struct Reading {
     pub jobs: usize,
     pub rss_kib: u64,
     pub peak_kib: u64,
-    /// Its requests in [`WINDOW`], any namespace or none.
+    /// Its requests in the minute counted, any namespace or none.
     pub requests_per_minute: usize,
 }
 
