@@ -17,7 +17,7 @@ use libtest_mimic::Trial;
 use serde_json::{Value, json};
 
 use crate::support::{Env, TestNamespace};
-use crate::workloads::finish_job;
+use crate::workloads::{finish_job, now_second};
 
 mod connection;
 mod explain;
@@ -75,14 +75,7 @@ pub async fn job(
     annotations: Value,
     minutes_ago: Option<i64>,
 ) -> Result<()> {
-    let finished = minutes_ago
-        .map(|minutes| {
-            Ok::<_, jiff::Error>(
-                Timestamp::from_second(Timestamp::now().as_second())?
-                    - SignedDuration::from_mins(minutes),
-            )
-        })
-        .transpose()?;
+    let finished = minutes_ago.map(|minutes| now_second() - SignedDuration::from_mins(minutes));
     job_finished_at(ns, name, labels, annotations, finished).await
 }
 
