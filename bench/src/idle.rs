@@ -35,9 +35,9 @@ pub struct Reading {
 /// TTL label its manager's first look at the labelled kinds too. A DeletingPolicy lists at its
 /// schedule, which the counted minute holds once.
 fn settle(deleter: Deleter, jobs: usize) -> Duration {
-    let list = Duration::from_secs(20 + u64::try_from(jobs / 10_000).unwrap_or(u64::MAX));
+    let list = crate::memory::settle(jobs);
     match deleter {
-        Deleter::KyvernoTtl => list + 2 * kyverno::TTL_RECONCILIATION_INTERVAL,
+        Deleter::KyvernoTtl => list + kyverno::TTL_FIRST_LOOK,
         _ => list,
     }
 }
@@ -87,7 +87,7 @@ async fn read(cluster: &LocalCluster, deleter: Deleter, ns: &str, jobs: usize) -
     let offset = std::fs::metadata(cluster.layout.audit_log()).map_or(0, |meta| meta.len());
     tokio::time::sleep(WINDOW).await;
     let requests_per_minute =
-        crate::deletion::audited_everywhere(cluster, offset as usize, &deleter.user())?;
+        crate::deletion::audit(cluster, offset as usize, &deleter.user(), ns)?.everywhere;
     let (peak, current) = running.pid().and_then(rss_kib).context("deleter RSS")?;
     drop(running);
     if deleter == Deleter::KyvernoPolicy {

@@ -40,6 +40,8 @@ pub const SCHEDULE: &str = "*/1 * * * *";
 /// default): its first look comes one interval after it leads, and deletions follow it; each
 /// look is a discovery and three access reviews per kind.
 pub const TTL_RECONCILIATION_INTERVAL: Duration = Duration::from_secs(10);
+/// How long after it leads its TTL manager has surely looked for the labelled kinds once.
+pub const TTL_FIRST_LOOK: Duration = TTL_RECONCILIATION_INTERVAL.saturating_mul(2);
 /// The webhook configurations it registers as leader; left behind when it stops, so removed.
 const WEBHOOKS: [&str; 2] = [
     "kyverno-cleanup-validating-webhook-cfg",
@@ -99,7 +101,7 @@ pub fn install(cluster: &LocalCluster) -> Result<()> {
 /// Starts it with `budget` requests per second for each of its clients (`None`: unlimited),
 /// and waits until it leads: its webhooks registered.
 pub fn start(cluster: &LocalCluster, budget: Option<u32>) -> Result<Tracked> {
-    let [server_port, metrics_port] = [crate::metrics_port()?, crate::metrics_port()?];
+    let [server_port, metrics_port] = kube_retention_e2e::cluster::free_ports::<2>()?;
     // client-go's limiter: qps with an equal burst, like governor's per-second quota.
     let qps = budget.unwrap_or(1_000_000);
     let tracked = process::spawn(

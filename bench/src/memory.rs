@@ -23,7 +23,7 @@ pub struct Reading {
 }
 
 /// Time to list and settle: 20 s, and a second more per 10,000 Jobs.
-fn settle(jobs: usize) -> Duration {
+pub(crate) fn settle(jobs: usize) -> Duration {
     Duration::from_secs(20 + u64::try_from(jobs / 10_000).unwrap_or(u64::MAX))
 }
 

@@ -346,7 +346,7 @@ impl LocalCluster {
 }
 
 /// Ports free on 127.0.0.1 right now, all held until every one is chosen so none repeats.
-fn free_ports<const N: usize>() -> Result<[u16; N]> {
+pub fn free_ports<const N: usize>() -> Result<[u16; N]> {
     let listeners = (0..N)
         .map(|_| TcpListener::bind("127.0.0.1:0"))
         .collect::<std::io::Result<Vec<_>>>()?;

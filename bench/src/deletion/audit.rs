@@ -17,7 +17,7 @@ pub(super) async fn settle_events(
     ns: &str,
 ) -> Result<()> {
     let events = || -> Result<usize> {
-        let requests = audited(cluster, offset, user, ns)?;
+        let requests = audit(cluster, offset, user, ns)?.in_namespace;
         Ok(requests.get("create events").copied().unwrap_or(0))
     };
     let (mut last, mut quiet, started) = (events()?, 0, std::time::Instant::now());
@@ -30,35 +30,44 @@ pub(super) async fn settle_events(
     Ok(())
 }
 
-/// Requests by `user` in `namespace` recorded after `offset` bytes of the audit log, by verb.
-pub(super) fn audited(
+/// A client's requests recorded after an offset of the audit log.
+pub struct Audited {
+    /// In one namespace, by verb and resource (`delete jobs`).
+    pub in_namespace: std::collections::BTreeMap<String, usize>,
+    /// All of them, in any namespace or none (lists and watches across namespaces, access
+    /// reviews, discovery).
+    pub everywhere: usize,
+}
+
+/// Requests by `user` recorded after `offset` bytes of the audit log: those in `namespace` by
+/// verb, and all of them. One pass over the log.
+pub fn audit(
     cluster: &LocalCluster,
     offset: usize,
     user: &str,
     namespace: &str,
-) -> Result<std::collections::BTreeMap<String, usize>> {
+) -> Result<Audited> {
     let log = std::fs::read(cluster.layout.audit_log())?;
-    let mut counts = std::collections::BTreeMap::new();
+    let mut audited = Audited {
+        in_namespace: std::collections::BTreeMap::new(),
+        everywhere: 0,
+    };
     for line in log[offset.min(log.len())..].split(|byte| *byte == b'\n') {
         let Ok(event) = serde_json::from_slice::<Value>(line) else {
             continue;
         };
-        if event["user"]["username"] == user && event["objectRef"]["namespace"] == namespace {
+        if event["user"]["username"] != user {
+            continue;
+        }
+        audited.everywhere += 1;
+        if event["objectRef"]["namespace"] == namespace {
             let resource = event["objectRef"]["resource"].as_str().unwrap_or_default();
             let verb = event["verb"].as_str().unwrap_or_default();
-            *counts.entry(format!("{verb} {resource}")).or_default() += 1;
+            *audited
+                .in_namespace
+                .entry(format!("{verb} {resource}"))
+                .or_default() += 1;
         }
     }
-    Ok(counts)
-}
-
-/// Every request by `user` recorded after `offset` bytes of the audit log, in any namespace or
-/// none (lists and watches across namespaces, access reviews, discovery).
-pub fn audited_everywhere(cluster: &LocalCluster, offset: usize, user: &str) -> Result<usize> {
-    let log = std::fs::read(cluster.layout.audit_log())?;
-    Ok(log[offset.min(log.len())..]
-        .split(|byte| *byte == b'\n')
-        .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
-        .filter(|event| event["user"]["username"] == user)
-        .count())
+    Ok(audited)
 }

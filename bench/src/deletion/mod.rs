@@ -19,8 +19,8 @@ mod cpu;
 mod peers;
 mod table;
 
-pub use audit::audited_everywhere;
-use audit::{audited, settle_events};
+use audit::settle_events;
+pub use audit::{Audited, audit};
 pub use cpu::Cpu;
 
 #[derive(Clone)]
@@ -73,6 +73,24 @@ async fn sleep_until(at: Timestamp) {
     }
 }
 
+/// Finishes the Jobs `batch` at `at` and returns when they expire, `ttl` seconds later; for
+/// Kyverno's TTL label, labels them with that time too.
+async fn finish(
+    client: &kube::Client,
+    ns: &str,
+    deleter: Deleter,
+    batch: std::ops::Range<usize>,
+    at: Timestamp,
+    ttl: u32,
+) -> Result<Timestamp> {
+    jobs::finish(client, ns, batch.clone(), at).await?;
+    let expiry = at + SignedDuration::from_secs(ttl.into());
+    if deleter == Deleter::KyvernoTtl {
+        jobs::label_expiry(client, ns, batch, expiry).await?;
+    }
+    Ok(expiry)
+}
+
 async fn run_scenario(
     cluster: &LocalCluster,
     client: &kube::Client,
@@ -103,7 +121,7 @@ async fn run_scenario(
     // Kyverno looks for labelled kinds one interval after it leads, and again each interval.
     let settle = match deleter {
         Deleter::Peer | Deleter::PeerTuned => 10,
-        Deleter::KyvernoTtl => 2 * kyverno::TTL_RECONCILIATION_INTERVAL.as_secs() + 3,
+        Deleter::KyvernoTtl => kyverno::TTL_FIRST_LOOK.as_secs() + 3,
         _ => 3,
     };
     tokio::time::sleep(Duration::from_secs(settle)).await;
@@ -122,11 +140,7 @@ async fn run_scenario(
     match scenario.shape {
         Shape::Burst { ttl } => {
             let at = now_second();
-            jobs::finish(client, &ns, 0..scenario.jobs, at).await?;
-            let expiry = at + SignedDuration::from_secs(ttl.into());
-            if deleter == Deleter::KyvernoTtl {
-                jobs::label_expiry(client, &ns, 0..scenario.jobs, expiry).await?;
-            }
+            let expiry = finish(client, &ns, deleter, 0..scenario.jobs, at, ttl).await?;
             if Timestamp::now() > expiry {
                 bail!(
                     "finishing {} Jobs took past their expiry: raise the TTL",
@@ -146,11 +160,7 @@ async fn run_scenario(
                 let at = now_second() + SignedDuration::from_secs(1);
                 sleep_until(at).await;
                 let batch = second * rate..((second + 1) * rate).min(scenario.jobs);
-                jobs::finish(client, &ns, batch.clone(), at).await?;
-                let expiry = at + SignedDuration::from_secs(ttl.into());
-                if deleter == Deleter::KyvernoTtl {
-                    jobs::label_expiry(client, &ns, batch.clone(), expiry).await?;
-                }
+                let expiry = finish(client, &ns, deleter, batch.clone(), at, ttl).await?;
                 for index in batch {
                     expiries[index] = expiry;
                 }
@@ -183,6 +193,7 @@ async fn run_scenario(
     let peak_rss_kib = pid().and_then(rss_kib).map_or(0, |(peak, _)| peak);
     drop(running);
     tokio::time::sleep(Duration::from_secs(1)).await;
+    let audited = audit(cluster, offset, &deleter.user(), &ns)?;
     let seen = deletions
         .lock()
         .map_err(|_| anyhow::anyhow!("poisoned"))?
@@ -209,8 +220,8 @@ async fn run_scenario(
         jobs: scenario.jobs,
         budget: scenario.budget,
         rate: scenario.jobs as f64 / span,
-        requests: audited(cluster, offset, &deleter.user(), &ns)?,
-        all_requests: audited_everywhere(cluster, offset, &deleter.user())?,
+        requests: audited.in_namespace,
+        all_requests: audited.everywhere,
         delays,
         peak_rss_kib,
         announced: sink.as_ref().map(LedgerSink::announced),
