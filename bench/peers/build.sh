@@ -10,8 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-inputs() { go version; sha256sum build.sh "$@"; }
-fresh() { [[ -f $1 ]] && diff -q "$1" <(inputs "${@:2}") > /dev/null; }
+# inputs, fresh and executables: what an output was built from, and whether it stands.
+source ../../scripts/built-from.sh
 
 kyverno_version=$(cd kyverno && go list -m -f '{{.Version}}' github.com/kyverno/kyverno)
 # What the controller blocks on at start (its informers wait on each, without a timeout).
@@ -23,7 +23,7 @@ kyverno_crds=(
 	config/crds/policies.kyverno.io/policies.kyverno.io_namespaceddeletingpolicies.yaml
 	config/crds/policies.kyverno.io/policies.kyverno.io_policyexceptions.yaml
 )
-if [[ -x bin/kyverno-cleanup-controller ]] && fresh bin/kyverno.built-from kyverno/go.mod kyverno/go.sum; then
+if executables bin/kyverno-cleanup-controller && fresh bin/kyverno.built-from kyverno/go.mod kyverno/go.sum; then
 	echo "Kyverno ${kyverno_version}'s cleanup controller in bench/peers/bin is up to date (bin/kyverno.built-from)."
 	exit 0
 fi

@@ -79,9 +79,7 @@ pub async fn measure(
 /// `deleter` started fresh against the `jobs` Jobs of `ns`: its memory once settled, and its
 /// requests in the minute after.
 async fn read(cluster: &LocalCluster, deleter: Deleter, ns: &str, jobs: usize) -> Result<Reading> {
-    if deleter == Deleter::KyvernoPolicy {
-        kyverno::apply(cluster, &kyverno::deleting_policy(ns, TTL_SECONDS))?;
-    }
+    let policy = kyverno::DeletingPolicy::for_deleter(cluster, deleter, ns, TTL_SECONDS)?;
     let running = deleters::start(cluster, deleter, None, metrics_port()?, Work::Tracking)?;
     tokio::time::sleep(settle(deleter, jobs)).await;
     let offset = std::fs::metadata(cluster.layout.audit_log()).map_or(0, |meta| meta.len());
@@ -90,8 +88,8 @@ async fn read(cluster: &LocalCluster, deleter: Deleter, ns: &str, jobs: usize) -
         crate::deletion::audit(cluster, offset as usize, &deleter.user(), ns)?.everywhere;
     let (peak, current) = running.pid().and_then(rss_kib).context("deleter RSS")?;
     drop(running);
-    if deleter == Deleter::KyvernoPolicy {
-        kyverno::delete_policy(cluster, ns)?;
+    if let Some(policy) = policy {
+        policy.remove()?;
     }
     println!(
         "{}: {:.1} MiB RSS ({:.1} MiB peak), {requests_per_minute} requests a minute, with {jobs} Jobs",

@@ -39,25 +39,17 @@ pub async fn create_range(
     indexes: std::ops::Range<usize>,
     ttl_seconds: u32,
 ) -> Result<()> {
-    let jobs: Api<Job> = Api::namespaced(client.clone(), namespace);
-    stream::iter(indexes)
-        .map(|index| {
-            let jobs = jobs.clone();
-            async move {
-                let job: Job = serde_json::from_value(json!({
-                    "metadata": {"name": name(index),
-                                 "annotations": {"retention.dev/ttl-after-finished": format!("{ttl_seconds}s")}},
-                    "spec": {"ttlSecondsAfterFinished": ttl_seconds,
-                             "template": {"spec": {"restartPolicy": "Never",
-                                                   "containers": [{"name": "c", "image": "busybox"}]}}}}))?;
-                jobs.create(&PostParams::default(), &job).await?;
-                Ok::<(), anyhow::Error>(())
-            }
-        })
-        .buffer_unordered(CONCURRENCY)
-        .try_collect::<Vec<()>>()
-        .await?;
-    Ok(())
+    each(client, namespace, indexes.map(name), |jobs, name| async move {
+        let job: Job = serde_json::from_value(json!({
+            "metadata": {"name": name,
+                         "annotations": {"retention.dev/ttl-after-finished": format!("{ttl_seconds}s")}},
+            "spec": {"ttlSecondsAfterFinished": ttl_seconds,
+                     "template": {"spec": {"restartPolicy": "Never",
+                                           "containers": [{"name": "c", "image": "busybox"}]}}}}))?;
+        jobs.create(&PostParams::default(), &job).await?;
+        Ok(())
+    })
+    .await
 }
 
 /// Marks the Jobs `indexes` succeeded at `at` (whole seconds), as the job controller would.
@@ -67,23 +59,27 @@ pub async fn finish(
     indexes: impl Iterator<Item = usize>,
     at: Timestamp,
 ) -> Result<()> {
-    let jobs: Api<Job> = Api::namespaced(client.clone(), namespace);
+    finish_named(client, namespace, indexes.map(name), at).await
+}
+
+/// [`finish`], for the Jobs named `names`.
+pub async fn finish_named(
+    client: &Client,
+    namespace: &str,
+    names: impl Iterator<Item = String>,
+    at: Timestamp,
+) -> Result<()> {
     let at = at.to_string();
-    stream::iter(indexes)
-        .map(|index| {
-            let (jobs, at) = (jobs.clone(), at.clone());
-            async move {
-                let status = json!({"status": {"startTime": at, "completionTime": at, "succeeded": 1, "conditions": [
-                    {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": at},
-                    {"type": "Complete", "status": "True", "lastTransitionTime": at}]}});
-                jobs.patch_status(&name(index), &PatchParams::default(), &Patch::Merge(&status)).await?;
-                Ok::<(), anyhow::Error>(())
-            }
-        })
-        .buffer_unordered(CONCURRENCY)
-        .try_collect::<Vec<()>>()
-        .await?;
-    Ok(())
+    let status = json!({"status": {"startTime": at, "completionTime": at, "succeeded": 1, "conditions": [
+        {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": at},
+        {"type": "Complete", "status": "True", "lastTransitionTime": at}]}});
+    let status = &status;
+    each(client, namespace, names, |jobs, name| async move {
+        jobs.patch_status(&name, &PatchParams::default(), &Patch::Merge(status))
+            .await?;
+        Ok(())
+    })
+    .await
 }
 
 /// Labels the Jobs `indexes` with the time they expire, `expiry`, for Kyverno's cleanup
@@ -94,19 +90,43 @@ pub async fn label_expiry(
     indexes: impl Iterator<Item = usize>,
     expiry: Timestamp,
 ) -> Result<()> {
-    let jobs: Api<Job> = Api::namespaced(client.clone(), namespace);
+    label_expiry_named(client, namespace, indexes.map(name), expiry).await
+}
+
+/// [`label_expiry`], for the Jobs named `names`.
+pub async fn label_expiry_named(
+    client: &Client,
+    namespace: &str,
+    names: impl Iterator<Item = String>,
+    expiry: Timestamp,
+) -> Result<()> {
     let patch = json!({"metadata": {
         "labels": {crate::kyverno::TTL_LABEL: crate::kyverno::ttl_label_value(expiry)},
         "annotations": {crate::kyverno::PROPAGATION_ANNOTATION: "Background"}}});
-    stream::iter(indexes)
-        .map(|index| {
-            let (jobs, patch) = (jobs.clone(), &patch);
-            async move {
-                jobs.patch(&name(index), &PatchParams::default(), &Patch::Merge(patch))
-                    .await?;
-                Ok::<(), anyhow::Error>(())
-            }
-        })
+    let patch = &patch;
+    each(client, namespace, names, |jobs, name| async move {
+        jobs.patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+            .await?;
+        Ok(())
+    })
+    .await
+}
+
+/// Runs `request` for each Job of `names` in `namespace`, [`CONCURRENCY`] at a time; the first
+/// error ends it.
+async fn each<F, Fut>(
+    client: &Client,
+    namespace: &str,
+    names: impl Iterator<Item = String>,
+    request: F,
+) -> Result<()>
+where
+    F: Fn(Api<Job>, String) -> Fut,
+    Fut: std::future::Future<Output = Result<()>>,
+{
+    let jobs: Api<Job> = Api::namespaced(client.clone(), namespace);
+    stream::iter(names)
+        .map(|name| request(jobs.clone(), name))
         .buffer_unordered(CONCURRENCY)
         .try_collect::<Vec<()>>()
         .await?;

@@ -177,7 +177,7 @@ pub fn ttl_label_value(expiry: Timestamp) -> String {
 
 /// A DeletingPolicy deleting the Jobs of `namespace` whose completion (or failure) is `ttl`
 /// seconds old, every minute.
-pub fn deleting_policy(namespace: &str, ttl: u32) -> serde_json::Value {
+fn deleting_policy(namespace: &str, ttl: u32) -> serde_json::Value {
     serde_json::json!({
         "apiVersion": "policies.kyverno.io/v1",
         "kind": "DeletingPolicy",
@@ -210,22 +210,62 @@ fn policy_name(namespace: &str) -> String {
     format!("finished-jobs-{namespace}")
 }
 
-/// Deletes the DeletingPolicy of `namespace`'s Jobs, once they are gone.
-pub fn delete_policy(cluster: &LocalCluster, namespace: &str) -> Result<()> {
-    run(cluster
-        .kubectl()
-        .args(["delete", "deletingpolicies.policies.kyverno.io"])
-        .arg(policy_name(namespace)))?;
-    Ok(())
+/// The DeletingPolicy of one namespace's Jobs, there while this is held: deleted by
+/// [`DeletingPolicy::remove`] once the Jobs are gone, or on drop should a run end early, so no
+/// run's policy lists another's Jobs.
+pub struct DeletingPolicy {
+    cluster: LocalCluster,
+    /// `None` once removed.
+    namespace: Option<String>,
 }
 
-/// Applies `manifest` as the admin.
-pub fn apply(cluster: &LocalCluster, manifest: &serde_json::Value) -> Result<()> {
-    run_with_input(
-        cluster.kubectl().args(["apply", "-f", "-"]),
-        &manifest.to_string(),
-    )?;
-    Ok(())
+impl DeletingPolicy {
+    /// Applies, as the admin, the policy deleting the Jobs of `namespace` `ttl` seconds after
+    /// they finish (`deleting_policy`) if `deleter` is Kyverno's DeletingPolicy; `None` for
+    /// every other deleter.
+    pub fn for_deleter(
+        cluster: &LocalCluster,
+        deleter: crate::deleters::Deleter,
+        namespace: &str,
+        ttl: u32,
+    ) -> Result<Option<Self>> {
+        if deleter != crate::deleters::Deleter::KyvernoPolicy {
+            return Ok(None);
+        }
+        run_with_input(
+            cluster.kubectl().args(["apply", "-f", "-"]),
+            &deleting_policy(namespace, ttl).to_string(),
+        )?;
+        Ok(Some(Self {
+            cluster: cluster.clone(),
+            namespace: Some(namespace.to_owned()),
+        }))
+    }
+
+    /// Deletes it.
+    pub fn remove(mut self) -> Result<()> {
+        self.delete()
+    }
+
+    fn delete(&mut self) -> Result<()> {
+        let Some(namespace) = self.namespace.take() else {
+            return Ok(());
+        };
+        run(self
+            .cluster
+            .kubectl()
+            .args(["delete", "deletingpolicies.policies.kyverno.io"])
+            .arg(policy_name(&namespace)))?;
+        Ok(())
+    }
+}
+
+impl Drop for DeletingPolicy {
+    fn drop(&mut self) {
+        if let Err(error) = self.delete() {
+            eprintln!("deleting Kyverno's DeletingPolicy: {error:#}");
+        }
+    }
 }
 
 #[cfg(test)]

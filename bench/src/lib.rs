@@ -19,6 +19,7 @@ pub mod memory;
 pub mod policies;
 pub mod report;
 pub mod restart;
+pub mod safety;
 pub mod side_by_side;
 pub mod webhook;
 pub mod writers;
@@ -159,6 +160,19 @@ pub fn remove_namespace(
         "--timeout=900s",
     ]))?;
     Ok(())
+}
+
+/// Now, to the whole second (Jobs are finished at whole seconds, as their status holds them).
+pub fn now_second() -> jiff::Timestamp {
+    let now = jiff::Timestamp::now();
+    jiff::Timestamp::from_second(now.as_second()).unwrap_or(now)
+}
+
+/// Sleeps until `at` (not at all once it has passed).
+pub async fn sleep_until(at: jiff::Timestamp) {
+    if let Ok(wait) = std::time::Duration::try_from(at.duration_since(jiff::Timestamp::now())) {
+        tokio::time::sleep(wait).await;
+    }
 }
 
 /// Which build of kube-retention's webhook and controller a section measured: the one the local

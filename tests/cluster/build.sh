@@ -36,12 +36,8 @@ if [[ -z ${control_plane_only} ]]; then
 	commands+=(k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet
 		k8s.io/kubernetes/cmd/kube-proxy)
 fi
-built() { for command in "${commands[@]}"; do [[ -x ${out}/${command##*/} ]] || return 1; done; }
-# What a build's output depends on: Go's version, this script and the pinned modules. Output whose
-# stamp file holds the same is up to date and not rebuilt, even when Go's caches are empty (CI's
-# drop-go-caches empties them, and a minor rebuilt from nothing takes ten minutes).
-inputs() { go version; sha256sum build.sh "$@"; }
-fresh() { [[ -f $1 ]] && diff -q "$1" <(inputs "${@:2}") > /dev/null; }
+# inputs, fresh and executables: what an output was built from, and whether it stands.
+source ../../scripts/built-from.sh
 kubernetes_inputs=("${modfile}" "${modfile%.mod}.sum")
 tools_inputs=(helm/go.mod helm/go.sum promtool/go.mod promtool/go.sum krew/go.mod krew/go.sum)
 tools=(bin/helm bin/promtool bin/krew)
@@ -109,14 +105,14 @@ build_tools() {
 	inputs "${tools_inputs[@]}" > bin/tools.built-from
 }
 
-if built && fresh "${out}/built-from" "${kubernetes_inputs[@]}"; then
+binaries=("${commands[@]##*/}")
+if executables "${binaries[@]/#/${out}/}" && fresh "${out}/built-from" "${kubernetes_inputs[@]}"; then
 	echo "Kubernetes ${k8s_version} in tests/cluster/${out} is up to date (${out}/built-from)."
 else
 	build_kubernetes
 	echo "built Kubernetes ${k8s_version} into tests/cluster/${out} ($(ls "${out}" | tr '\n' ' '))"
 fi
-tools_built() { for tool in "${tools[@]}"; do [[ -x ${tool} ]] || return 1; done; }
-if tools_built && fresh bin/tools.built-from "${tools_inputs[@]}"; then
+if executables "${tools[@]}" && fresh bin/tools.built-from "${tools_inputs[@]}"; then
 	echo "helm, promtool and krew in tests/cluster/bin are up to date (bin/tools.built-from)."
 else
 	build_tools

@@ -1,8 +1,9 @@
 //! `make bench-peers`: kube-retention's controller against the cleanup tools admins install
 //! instead, side by side in one run on a private local cluster, one deleter at a time on
 //! identical Jobs: precision (Jobs expiring steadily), throughput (Jobs expiring at once, at an
-//! equal request budget and unlimited), requests per deletion and peak memory; then, with many
-//! Jobs none of them deletes yet, what each holds and asks for while idle. The peers are
+//! equal request budget and unlimited), requests per deletion, CPU and peak memory; then, with
+//! many Jobs none of them deletes yet, what each holds and asks for while idle; then what each
+//! does when a Job changes at the last moment ([`kube_retention_bench::safety`]). The peers are
 //! built by `bench/peers/build.sh` from their own pinned modules; today that is Kyverno's cleanup
 //! controller ([`kube_retention_bench::kyverno`]), two ways. Results go into
 //! docs/benchmarks/peers.md. The default is sized for about fifteen minutes; `--full` is the long
@@ -14,7 +15,7 @@ use anyhow::Result;
 use clap::Parser;
 use kube_retention_bench::deleters::Deleter;
 use kube_retention_bench::deletion::{self, Scenario, Shape};
-use kube_retention_bench::{idle, kyverno, report};
+use kube_retention_bench::{idle, kyverno, report, safety};
 use kube_retention_e2e::LocalCluster;
 
 #[derive(Parser)]
@@ -38,7 +39,7 @@ struct Args {
     /// with --full].
     #[arg(long, value_delimiter = ',')]
     idle: Option<Vec<usize>>,
-    /// Run only the deletion scenarios or the idle readings.
+    /// Run only the deletion scenarios, the idle readings or the safety cases.
     #[arg(long, value_enum)]
     only: Option<Part>,
     /// The folder of the benchmarks' pages.
@@ -53,6 +54,7 @@ struct Args {
 enum Part {
     Deletion,
     Idle,
+    Safety,
 }
 
 /// Who is measured, each alone.
@@ -140,6 +142,12 @@ async fn bench(
         let readings = idle::measure(cluster, client, &args.idle_sizes(), &DELETERS).await?;
         report::write_section(&report, "peers-idle", &idle::section(&readings))?;
         println!("idle took {:.0} s", started.elapsed().as_secs_f64());
+    }
+    if runs(Part::Safety) {
+        let started = std::time::Instant::now();
+        let observations = safety::observe(cluster, client, &DELETERS).await?;
+        report::write_section(&report, "peers-safety", &safety::section(&observations))?;
+        println!("safety took {:.0} s", started.elapsed().as_secs_f64());
     }
     Ok(())
 }

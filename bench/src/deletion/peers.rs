@@ -3,23 +3,17 @@
 //! peer's row of the same scenario.
 
 use super::Row;
-use super::table::{budget_text, percentile};
+use super::table::{cpu_cells, percentile, timing_cells};
 use crate::deleters::Deleter;
 use crate::mib;
 
 fn row_text(row: &Row) -> String {
     let in_namespace: usize = row.requests.values().sum();
     let per = |key: &str| row.requests.get(key).copied().unwrap_or(0) as f64 / row.jobs as f64;
+    let [deleter, apiserver, etcd] = cpu_cells(row);
     format!(
-        "| {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.1} | {:.2} | {:.2} | {:.2} | {:.1} |",
-        row.scenario,
-        row.deleter.label(),
-        row.jobs,
-        budget_text(row.budget),
-        percentile(&row.delays, 50.0),
-        percentile(&row.delays, 99.0),
-        row.delays.last().copied().unwrap_or(f64::NAN),
-        row.rate,
+        "{} {:.2} | {:.2} | {:.2} | {deleter} | {apiserver} | {etcd} | {:.1} |",
+        timing_cells(row),
         in_namespace as f64 / row.jobs as f64,
         per("delete jobs"),
         row.all_requests as f64 / row.jobs as f64,
@@ -109,9 +103,11 @@ pub fn section(rows: &[Row], version: &str) -> anyhow::Result<String> {
          holds once a Job's completion is the TTL old. Requests are counted per client from the API\n\
          server's audit log (`bench/audit-policy.yaml`) from the first finish to the last deletion:\n\
          those in the Jobs' namespace, and all of them, in any namespace or none (Kyverno's access\n\
-         reviews, discovery and lists across namespaces among them).\n\n\
-         | scenario | deleter | Jobs | budget | delay p50 (s) | p99 (s) | max (s) | deletions/s | requests/deletion in the namespace | DELETE | all requests/deletion | peak RSS (MiB) |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n{rows}\n\n\
+         reviews, discovery and lists across namespaces among them). Where the time goes, over\n\
+         each burst: the CPU seconds the deleter, kube-apiserver and etcd used from the expiry to\n\
+         the last deletion, per 1,000 deletions (from /proc; a steady run's are not read).\n\n\
+         | scenario | deleter | Jobs | budget | delay p50 (s) | p99 (s) | max (s) | deletions/s | requests/deletion in the namespace | DELETE | all requests/deletion | deleter CPU (s/1000) | kube-apiserver CPU (s/1000) | etcd CPU (s/1000) | peak RSS (MiB) |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n{rows}\n\n\
          Goals, kube-retention against each peer:\n\n{verdicts}\n",
         build = crate::measured_build(),
         kyverno = crate::kyverno::version()?,

@@ -18,11 +18,11 @@ pub fn budget_text(budget: Option<u32>) -> String {
     budget.map_or("unlimited".to_owned(), |budget| format!("{budget} req/s"))
 }
 
-pub fn row_text(row: &Row) -> String {
-    let per = |key: &str| row.requests.get(key).copied().unwrap_or(0) as f64 / row.jobs as f64;
-    let total: usize = row.requests.values().sum();
+/// The cells every deletion table begins with: scenario, deleter, Jobs, budget, delay p50, p99
+/// and max, and deletions per second.
+pub(super) fn timing_cells(row: &Row) -> String {
     format!(
-        "| {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.1} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} |",
+        "| {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.1} |",
         row.scenario,
         row.deleter.label(),
         row.jobs,
@@ -31,6 +31,31 @@ pub fn row_text(row: &Row) -> String {
         percentile(&row.delays, 99.0),
         row.delays.last().copied().unwrap_or(f64::NAN),
         row.rate,
+    )
+}
+
+/// CPU seconds per 1,000 deletions of the deleter, kube-apiserver and etcd; "–" where not
+/// measured (steady runs).
+pub(super) fn cpu_cells(row: &Row) -> [String; 3] {
+    let per_thousand = |seconds: f64| format!("{:.2}", seconds * 1000.0 / row.jobs as f64);
+    row.cpu.map_or(
+        ["–".to_owned(), "–".to_owned(), "–".to_owned()],
+        |cpu| {
+            [
+                per_thousand(cpu.deleter),
+                per_thousand(cpu.apiserver),
+                per_thousand(cpu.etcd),
+            ]
+        },
+    )
+}
+
+pub fn row_text(row: &Row) -> String {
+    let per = |key: &str| row.requests.get(key).copied().unwrap_or(0) as f64 / row.jobs as f64;
+    let total: usize = row.requests.values().sum();
+    format!(
+        "{} {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} |",
+        timing_cells(row),
         total as f64 / row.jobs as f64,
         per("delete jobs"),
         per("get jobs"),
@@ -165,19 +190,9 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 fn ceiling_row(row: &Row, ratio: Option<f64>) -> String {
     let total: usize = row.requests.values().sum();
-    let per_thousand = |seconds: f64| format!("{:.2}", seconds * 1000.0 / row.jobs as f64);
-    let cpu = row.cpu.map_or(
-        ["–".to_owned(), "–".to_owned(), "–".to_owned()],
-        |cpu| {
-            [
-                per_thousand(cpu.deleter),
-                per_thousand(cpu.apiserver),
-                per_thousand(cpu.etcd),
-            ]
-        },
-    );
+    let [deleter, apiserver, etcd] = cpu_cells(row);
     format!(
-        "| {} | {} | {:.1} | {} | {:.3} | {:.3} | {:.2} | {} | {} | {} | {:.1} |",
+        "| {} | {} | {:.1} | {} | {:.3} | {:.3} | {:.2} | {deleter} | {apiserver} | {etcd} | {:.1} |",
         row.scenario,
         row.deleter.label(),
         row.rate,
@@ -185,9 +200,6 @@ fn ceiling_row(row: &Row, ratio: Option<f64>) -> String {
         percentile(&row.delays, 50.0),
         percentile(&row.delays, 99.0),
         total as f64 / row.jobs as f64,
-        cpu[0],
-        cpu[1],
-        cpu[2],
         mib(row.peak_rss_kib),
     )
 }

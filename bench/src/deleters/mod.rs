@@ -1,133 +1,23 @@
-//! The deleters the controller benchmark compares, started fresh for every scenario so each
-//! peak RSS belongs to one scenario: kube-retention's controller (release build, its own
+//! The deleters the benchmarks compare, started fresh for every scenario so each peak RSS
+//! belongs to one scenario: kube-retention's controller (release build, its own
 //! ServiceAccount), kube-controller-manager running only `ttl-after-finished-controller` under a
-//! client identity of its own, so the audit log tells their requests apart, and the ceiling
+//! client identity of its own, so the audit log tells their requests apart, the ceiling
 //! (`ceiling-deleter`, an identity of its own too): what the API server accepts from a deleter
-//! with no logic.
+//! with no logic, and Kyverno's cleanup controller ([`crate::kyverno`]).
 
 use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use kube_retention_e2e::LocalCluster;
-use kube_retention_e2e::cluster::CONTROLLER_SERVICE_ACCOUNT;
 use kube_retention_e2e::components::{self, CONTROLLER};
 use kube_retention_e2e::kubeconfig::{self, Credentials};
 use kube_retention_e2e::process::{self, Tracked};
 
-/// The peer's client identity (a client certificate's common name).
-pub const PEER_USER: &str = "ttl-after-finished-peer";
-const PEER: &str = "ttl-after-finished-peer";
-/// The ceiling's client identity, and its process's name.
-pub const CEILING_USER: &str = "ceiling-deleter";
-/// DELETEs the ceiling keeps in flight: four times kube-retention's default `--concurrency`, so
-/// that the API server, not the ceiling, sets the pace.
-pub const CEILING_CONCURRENCY: usize = 64;
+mod deleter;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Deleter {
-    KubeRetention,
-    /// kube-retention recording one Event per deletion (`--event-window=0s`), as before
-    /// Events were aggregated.
-    KubeRetentionEventEach,
-    /// kube-retention writing no stamps (`--stamp=never`): one request per deletion.
-    KubeRetentionNoStamp,
-    /// kube-retention announcing every deletion to a deletion-ledger sink (`--ledger-sink`).
-    KubeRetentionLedger,
-    /// kube-controller-manager's TTL controller with its default 5 workers.
-    Peer,
-    /// The same with [`TUNED_WORKERS`] workers (`--concurrent-ttl-after-finished-syncs`).
-    PeerTuned,
-    /// `ceiling-deleter`: lists the Jobs before their expiry, then sends each one DELETE with
-    /// preconditions at the expiry, [`CEILING_CONCURRENCY`] in flight ([`start_ceiling`]).
-    Ceiling,
-    /// Kyverno's cleanup controller, each Job labelled with its expiry (`cleanup.kyverno.io/ttl`).
-    KyvernoTtl,
-    /// Kyverno's cleanup controller, a DeletingPolicy every minute ([`crate::kyverno`]).
-    KyvernoPolicy,
-}
-
-/// The tuned peer's workers.
-pub const TUNED_WORKERS: u32 = 50;
-
-impl Deleter {
-    pub fn label(self) -> String {
-        match self {
-            Self::KubeRetention => "kube-retention".into(),
-            Self::KubeRetentionEventEach => "kube-retention, an Event per deletion".into(),
-            Self::KubeRetentionNoStamp => "kube-retention, --stamp=never".into(),
-            Self::KubeRetentionLedger => "kube-retention, --ledger-sink".into(),
-            Self::Peer => "kube-controller-manager ttl-after-finished".into(),
-            Self::PeerTuned => {
-                format!("kube-controller-manager ttl-after-finished, {TUNED_WORKERS} workers")
-            }
-            Self::Ceiling => "ceiling: a DELETE each, no logic".into(),
-            Self::KyvernoTtl => "Kyverno, the cleanup.kyverno.io/ttl label".into(),
-            Self::KyvernoPolicy => "Kyverno, a DeletingPolicy every minute".into(),
-        }
-    }
-
-    /// A short name for the namespaces of its runs.
-    pub fn slug(self) -> &'static str {
-        match self {
-            Self::KubeRetention => "kr",
-            Self::KubeRetentionEventEach => "kr-each",
-            Self::KubeRetentionNoStamp => "kr-nostamp",
-            Self::KubeRetentionLedger => "kr-ledger",
-            Self::Peer => "peer",
-            Self::PeerTuned => "peer-tuned",
-            Self::Ceiling => "ceiling",
-            Self::KyvernoTtl => "kyverno-ttl",
-            Self::KyvernoPolicy => "kyverno-policy",
-        }
-    }
-
-    pub fn user(self) -> String {
-        if self.is_kube_retention() {
-            LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT)
-        } else if self.is_peer() {
-            PEER_USER.to_owned()
-        } else if self.is_kyverno() {
-            crate::kyverno::USER.to_owned()
-        } else {
-            CEILING_USER.to_owned()
-        }
-    }
-
-    /// kube-retention's controller, with whatever flags.
-    pub fn is_kube_retention(self) -> bool {
-        matches!(
-            self,
-            Self::KubeRetention
-                | Self::KubeRetentionEventEach
-                | Self::KubeRetentionNoStamp
-                | Self::KubeRetentionLedger
-        )
-    }
-
-    /// kube-controller-manager's TTL controller, with whatever workers.
-    pub fn is_peer(self) -> bool {
-        matches!(self, Self::Peer | Self::PeerTuned)
-    }
-
-    /// Kyverno's cleanup controller, either way.
-    pub fn is_kyverno(self) -> bool {
-        matches!(self, Self::KyvernoTtl | Self::KyvernoPolicy)
-    }
-
-    /// The name its process is tracked, and its log written, under.
-    fn process_name(self) -> &'static str {
-        if self.is_peer() {
-            PEER
-        } else if self.is_kyverno() {
-            crate::kyverno::USER
-        } else if self == Self::Ceiling {
-            CEILING_USER
-        } else {
-            CONTROLLER
-        }
-    }
-}
+use deleter::PEER;
+pub use deleter::{CEILING_CONCURRENCY, CEILING_USER, Deleter, PEER_USER, TUNED_WORKERS};
 
 /// A running deleter; stopped on drop, and the control plane's kube-controller-manager started
 /// again if the deleter replaced it.
@@ -298,6 +188,9 @@ pub fn start_with(
                 "--leader-election=false".into(),
                 // Deleting as fast as asked is what is measured; the breaker would stop it.
                 "--circuit-breaker-deletions=0".into(),
+                // As installed: the suites' one-second scan for new kinds would be most of an
+                // idle controller's requests.
+                controller_default("discovery-interval")?,
             ];
             if deleter == Deleter::KubeRetentionEventEach {
                 flags.push("--event-window=0s".into());
@@ -319,6 +212,24 @@ pub fn start_with(
         leaves_webhooks: deleter.is_kyverno().then(|| cluster.clone()),
         log_from,
     })
+}
+
+/// The controller's own default for `--flag` (what `--help` says and the chart leaves in place),
+/// for runs that measure it as installed where [`components::start_controller`] sets another:
+/// the suites scan for new kinds every second, an installed controller every
+/// `--discovery-interval` default.
+pub fn controller_default(flag: &str) -> Result<String> {
+    use clap::CommandFactory;
+    let command = kube_retention_controller::args::Args::command();
+    let argument = command
+        .get_arguments()
+        .find(|argument| argument.get_long() == Some(flag))
+        .with_context(|| format!("the controller has no flag --{flag}"))?;
+    let default = argument
+        .get_default_values()
+        .first()
+        .with_context(|| format!("the controller's --{flag} has no default"))?;
+    Ok(format!("--{flag}={}", default.to_string_lossy()))
 }
 
 /// Makes a contender the kernel's first choice should the machine run out of memory (the

@@ -1,0 +1,133 @@
+//! Which deleter: each one `make bench-controller` and `make bench-peers` compare, its label in
+//! the tables, its client identity in the audit log and the name its process runs under.
+
+use kube_retention_e2e::LocalCluster;
+use kube_retention_e2e::cluster::CONTROLLER_SERVICE_ACCOUNT;
+use kube_retention_e2e::components::CONTROLLER;
+
+/// The peer's client identity (a client certificate's common name).
+pub const PEER_USER: &str = "ttl-after-finished-peer";
+pub(super) const PEER: &str = "ttl-after-finished-peer";
+/// The ceiling's client identity, and its process's name.
+pub const CEILING_USER: &str = "ceiling-deleter";
+/// DELETEs the ceiling keeps in flight: four times kube-retention's default `--concurrency`, so
+/// that the API server, not the ceiling, sets the pace.
+pub const CEILING_CONCURRENCY: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deleter {
+    KubeRetention,
+    /// kube-retention recording one Event per deletion (`--event-window=0s`), as before
+    /// Events were aggregated.
+    KubeRetentionEventEach,
+    /// kube-retention writing no stamps (`--stamp=never`): one request per deletion.
+    KubeRetentionNoStamp,
+    /// kube-retention announcing every deletion to a deletion-ledger sink (`--ledger-sink`).
+    KubeRetentionLedger,
+    /// kube-controller-manager's TTL controller with its default 5 workers.
+    Peer,
+    /// The same with [`TUNED_WORKERS`] workers (`--concurrent-ttl-after-finished-syncs`).
+    PeerTuned,
+    /// `ceiling-deleter`: lists the Jobs before their expiry, then sends each one DELETE with
+    /// preconditions at the expiry, [`CEILING_CONCURRENCY`] in flight ([`super::start_ceiling`]).
+    Ceiling,
+    /// Kyverno's cleanup controller, each Job labelled with its expiry (`cleanup.kyverno.io/ttl`).
+    KyvernoTtl,
+    /// Kyverno's cleanup controller, a DeletingPolicy every minute ([`crate::kyverno`]).
+    KyvernoPolicy,
+}
+
+/// The tuned peer's workers.
+pub const TUNED_WORKERS: u32 = 50;
+
+impl Deleter {
+    pub fn label(self) -> String {
+        match self {
+            Self::KubeRetention => "kube-retention".into(),
+            Self::KubeRetentionEventEach => "kube-retention, an Event per deletion".into(),
+            Self::KubeRetentionNoStamp => "kube-retention, --stamp=never".into(),
+            Self::KubeRetentionLedger => "kube-retention, --ledger-sink".into(),
+            Self::Peer => "kube-controller-manager ttl-after-finished".into(),
+            Self::PeerTuned => {
+                format!("kube-controller-manager ttl-after-finished, {TUNED_WORKERS} workers")
+            }
+            Self::Ceiling => "ceiling: a DELETE each, no logic".into(),
+            Self::KyvernoTtl => "Kyverno, the cleanup.kyverno.io/ttl label".into(),
+            Self::KyvernoPolicy => "Kyverno, a DeletingPolicy every minute".into(),
+        }
+    }
+
+    /// A short name for the namespaces of its runs.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Self::KubeRetention => "kr",
+            Self::KubeRetentionEventEach => "kr-each",
+            Self::KubeRetentionNoStamp => "kr-nostamp",
+            Self::KubeRetentionLedger => "kr-ledger",
+            Self::Peer => "peer",
+            Self::PeerTuned => "peer-tuned",
+            Self::Ceiling => "ceiling",
+            Self::KyvernoTtl => "kyverno-ttl",
+            Self::KyvernoPolicy => "kyverno-policy",
+        }
+    }
+
+    pub fn user(self) -> String {
+        if self.is_kube_retention() {
+            LocalCluster::service_account_user(CONTROLLER_SERVICE_ACCOUNT)
+        } else if self.is_peer() {
+            PEER_USER.to_owned()
+        } else if self.is_kyverno() {
+            crate::kyverno::USER.to_owned()
+        } else {
+            CEILING_USER.to_owned()
+        }
+    }
+
+    /// kube-retention's controller, with whatever flags.
+    pub fn is_kube_retention(self) -> bool {
+        matches!(
+            self,
+            Self::KubeRetention
+                | Self::KubeRetentionEventEach
+                | Self::KubeRetentionNoStamp
+                | Self::KubeRetentionLedger
+        )
+    }
+
+    /// kube-controller-manager's TTL controller, with whatever workers.
+    pub fn is_peer(self) -> bool {
+        matches!(self, Self::Peer | Self::PeerTuned)
+    }
+
+    /// Kyverno's cleanup controller, either way.
+    pub fn is_kyverno(self) -> bool {
+        matches!(self, Self::KyvernoTtl | Self::KyvernoPolicy)
+    }
+
+    /// How long after it starts it acts on what it finds: kube-retention's start waited until
+    /// it had listed; the peer gets time for its informers and its garbage collector's graph to
+    /// sync; Kyverno looks for labelled kinds one interval after it leads, and again each
+    /// interval.
+    pub fn settle(self) -> std::time::Duration {
+        let seconds = match self {
+            Self::Peer | Self::PeerTuned => 10,
+            Self::KyvernoTtl => crate::kyverno::TTL_FIRST_LOOK.as_secs() + 3,
+            _ => 3,
+        };
+        std::time::Duration::from_secs(seconds)
+    }
+
+    /// The name its process is tracked, and its log written, under.
+    pub(super) fn process_name(self) -> &'static str {
+        if self.is_peer() {
+            PEER
+        } else if self.is_kyverno() {
+            crate::kyverno::USER
+        } else if self == Self::Ceiling {
+            CEILING_USER
+        } else {
+            CONTROLLER
+        }
+    }
+}
