@@ -93,6 +93,11 @@ pub(super) async fn run(
     let mut expiries = vec![Timestamp::now(); scenario.jobs];
     match scenario.shape {
         Shape::Burst { ttl } => {
+            // Kyverno's TTL label is written as the Jobs finish, each through its webhook.
+            let ttl = match deleter {
+                Deleter::KyvernoTtl => ttl.max(kyverno::labelling_time(scenario.jobs)),
+                _ => ttl,
+            };
             let at = now_second();
             let expiry = finish(client, &ns, deleter, 0..scenario.jobs, at, ttl).await?;
             if Timestamp::now() > expiry {
