@@ -228,25 +228,16 @@ pub struct DeletingPolicy {
 
 impl DeletingPolicy {
     /// Applies, as the admin, the policy deleting the Jobs of `namespace` `ttl` seconds after
-    /// they finish (`deleting_policy`) if `deleter` is Kyverno's DeletingPolicy; `None` for
-    /// every other deleter.
-    pub fn for_deleter(
-        cluster: &LocalCluster,
-        deleter: crate::deleters::Deleter,
-        namespace: &str,
-        ttl: u32,
-    ) -> Result<Option<Self>> {
-        if deleter != crate::deleters::Deleter::KyvernoPolicy {
-            return Ok(None);
-        }
+    /// they finish (`deleting_policy`).
+    pub fn apply(cluster: &LocalCluster, namespace: &str, ttl: u32) -> Result<Self> {
         run_with_input(
             cluster.kubectl().args(["apply", "-f", "-"]),
             &deleting_policy(namespace, ttl).to_string(),
         )?;
-        Ok(Some(Self {
+        Ok(Self {
             cluster: cluster.clone(),
             namespace: Some(namespace.to_owned()),
-        }))
+        })
     }
 
     /// Deletes it.

@@ -84,7 +84,9 @@ pub(super) async fn run(
     let ttl = match scenario.shape {
         Shape::Burst { ttl } | Shape::Steady { ttl, .. } => ttl,
     };
-    let policy = kyverno::DeletingPolicy::for_deleter(cluster, deleter, &ns, ttl)?;
+    let policy = (deleter == Deleter::KyvernoPolicy)
+        .then(|| kyverno::DeletingPolicy::apply(cluster, &ns, ttl))
+        .transpose()?;
     jobs::create(client, &ns, scenario.jobs, ttl).await?;
     let (deletions, watch) = jobs::watch_deletions(client, &ns).await?;
     tokio::time::sleep(Duration::from_secs(1)).await;
