@@ -95,7 +95,7 @@ pub fn install(cluster: &LocalCluster) -> Result<()> {
     ]))?;
     let rbac = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers/kyverno/rbac.yaml");
     run(cluster.kubectl().arg("apply").arg("-f").arg(rbac))?;
-    crate::deleters::write_kubeconfig(cluster, USER, "kyverno.kubeconfig", &[])
+    crate::kubeconfigs::write_kubeconfig(cluster, USER, "kyverno.kubeconfig", &[])
 }
 
 /// Starts it with `budget` requests per second for each of its clients (`None`: unlimited),

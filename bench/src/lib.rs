@@ -11,6 +11,7 @@ pub mod discovery;
 pub mod envelope;
 pub mod idle;
 pub mod jobs;
+pub mod kubeconfigs;
 pub mod kyverno;
 pub mod ledger_sink;
 pub mod load;
@@ -206,7 +207,7 @@ where
         process::tracked(&cluster.layout.state_dir, &[components::CONTROLLER])
             .remove(0)
             .stop(std::time::Duration::from_secs(10))?;
-        deleters::write_peer_kubeconfig(&cluster)?;
+        kubeconfigs::write_peer_kubeconfig(&cluster)?;
         let kubeconfig = kube::config::Kubeconfig::read_from(cluster.layout.kubeconfig())?;
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
         work(cluster.clone(), kube::Client::try_from(config)?).await

@@ -11,7 +11,6 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use kube_retention_e2e::LocalCluster;
 use kube_retention_e2e::components::{self, CONTROLLER};
-use kube_retention_e2e::kubeconfig::{self, Credentials};
 use kube_retention_e2e::process::{self, Tracked};
 
 mod deleter;
@@ -67,43 +66,6 @@ impl Drop for Running {
             eprintln!("starting the control plane's kube-controller-manager again: {error:#}");
         }
     }
-}
-
-/// Writes the peer's and the ceiling's kubeconfigs: each a client certificate from the cluster
-/// CA, in system:masters.
-pub fn write_peer_kubeconfig(cluster: &LocalCluster) -> Result<()> {
-    write_kubeconfig(cluster, PEER_USER, "peer.kubeconfig", &["system:masters"])?;
-    write_kubeconfig(
-        cluster,
-        CEILING_USER,
-        "ceiling.kubeconfig",
-        &["system:masters"],
-    )
-}
-
-/// Writes the state file `file`: a kubeconfig with a client certificate from the cluster CA for
-/// `user` in `groups`.
-pub fn write_kubeconfig(
-    cluster: &LocalCluster,
-    user: &str,
-    file: &str,
-    groups: &[&str],
-) -> Result<()> {
-    let layout = &cluster.layout;
-    let ca = kube_retention_certs::CertificateAuthority::from_pem(
-        &std::fs::read_to_string(layout.state("pki/ca.crt"))?,
-        &std::fs::read_to_string(layout.state("pki/ca.key"))?,
-    )?;
-    let client = ca.issue_client(user, groups, time::Duration::days(1))?;
-    kubeconfig::write(
-        &layout.state(file),
-        &cluster.server(),
-        &ca.certified().cert_pem,
-        Credentials::ClientCertificate {
-            cert_pem: &client.cert_pem,
-            key_pem: &client.key_pem,
-        },
-    )
 }
 
 /// What a deleter is started for.
