@@ -6,7 +6,10 @@ use anyhow::Result;
 use kube_retention_e2e::LocalCluster;
 use kube_retention_e2e::kubeconfig::{self, Credentials};
 
-use crate::deleters::{CEILING_USER, PEER_USER};
+/// The peer's client identity (a client certificate's common name).
+pub const PEER_USER: &str = "ttl-after-finished-peer";
+/// The ceiling's client identity, and its process's name.
+pub const CEILING_USER: &str = "ceiling-deleter";
 
 /// Writes the peer's and the ceiling's kubeconfigs: each a client certificate from the cluster
 /// CA, in system:masters.

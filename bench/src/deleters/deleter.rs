@@ -5,11 +5,11 @@ use kube_retention_e2e::LocalCluster;
 use kube_retention_e2e::cluster::CONTROLLER_SERVICE_ACCOUNT;
 use kube_retention_e2e::components::CONTROLLER;
 
-/// The peer's client identity (a client certificate's common name).
-pub const PEER_USER: &str = "ttl-after-finished-peer";
+use crate::kubeconfigs::{CEILING_USER, PEER_USER};
+
+/// The peer's process name.
 pub(super) const PEER: &str = "ttl-after-finished-peer";
-/// The ceiling's client identity, and its process's name.
-pub const CEILING_USER: &str = "ceiling-deleter";
+
 /// DELETEs the ceiling keeps in flight: four times kube-retention's default `--concurrency`, so
 /// that the API server, not the ceiling, sets the pace.
 pub const CEILING_CONCURRENCY: usize = 64;

@@ -15,8 +15,9 @@ use kube_retention_e2e::process::{self, Tracked};
 
 mod deleter;
 
+pub use crate::kubeconfigs::{CEILING_USER, PEER_USER};
 use deleter::PEER;
-pub use deleter::{CEILING_CONCURRENCY, CEILING_USER, Deleter, PEER_USER, TUNED_WORKERS};
+pub use deleter::{CEILING_CONCURRENCY, Deleter, TUNED_WORKERS};
 
 /// A running deleter; stopped on drop, and the control plane's kube-controller-manager started
 /// again if the deleter replaced it.
