@@ -79,9 +79,7 @@ pub async fn measure(
 /// `deleter` started fresh against the `jobs` Jobs of `ns`: its memory once settled, and its
 /// requests in the minute after.
 async fn read(cluster: &LocalCluster, deleter: Deleter, ns: &str, jobs: usize) -> Result<Reading> {
-    let policy = (deleter == Deleter::KyvernoPolicy)
-        .then(|| kyverno::DeletingPolicy::apply(cluster, ns, TTL_SECONDS))
-        .transpose()?;
+    let policy = deleter.deleting_policy(cluster, ns, TTL_SECONDS)?;
     let running = deleters::start(cluster, deleter, None, metrics_port()?, Work::Tracking)?;
     tokio::time::sleep(settle(deleter, jobs)).await;
     let offset = std::fs::metadata(cluster.layout.audit_log()).map_or(0, |meta| meta.len());

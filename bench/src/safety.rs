@@ -139,9 +139,7 @@ async fn observe_one(
     let running = deleters::start(cluster, deleter, None, metrics_port()?, Work::Deleting)?;
     tokio::time::sleep(deleter.settle()).await;
     let ttl_seconds = TTL.as_secs() as u32;
-    let policy = (deleter == Deleter::KyvernoPolicy)
-        .then(|| kyverno::DeletingPolicy::apply(cluster, &ns, ttl_seconds))
-        .transpose()?;
+    let policy = deleter.deleting_policy(cluster, &ns, ttl_seconds)?;
     let api: Api<Job> = Api::namespaced(client.clone(), &ns);
     for case in CASES {
         api.create(&PostParams::default(), &job(case.name())?)

@@ -118,6 +118,20 @@ impl Deleter {
         std::time::Duration::from_secs(seconds)
     }
 
+    /// What it needs applied in `namespace` before it can delete Jobs there `ttl` seconds
+    /// after they finish: a DeletingPolicy for Kyverno's (removed when dropped), nothing for
+    /// the others, whose setting is on the Jobs.
+    pub fn deleting_policy(
+        self,
+        cluster: &LocalCluster,
+        namespace: &str,
+        ttl: u32,
+    ) -> anyhow::Result<Option<crate::kyverno::DeletingPolicy>> {
+        (self == Self::KyvernoPolicy)
+            .then(|| crate::kyverno::DeletingPolicy::apply(cluster, namespace, ttl))
+            .transpose()
+    }
+
     /// The name its process is tracked, and its log written, under.
     pub(super) fn process_name(self) -> &'static str {
         if self.is_peer() {

@@ -84,9 +84,7 @@ pub(super) async fn run(
     let ttl = match scenario.shape {
         Shape::Burst { ttl } | Shape::Steady { ttl, .. } => ttl,
     };
-    let policy = (deleter == Deleter::KyvernoPolicy)
-        .then(|| kyverno::DeletingPolicy::apply(cluster, &ns, ttl))
-        .transpose()?;
+    let policy = deleter.deleting_policy(cluster, &ns, ttl)?;
     jobs::create(client, &ns, scenario.jobs, ttl).await?;
     let (deletions, watch) = jobs::watch_deletions(client, &ns).await?;
     tokio::time::sleep(Duration::from_secs(1)).await;
