@@ -33,7 +33,6 @@ use crate::breaker::{self, Breaker};
 use crate::cleaners::Cleaners;
 use crate::cleaners::act::Cleaning;
 use crate::clock::Clock;
-use crate::evaluator::Evaluator;
 use crate::executor::{Budget, Executor, Parts, Settings};
 use crate::initial_list::Lists;
 use crate::leader::Elector;
@@ -44,9 +43,10 @@ use crate::run::{Extra, Loop};
 use crate::sinks::cluster::Learning;
 use crate::sinks::policy::sink_policy;
 use crate::sinks::{Delivery, Sender};
-use crate::state::{Stamping, State};
 use crate::watches::Watches;
 use crate::{Error, Result, discovery, startup};
+use kube_retention_evaluator::Evaluator;
+use kube_retention_state::{Stamping, State};
 
 mod routes;
 

@@ -1,9 +1,9 @@
 //! kube-retention's controller: deletes objects once their `retention.dev/expires-at` has
 //! passed, stamps that annotation when a run finishes, and enforces count limits.
 //!
-//! - [`state`]: compact records, limits and the deadline queue; pure decisions.
+//! - [`kube_retention_state`] (its own crate): compact records, limits and the deadline queue; pure decisions.
 //! - [`executor`]: the API requests, within a client-side budget, deletions first.
-//! - [`evaluator`]: retention policies' CEL, on a thread of its own, fair between namespaces.
+//! - [`kube_retention_evaluator`] (its own crate): retention policies' CEL, on a thread of its own, fair between namespaces.
 //! - [`run`]: watches, timer and leadership wired to the two; [`watches`] starts and stops them
 //!   per kind, each listing as [`initial_list`] says; [`discovery`] finds annotated kinds beyond
 //!   the configured ones.
@@ -20,9 +20,7 @@ pub mod clock;
 pub mod crds;
 pub mod discovery;
 mod error;
-pub mod evaluator;
 pub mod executor;
-pub mod fair;
 pub mod initial_list;
 pub mod leader;
 pub mod lean;
@@ -34,7 +32,6 @@ pub mod relist_throttle;
 pub mod run;
 pub mod sinks;
 pub mod startup;
-pub mod state;
 pub mod watch_backoff;
 pub mod watches;
 

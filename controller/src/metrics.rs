@@ -10,9 +10,9 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::cleaners::metrics::CleanerMetrics;
-use crate::evaluator::EvaluatorMetrics;
 use crate::ledger::LedgerMetrics;
 use crate::sinks::metrics::SinkPolicyMetrics;
+use kube_retention_evaluator::EvaluatorMetrics;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct DeletionLabels {

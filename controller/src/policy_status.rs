@@ -9,7 +9,9 @@ use kube_retention_common::field_error::summary;
 use kube_retention_common::kinds::{Registry, group_of, qualified};
 
 use crate::discovery::Scan;
-use crate::state::{GuardReport, LoadedPolicy, ObjectKey, PolicyKey, Reason, Standing, Summary};
+use kube_retention_state::{
+    GuardReport, LoadedPolicy, ObjectKey, PolicyKey, Reason, Standing, Summary,
+};
 
 pub mod writes;
 

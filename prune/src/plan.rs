@@ -225,7 +225,7 @@ fn gather<'a>(
             Progress::Running | Progress::NotARun => None,
         };
         if progress != Progress::NotARun {
-            // As the controller keeps a run for its limits (`controller/src/state/groups.rs`).
+            // As the controller keeps a run for its limits (`state/src/groups.rs`).
             runs.push(limits::LimitedRun {
                 name: object.metadata.name.as_deref().unwrap_or_default(),
                 created: created.unwrap_or(now),

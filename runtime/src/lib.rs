@@ -1,8 +1,8 @@
 //! What kube-retention's binaries (webhook, controller, certs) share around their own work: a
 //! Kubernetes client from `--kubeconfig` or the environment, logging, the shutdown signal, the
 //! flags both the webhook and the controller take ([`SinkPolicyFlags`]), the supervision of
-//! their background tasks ([`supervise`]), and each tenant's share of a CPU-bound service's time
-//! ([`time_shares`]).
+//! their background tasks ([`supervise`]), and fairness between tenants: one queue each, served
+//! round robin ([`fair`]), and each one's share of a CPU-bound service's time ([`time_shares`]).
 
 use std::path::Path;
 
@@ -11,6 +11,7 @@ use kube_retention_common::sink_policy::{FlagError, SinkPolicy};
 use tracing_subscriber::EnvFilter;
 
 pub mod discovery;
+pub mod fair;
 pub mod sinks;
 pub mod supervise;
 pub mod time_shares;

@@ -36,7 +36,7 @@ use tokio::sync::Semaphore;
 pub const DEFAULT_MAX_COMPILATIONS: usize = 2;
 
 /// A namespace's share of one core for compiling, by default: what the controller's evaluator
-/// gives each namespace's evaluations (`NAMESPACE_SHARE` in `controller/src/evaluator/mod.rs`).
+/// gives each namespace's evaluations (`NAMESPACE_SHARE` in `evaluator/src/lib.rs`).
 pub const DEFAULT_NAMESPACE_SHARE: f64 = 0.05;
 
 /// The most compile time a namespace holds in credit, by default: thousands of everyday

@@ -1,5 +1,5 @@
 //! A Cleaner's spec compiled as evaluator [`Work`] of its namespace, the way a policy's is
-//! (`crate::evaluator::compile`): one step compiles every condition, bounded before parsing
+//! (`kube_retention_evaluator::compile`): one step compiles every condition, bounded before parsing
 //! (each condition's size, tokens and depth, `common::cel::shape`; sixteen at most), charged to
 //! the namespace's share, and a newer request for the same Cleaner replaces one waiting. The
 //! judge goes back to the Cleaners' loop ([`CleanerOutcome::Compiled`]); shed, the request
@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 
 use super::book::{CleanerKey, CompileRequest, CompiledSpec};
 use super::judging::CleanerOutcome;
-use crate::evaluator::{Progress, Work, WorkKey};
+use kube_retention_evaluator::{Progress, Work, WorkKey};
 
 /// One Cleaner's compilation: its request until the step, its judge after; neither once shed.
 pub struct CleanerCompile {

@@ -14,8 +14,8 @@ use tokio::sync::mpsc;
 
 use super::book::{Clean, CleanerKey, CompiledSpec};
 use super::status::Problem;
-use crate::evaluator::work::json_bytes;
-use crate::evaluator::{Progress, Work, WorkKey};
+use kube_retention_evaluator::work::json_bytes;
+use kube_retention_evaluator::{Progress, Work, WorkKey};
 
 /// One evaluation of a Cleaner whose conditions need CEL, prepared by the book.
 pub struct Pending {

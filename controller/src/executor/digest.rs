@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use jiff::{SignedDuration, Timestamp};
 
-use crate::state::{EventTarget, Reason};
+use kube_retention_state::{EventTarget, Reason};
 
 /// The names an aggregated Event lists (the first in order) before "and N more".
 const NAMES_LISTED: usize = 5;

@@ -27,8 +27,8 @@ use crate::breaker::{Breaker, Position};
 use crate::clock::Clock;
 use crate::ledger::Ledger;
 use crate::metrics::Metrics;
-use crate::state::{Action, Failure, ObjectKey, PolicyKey};
 use kube_retention_common::kinds::Registry;
+use kube_retention_state::{Action, Failure, ObjectKey, PolicyKey};
 
 mod budget;
 pub mod digest;

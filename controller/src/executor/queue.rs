@@ -24,7 +24,7 @@
 //!   of the namespace with the longest such backlog, so the bound costs the tenant that floods,
 //!   not the others. Deletions, stamps and labels are never dropped.
 //!
-//! The queue itself is [`crate::fair`]'s, with one lane per priority.
+//! The queue itself is [`kube_retention_runtime::fair`]'s, with one lane per priority.
 
 use std::sync::Arc;
 
@@ -33,8 +33,8 @@ use kube::runtime::events::EventType;
 use kube_retention_common::StampChange;
 use kube_retention_common::kinds::Resource;
 
-use crate::fair::FairQueue;
-use crate::state::{Action, EventTarget};
+use kube_retention_runtime::fair::FairQueue;
+use kube_retention_state::{Action, EventTarget};
 
 /// Informational work (Events, Warnings) waiting for spare budget beyond this is dropped, so a
 /// long backlog cannot grow the controller's memory without bound.

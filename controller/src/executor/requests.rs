@@ -15,8 +15,8 @@ use super::digest::Notice;
 use super::{EventWork, Feedback, Shared};
 use crate::ledger::archive::Archived;
 use crate::metrics::{DeletionLabels, ErrorLabels, KindLabels};
-use crate::state::{Action, Failure, Ledgered, ObjectKey, Reason};
 use kube_retention_common::ledger::{DELETED, Entry};
+use kube_retention_state::{Action, Failure, Ledgered, ObjectKey, Reason};
 
 fn api(shared: &Shared, key: &ObjectKey, resource: &Resource) -> Api<DynamicObject> {
     let resource = resource.api_resource();

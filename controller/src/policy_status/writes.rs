@@ -23,7 +23,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::state::PolicyKey;
+use kube_retention_state::PolicyKey;
 
 /// Retries of a failed write: 1 s doubling to 5 min, each with up to as much again of jitter
 /// (replicas and policies do not retry in step), for as long as the write fails.

@@ -1,5 +1,5 @@
 //! Policies being compiled, in the loop: a policy's new generation goes to the evaluator
-//! ([`crate::evaluator::compile`]) and is loaded into the state when it comes back — unless a
+//! ([`kube_retention_evaluator::compile`]) and is loaded into the state when it comes back — unless a
 //! newer generation, or the policy's deletion, came first. Until then the state keeps the
 //! generation it had (as it did while the watch had not yet brought the new one).
 
@@ -9,8 +9,8 @@ use kube_retention_common::field_error::FieldError;
 use kube_retention_common::policies::{PolicyKey, Rules, RulesSource};
 use tokio::sync::mpsc;
 
-use crate::evaluator::{Compiled, Evaluator, PolicyCompile};
-use crate::state::Approval;
+use kube_retention_evaluator::{Compiled, Evaluator, PolicyCompile};
+use kube_retention_state::Approval;
 
 /// A policy's rules as read, with every error found.
 pub type Read = (Rules, Vec<FieldError>);

@@ -24,9 +24,9 @@ use tokio::sync::mpsc;
 use super::Loop;
 use super::compiles::Compiles;
 use super::refetch::Fetched;
-use crate::evaluator::{Evaluated, Evaluator, Job, PolicyOutcome, PolicyWork};
 use crate::metrics::Metrics;
-use crate::state::{Action, ObjectKey, answers_current};
+use kube_retention_evaluator::{Evaluated, Evaluator, Job, PolicyOutcome, PolicyWork};
+use kube_retention_state::{Action, ObjectKey, answers_current};
 
 /// The evaluations under way, by object: the latest version's sequence number; and, by kind,
 /// the objects under way when its last list ended, whose answers the guard awaits.

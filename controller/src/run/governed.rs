@@ -16,7 +16,7 @@ use kube_retention_common::api::ResourceRef;
 use kube_retention_common::kinds::{Entry, KindId, Resource, Role, Watch, group_of};
 
 use super::Loop;
-use crate::state::Action;
+use kube_retention_state::Action;
 
 /// What a policy change lists afresh: a kind, cluster-wide (a ClusterRetentionPolicy's, a
 /// namespace's labels under a `namespaceSelector`), or a kind in the one namespace a

@@ -18,8 +18,8 @@ use tokio::time::Instant;
 use crate::discovery::Scan;
 use crate::executor::{Executor, Feedback};
 use crate::metrics::{ErrorLabels, KindLabels, Metrics};
-use crate::state::{Action, State};
 use crate::watches::{WatchEvent, Watches};
+use kube_retention_state::{Action, State};
 
 pub struct Loop {
     pub state: State,

@@ -13,11 +13,11 @@ use kube_retention_common::policies::{PolicyObject, PolicyScope};
 use super::governed::Relist;
 use super::{Discovered, Loop};
 use crate::discovery::Scan;
-use crate::evaluator::Compiled;
 use crate::policy_status;
 use crate::policy_status::writes::StatusWrites;
 use crate::relist_throttle::RelistThrottle;
-use crate::state::{Action, Approval, LoadedPolicy, PolicyKey};
+use kube_retention_evaluator::Compiled;
+use kube_retention_state::{Action, Approval, LoadedPolicy, PolicyKey};
 
 /// The loop's state beyond the configured kinds.
 pub struct Extra {

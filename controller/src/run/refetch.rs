@@ -2,20 +2,20 @@
 //! listed by name (one request; the controller may list every kind it watches, where `get` is
 //! not among what an aggregated role must grant), tried [`FETCH_ATTEMPTS`] times at most, and
 //! evaluated as if the watch had brought them. Each holds one of the few places among the works
-//! coming back ([`crate::evaluator::Bounds::returns`]) until it is back or given up.
+//! coming back ([`kube_retention_evaluator::Bounds::returns`]) until it is back or given up.
 
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, ListParams};
 
 use super::Loop;
-use crate::evaluator::PolicyOutcome;
 use crate::metrics::ErrorLabels;
-use crate::state::{Action, ObjectKey};
+use kube_retention_evaluator::PolicyOutcome;
+use kube_retention_state::{Action, ObjectKey};
 
 /// How soon a failed fetch of a shed object is tried again...
 const FETCH_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
 /// ...and how many times in all: a shed object holds one of the few places among the works
-/// coming back ([`crate::evaluator::Bounds::returns`]) while it is fetched.
+/// coming back ([`kube_retention_evaluator::Bounds::returns`]) while it is fetched.
 const FETCH_ATTEMPTS: u32 = 3;
 
 /// An object fetched again after the evaluator shed it: the version it stood for, and what the

@@ -15,9 +15,7 @@ use kube_retention_common::cleaner::Cleaner;
 use kube_retention_controller::cleaners::book::{Book, CleanerKey, CompileRequest, Prepared};
 use kube_retention_controller::cleaners::compile::CleanerCompile;
 use kube_retention_controller::cleaners::judging::CleanerOutcome;
-use kube_retention_controller::evaluator::{
-    Bounds, Evaluator, EvaluatorMetrics, Progress, Work, WorkKey,
-};
+use kube_retention_evaluator::{Bounds, Evaluator, EvaluatorMetrics, Progress, Work, WorkKey};
 use kube_retention_runtime::time_shares::TimeShares;
 use serde_json::json;
 use support::{cleaner_key, cleaners_book};

@@ -3,7 +3,7 @@
 
 use jiff::{SignedDuration, Timestamp};
 use kube_retention_controller::executor::digest::{Digest, Notice};
-use kube_retention_controller::state::{EventTarget, Reason};
+use kube_retention_state::{EventTarget, Reason};
 
 fn at(text: &str) -> Timestamp {
     text.parse().unwrap()

@@ -11,13 +11,13 @@ use std::time::Duration;
 use kube::api::DynamicObject;
 use kube_retention_common::cel::EvalError;
 use kube_retention_common::governing::Answers;
-use kube_retention_controller::evaluator::{
+use kube_retention_controller::policy_status::{self, Inputs};
+use kube_retention_evaluator::{
     Bounds, Evaluated, EvaluatorMetrics, Job, PolicyOutcome, PolicyWork, Submission, Work,
     evaluate, serve,
 };
-use kube_retention_controller::policy_status::{self, Inputs};
-use kube_retention_controller::state::{LoadedPolicy, ObjectKey, PolicyAnswers, PolicyKey, State};
 use kube_retention_runtime::time_shares::TimeShares;
+use kube_retention_state::{LoadedPolicy, ObjectKey, PolicyAnswers, PolicyKey, State};
 use serde_json::{Value, json};
 use support::{JOB, at, kind, leader, loaded_policy};
 use tokio::sync::mpsc::UnboundedSender;

@@ -7,7 +7,7 @@ use crate::backlog_support;
 use std::sync::Arc;
 
 use backlog_support::{Log, Probe, Seen, drain, probe, roomy, steps_of};
-use kube_retention_controller::evaluator::{Backlog, Bounds, Progress, Work, WorkKey, YIELD_EVERY};
+use kube_retention_evaluator::{Backlog, Bounds, Progress, Work, WorkKey, YIELD_EVERY};
 
 #[test]
 fn a_long_work_yields_after_every_step() {
@@ -264,7 +264,7 @@ impl Work for Waiting {
 
 #[test]
 fn a_namespace_is_charged_the_cpu_time_its_steps_took_not_the_time_they_were_away() {
-    use kube_retention_controller::evaluator::{EvaluatorMetrics, Submission, serve};
+    use kube_retention_evaluator::{EvaluatorMetrics, Submission, serve};
     use kube_retention_runtime::time_shares::TimeShares;
     let (works, queued) = std::sync::mpsc::channel::<Submission>();
     let (done, finished) = std::sync::mpsc::channel();

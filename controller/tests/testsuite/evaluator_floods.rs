@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use backlog_support::{Log, Probe, Seen};
-use kube_retention_controller::evaluator::{Backlog, Bounds};
+use kube_retention_evaluator::{Backlog, Bounds};
 use proptest::prelude::*;
 
 /// What a generated flood does.

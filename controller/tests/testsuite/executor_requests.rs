@@ -16,7 +16,7 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube_retention_common::{Registry, StampChange};
 use kube_retention_controller::executor::{Budget, Executor, Feedback, Parts, Settings};
 use kube_retention_controller::metrics::{DeletionLabels, KindLabels, Metrics};
-use kube_retention_controller::state::{Action, Failure};
+use kube_retention_state::{Action, Failure};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use work_support::{deletion, key, labelling, stamping};

@@ -1,6 +1,6 @@
 //! The fair queue: one backlog never keeps another key waiting more than a round.
 
-use kube_retention_controller::fair::FairQueue;
+use kube_retention_runtime::fair::FairQueue;
 use proptest::prelude::*;
 
 #[test]

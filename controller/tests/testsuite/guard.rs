@@ -4,7 +4,7 @@
 
 use crate::support;
 
-use kube_retention_controller::state::{Approval, LoadedPolicy, PolicyKey, Standing, State};
+use kube_retention_state::{Approval, LoadedPolicy, PolicyKey, Standing, State};
 use serde_json::{Value, json};
 use support::{JOB, at, deletes, kind, loaded_policy, object};
 

@@ -5,7 +5,7 @@
 
 use crate::support;
 
-use kube_retention_controller::state::{Approval, LoadedPolicy, PolicyKey, State};
+use kube_retention_state::{Approval, LoadedPolicy, PolicyKey, State};
 use serde_json::{Value, json};
 use support::{JOB, at, deletes, kind, loaded_policy, succeeded_job};
 

@@ -6,7 +6,7 @@ use crate::support;
 
 use std::collections::HashSet;
 
-use kube_retention_controller::state::{Approval, LoadedPolicy, PolicyKey, Standing, State};
+use kube_retention_state::{Approval, LoadedPolicy, PolicyKey, Standing, State};
 use serde_json::json;
 use support::{JOB, at, deletes, kind, loaded_policy};
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use kube::api::DynamicObject;
 use kube_retention_common::governing::Answers;
-use kube_retention_controller::state::{PolicyAnswers, PolicyKey, Reason, State};
+use kube_retention_state::{PolicyAnswers, PolicyKey, Reason, State};
 use serde_json::{Value, json};
 use support::{JOB, at, deletes, kind, leader, loaded_policy, object};
 

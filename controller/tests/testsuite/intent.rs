@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::DynamicObject;
 use kube_retention_common::Registry;
 use kube_retention_common::StampChange;
-use kube_retention_controller::state::{Action, Failure, Reason, State, Warning};
+use kube_retention_state::{Action, Failure, Reason, State, Warning};
 use serde_json::{Value, json};
 use support::{JOB, at, deletes, kind, leader, object};
 

@@ -20,7 +20,7 @@ use kube_retention_controller::executor::{Budget, Executor, Feedback, Parts, Set
 use kube_retention_controller::ledger::{Ledger, LedgerMetrics, SinkLabels};
 use kube_retention_controller::metrics::Metrics;
 use kube_retention_controller::sinks::{Delivery, Sender};
-use kube_retention_controller::state::{Action, Failure, Ledgered};
+use kube_retention_state::{Action, Failure, Ledgered};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -356,7 +356,7 @@ async fn a_full_queue_drops_and_counts() {
 
 #[test]
 fn the_state_says_who_decided_with_what_and_where_it_goes() {
-    use kube_retention_controller::state::PolicyKey;
+    use kube_retention_state::PolicyKey;
     use support::{JOB as JOB_KIND, at, kind, leader, loaded_policy, object};
     let mut state = leader();
     let key = PolicyKey {

@@ -3,7 +3,7 @@
 
 use kube_retention_common::Registry;
 use kube_retention_common::StampChange;
-use kube_retention_controller::state::{Action, Reason, State};
+use kube_retention_state::{Action, Reason, State};
 use serde_json::json;
 
 use crate::support;
@@ -160,7 +160,7 @@ fn with_stamp_never_a_finished_run_costs_one_request_the_delete() {
     );
 
     let mut state = State::new(Registry::builtin().clone())
-        .with_stamping(kube_retention_controller::state::Stamping::Never);
+        .with_stamping(kube_retention_state::Stamping::Never);
     assert_eq!(state.set_leader(true, seen), []);
     assert_eq!(state.applied(kind(BUILDRUN), &run, seen), [], "no PATCH");
     assert_eq!(state.next_deadline(), Some(at("2026-01-01T01:00:00Z")));

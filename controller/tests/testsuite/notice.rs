@@ -7,7 +7,7 @@ use crate::support;
 
 use kube::api::DynamicObject;
 use kube_retention_common::model::object_value;
-use kube_retention_controller::state::{Action, PolicyKey, State, Warning};
+use kube_retention_state::{Action, PolicyKey, State, Warning};
 use serde_json::{Value, json};
 use support::{JOB, at, deletes, kind, leader, loaded_policy, object};
 

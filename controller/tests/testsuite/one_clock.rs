@@ -1,12 +1,15 @@
 //! One clock: the controller's parts read the time from the [`Clock`] they are given, never
 //! from the system, so a test on paused time drives all of them, and a deadline, a breaker's
 //! window, a Lease's renewal and a ledger entry agree on what time it is. Only `clock.rs`
-//! reads the system's wall clock; this scans the controller's sources and the runtime crate's
-//! (its CloudEvents) for any other reading.
+//! reads the system's wall clock; this scans the controller's sources and those of the
+//! workspace's crates it is built from ([`SOURCES`]) for any other reading.
 //!
 //! [`Clock`]: kube_retention_controller::clock::Clock
 
 use std::path::{Path, PathBuf};
+
+/// The controller's sources and those of the workspace crates it runs, from its manifest's folder.
+const SOURCES: [&str; 4] = ["src", "../runtime/src", "../state/src", "../evaluator/src"];
 
 const SYSTEM_READINGS: [&str; 4] = [
     "Timestamp::now()",
@@ -31,8 +34,9 @@ fn sources(folder: &Path, found: &mut Vec<PathBuf>) {
 fn only_the_clock_reads_the_systems_time() {
     let crate_root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    sources(&crate_root.join("src"), &mut files);
-    sources(&crate_root.join("../runtime/src"), &mut files);
+    for folder in SOURCES {
+        sources(&crate_root.join(folder), &mut files);
+    }
     assert!(files.len() > 50, "found only {} sources", files.len());
     let clock = crate_root.join("src/clock.rs");
     let mut readings = Vec::new();

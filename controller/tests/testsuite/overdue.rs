@@ -1,7 +1,7 @@
 //! The backlog the `KubeRetentionBacklogGrowing` alert watches (`kube_retention_overdue_objects`):
 //! finished runs past their deadline that are still here, and only those.
 
-use kube_retention_controller::state::Failure;
+use kube_retention_state::Failure;
 use serde_json::json;
 
 use crate::support;
@@ -47,7 +47,7 @@ fn overdue_counts_finished_runs_past_their_deadline_until_they_are_gone() {
         "a DELETE in flight is still backlog"
     );
 
-    let key = kube_retention_controller::state::ObjectKey {
+    let key = kube_retention_state::ObjectKey {
         kind: kind(BUILDRUN),
         namespace: "ns".into(),
         name: "done".into(),
@@ -82,7 +82,7 @@ fn one_reading_of_the_gauges_counts_tracked_by_kind_backoff_and_backlog() {
 
     let late = at("2026-01-01T00:00:10Z");
     assert_eq!(deletes(&state.due(late)).len(), 2);
-    let key = kube_retention_controller::state::ObjectKey {
+    let key = kube_retention_state::ObjectKey {
         kind: kind(BUILDRUN),
         namespace: "ns".into(),
         name: "a".into(),

@@ -4,7 +4,7 @@
 
 use crate::support;
 
-use kube_retention_controller::state::{Action, LoadedPolicy, PolicyKey, Reason};
+use kube_retention_state::{Action, LoadedPolicy, PolicyKey, Reason};
 use serde_json::{Value, json};
 use support::{JOB, at, deletes, kind, leader, loaded_policy, object};
 

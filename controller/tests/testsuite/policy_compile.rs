@@ -10,13 +10,13 @@ use std::time::{Duration, Instant};
 
 use kube_retention_common::api::PolicyRules;
 use kube_retention_common::policies::{PolicyKey, RulesSource};
-use kube_retention_controller::evaluator::compile::CLUSTER_LANE;
-use kube_retention_controller::evaluator::{
+use kube_retention_controller::run::Compiles;
+use kube_retention_evaluator::compile::CLUSTER_LANE;
+use kube_retention_evaluator::{
     Bounds, Compiled, Evaluator, EvaluatorMetrics, PolicyCompile, Progress, Work, WorkKey,
 };
-use kube_retention_controller::run::Compiles;
-use kube_retention_controller::state::Approval;
 use kube_retention_runtime::time_shares::TimeShares;
+use kube_retention_state::Approval;
 use serde_json::json;
 use tokio::sync::mpsc;
 

@@ -9,7 +9,7 @@ use backon::ExponentialBuilder;
 use kube_retention_apimock::Received;
 use kube_retention_common::api::{PolicyStatus, RetentionPolicy, RetentionPolicySpec};
 use kube_retention_controller::policy_status::writes::{self, StatusWrites};
-use kube_retention_controller::state::PolicyKey;
+use kube_retention_state::PolicyKey;
 use tokio::time::Instant;
 
 const PATH: &str =

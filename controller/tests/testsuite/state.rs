@@ -1,7 +1,7 @@
 //! The controller's decisions, without a cluster: watch events and the clock in, actions out.
 
 use kube_retention_common::StampChange;
-use kube_retention_controller::state::{Action, Failure, Reason};
+use kube_retention_state::{Action, Failure, Reason};
 use serde_json::json;
 
 use crate::support;

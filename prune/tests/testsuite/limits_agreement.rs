@@ -1,7 +1,7 @@
 //! `Strategy::Limits` is the controller's count limits: for any set of runs and any limits, a
 //! prune removes exactly what `kube_retention_common::limits::over_limit` says the controller
 //! removes — the runs of a group given to it as the controller gives them
-//! (`controller/src/state/groups.rs`: creation time, outcome, `keep` or being deleted exempt).
+//! (`state/src/groups.rs`: creation time, outcome, `keep` or being deleted exempt).
 //! If the prune crate's rule and the controller's drift apart, these tests fail.
 
 use crate::support;

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use kube_retention_controller::evaluator::{Backlog, Bounds, Progress, Work, WorkKey};
+use kube_retention_evaluator::{Backlog, Bounds, Progress, Work, WorkKey};
 
 /// What happened to the probes, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]

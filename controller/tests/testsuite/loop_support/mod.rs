@@ -13,14 +13,14 @@ use kube::api::PropagationPolicy;
 use kube::runtime::events::{Recorder, Reporter};
 use kube_retention_common::Registry;
 use kube_retention_common::kinds::KindId;
-use kube_retention_controller::evaluator::Evaluator;
 use kube_retention_controller::executor::{Budget, Executor, Parts, Settings};
 use kube_retention_controller::initial_list::{InitialList, Lists};
 use kube_retention_controller::metrics::Metrics;
 use kube_retention_controller::policy_status::writes::{self, StatusWrites};
 use kube_retention_controller::run::{Clock, Evaluations, Extra, Loop};
-use kube_retention_controller::state::State;
 use kube_retention_controller::watches::{WatchEvent, Watches};
+use kube_retention_evaluator::Evaluator;
+use kube_retention_state::State;
 use tokio::sync::{mpsc, watch};
 
 /// The loop running, and what the test holds of it: the events it feeds as `kind`'s watch, and

@@ -10,7 +10,7 @@ use kube_retention_common::cleaner::Cleaner;
 use kube_retention_common::policies::Rules;
 use kube_retention_common::{KindId, Registry};
 use kube_retention_controller::cleaners::book::{Book, CleanerKey};
-use kube_retention_controller::state::{Action, Approval, LoadedPolicy, Reason, State};
+use kube_retention_state::{Action, Approval, LoadedPolicy, Reason, State};
 use serde_json::{Value, json};
 
 pub const BUILD: &str = "Build.shipwright.io";

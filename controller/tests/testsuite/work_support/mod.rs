@@ -7,7 +7,7 @@ use kube::runtime::events::EventType;
 use kube_retention_common::kinds::Resource;
 use kube_retention_common::{Registry, StampChange};
 use kube_retention_controller::executor::queue::{EventWork, Work};
-use kube_retention_controller::state::{Action, EventTarget, ObjectKey, Reason, Warning};
+use kube_retention_state::{Action, EventTarget, ObjectKey, Reason, Warning};
 
 /// The Job `name` in `namespace`.
 pub fn key(namespace: &str, name: &str) -> ObjectKey {

@@ -259,7 +259,7 @@ fn tenants_section(rows: &[Row]) -> String {
          the API server and etcd the tenants share, with kube-retention given nothing to evaluate or\n\
          compile; the hostile row against it is what kube-retention's answer to A costs B. The policy's\n\
          evaluations take at most A's share of the evaluator's time (a twentieth of a core,\n\
-         `controller/src/evaluator/mod.rs`). On this two-core machine everything (API server, etcd,\n\
+         `evaluator/src/lib.rs`). On this two-core machine everything (API server, etcd,\n\
          kube-controller-manager, webhook, controller and the test) shares the same cores.\n\n\
          {}",
         table(rows)

@@ -31,7 +31,7 @@ const HOSTILE_MATCH: &str =
 /// The hostile policy's name.
 const POLICY: &str = "hostile";
 /// How long A's own statuses and Events may take to say what happened. A's evaluations go at
-/// A's share of the evaluator (5% of a core, `controller/src/evaluator/mod.rs`) and A queues
+/// A's share of the evaluator (5% of a core, `evaluator/src/lib.rs`) and A queues
 /// seconds of work at once: ten evaluations stopped at their limit, a search over sixteen loops
 /// at some twenty points, a megabyte ConfigMap. One round of A's turns took 26 s on this
 /// machine's debug build under two busy cores, and the costly Cleaner waits a round or two: A

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use crate::state::ObjectKey;
+use kube_retention_state::ObjectKey;
 
 /// Which work a newer one replaces: the same object, the same Cleaner's evaluation, or the
 /// compilation of the same policy or Cleaner (within a namespace).

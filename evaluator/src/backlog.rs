@@ -26,7 +26,7 @@
 //!   no work would ever finish — so a work starts only while what is under way holds less than
 //!   [`Bounds::started_bytes`]: with one lane's work at most under way beyond it.
 //!
-//! Hand-written for the same reason as [`crate::fair`]: a few maps and deques, and the
+//! Hand-written for the same reason as [`kube_retention_runtime::fair`]: a few maps and deques, and the
 //! scheduling crates come with runtimes of their own.
 
 use std::collections::{HashMap, VecDeque};

@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::work::{Progress, Work, WorkKey, json_bytes};
-use crate::state::{ObjectKey, PolicyAnswers, Unevaluated};
+use kube_retention_state::{ObjectKey, PolicyAnswers, Unevaluated};
 
 /// An object whose policies' expressions are to be evaluated.
 pub struct Job {
