@@ -2,7 +2,7 @@
 //! explanation sees, so the controller and `kubectl retention explain` judge the same object.
 //! It carries its apiVersion and kind (list items of built-in kinds carry neither) and leaves
 //! out `metadata.managedFields`, which the controller's watches do not decode
-//! (controller/src/lean.rs): an expression reading them would see them in one place and not
+//! (io/src/lean.rs): an expression reading them would see them in one place and not
 //! in the other.
 
 use kube::api::DynamicObject;

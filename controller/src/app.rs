@@ -29,12 +29,9 @@ use kube_retention_runtime::supervise::{self, Supervisor};
 use tokio::sync::{mpsc, watch};
 
 use crate::args::{Args, Propagation, Stamp};
-use crate::breaker::{self, Breaker};
 use crate::cleaners::Cleaners;
 use crate::cleaners::act::Cleaning;
-use crate::clock::Clock;
 use crate::executor::{Budget, Executor, Parts, Settings};
-use crate::initial_list::Lists;
 use crate::leader::Elector;
 use crate::ledger::Ledger;
 use crate::metrics::Metrics;
@@ -43,9 +40,12 @@ use crate::run::{Extra, Loop};
 use crate::sinks::cluster::Learning;
 use crate::sinks::policy::sink_policy;
 use crate::sinks::{Delivery, Sender};
-use crate::watches::Watches;
 use crate::{Error, Result, discovery, startup};
 use kube_retention_evaluator::Evaluator;
+use kube_retention_io::breaker::{self, Breaker};
+use kube_retention_io::clock::Clock;
+use kube_retention_io::initial_list::Lists;
+use kube_retention_io::watches::Watches;
 use kube_retention_state::{Stamping, State};
 
 mod routes;
@@ -174,7 +174,7 @@ impl Args {
                 breaker: breaker.clone(),
                 leadership: leadership.clone(),
                 recorder: recorder.clone(),
-                metrics: metrics.clone(),
+                metrics: metrics.breaker.clone(),
             };
             let storing = store.run(args.circuit_breaker_deletions, args.circuit_breaker_window);
             supervisor.add(supervise::spawn("circuit-breaker", storing));

@@ -7,7 +7,7 @@ use clap::{Parser, ValueEnum};
 use kube_retention_common::kinds::KindSelection;
 use kube_retention_runtime::LogFormat;
 
-use crate::initial_list::InitialList;
+use kube_retention_io::initial_list::InitialList;
 
 #[derive(Debug, Parser)]
 #[command(

@@ -25,7 +25,7 @@ use kube_retention_runtime::supervise::{self, Supervised};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::clock::Clock;
+use kube_retention_io::clock::Clock;
 
 pub struct Elector {
     api: Api<Lease>,

@@ -13,6 +13,8 @@ use crate::cleaners::metrics::CleanerMetrics;
 use crate::ledger::LedgerMetrics;
 use crate::sinks::metrics::SinkPolicyMetrics;
 use kube_retention_evaluator::EvaluatorMetrics;
+use kube_retention_io::breaker::BreakerMetrics;
+use kube_retention_io::initial_list::ListFallbackLabels;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct DeletionLabels {
@@ -30,14 +32,6 @@ pub struct ErrorLabels {
 pub struct UnpermittedLabels {
     pub kind: String,
     pub missing: String,
-}
-
-/// A fallback from streamed lists to pages: the API (`/api`, `/apis/GROUP`) and why
-/// (`refused`, `timeout`, `cut`: [`crate::initial_list::Fallback`]).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-pub struct ListFallbackLabels {
-    pub api: String,
-    pub reason: &'static str,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -68,9 +62,7 @@ pub struct Metrics {
     pub evaluations_queued: Gauge,
     pub evaluation_seconds: Histogram,
     pub cel_limit_exceeded: Counter,
-    pub breaker_open: Gauge,
-    pub breaker_trips: Counter,
-    pub held_by_breaker: Gauge,
+    pub breaker: BreakerMetrics,
     pub cleaners: CleanerMetrics,
     pub ledger: LedgerMetrics,
     pub evaluator: EvaluatorMetrics,
@@ -198,24 +190,7 @@ impl Default for Metrics {
             "Evaluations of a retention policy's CEL expression stopped at its cost or time limit (the object is treated as not matching)",
             cel_limit_exceeded.clone(),
         );
-        let breaker_open = Gauge::default();
-        registry.register(
-            "circuit_breaker_open",
-            "1 while the circuit breaker is open: no deletion is sent until it is released",
-            breaker_open.clone(),
-        );
-        let breaker_trips = Counter::default();
-        registry.register(
-            "circuit_breaker_trips",
-            "Times this replica's circuit breaker opened: more deletions within its window than its limit",
-            breaker_trips.clone(),
-        );
-        let held_by_breaker = Gauge::default();
-        registry.register(
-            "deletions_held_by_circuit_breaker",
-            "Deletions (the executor's and Cleaners') waiting for the circuit breaker to be released",
-            held_by_breaker.clone(),
-        );
+        let breaker = BreakerMetrics::register(&mut registry);
         let cleaners = CleanerMetrics::register(&mut registry);
         let ledger = LedgerMetrics::register(&mut registry);
         let evaluator = EvaluatorMetrics::register(&mut registry);
@@ -223,9 +198,7 @@ impl Default for Metrics {
         Self {
             evaluator,
             sink_policy,
-            breaker_open,
-            breaker_trips,
-            held_by_breaker,
+            breaker,
             cleaners,
             ledger,
             evaluations_queued,

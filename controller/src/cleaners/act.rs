@@ -20,12 +20,12 @@ use super::book::{Clean, CleanerKey, Doomed};
 use super::metrics::CleanerMetrics;
 use super::status::Problem;
 use super::uninstall;
-use crate::breaker::Breaker;
-use crate::clock::Clock;
 use crate::executor::Budget;
 use crate::ledger::Ledger;
 use crate::sinks::{self, Undelivered};
 use kube_retention_common::ledger::{DELETED, Entry};
+use kube_retention_io::breaker::Breaker;
+use kube_retention_io::clock::Clock;
 
 /// What cleaning needs.
 pub struct Cleaning {

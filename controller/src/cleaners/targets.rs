@@ -85,7 +85,7 @@ impl KindObjects {
     }
 
     /// Keeps `object` (its watch decodes it without managed fields, which no condition needs:
-    /// [`crate::lean`]; without `bodies`, only its name, labels, uid and version); returns it
+    /// [`kube_retention_io::lean`]; without `bodies`, only its name, labels, uid and version); returns it
     /// as kept and the version it replaced.
     pub fn applied(
         &mut self,

@@ -10,7 +10,7 @@
 //! backs the object off.
 //!
 //! The budget itself ([`Budget`]) is shared with the Cleaners, whose DELETEs wait on it too. So
-//! does the circuit breaker ([`crate::breaker`]): a DELETE it holds is kept aside, not sent,
+//! does the circuit breaker ([`kube_retention_io::breaker`]): a DELETE it holds is kept aside, not sent,
 //! while stamps and Events still go, and is sent once the breaker is released.
 
 use std::sync::Arc;
@@ -23,19 +23,18 @@ use kube::runtime::events::{EventType, Recorder};
 use kube_retention_runtime::supervise::{self, Supervised};
 use tokio::sync::{Semaphore, mpsc};
 
-use crate::breaker::{Breaker, Position};
-use crate::clock::Clock;
 use crate::ledger::Ledger;
 use crate::metrics::Metrics;
 use kube_retention_common::kinds::Registry;
+use kube_retention_io::breaker::{Breaker, Position};
+use kube_retention_io::clock::Clock;
 use kube_retention_state::{Action, Failure, ObjectKey, PolicyKey};
 
-mod budget;
 pub mod digest;
 pub mod queue;
 mod requests;
 
-pub use budget::Budget;
+pub use kube_retention_io::budget::Budget;
 use queue::{Backlog, EventWork, Work};
 
 /// What the state must hear back about.

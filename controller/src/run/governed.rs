@@ -2,7 +2,7 @@
 //! object, not only labelled ones) while a valid policy names it and the controller may list,
 //! watch, patch and delete it; a policy change lists its kinds afresh so every object is judged
 //! under the new settings — at most once per kind per window
-//! ([`crate::relist_throttle::RelistThrottle`]) — and a
+//! ([`kube_retention_io::relist_throttle::RelistThrottle`]) — and a
 //! namespace's labels changing does the same for ClusterRetentionPolicies with a
 //! `namespaceSelector`.
 
@@ -49,7 +49,7 @@ impl Loop {
 
     /// Watch modes follow the policies, and `kinds` are listed afresh — in `namespace` alone
     /// where a RetentionPolicy there changed, cluster-wide otherwise: at once, or when the
-    /// kind's relist window ends ([`crate::relist_throttle::RelistThrottle`]).
+    /// kind's relist window ends ([`kube_retention_io::relist_throttle::RelistThrottle`]).
     pub(super) fn refresh(&mut self, kinds: &[ResourceRef], namespace: Option<&str>) {
         let now = tokio::time::Instant::now();
         let restarted = self.follow_policies();

@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use crate::discovery::Scan;
 use crate::executor::{Executor, Feedback};
 use crate::metrics::{ErrorLabels, KindLabels, Metrics};
-use crate::watches::{WatchEvent, Watches};
+use kube_retention_io::watches::{WatchEvent, Watches};
 use kube_retention_state::{Action, State};
 
 pub struct Loop {
@@ -58,9 +58,9 @@ mod readiness;
 mod refetch;
 mod scan;
 
-pub use crate::clock::Clock;
 pub use compiles::Compiles;
 pub use evaluations::Evaluations;
+pub use kube_retention_io::clock::Clock;
 pub use policies::Extra;
 
 impl Loop {

@@ -15,8 +15,8 @@ use super::{Discovered, Loop};
 use crate::discovery::Scan;
 use crate::policy_status;
 use crate::policy_status::writes::StatusWrites;
-use crate::relist_throttle::RelistThrottle;
 use kube_retention_evaluator::Compiled;
+use kube_retention_io::relist_throttle::RelistThrottle;
 use kube_retention_state::{Action, Approval, LoadedPolicy, PolicyKey};
 
 /// The loop's state beyond the configured kinds.

@@ -9,9 +9,9 @@ use jiff::Timestamp;
 use kube::api::PropagationPolicy;
 use kube::runtime::events::{Recorder, Reporter};
 use kube_retention_common::Registry;
-use kube_retention_controller::breaker::{Admission, Breaker, DeletionWindow, Position};
 use kube_retention_controller::executor::{Budget, Executor, Parts, Settings};
 use kube_retention_controller::metrics::Metrics;
+use kube_retention_io::breaker::{Admission, Breaker, DeletionWindow, Position};
 use tokio::sync::mpsc;
 use work_support::{deletion, recording_client, stamping};
 
@@ -101,7 +101,7 @@ async fn settled() {
 #[tokio::test]
 async fn the_executor_holds_deletions_while_open_sends_its_other_work_and_the_held_on_release() {
     let (client, seen) = recording_client();
-    let breaker = Breaker::new(2, MINUTE, kube_retention_controller::clock::Clock::System);
+    let breaker = Breaker::new(2, MINUTE, kube_retention_io::clock::Clock::System);
     breaker.close(); // the stored state, read: closed
     let (feedback, _) = mpsc::unbounded_channel();
     let reporter = Reporter {
@@ -122,7 +122,7 @@ async fn the_executor_holds_deletions_while_open_sends_its_other_work_and_the_he
         recorder: Recorder::new(client, reporter),
         feedback,
         ledger: None,
-        clock: kube_retention_controller::clock::Clock::System,
+        clock: kube_retention_io::clock::Clock::System,
     });
     for name in ["a", "b", "c"] {
         executor.submit(deletion("ns", name), Registry::builtin());
@@ -162,7 +162,7 @@ async fn the_executor_holds_deletions_while_open_sends_its_other_work_and_the_he
 
 #[tokio::test]
 async fn a_cleaners_delete_waits_while_the_breaker_is_open() {
-    let breaker = Breaker::new(1, MINUTE, kube_retention_controller::clock::Clock::System);
+    let breaker = Breaker::new(1, MINUTE, kube_retention_io::clock::Clock::System);
     breaker.close();
     assert!(breaker.admit());
     assert!(!breaker.admit(), "the second within the minute opens it");

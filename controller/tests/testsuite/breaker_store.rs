@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use kube::runtime::events::{Recorder, Reporter};
 use kube_retention_apimock::{ApiServer, Received};
-use kube_retention_controller::breaker::store::{self, Store};
-use kube_retention_controller::breaker::{Breaker, Position, Trip};
-use kube_retention_controller::metrics::Metrics;
+use kube_retention_io::breaker::BreakerMetrics;
+use kube_retention_io::breaker::store::{self, Store};
+use kube_retention_io::breaker::{Breaker, Position, Trip};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -19,11 +19,7 @@ const MINUTE: Duration = Duration::from_secs(60);
 /// A breaker of `limit` per minute and its store, leading or not, against a mocked API server.
 fn start(limit: u32, leading: bool) -> (Breaker, ApiServer, watch::Sender<bool>) {
     let (client, server) = kube_retention_apimock::pair();
-    let breaker = Breaker::new(
-        limit,
-        MINUTE,
-        kube_retention_controller::clock::Clock::System,
-    );
+    let breaker = Breaker::new(limit, MINUTE, kube_retention_io::clock::Clock::System);
     let (leader, leadership) = watch::channel(leading);
     let reporter = Reporter {
         controller: "test".into(),
@@ -36,7 +32,7 @@ fn start(limit: u32, leading: bool) -> (Breaker, ApiServer, watch::Sender<bool>)
         name: store::name_for("kube-retention-controller"),
         breaker: breaker.clone(),
         leadership,
-        metrics: Metrics::default(),
+        metrics: BreakerMetrics::default(),
     };
     tokio::spawn(store.run(limit, MINUTE));
     (breaker, server, leader)

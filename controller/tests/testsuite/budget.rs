@@ -36,7 +36,7 @@ fn executor(client: &Client, budget: Budget, metrics: &Metrics) -> Executor {
     let (executor, _tasks) = Executor::spawn(Parts {
         client: client.clone(),
         settings: Settings {
-            breaker: kube_retention_controller::breaker::Breaker::off(),
+            breaker: kube_retention_io::breaker::Breaker::off(),
             budget,
             propagation: PropagationPolicy::Background,
             concurrency: 1,
@@ -47,7 +47,7 @@ fn executor(client: &Client, budget: Budget, metrics: &Metrics) -> Executor {
         recorder: recorder(client),
         feedback,
         ledger: None,
-        clock: kube_retention_controller::clock::Clock::System,
+        clock: kube_retention_io::clock::Clock::System,
     });
     executor
 }
@@ -99,7 +99,7 @@ async fn informational_work_beyond_the_bound_is_dropped_and_counted() {
 
 fn cleaning(client: &Client, budget: Budget) -> Arc<Cleaning> {
     Arc::new(Cleaning {
-        breaker: kube_retention_controller::breaker::Breaker::off(),
+        breaker: kube_retention_io::breaker::Breaker::off(),
         client: client.clone(),
         recorder: recorder(client),
         metrics: Default::default(),
@@ -107,7 +107,7 @@ fn cleaning(client: &Client, budget: Budget) -> Arc<Cleaning> {
         budget,
         sender: Arc::new(Sender::new(Arc::new(SinkPolicy::default()))),
         ledger: None,
-        clock: kube_retention_controller::clock::Clock::System,
+        clock: kube_retention_io::clock::Clock::System,
     })
 }
 

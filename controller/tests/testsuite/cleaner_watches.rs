@@ -11,9 +11,9 @@ use kube_retention_common::sink_policy::SinkPolicy;
 use kube_retention_controller::cleaners::Cleaners;
 use kube_retention_controller::cleaners::act::Cleaning;
 use kube_retention_controller::executor::Budget;
-use kube_retention_controller::initial_list::{InitialList, Lists};
 use kube_retention_controller::sinks::Sender;
 use kube_retention_evaluator::{Evaluator, EvaluatorMetrics};
+use kube_retention_io::initial_list::{InitialList, Lists};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -48,7 +48,7 @@ async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_ref
         instance: None,
     };
     let cleaning = Cleaning {
-        breaker: kube_retention_controller::breaker::Breaker::off(),
+        breaker: kube_retention_io::breaker::Breaker::off(),
         client: client.clone(),
         recorder: Recorder::new(client, reporter),
         metrics: Default::default(),
@@ -56,7 +56,7 @@ async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_ref
         budget: Budget::unlimited(),
         sender: Arc::new(Sender::new(Arc::new(SinkPolicy::default()))),
         ledger: None,
-        clock: kube_retention_controller::clock::Clock::System,
+        clock: kube_retention_io::clock::Clock::System,
     };
     let (evaluator, evaluating) = Evaluator::spawn(EvaluatorMetrics::default()).unwrap();
     let cleaners = Cleaners::new(cleaning, Lists::new(InitialList::Pages, 500), evaluator);

@@ -45,7 +45,7 @@ impl ApiServer {
         let (executor, _tasks) = Executor::spawn(Parts {
             client,
             settings: Settings {
-                breaker: kube_retention_controller::breaker::Breaker::off(),
+                breaker: kube_retention_io::breaker::Breaker::off(),
                 budget: Budget::unlimited(),
                 propagation,
                 concurrency: 1,
@@ -56,7 +56,7 @@ impl ApiServer {
             recorder,
             feedback: feedback_tx,
             ledger: None,
-            clock: kube_retention_controller::clock::Clock::System,
+            clock: kube_retention_io::clock::Clock::System,
         });
         Self {
             server,

@@ -1,4 +1,4 @@
-//! How a watch first lists its kind ([`kube_retention_controller::initial_list`]), against a
+//! How a watch first lists its kind ([`kube_retention_io::initial_list`]), against a
 //! mocked API server: streamed by default, with the exact requests kube-runtime's watcher sends;
 //! in pages where `--initial-list=pages` says so, and where the server refuses a streamed list
 //! (and then for every later watch too). Cut lists: `initial_list_cuts.rs`.
@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::runtime::watcher::{self, Event};
 use kube_retention_apimock::pair;
-use kube_retention_controller::initial_list::{Fallback, InitialList, Lists};
+use kube_retention_io::initial_list::{Fallback, InitialList, Lists};
 use list_support::{
     added, events, initial_events_end, is_page, is_resumed_watch, is_streamed_list, job_list,
     jobs_watch, next, read, streaming_jobs,

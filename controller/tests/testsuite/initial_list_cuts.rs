@@ -1,4 +1,4 @@
-//! A streamed list cut before its end ([`kube_retention_controller::initial_list`]), against a
+//! A streamed list cut before its end ([`kube_retention_io::initial_list`]), against a
 //! mocked API server, on paused time: how long the list ran before the cut decides. Cut early
 //! (the API server's watch cache closes a listing watcher under churn), that list is done in
 //! pages and the watch's next list streams again; cut at its request's timeout, the watch lists
@@ -9,7 +9,7 @@ use crate::list_support;
 use std::time::Duration;
 
 use kube_retention_apimock::ApiServer;
-use kube_retention_controller::initial_list::Fallback;
+use kube_retention_io::initial_list::Fallback;
 use list_support::{
     added, events, gone, initial_events_end, is_page, is_resumed_watch, is_streamed_list, job_list,
     next, read, streaming_jobs,

@@ -1,4 +1,4 @@
-//! The watches' decoding ([`kube_retention_controller::lean`]): a Job as the API server sends
+//! The watches' decoding ([`kube_retention_io::lean`]): a Job as the API server sends
 //! it, with three writers' `managedFields`, decodes to exactly what kube's `DynamicObject` and
 //! `PartialObjectMeta` decode less those fields; what is not an object is an error, not a panic;
 //! and the watches, against a mocked API server, hand the loop objects decoded so, the metadata
@@ -8,9 +8,9 @@ use kube::api::{DynamicObject, PartialObjectMeta};
 use kube::core::WatchEvent as ApiWatchEvent;
 use kube::runtime::watcher::Event;
 use kube_retention_common::Registry;
-use kube_retention_controller::initial_list::{InitialList, Lists};
-use kube_retention_controller::lean::{LeanMeta, LeanObject};
-use kube_retention_controller::watches::{WatchEvent, Watches};
+use kube_retention_io::initial_list::{InitialList, Lists};
+use kube_retention_io::lean::{LeanMeta, LeanObject};
+use kube_retention_io::watches::{WatchEvent, Watches};
 use serde_json::{Value, json};
 
 /// A finished Job as kube-apiserver returns it: created by one writer, finished through the

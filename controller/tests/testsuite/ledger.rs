@@ -149,7 +149,7 @@ fn harness(cluster_sink: Option<&str>, capacity: usize) -> (Harness, Ledger) {
     let (executor, _tasks) = Executor::spawn(Parts {
         client,
         settings: Settings {
-            breaker: kube_retention_controller::breaker::Breaker::off(),
+            breaker: kube_retention_io::breaker::Breaker::off(),
             budget: Budget::unlimited(),
             propagation: PropagationPolicy::Background,
             concurrency: 1,
@@ -160,7 +160,7 @@ fn harness(cluster_sink: Option<&str>, capacity: usize) -> (Harness, Ledger) {
         recorder,
         feedback: feedback_tx,
         ledger: Some(ledger.clone()),
-        clock: kube_retention_controller::clock::Clock::System,
+        clock: kube_retention_io::clock::Clock::System,
     });
     let harness = Harness {
         server,

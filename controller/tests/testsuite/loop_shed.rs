@@ -12,8 +12,8 @@ use std::time::Duration;
 use kube::runtime::watcher::Event;
 use kube_retention_common::api::RetentionPolicy;
 use kube_retention_controller::run::Clock;
-use kube_retention_controller::watches::WatchEvent;
 use kube_retention_evaluator::{Bounds, Evaluator, EvaluatorMetrics, Progress, Work, WorkKey};
+use kube_retention_io::watches::WatchEvent;
 use kube_retention_runtime::time_shares::TimeShares;
 use serde_json::{Value, json};
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use kube_retention_common::Registry;
 use kube_retention_common::kinds::KindId;
-use kube_retention_controller::relist_throttle::{RelistThrottle, WINDOW};
+use kube_retention_io::relist_throttle::{RelistThrottle, WINDOW};
 use proptest::prelude::*;
 use tokio::time::Instant;
 

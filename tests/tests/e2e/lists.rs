@@ -1,7 +1,7 @@
 //! Streamed lists' fallback against the real API server: with kube-apiserver's WatchList
 //! feature gate off, it refuses `sendInitialEvents` (422 Invalid), and a controller started
 //! against it lists in pages from the first refusal of each API and deletes what is due as it
-//! does with streamed lists ([`kube_retention_controller::initial_list`]). Streamed lists on the
+//! does with streamed lists ([`kube_retention_io::initial_list`]). Streamed lists on the
 //! usual cluster are counted by `after_sigkill_100_due_objects_go_within_5s_with_one_list_per_watch`.
 //! This restarts the API server and the shared controller, so it runs with the disruptive
 //! trials. Lists are counted from the audit log ([`lists`]), by how they were sent.

@@ -26,9 +26,9 @@ use super::book::{Book, Clean, CleanerKey, Scope, ScopeWatch, Unavailable};
 use super::judging::CleanerOutcome;
 use super::metrics::KindLabels;
 use super::status::Problem;
-use crate::initial_list::Lists;
-use crate::watch_backoff::watch_backoff;
 use kube_retention_evaluator::Evaluator;
+use kube_retention_io::initial_list::Lists;
+use kube_retention_io::watch_backoff::watch_backoff;
 
 /// How often kinds that could not be watched are looked up again.
 const REDISCOVER: Duration = Duration::from_secs(30);

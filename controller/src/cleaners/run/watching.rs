@@ -14,8 +14,8 @@ use tokio::time::Instant;
 
 use super::{CleanerEvent, Cleaners, RESTART_EVERY};
 use crate::cleaners::book::{KindState, Scope, ScopeWatch, Unavailable};
-use crate::lean::{self, LeanMeta, LeanObject};
-use crate::watch_backoff::watch_backoff;
+use kube_retention_io::lean::{self, LeanMeta, LeanObject};
+use kube_retention_io::watch_backoff::watch_backoff;
 
 impl Cleaners {
     /// Starts discovery for new kinds, and the watches the book plans; stops the others.

@@ -17,8 +17,8 @@ use kube_retention_common::sink_policy::Range;
 
 use super::Source;
 use super::objects::Says;
-use crate::initial_list::{Events, Lists};
-use crate::watch_backoff::{LONGEST, watch_backoff};
+use kube_retention_io::initial_list::{Events, Lists};
+use kube_retention_io::watch_backoff::{LONGEST, watch_backoff};
 
 /// How long a source that is forbidden or not served waits before it is tried again.
 pub const UNAVAILABLE_RETRY: Duration = Duration::from_secs(30);

@@ -53,7 +53,7 @@ pub async fn cleaning(group: Clean, answers: Answers) -> (Result<Cleaned, Proble
         instance: None,
     };
     let cleaning = Arc::new(Cleaning {
-        breaker: kube_retention_controller::breaker::Breaker::off(),
+        breaker: kube_retention_io::breaker::Breaker::off(),
         client: client.clone(),
         recorder: Recorder::new(client, reporter),
         metrics: Default::default(),
@@ -61,7 +61,7 @@ pub async fn cleaning(group: Clean, answers: Answers) -> (Result<Cleaned, Proble
         budget: Budget::unlimited(),
         sender: Arc::new(Sender::new(Arc::new(SinkPolicy::default()))),
         ledger: None,
-        clock: kube_retention_controller::clock::Clock::System,
+        clock: kube_retention_io::clock::Clock::System,
     });
     let outcome = clean(cleaning.clone(), group.clone()).await;
     if outcome.is_ok() {

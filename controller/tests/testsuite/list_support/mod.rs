@@ -1,4 +1,4 @@
-//! Fixtures shared by the tests of how a watch lists ([`kube_retention_controller::initial_list`]):
+//! Fixtures shared by the tests of how a watch lists ([`kube_retention_io::initial_list`]):
 //! Jobs, pages and watch bodies as the API server sends them, and what a watch sends downstream.
 
 #![allow(dead_code, clippy::unwrap_used)] // each test file uses a part; fixtures unwrap
@@ -8,7 +8,7 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::Api;
 use kube::runtime::watcher::{self, Event};
 use kube_retention_apimock::{ApiServer, Received, pair};
-use kube_retention_controller::initial_list::{Events, InitialList, Lists};
+use kube_retention_io::initial_list::{Events, InitialList, Lists};
 use serde_json::{Value, json};
 
 pub fn job(name: &str) -> Value {

@@ -14,12 +14,12 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube_retention_common::Registry;
 use kube_retention_common::kinds::KindId;
 use kube_retention_controller::executor::{Budget, Executor, Parts, Settings};
-use kube_retention_controller::initial_list::{InitialList, Lists};
 use kube_retention_controller::metrics::Metrics;
 use kube_retention_controller::policy_status::writes::{self, StatusWrites};
 use kube_retention_controller::run::{Clock, Evaluations, Extra, Loop};
-use kube_retention_controller::watches::{WatchEvent, Watches};
 use kube_retention_evaluator::Evaluator;
+use kube_retention_io::initial_list::{InitialList, Lists};
+use kube_retention_io::watches::{WatchEvent, Watches};
 use kube_retention_state::State;
 use tokio::sync::{mpsc, watch};
 
@@ -50,7 +50,7 @@ pub fn start<T: Send + 'static>(
     let (executor, executing) = Executor::spawn(Parts {
         client: client.clone(),
         settings: Settings {
-            breaker: kube_retention_controller::breaker::Breaker::off(),
+            breaker: kube_retention_io::breaker::Breaker::off(),
             budget: Budget::unlimited(),
             propagation: PropagationPolicy::Background,
             concurrency: 1,

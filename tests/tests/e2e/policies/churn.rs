@@ -10,8 +10,8 @@ use jiff::Timestamp;
 use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube_retention_common::api::RetentionPolicy;
-use kube_retention_controller::relist_throttle::WINDOW;
 use kube_retention_e2e::cluster::{CONTROLLER_SERVICE_ACCOUNT, LocalCluster};
+use kube_retention_io::relist_throttle::WINDOW;
 use serde_json::{Value, json};
 
 use crate::kinds::{GROUP, define_kind, grant};

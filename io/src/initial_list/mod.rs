@@ -28,12 +28,10 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use serde::de::DeserializeOwned;
 
-use crate::metrics::ListFallbackLabels;
-
 mod fallback;
 
-pub use fallback::Fallback;
 use fallback::Streaming;
+pub use fallback::{Fallback, ListFallbackLabels};
 
 /// kube-runtime's watch request timeout where `watcher::Config::timeout` sets none.
 const DEFAULT_WATCH_TIMEOUT_SECS: u32 = 290;

@@ -3,7 +3,7 @@
 //! added or removed, a namespace's labels under a `namespaceSelector`) lists the kinds it names
 //! afresh, because the state keeps compact records, not the objects a changed policy must judge
 //! again: a ClusterRetentionPolicy's cluster-wide, a RetentionPolicy's in its own namespace only
-//! (`crate::run::Relist`). Policies are written by namespace editors: without a bound, one
+//! (the controller's `run::Relist`). Policies are written by namespace editors: without a bound, one
 //! tenant editing its policy every second would have the controller LIST its objects every
 //! second.
 //!

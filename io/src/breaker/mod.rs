@@ -20,9 +20,11 @@ use tokio::sync::watch;
 
 use crate::clock::Clock;
 
+mod metrics;
 pub mod store;
 mod window;
 
+pub use metrics::BreakerMetrics;
 pub use window::{Admission, DeletionWindow, Position, Trip};
 
 /// The breaker shared by everything that deletes; clones are the same breaker.

@@ -25,10 +25,18 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kube::runtime::watcher::{self, Event};
+use prometheus_client::encoding::EncodeLabelSet;
 use tokio::time::Instant;
 
 use super::{Events, Lists};
-use crate::metrics::ListFallbackLabels;
+
+/// A fallback from streamed lists to pages: the API (`/api`, `/apis/GROUP`) and why
+/// (`refused`, `timeout`, `cut`: [`Fallback`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ListFallbackLabels {
+    pub api: String,
+    pub reason: &'static str,
+}
 
 /// Why a watch lists in pages though streamed lists are asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -17,8 +17,8 @@ use kube::runtime::watcher::{self, Event as WatchEvent};
 use kube::{Api, Client, Resource};
 use tokio::sync::watch;
 
+use super::metrics::BreakerMetrics;
 use super::{Breaker, Position, Trip};
-use crate::metrics::Metrics;
 use crate::watch_backoff::watch_backoff;
 
 use kube_retention_common::breaker::{LIMIT, MESSAGE, TRIPPED_AT, WINDOW};
@@ -35,7 +35,7 @@ pub struct Store {
     pub breaker: Breaker,
     pub leadership: watch::Receiver<bool>,
     pub recorder: Recorder,
-    pub metrics: Metrics,
+    pub metrics: BreakerMetrics,
 }
 
 /// The ConfigMap recording `trip`.
@@ -129,7 +129,7 @@ impl Store {
                     let opened = position.borrow_and_update().clone();
                     if let Position::Open(trip) = opened && !exists {
                         // Opened here, not read from the ConfigMap: a trip of this replica's.
-                        self.metrics.breaker_trips.inc();
+                        self.metrics.trips.inc();
                         exists = self.write(&api, &trip).await;
                     }
                 }
@@ -145,9 +145,9 @@ impl Store {
 
     fn update_gauges(&self) {
         let open = matches!(self.breaker.position(), Position::Open(_));
-        self.metrics.breaker_open.set(i64::from(open));
+        self.metrics.open.set(i64::from(open));
         let waiting = i64::try_from(self.breaker.waiting()).unwrap_or(i64::MAX);
-        self.metrics.held_by_breaker.set(waiting);
+        self.metrics.held.set(waiting);
     }
 
     /// The ConfigMap is gone (or never was): the breaker closes, a release if it was open.

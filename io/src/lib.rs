@@ -1,0 +1,24 @@
+//! kube-retention's traffic with the API server, apart from what it decides: the controller and
+//! the Cleaners both read objects and send requests through here, so both share one list
+//! discipline, one request budget and one circuit breaker.
+//!
+//! In: [`watches`] starts and stops a watch per kind, each beginning with the list
+//! [`initial_list`] makes (streamed, or in pages where the API server refuses or cuts that),
+//! kinds taking turns ([`list_turns`]), objects decoded without `managedFields` ([`lean`]),
+//! restarts backed off ([`watch_backoff`]), relists a tenant asks for coalesced per kind
+//! ([`relist_throttle`]).
+//!
+//! Out: every write waits for the client-side [`budget`] (`--qps`); every DELETE asks the
+//! [`breaker`] first, whose trips outlive the process in a ConfigMap.
+//!
+//! And the one [`clock`] every part reads, so a test on paused time drives all of them.
+
+pub mod breaker;
+pub mod budget;
+pub mod clock;
+pub mod initial_list;
+pub mod lean;
+pub mod list_turns;
+pub mod relist_throttle;
+pub mod watch_backoff;
+pub mod watches;
