@@ -33,19 +33,19 @@ use crate::cleaners::Cleaners;
 use crate::cleaners::act::Cleaning;
 use crate::executor::{Budget, Executor, Parts, Settings};
 use crate::leader::Elector;
-use crate::ledger::Ledger;
 use crate::metrics::Metrics;
 use crate::policy_status::writes::{self, StatusWrites};
 use crate::run::{Extra, Loop};
-use crate::sinks::cluster::Learning;
-use crate::sinks::policy::sink_policy;
-use crate::sinks::{Delivery, Sender};
 use crate::{Error, Result, discovery, startup};
 use kube_retention_evaluator::Evaluator;
 use kube_retention_io::breaker::{self, Breaker};
 use kube_retention_io::clock::Clock;
 use kube_retention_io::initial_list::Lists;
 use kube_retention_io::watches::Watches;
+use kube_retention_sinks::cluster::Learning;
+use kube_retention_sinks::ledger::Ledger;
+use kube_retention_sinks::policy::sink_policy;
+use kube_retention_sinks::{Delivery, Sender};
 use kube_retention_state::{Stamping, State};
 
 mod routes;
@@ -64,7 +64,7 @@ impl Args {
         let config = kube_retention_runtime::config(args.kubeconfig.as_deref())
             .await
             .map_err(Error::ClientConfig)?;
-        let sink_policy = sink_policy(&args, &config.cluster_url).await?;
+        let sink_policy = sink_policy(&args.sink_policy, args.pod_ip, &config.cluster_url).await?;
         if let Some(sink) = &args.ledger_sink {
             sink_policy
                 .check_url(sink)

@@ -1,16 +1,15 @@
 //! kube-retention's controller: deletes objects once their `retention.dev/expires-at` has
 //! passed, stamps that annotation when a run finishes, and enforces count limits. It is built on
 //! crates of its own: the pure decisions ([`kube_retention_state`]), tenants' CEL off the loops
-//! ([`kube_retention_evaluator`]), and the traffic with the API server — lists, watches, the
-//! request budget, the circuit breaker and the clock ([`kube_retention_io`]).
+//! ([`kube_retention_evaluator`]), the traffic with the API server — lists, watches, the
+//! request budget, the circuit breaker and the clock ([`kube_retention_io`]) — and where
+//! CloudEvents may go, with the deletion ledger that sends them ([`kube_retention_sinks`]).
 //!
 //! - [`run`]: the loop: watches, timer and leadership wired to the state and the evaluator;
 //!   [`discovery`] finds annotated kinds beyond the configured ones.
 //! - [`executor`]: the state's decisions as API requests, within the budget, deletions first.
 //! - [`policy_status`]: what the state learns of each policy, written to its status.
 //! - [`cleaners`]: Cleaners, groups deleted together when their conditions hold.
-//! - [`ledger`]: each deletion announced as a CloudEvent (and, with `archiveBeforeDelete`,
-//!   acknowledged first); [`sinks`]: where CloudEvents may go and how they are sent.
 //! - [`app`]: everything put together behind `Args::run`, every background task supervised.
 
 pub mod app;
@@ -21,11 +20,9 @@ pub mod discovery;
 mod error;
 pub mod executor;
 pub mod leader;
-pub mod ledger;
 pub mod metrics;
 pub mod policy_status;
 pub mod run;
-pub mod sinks;
 pub mod startup;
 
 pub use error::{Error, Result};

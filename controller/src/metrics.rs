@@ -10,11 +10,11 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::cleaners::metrics::CleanerMetrics;
-use crate::ledger::LedgerMetrics;
-use crate::sinks::metrics::SinkPolicyMetrics;
 use kube_retention_evaluator::EvaluatorMetrics;
 use kube_retention_io::breaker::BreakerMetrics;
 use kube_retention_io::initial_list::ListFallbackLabels;
+use kube_retention_sinks::ledger::LedgerMetrics;
+use kube_retention_sinks::metrics::SinkPolicyMetrics;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct DeletionLabels {

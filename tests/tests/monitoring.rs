@@ -97,7 +97,7 @@ fn controller_exposition() -> String {
         .get_or_create(&OutcomeLabels { outcome: "clean" })
         .inc();
     metrics.cleaners.deleted("object");
-    let cluster = kube_retention_controller::ledger::SinkLabels { sink: "cluster" };
+    let cluster = kube_retention_sinks::ledger::SinkLabels { sink: "cluster" };
     for family in [
         &metrics.ledger.delivered,
         &metrics.ledger.dropped,

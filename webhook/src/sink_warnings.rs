@@ -6,7 +6,7 @@
 //! sink policy's one table, `sink_policy::metadata`): a name's addresses are the controller's
 //! to judge when it connects, since DNS may answer differently by then. Nor does admission know
 //! what the controller learns of the cluster at run time — its service and pod CIDRs, node
-//! addresses and API server endpoints (`controller/src/sinks/cluster/`): a sink there is
+//! addresses and API server endpoints (`sinks/src/cluster/`): a sink there is
 //! admitted without a warning and refused when the controller connects, its Event naming why.
 //! A scheme other than http(s) stays a denial (`kube_retention_common::cleaner::errors`).
 

@@ -21,11 +21,11 @@ use super::metrics::CleanerMetrics;
 use super::status::Problem;
 use super::uninstall;
 use crate::executor::Budget;
-use crate::ledger::Ledger;
-use crate::sinks::{self, Undelivered};
 use kube_retention_common::ledger::{DELETED, Entry};
 use kube_retention_io::breaker::Breaker;
 use kube_retention_io::clock::Clock;
+use kube_retention_sinks::ledger::Ledger;
+use kube_retention_sinks::{self as sinks, Undelivered};
 
 /// What cleaning needs.
 pub struct Cleaning {

@@ -6,7 +6,7 @@
 //! - [`compile`] and [`judging`]: a Cleaner's spec compiled and its conditions judged on the
 //!   evaluator, with every tenant's other CEL.
 //! - [`targets`]: which objects a target selects; [`status`]: what a Cleaner reports.
-//! - [`act`]: the clean itself, its CloudEvent sent through [`crate::sinks`]; [`helm`]: a
+//! - [`act`]: the clean itself, its CloudEvent sent through [`kube_retention_sinks`]; [`helm`]: a
 //!   release read from Helm's storage; [`uninstall`]: what of it is deleted, only objects Helm's
 //!   annotations give to it.
 //! - [`run`]: the watches, timer and leadership wired to the book.

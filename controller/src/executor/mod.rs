@@ -23,11 +23,11 @@ use kube::runtime::events::{EventType, Recorder};
 use kube_retention_runtime::supervise::{self, Supervised};
 use tokio::sync::{Semaphore, mpsc};
 
-use crate::ledger::Ledger;
 use crate::metrics::Metrics;
 use kube_retention_common::kinds::Registry;
 use kube_retention_io::breaker::{Breaker, Position};
 use kube_retention_io::clock::Clock;
+use kube_retention_sinks::ledger::Ledger;
 use kube_retention_state::{Action, Failure, ObjectKey, PolicyKey};
 
 pub mod digest;

@@ -13,9 +13,9 @@ use serde_json::{Value, json};
 
 use super::digest::Notice;
 use super::{EventWork, Feedback, Shared};
-use crate::ledger::archive::Archived;
 use crate::metrics::{DeletionLabels, ErrorLabels, KindLabels};
 use kube_retention_common::ledger::{DELETED, Entry};
+use kube_retention_sinks::ledger::archive::Archived;
 use kube_retention_state::{Action, Failure, Ledgered, ObjectKey, Reason};
 
 fn api(shared: &Shared, key: &ObjectKey, resource: &Resource) -> Api<DynamicObject> {

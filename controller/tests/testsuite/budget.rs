@@ -19,7 +19,7 @@ use kube_retention_controller::cleaners::act::{Cleaning, clean};
 use kube_retention_controller::cleaners::book::{self, Clean, Doomed};
 use kube_retention_controller::executor::{Budget, Executor, Parts, Settings};
 use kube_retention_controller::metrics::Metrics;
-use kube_retention_controller::sinks::Sender;
+use kube_retention_sinks::Sender;
 use tokio::sync::mpsc;
 use work_support::{deletion, recording_client, warning};
 

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube_retention_common::cleaner::{CleanerSpec, Verdict};
 use kube_retention_controller::cleaners::helm::{self, HelmError, ManifestObject};
 use kube_retention_controller::cleaners::status::{self, Problem};
-use kube_retention_controller::sinks;
+use kube_retention_sinks as sinks;
 use serde_json::{Value, json};
 
 const MANIFEST: &str = "---\n# Source: preview/templates/settings.yaml\napiVersion: v1\nkind: ConfigMap\n\

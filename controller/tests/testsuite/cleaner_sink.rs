@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube_retention_common::sink_policy::{Rule, SinkPolicy};
-use kube_retention_controller::sinks::{Sender, Undelivered};
+use kube_retention_sinks::{Sender, Undelivered};
 use tokio::net::TcpListener;
 
 use crate::sink_support;

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use kube_retention_common::sink_policy::{Rule, SinkPolicy};
-use kube_retention_controller::sinks::guard;
-use kube_retention_controller::sinks::{Sender, Undelivered};
+use kube_retention_sinks::guard;
+use kube_retention_sinks::{Sender, Undelivered};
 
 use crate::sink_support;
 

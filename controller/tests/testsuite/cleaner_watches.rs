@@ -11,9 +11,9 @@ use kube_retention_common::sink_policy::SinkPolicy;
 use kube_retention_controller::cleaners::Cleaners;
 use kube_retention_controller::cleaners::act::Cleaning;
 use kube_retention_controller::executor::Budget;
-use kube_retention_controller::sinks::Sender;
 use kube_retention_evaluator::{Evaluator, EvaluatorMetrics};
 use kube_retention_io::initial_list::{InitialList, Lists};
+use kube_retention_sinks::Sender;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 

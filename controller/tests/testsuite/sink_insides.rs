@@ -10,8 +10,8 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use kube_retention_common::sink_policy::{Inside, SinkPolicy};
-use kube_retention_controller::sinks::cluster::{Source, UNAVAILABLE_RETRY};
-use kube_retention_controller::sinks::{SharedPolicy, Undelivered};
+use kube_retention_sinks::cluster::{Source, UNAVAILABLE_RETRY};
+use kube_retention_sinks::{SharedPolicy, Undelivered};
 use serde_json::Value;
 
 use crate::insides_support;
@@ -32,7 +32,7 @@ fn loopback_allowed() -> SinkPolicy {
 
 /// Delivers to `sink` through `policy`: `None` when delivered, else the Event's note.
 async fn deliver(policy: &SharedPolicy, sink: &LocalSink) -> Option<String> {
-    let sender = kube_retention_controller::sinks::Sender::new(policy.clone());
+    let sender = kube_retention_sinks::Sender::new(policy.clone());
     match sender
         .deliver(&sink.url, sink_support::event(), &quick(1))
         .await

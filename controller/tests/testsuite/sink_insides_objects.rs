@@ -5,7 +5,7 @@
 //! full kind is.
 
 use kube::Resource;
-use kube_retention_controller::sinks::cluster::objects::{
+use kube_retention_sinks::cluster::objects::{
     API_SERVER_NAMESPACE, ApiServerEndpoints, NodeRanges, Says, ServiceCidrRanges,
 };
 use serde_json::json;

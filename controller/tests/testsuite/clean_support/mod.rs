@@ -16,7 +16,7 @@ use kube_retention_controller::cleaners::act::{Cleaned, Cleaning, clean, retire}
 use kube_retention_controller::cleaners::book::{self, Clean, Doomed};
 use kube_retention_controller::cleaners::status::Problem;
 use kube_retention_controller::executor::Budget;
-use kube_retention_controller::sinks::Sender;
+use kube_retention_sinks::Sender;
 use serde_json::{Value, json};
 
 /// A request the API server saw: `METHOD path?query`, and its body.

@@ -13,11 +13,11 @@ use http::Response;
 use kube::client::Body;
 use kube_retention_apimock::{ApiServer, Received, pair};
 use kube_retention_common::sink_policy::SinkPolicy;
-use kube_retention_controller::sinks::SharedPolicy;
-use kube_retention_controller::sinks::cluster::{Learning, Source};
-use kube_retention_controller::sinks::metrics::SinkPolicyMetrics;
 use kube_retention_io::initial_list::{InitialList, Lists};
 use kube_retention_runtime::supervise::Supervised;
+use kube_retention_sinks::SharedPolicy;
+use kube_retention_sinks::cluster::{Learning, Source};
+use kube_retention_sinks::metrics::SinkPolicyMetrics;
 use serde_json::{Value, json};
 use tower_test::mock::SendResponse;
 

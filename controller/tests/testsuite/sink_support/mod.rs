@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use kube_retention_common::sink_policy::SinkPolicy;
-use kube_retention_controller::sinks::guard::Lookup;
-use kube_retention_controller::sinks::{self, Delivery};
+use kube_retention_sinks::guard::Lookup;
+use kube_retention_sinks::{self as sinks, Delivery};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;

@@ -26,7 +26,7 @@ use kube_retention_common::sink_policy::SinkPolicy;
 use kube_retention_runtime::sinks::{Publisher, SharedPolicy, shared};
 use kube_retention_runtime::supervise::{self, Supervised};
 
-use crate::sinks::metrics::SinkPolicyMetrics;
+use crate::metrics::SinkPolicyMetrics;
 use kube_retention_io::initial_list::Lists;
 
 pub mod objects;

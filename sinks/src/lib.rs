@@ -2,9 +2,12 @@
 //! the `--ledger-sink` — and the one way it does: `kube_retention_runtime::sinks` (the sink
 //! policy at every connection, delivery with retries), under the policy [`policy`] builds from
 //! the admin's flags and what only the controller knows of itself, with the cluster's insides
-//! that [`cluster`] learns from the API denied too, as they change.
+//! that [`cluster`] learns from the API denied too, as they change. The deletion [`ledger`] is
+//! what sends most of them: each deletion announced, from a bounded queue, and with
+//! `archiveBeforeDelete` acknowledged before the DELETE.
 
 pub mod cluster;
+pub mod ledger;
 pub mod metrics;
 pub mod policy;
 

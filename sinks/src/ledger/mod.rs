@@ -17,7 +17,7 @@ use kube_retention_common::ledger::Entry;
 use kube_retention_runtime::supervise::{self, Supervised};
 use tokio::sync::{Semaphore, mpsc};
 
-use crate::sinks::{Delivery, Sender, Undelivered};
+use crate::{Delivery, Sender, Undelivered};
 
 pub mod archive;
 pub mod metrics;
@@ -58,10 +58,10 @@ pub struct Announcement {
     pub event: Event,
 }
 
-/// The event of `event_type` carrying `entry` ([`crate::sinks::ledger_event`]); `None`
+/// The event of `event_type` carrying `entry` ([`crate::ledger_event`]); `None`
 /// (logged) if it cannot be built.
 pub fn event(event_type: &str, entry: &Entry) -> Option<Event> {
-    crate::sinks::ledger_event(event_type, SOURCE, entry)
+    crate::ledger_event(event_type, SOURCE, entry)
         .inspect_err(|error| tracing::warn!(%error, "a ledger event could not be built"))
         .ok()
 }

@@ -7,18 +7,21 @@
 use std::net::IpAddr;
 
 use http::Uri;
-use kube_retention_common::sink_policy::SinkPolicy;
+use kube_retention_common::sink_policy::{FlagError, SinkPolicy};
+use kube_retention_runtime::SinkPolicyFlags;
 
-use crate::Result;
-use crate::args::Args;
-
-/// The policy of `args`, the API server at `cluster_url` and this pod denied too.
-pub async fn sink_policy(args: &Args, cluster_url: &Uri) -> Result<SinkPolicy> {
-    let mut policy: SinkPolicy = args.sink_policy.policy()?;
+/// The policy of the admin's `flags`, with the API server at `cluster_url` and this pod
+/// (`pod_ip`) denied too.
+pub async fn sink_policy(
+    flags: &SinkPolicyFlags,
+    pod_ip: Option<IpAddr>,
+    cluster_url: &Uri,
+) -> Result<SinkPolicy, FlagError> {
+    let mut policy: SinkPolicy = flags.policy()?;
     for address in api_server_addresses(cluster_url).await {
         policy.deny_address(address, "the API server's address");
     }
-    if let Some(address) = args.pod_ip {
+    if let Some(address) = pod_ip {
         policy.deny_address(address, "this controller's own address");
     }
     tracing::info!(?policy, "CloudEvent sink policy");

@@ -13,7 +13,7 @@ use kube_retention_runtime::sinks::Publisher;
 
 use super::Source;
 use super::watch::{UNAVAILABLE_RETRY, Unavailable, Update};
-use crate::sinks::metrics::{InsideLabels, SinkPolicyMetrics, WatchErrorLabels};
+use crate::metrics::{InsideLabels, SinkPolicyMetrics, WatchErrorLabels};
 
 pub struct Owner {
     /// The admin's policy and what the controller knows of itself, denied whatever is learned.

@@ -18,12 +18,12 @@ use kube_retention_common::kinds::Resource;
 use kube_retention_common::ledger::{DELETED, Entry};
 use tokio::sync::Semaphore;
 
-use crate::sinks::{Delivery, Sender};
+use crate::{Delivery, Sender};
 use kube_retention_common::model::object_value;
 
 /// Archives under way at once.
 pub const IN_FLIGHT: usize = 16;
-/// How long one attempt may take (a failed one takes all of it: see [`crate::sinks`]).
+/// How long one attempt may take (a failed one takes all of it: see [`crate`]).
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What came of archiving an object.
