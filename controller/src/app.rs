@@ -29,14 +29,14 @@ use kube_retention_runtime::supervise::{self, Supervisor};
 use tokio::sync::{mpsc, watch};
 
 use crate::args::{Args, Propagation, Stamp};
-use crate::cleaners::Cleaners;
-use crate::cleaners::act::Cleaning;
 use crate::executor::{Budget, Executor, Parts, Settings};
 use crate::leader::Elector;
 use crate::metrics::Metrics;
 use crate::policy_status::writes::{self, StatusWrites};
 use crate::run::{Extra, Loop};
 use crate::{Error, Result, discovery, startup};
+use kube_retention_cleaners::Cleaners;
+use kube_retention_cleaners::act::Cleaning;
 use kube_retention_evaluator::Evaluator;
 use kube_retention_io::breaker::{self, Breaker};
 use kube_retention_io::clock::Clock;

@@ -9,12 +9,13 @@
 //!   [`discovery`] finds annotated kinds beyond the configured ones.
 //! - [`executor`]: the state's decisions as API requests, within the budget, deletions first.
 //! - [`policy_status`]: what the state learns of each policy, written to its status.
-//! - [`cleaners`]: Cleaners, groups deleted together when their conditions hold.
+//! - Cleaners ([`kube_retention_cleaners`], a crate of their own): groups deleted together when
+//!   their conditions hold, started by [`app`] with `--cleaners` on the same budget, breaker,
+//!   evaluator and Lease.
 //! - [`app`]: everything put together behind `Args::run`, every background task supervised.
 
 pub mod app;
 pub mod args;
-pub mod cleaners;
 pub mod crds;
 pub mod discovery;
 mod error;

@@ -9,7 +9,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::cleaners::metrics::CleanerMetrics;
+use kube_retention_cleaners::metrics::CleanerMetrics;
 use kube_retention_evaluator::EvaluatorMetrics;
 use kube_retention_io::breaker::BreakerMetrics;
 use kube_retention_io::initial_list::ListFallbackLabels;

@@ -58,7 +58,7 @@ fn mentioned(text: &str) -> BTreeSet<String> {
 /// The controller's exposition with one series in each family: a family is encoded only once it
 /// has one.
 fn controller_exposition() -> String {
-    use kube_retention_controller::cleaners::metrics::{KindLabels as TargetKind, OutcomeLabels};
+    use kube_retention_cleaners::metrics::{KindLabels as TargetKind, OutcomeLabels};
     use kube_retention_controller::metrics::{
         DeletionLabels, ErrorLabels, KindLabels, Metrics, UnpermittedLabels,
     };

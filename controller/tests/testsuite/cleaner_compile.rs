@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
+use kube_retention_cleaners::book::{Book, CleanerKey, CompileRequest, Prepared};
+use kube_retention_cleaners::compile::CleanerCompile;
+use kube_retention_cleaners::judging::CleanerOutcome;
 use kube_retention_common::cleaner::Cleaner;
-use kube_retention_controller::cleaners::book::{Book, CleanerKey, CompileRequest, Prepared};
-use kube_retention_controller::cleaners::compile::CleanerCompile;
-use kube_retention_controller::cleaners::judging::CleanerOutcome;
 use kube_retention_evaluator::{Bounds, Evaluator, EvaluatorMetrics, Progress, Work, WorkKey};
 use kube_retention_runtime::time_shares::TimeShares;
 use serde_json::json;

@@ -5,9 +5,9 @@
 
 use crate::support;
 
+use kube_retention_cleaners::book::{Book, Prepared};
+use kube_retention_cleaners::judging::{CleanerOutcome, CleanerWork, Pending};
 use kube_retention_common::cleaner::{Cleaner, Verdict};
-use kube_retention_controller::cleaners::book::{Book, Prepared};
-use kube_retention_controller::cleaners::judging::{CleanerOutcome, CleanerWork, Pending};
 use kube_retention_evaluator::{Backlog, Bounds, Work};
 use serde_json::json;
 use support::{at, cleaner_key, cleaners_book};

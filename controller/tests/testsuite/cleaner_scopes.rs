@@ -5,12 +5,10 @@
 
 use jiff::Timestamp;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube_retention_cleaners::book::{Book, CleanerKey, KINDS_PER_NAMESPACE, Scope, ScopeWatch};
+use kube_retention_cleaners::status::Problem;
+use kube_retention_cleaners::targets::KindObjects;
 use kube_retention_common::cleaner::Cleaner;
-use kube_retention_controller::cleaners::book::{
-    Book, CleanerKey, KINDS_PER_NAMESPACE, Scope, ScopeWatch,
-};
-use kube_retention_controller::cleaners::status::Problem;
-use kube_retention_controller::cleaners::targets::KindObjects;
 use serde_json::{Value, json};
 
 fn cleaner(namespace: &str, name: &str, targets: Value) -> Cleaner {

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use kube::api::PropagationPolicy;
 use kube::runtime::events::{Recorder, Reporter};
+use kube_retention_cleaners::Cleaners;
+use kube_retention_cleaners::act::Cleaning;
 use kube_retention_common::sink_policy::SinkPolicy;
-use kube_retention_controller::cleaners::Cleaners;
-use kube_retention_controller::cleaners::act::Cleaning;
 use kube_retention_controller::executor::Budget;
 use kube_retention_evaluator::{Evaluator, EvaluatorMetrics};
 use kube_retention_io::initial_list::{InitialList, Lists};

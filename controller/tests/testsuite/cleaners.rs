@@ -3,9 +3,9 @@
 
 use jiff::Timestamp;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube_retention_cleaners::book::{Book, CleanerKey, Scope, ScopeWatch, Unavailable};
+use kube_retention_cleaners::status::Problem;
 use kube_retention_common::cleaner::{Cleaner, Verdict};
-use kube_retention_controller::cleaners::book::{Book, CleanerKey, Scope, ScopeWatch, Unavailable};
-use kube_retention_controller::cleaners::status::Problem;
 use serde_json::{Value, json};
 
 const NOW: &str = "2026-11-22T12:00:00Z";

@@ -9,8 +9,9 @@
 use std::path::{Path, PathBuf};
 
 /// The controller's sources and those of the workspace crates it runs, from its manifest's folder.
-const SOURCES: [&str; 6] = [
+const SOURCES: [&str; 7] = [
     "src",
+    "../cleaners/src",
     "../io/src",
     "../sinks/src",
     "../runtime/src",

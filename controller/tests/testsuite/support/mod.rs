@@ -5,11 +5,11 @@
 use jiff::Timestamp;
 use kube::api::DynamicObject;
 use kube::api::{ApiResource, GroupVersionKind};
+use kube_retention_cleaners::book::{Book, CleanerKey};
 use kube_retention_common::api::PolicyRules;
 use kube_retention_common::cleaner::Cleaner;
 use kube_retention_common::policies::Rules;
 use kube_retention_common::{KindId, Registry};
-use kube_retention_controller::cleaners::book::{Book, CleanerKey};
 use kube_retention_state::{Action, Approval, LoadedPolicy, Reason, State};
 use serde_json::{Value, json};
 

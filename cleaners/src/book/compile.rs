@@ -3,7 +3,7 @@
 //! kube-retention-common --example compile_time`), and a namespace editor may rewrite a Cleaner
 //! as often as the API server lets them. A spec is compiled when it is first evaluated — so a
 //! replica that does not lead compiles nothing — as work of its namespace
-//! ([`crate::cleaners::compile`]), charged to its share; until its judge comes back the Cleaner
+//! ([`crate::compile`]), charged to its share; until its judge comes back the Cleaner
 //! waits, and a new spec asks afresh (the judge of an older one is dropped on arrival). A spec
 //! without conditions has no CEL to compile: its judge is made at once, on the loop.
 

@@ -1,5 +1,5 @@
 //! The Cleaners' loop's watches of their targets: discovery for the kinds they refer to, and
-//! one watch per scope the book plans ([`crate::cleaners::book::Book::plan_watches`]),
+//! one watch per scope the book plans ([`crate::book::Book::plan_watches`]),
 //! restarted at most every [`RESTART_EVERY`], stopped when no Cleaner refers to it.
 
 use std::collections::HashSet;
@@ -13,7 +13,7 @@ use kube_retention_runtime::discovery::served;
 use tokio::time::Instant;
 
 use super::{CleanerEvent, Cleaners, RESTART_EVERY};
-use crate::cleaners::book::{KindState, Scope, ScopeWatch, Unavailable};
+use crate::book::{KindState, Scope, ScopeWatch, Unavailable};
 use kube_retention_io::lean::{self, LeanMeta, LeanObject};
 use kube_retention_io::watch_backoff::watch_backoff;
 

@@ -41,7 +41,7 @@ pub enum CleanerOutcome {
     /// Shed to keep the evaluator's backlog within its bound: prepared again, if still the
     /// latest.
     Shed { key: CleanerKey, seq: u64 },
-    /// A spec compiled ([`crate::cleaners::compile`]): its judge, or `None` where the
+    /// A spec compiled ([`crate::compile`]): its judge, or `None` where the
     /// evaluator let go of the request (asked for again, if still the latest).
     Compiled {
         key: CleanerKey,

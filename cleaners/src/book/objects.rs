@@ -6,7 +6,7 @@ use std::sync::Arc;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 
 use super::{Book, KindState, Scope, ScopeState};
-use crate::cleaners::targets::{KindObjects, kind_of, selects};
+use crate::targets::{KindObjects, kind_of, selects};
 
 impl Book {
     /// The kinds some Cleaner refers to, and what discovery said of each.

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use kube::api::{ApiResource, GroupVersionKind};
 
 use super::{Book, KindState, ScopeState};
-use crate::cleaners::targets::{KindObjects, kind_of};
+use crate::targets::{KindObjects, kind_of};
 
 /// The most kinds the Cleaners of one namespace may refer to; a Cleaner referring to more is
 /// `Ready=False` for the kinds beyond it (in the order of their group, version and kind).

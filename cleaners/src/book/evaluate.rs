@@ -13,9 +13,9 @@ use kube_retention_common::cleaner::{ERROR_RETRY, Verdict};
 use super::{
     Book, Clean, CleanerKey, CompileRequest, Doomed, Evaluation, KindState, Scope, ScopeState,
 };
-use crate::cleaners::judging::{Pending, judged_at_once};
-use crate::cleaners::status::Problem;
-use crate::cleaners::targets::{describe, kind_of};
+use crate::judging::{Pending, judged_at_once};
+use crate::status::Problem;
+use crate::targets::{describe, kind_of};
 
 /// An evaluation prepared: decided already, its conditions to judge, or its spec to compile
 /// first (evaluated again once compiled).

@@ -11,14 +11,12 @@ use kube_retention_common::cleaner::{Cleaner, Verdict, helm};
 use serde_json::json;
 
 use super::Cleaners;
-use crate::cleaners::act::{self, Cleaned};
-use crate::cleaners::book::{
-    Clean, CleanerKey, CompileRequest, CompiledSpec, Evaluation, Prepared,
-};
-use crate::cleaners::compile::CleanerCompile;
-use crate::cleaners::judging::{CleanerOutcome, CleanerWork};
-use crate::cleaners::metrics::OutcomeLabels;
-use crate::cleaners::status::{self, Problem};
+use crate::act::{self, Cleaned};
+use crate::book::{Clean, CleanerKey, CompileRequest, CompiledSpec, Evaluation, Prepared};
+use crate::compile::CleanerCompile;
+use crate::judging::{CleanerOutcome, CleanerWork};
+use crate::metrics::OutcomeLabels;
+use crate::status::{self, Problem};
 
 /// The reason of the Warning Event naming what of a Helm release a clean left, and why.
 pub const HELM_SKIPPED: &str = "HelmObjectsSkipped";

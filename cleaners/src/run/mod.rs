@@ -2,7 +2,7 @@
 //! refer to (started once discovery names the kind's resource, as narrow as the book plans it,
 //! stopped when no Cleaner refers to it), a timer on the earliest scheduled evaluation, and
 //! leadership — only the leader evaluates and cleans. Conditions are judged on the evaluator's
-//! thread, with every tenant's other CEL ([`crate::cleaners::judging`]); their verdicts come
+//! thread, with every tenant's other CEL ([`crate::judging`]); their verdicts come
 //! back here.
 
 use std::collections::{HashMap, HashSet};
