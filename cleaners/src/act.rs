@@ -3,56 +3,26 @@
 //! Cleaner's namespace or of kinds a Cleaner does not uninstall, refuses the whole clean:
 //! [`super::uninstall`]), then the targets are deleted with uid preconditions, the
 //! release uninstalled, the CloudEvent handed to its own task, and the Cleaner deletes itself.
-//! Each DELETE waits for the controller's request budget ([`Budget`]), the one the executor's
-//! deletions spend, and for the circuit breaker ([`Breaker`]), which counts it and holds it
-//! while open.
+//! Each DELETE goes through [`super::deleting`]: it waits for the controller's request budget,
+//! the one the executor's deletions spend, and for the circuit breaker, which counts it and holds
+//! it while open.
 
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::api::{Api, DeleteParams, DynamicObject, Preconditions, PropagationPolicy};
-use kube::runtime::events::{Event, EventType, Recorder};
-use kube::{Client, Resource as _};
+use kube::Resource as _;
+use kube::api::{Api, DeleteParams, DynamicObject, Preconditions};
+use kube::runtime::events::{Event, EventType};
 use kube_retention_common::cleaner::Cleaner;
 use serde_json::json;
 
 use super::book::{Clean, CleanerKey, Doomed};
-use super::metrics::CleanerMetrics;
+use super::deleting::send_delete;
+pub use super::deleting::{Cleaned, Cleaning, Sent};
 use super::status::Problem;
 use super::uninstall;
 use kube_retention_common::ledger::{DELETED, Entry};
-use kube_retention_io::breaker::Breaker;
-use kube_retention_io::budget::Budget;
-use kube_retention_io::clock::Clock;
-use kube_retention_sinks::ledger::Ledger;
 use kube_retention_sinks::{self as sinks, Undelivered};
-
-/// What cleaning needs.
-pub struct Cleaning {
-    pub client: Client,
-    pub recorder: Recorder,
-    pub metrics: CleanerMetrics,
-    pub propagation: PropagationPolicy,
-    /// The controller's request budget: every DELETE waits for its share.
-    pub budget: Budget,
-    /// The circuit breaker, shared with the executor: every DELETE asks it first.
-    pub breaker: Breaker,
-    /// Sends CloudEvents where the sink policy allows.
-    pub sender: Arc<sinks::Sender>,
-    /// The deletion ledger: each target deleted is announced to `--ledger-sink`.
-    pub ledger: Option<Ledger>,
-    /// The controller's clock.
-    pub clock: Clock,
-}
-
-/// What a clean deleted, and what of its Helm release it left, why.
-#[derive(Debug, Default)]
-pub struct Cleaned {
-    pub deleted: Vec<String>,
-    pub release: Option<String>,
-    /// `Kind/name: why`, for what the release's records list but Helm does not give to it.
-    pub skipped: Vec<String>,
-}
 
 /// Cleans `clean`'s group; a failure leaves the Cleaner to be evaluated again.
 pub async fn clean(cleaning: Arc<Cleaning>, clean: Clean) -> Result<Cleaned, Problem> {
@@ -116,39 +86,6 @@ async fn delete(cleaning: &Cleaning, doomed: &Doomed) -> kube::Result<bool> {
         ..DeleteParams::default()
     };
     within_budget(cleaning, &api, &doomed.name, &params).await
-}
-
-/// How the API server answered a clean's DELETE, when it did not fail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Sent {
-    Deleted,
-    /// Already gone (404).
-    Gone,
-    /// A precondition refused (409, or 412): a namesake, or a change since it was read.
-    Refused,
-}
-
-/// Every DELETE of a clean: the circuit breaker's admission (waiting while it is open) and its
-/// share of the request budget first, then the request.
-pub(super) async fn send_delete<K>(
-    cleaning: &Cleaning,
-    api: &Api<K>,
-    name: &str,
-    params: &DeleteParams,
-) -> kube::Result<Sent>
-where
-    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    cleaning.breaker.admit_or_wait().await;
-    cleaning.budget.acquire().await;
-    match api.delete(name, params).await {
-        Ok(_) => Ok(Sent::Deleted),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Sent::Gone),
-        Err(kube::Error::Api(status)) if status.code == 409 || status.code == 412 => {
-            Ok(Sent::Refused)
-        }
-        Err(error) => Err(error),
-    }
 }
 
 /// [`send_delete`], false when the object was already gone (404) or is a namesake, not ours

@@ -14,6 +14,7 @@
 pub mod act;
 pub mod book;
 pub mod compile;
+pub mod deleting;
 pub mod helm;
 pub mod judging;
 pub mod metrics;

@@ -23,7 +23,7 @@ use kube::api::{
 use kube_retention_common::cleaner::helm::{ownership, uninstallable};
 use kube_retention_runtime::discovery;
 
-use super::act::{Cleaned, Cleaning, Sent, send_delete};
+use super::deleting::{Cleaned, Cleaning, Sent, send_delete};
 use super::helm::{self, ManifestObject};
 use super::status::Problem;
 

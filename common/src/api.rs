@@ -156,7 +156,7 @@ pub struct SafetyRules {
     /// until approved (`kubectl retention approve`). 0 turns the guard off; absent, the
     /// controller's `--max-immediate-deletions` (100 by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0, max = crate::policies::MAX_IMMEDIATE_DELETIONS))]
+    #[schemars(range(min = 0, max = crate::schema_bounds::MAX_IMMEDIATE_DELETIONS))]
     pub max_immediate_deletions: Option<i64>,
 }
 

@@ -145,7 +145,12 @@ impl Expiry {
         let created = field(object, "metadata.creationTimestamp")
             .and_then(Value::as_str)
             .and_then(|text| text.parse().ok());
-        Self::compute(policy, created, Progress::of(object), now)
+        Self::compute(
+            policy,
+            created,
+            crate::kinds::Registry::progress_of(object),
+            now,
+        )
     }
 
     /// The `retention.dev/expires-at` value kube-retention writes, when it owns one.

@@ -31,7 +31,6 @@ use crate::kinds::Entry;
 use crate::own_settings::OwnSettings;
 use crate::policies::Rules;
 use crate::progress::{Finished, Outcome, Progress};
-use crate::setting::PolicyField;
 
 mod answers;
 
@@ -231,23 +230,6 @@ fn as_policy(rules: &Rules, own: &AnnotationPolicy) -> OwnSettings {
         },
         own: rules.ttls,
         ..OwnSettings::default()
-    }
-}
-
-/// The policy field behind a [`Decider`] of the settings [`as_policy`] makes: its `ttl` stands
-/// where `retention.dev/ttl` does, its TTLs after an outcome where the object's own fields do.
-pub(crate) fn policy_field(decider: Decider) -> Option<PolicyField> {
-    match decider {
-        Decider::Ttl(_) => Some(PolicyField::Ttl),
-        Decider::AfterFinish {
-            outcome: Outcome::Succeeded,
-            ..
-        } => Some(PolicyField::TtlAfterSucceeded),
-        Decider::AfterFinish {
-            outcome: Outcome::Failed,
-            ..
-        } => Some(PolicyField::TtlAfterFailed),
-        Decider::Keep | Decider::ExpiresAt(_) => None,
     }
 }
 

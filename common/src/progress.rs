@@ -15,7 +15,6 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::json::field;
-use crate::kinds::Registry;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Outcome {
@@ -75,11 +74,6 @@ impl FinishRule {
 }
 
 impl Progress {
-    /// The progress of a JSON object (apiVersion, kind, metadata, status) by its built-in rule.
-    pub fn of(object: &Value) -> Self {
-        Registry::entry_of(object).finish.progress(object)
-    }
-
     pub fn finished(&self) -> Option<Finished> {
         match self {
             Self::Finished(finished) => Some(*finished),

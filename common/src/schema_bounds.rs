@@ -8,6 +8,8 @@
 use schemars::Schema;
 use serde_json::{Value, json};
 
+use crate::schema_rules::edit;
+
 /// An expression (`match`, `finished.*`, `holdWhile`, a Cleaner's condition): the CEL
 /// evaluator's own bound, [`crate::cel::MAX_SOURCE_BYTES`].
 pub const EXPRESSION_BYTES: u64 = crate::cel::MAX_SOURCE_BYTES as u64;
@@ -33,6 +35,8 @@ pub const SELECTOR_VALUES: u64 = 64;
 /// A Cleaner's targets and conditions.
 pub const TARGETS: u64 = 16;
 pub const CONDITIONS: u64 = 16;
+/// The largest `spec.safety.maxImmediateDeletions`.
+pub const MAX_IMMEDIATE_DELETIONS: u32 = 1_000_000;
 
 /// Sets `key` to `value` on the schema of `field` inside an object schema, if it has one.
 fn set(schema: &mut Value, field: &str, key: &str, value: Value) {
@@ -43,13 +47,6 @@ fn set(schema: &mut Value, field: &str, key: &str, value: Value) {
     {
         field.insert(key.to_owned(), value);
     }
-}
-
-/// Edits `schema` as JSON.
-pub(crate) fn edit(schema: &mut Schema, change: impl FnOnce(&mut Value)) {
-    let mut value = std::mem::take(schema).to_value();
-    change(&mut value);
-    *schema = Schema::try_from(value).unwrap_or_default();
 }
 
 /// A label selector's bounds: its labels, its expressions and their values.

@@ -13,7 +13,13 @@ use schemars::Schema;
 use serde_json::{Value, json};
 
 use crate::limits::LIMIT_RANGE;
-use crate::schema_bounds::edit;
+
+/// Edits `schema` as JSON.
+pub(crate) fn edit(schema: &mut Schema, change: impl FnOnce(&mut Value)) {
+    let mut value = std::mem::take(schema).to_value();
+    change(&mut value);
+    *schema = Schema::try_from(value).unwrap_or_default();
+}
 
 /// Go's `time.ParseDuration` grammar ([`crate::duration`]): `0`, or numbers with units (`ns`,
 /// `us`, `µs`, `μs`, `ms`, `s`, `m`, `h`), with an optional sign.
@@ -47,7 +53,8 @@ pub const URL_PATTERN: &str = r"^https?://";
 /// What a sink must be, as every check says it.
 pub const URL_RULE: &str = "is not an http(s) URL, e.g. http://cleanup-sink.example/";
 
-/// A Cleaner target's name: a CEL identifier (the reserved words are [`target_name`]'s rule).
+/// A Cleaner target's name: a CEL identifier (the rule on a target's name, in `cleaner/schema.rs`,
+/// also refuses the reserved words).
 pub const IDENTIFIER_PATTERN: &str = r"^[A-Za-z_][A-Za-z0-9_]*$";
 
 /// A policy that sets nothing to delete by, in the webhook's words.
@@ -68,7 +75,7 @@ pub const LIMIT_MAX: i64 = LIMIT_RANGE.1 as i64;
 /// Appends a CEL rule to a schema's `x-kubernetes-validations`. The API server's denial names
 /// the field (or `fieldPath`) and the value, then `message`, the webhook's words for the rule:
 /// `spec.ttl: Invalid value: "1d": is not a duration: …`.
-fn validate(schema: &mut Value, rule: &str, message: &str, field_path: Option<&str>) {
+pub(crate) fn validate(schema: &mut Value, rule: &str, message: &str, field_path: Option<&str>) {
     let Some(object) = schema.as_object_mut() else {
         return;
     };
@@ -85,7 +92,7 @@ fn validate(schema: &mut Value, rule: &str, message: &str, field_path: Option<&s
 }
 
 /// A CEL `matches` of one of the patterns above (a raw string: they hold backslashes).
-fn matches(variable: &str, pattern: &str) -> String {
+pub(crate) fn matches(variable: &str, pattern: &str) -> String {
     format!("{variable}.matches(r'{pattern}')")
 }
 
@@ -170,21 +177,6 @@ pub fn label_key(schema: &mut Schema) {
 fn label_key_value(schema: &mut Value) {
     let rule = crate::selector::LABEL_KEY_RULE;
     validate(schema, &label_key_rule("self"), rule, None);
-}
-
-/// A Cleaner target's name: a CEL identifier, neither reserved nor `time`.
-pub fn target_name(schema: &mut Schema) {
-    edit(schema, |schema| {
-        let reserved = crate::cleaner::reserved_names()
-            .map(|name| format!("'{name}'"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let rule = format!(
-            "{} && !(self in [{reserved}])",
-            matches("self", IDENTIFIER_PATTERN)
-        );
-        validate(schema, &rule, crate::cleaner::TARGET_NAME_RULE, None);
-    });
 }
 
 /// A Cleaner's targets: a list keyed by name, so the API server refuses two of one name.

@@ -3,7 +3,9 @@
 //! annotation. The webhook admits the annotation only from a writer who may delete what the
 //! policy governs; a later change to the spec is a new generation, counted afresh.
 
+use crate::output::Format;
 use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, Resource};
 use kube_retention_common::annotations::APPROVED_GENERATION;
@@ -12,7 +14,24 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use crate::args::{ApproveArgs, Format, PolicyKind};
+#[derive(Debug, clap::Args)]
+pub struct ApproveArgs {
+    pub target: PolicyKind,
+    pub name: String,
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+}
+
+/// Which kind of policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PolicyKind {
+    /// A RetentionPolicy.
+    Policy,
+    /// A ClusterRetentionPolicy.
+    Clusterpolicy,
+}
 
 pub async fn run(client: Client, args: ApproveArgs) -> Result<()> {
     let approved = match args.target {

@@ -1,13 +1,20 @@
-//! The commands and flags, shaped like kubectl's own (`-n`, `-A`, `-l`, `-o`).
+//! The command line's root: the connection and controller flags every command shares, the
+//! commands, and the dispatch to each. Each command's own arguments are in its module, shaped
+//! like kubectl's (`-n`, `-A`, `-l`, `-o`).
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
+use crate::approve::ApproveArgs;
+use crate::breaker::BreakerArgs;
 use crate::connection::Connection;
+use crate::explain::ExplainArgs;
 use crate::kinds::ControllerLease;
+use crate::prune::PruneArgs;
+use crate::snooze::SnoozeArgs;
+use crate::upcoming::UpcomingArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -73,131 +80,6 @@ pub enum Command {
 #[derive(Debug, clap::Args)]
 pub struct CompletionArgs {
     pub shell: clap_complete::Shell,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct SnoozeArgs {
-    /// KIND/NAME, KIND as kubectl takes it: `job/nightly-1`, `buildruns.shipwright.io/run-1`.
-    pub target: String,
-    /// How much longer from now (Go duration: `24h`, `90m`).
-    #[arg(value_parser = kube_retention_common::duration::parse)]
-    pub duration: Duration,
-    #[arg(short = 'n', long)]
-    pub namespace: Option<String>,
-    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
-    pub output: Format,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct BreakerArgs {
-    pub action: BreakerAction,
-    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
-    pub output: Format,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BreakerAction {
-    /// Whether it is open, since when and why.
-    Status,
-    /// Let deletions resume.
-    Release,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct ApproveArgs {
-    pub target: PolicyKind,
-    pub name: String,
-    #[arg(short = 'n', long)]
-    pub namespace: Option<String>,
-    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
-    pub output: Format,
-}
-
-/// Which kind of policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PolicyKind {
-    /// A RetentionPolicy.
-    Policy,
-    /// A ClusterRetentionPolicy.
-    Clusterpolicy,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct PruneArgs {
-    /// The kind: `jobs`, `job`, `buildruns.shipwright.io`, `BuildRun.shipwright.io`...
-    pub kind: String,
-    #[command(flatten)]
-    pub scope: Scope,
-    /// A label selector, e.g. `app=nightly`.
-    #[arg(short = 'l', long)]
-    pub selector: Option<String>,
-    /// Keep the newest N succeeded objects per namespace by creation time: the controller's
-    /// rule, as a RetentionPolicy's succeededLimit (running objects never count; those
-    /// annotated retention.dev/keep or being deleted are left out of the count).
-    #[arg(long, value_name = "N")]
-    pub succeeded_limit: Option<u32>,
-    /// Keep the newest N failed objects per namespace by creation time: the controller's rule,
-    /// as a RetentionPolicy's failedLimit.
-    #[arg(long, value_name = "N")]
-    pub failed_limit: Option<u32>,
-    /// Keep the newest N finished objects per namespace, by finish time, across outcomes; see
-    /// --succeeded-limit for the controller's rule.
-    #[arg(long, value_name = "N")]
-    pub max_count: Option<usize>,
-    /// Prune objects finished longer ago than this (e.g. 72h, 30m).
-    #[arg(long, value_parser = humantime::parse_duration)]
-    pub max_age: Option<Duration>,
-    /// Print the plan; delete nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Announce each deletion to this deletion-ledger sink (an http(s) URL) as the controller
-    /// does: a CloudEvent `dev.retention.deleted` with `reason: prune`. The command fails if
-    /// any is not delivered (the deletions stand).
-    #[arg(long, value_name = "URL")]
-    pub ledger_sink: Option<String>,
-    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
-    pub output: Format,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct ExplainArgs {
-    pub kind: String,
-    pub name: String,
-    #[arg(short = 'n', long)]
-    pub namespace: Option<String>,
-    /// The user the controller deletes as, whose permission is checked (default: the
-    /// controller's service account, kube-retention-controller in --controller-namespace).
-    #[arg(long)]
-    pub controller: Option<String>,
-    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
-    pub output: Format,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct UpcomingArgs {
-    #[command(flatten)]
-    pub scope: Scope,
-    /// Only deletions due within this long (e.g. 1h).
-    #[arg(long, value_parser = humantime::parse_duration)]
-    pub within: Option<Duration>,
-    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
-    pub output: Format,
-}
-
-/// Which namespaces: `-n NS` (default: the context's), or `-A` for all.
-#[derive(Debug, clap::Args)]
-pub struct Scope {
-    #[arg(short = 'n', long, conflicts_with = "all_namespaces")]
-    pub namespace: Option<String>,
-    #[arg(short = 'A', long)]
-    pub all_namespaces: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    Table,
-    Json,
-    Yaml,
 }
 
 impl Args {

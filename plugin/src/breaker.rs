@@ -11,8 +11,24 @@ use kube::api::{Api, DeleteParams};
 use kube_retention_common::breaker::{MESSAGE, TRIPPED_AT, configmap_name};
 use serde::Serialize;
 
-use crate::args::{BreakerAction, BreakerArgs};
 use crate::kinds::ControllerLease;
+use crate::output::Format;
+use clap::ValueEnum;
+
+#[derive(Debug, clap::Args)]
+pub struct BreakerArgs {
+    pub action: BreakerAction,
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BreakerAction {
+    /// Whether it is open, since when and why.
+    Status,
+    /// Let deletions resume.
+    Release,
+}
 
 pub async fn run(client: Client, controller: &ControllerLease, args: BreakerArgs) -> Result<()> {
     let api: Api<ConfigMap> = Api::namespaced(client, &controller.namespace);
@@ -97,7 +113,7 @@ mod tests {
         let (client, mut server) = kube_retention_apimock::pair();
         let args = BreakerArgs {
             action: BreakerAction::Release,
-            output: crate::args::Format::Table,
+            output: crate::output::Format::Table,
         };
         let releasing = tokio::spawn(async move { run(client, &controller(), args).await });
         let get = server.next().await.unwrap();
@@ -115,7 +131,7 @@ mod tests {
         let (client, mut server) = kube_retention_apimock::pair();
         let args = BreakerArgs {
             action: BreakerAction::Release,
-            output: crate::args::Format::Table,
+            output: crate::output::Format::Table,
         };
         let releasing = tokio::spawn(async move { run(client, &controller(), args).await });
         server.next().await.unwrap().refuse(404, "not found");
@@ -125,7 +141,7 @@ mod tests {
         let (client, mut server) = kube_retention_apimock::pair();
         let args = BreakerArgs {
             action: BreakerAction::Release,
-            output: crate::args::Format::Table,
+            output: crate::output::Format::Table,
         };
         let releasing = tokio::spawn(async move { run(client, &controller(), args).await });
         server.next().await.unwrap().reply(200, &stored());

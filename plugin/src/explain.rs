@@ -10,10 +10,23 @@ use kube::api::{Api, DynamicObject, PostParams};
 use kube_retention_common::access::{Request, Subject};
 use kube_retention_common::kinds::{Registry, Resource};
 
-use crate::args::{ExplainArgs, Format};
 use crate::kinds::ControllerLease;
 use crate::model::{self, Explanation, Policies};
-use crate::output;
+use crate::output::{self, Format};
+
+#[derive(Debug, clap::Args)]
+pub struct ExplainArgs {
+    pub kind: String,
+    pub name: String,
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// The user the controller deletes as, whose permission is checked (default: the
+    /// controller's service account, kube-retention-controller in --controller-namespace).
+    #[arg(long)]
+    pub controller: Option<String>,
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+}
 
 pub async fn run(
     client: Client,

@@ -15,6 +15,7 @@ mod ledger;
 mod model;
 mod output;
 mod prune;
+mod scope;
 mod selftest;
 mod snooze;
 mod upcoming;

@@ -1,9 +1,15 @@
 //! Output like kubectl's: an aligned table, or the whole result as JSON or YAML.
 
 use anyhow::Result;
+use clap::ValueEnum;
 use serde::Serialize;
 
-use crate::args::Format;
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Yaml,
+}
 
 /// Prints `rows` under `headers` as kubectl does (columns padded by three spaces), or `value`
 /// as JSON or YAML.

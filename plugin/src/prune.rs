@@ -12,9 +12,47 @@ use kube_retention_common::ledger::Entry;
 use kube_retention_common::progress::Outcome;
 use kube_retention_prune::{Decision, Planned, Pruned, Pruner, Strategy, Target};
 
-use crate::args::{Format, PruneArgs};
 use crate::kinds;
-use crate::output;
+use crate::output::{self, Format};
+use crate::scope::Scope;
+use std::time::Duration;
+
+#[derive(Debug, clap::Args)]
+pub struct PruneArgs {
+    /// The kind: `jobs`, `job`, `buildruns.shipwright.io`, `BuildRun.shipwright.io`...
+    pub kind: String,
+    #[command(flatten)]
+    pub scope: Scope,
+    /// A label selector, e.g. `app=nightly`.
+    #[arg(short = 'l', long)]
+    pub selector: Option<String>,
+    /// Keep the newest N succeeded objects per namespace by creation time: the controller's
+    /// rule, as a RetentionPolicy's succeededLimit (running objects never count; those
+    /// annotated retention.dev/keep or being deleted are left out of the count).
+    #[arg(long, value_name = "N")]
+    pub succeeded_limit: Option<u32>,
+    /// Keep the newest N failed objects per namespace by creation time: the controller's rule,
+    /// as a RetentionPolicy's failedLimit.
+    #[arg(long, value_name = "N")]
+    pub failed_limit: Option<u32>,
+    /// Keep the newest N finished objects per namespace, by finish time, across outcomes; see
+    /// --succeeded-limit for the controller's rule.
+    #[arg(long, value_name = "N")]
+    pub max_count: Option<usize>,
+    /// Prune objects finished longer ago than this (e.g. 72h, 30m).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub max_age: Option<Duration>,
+    /// Print the plan; delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Announce each deletion to this deletion-ledger sink (an http(s) URL) as the controller
+    /// does: a CloudEvent `dev.retention.deleted` with `reason: prune`. The command fails if
+    /// any is not delivered (the deletions stand).
+    #[arg(long, value_name = "URL")]
+    pub ledger_sink: Option<String>,
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+}
 
 pub async fn run(client: Client, registry: &Registry, args: PruneArgs) -> Result<()> {
     let strategies = strategies(&args);
@@ -189,7 +227,8 @@ mod tests {
     use kube_retention_common::progress::Outcome;
     use kube_retention_prune::{Decision, Strategy};
 
-    use crate::args::{Args, Command, PruneArgs};
+    use super::PruneArgs;
+    use crate::args::{Args, Command};
 
     fn parse(flags: &[&str]) -> PruneArgs {
         let args = ["kubectl-retention", "prune", "jobs"].iter().chain(flags);

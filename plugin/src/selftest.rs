@@ -15,7 +15,7 @@ use kube_retention_common::annotations::{EXPIRES_AT, TTL};
 use kube_retention_common::api::{PolicyRules, ResourceRef, RetentionPolicy, RetentionPolicySpec};
 use serde::Serialize;
 
-use crate::args::Format;
+use crate::output::Format;
 
 #[derive(Debug, clap::Args)]
 pub struct SelftestArgs {

@@ -16,8 +16,21 @@ use kube_retention_common::kinds::{Registry, Resource};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::args::SnoozeArgs;
 use crate::model::{self, Policies};
+use crate::output::Format;
+
+#[derive(Debug, clap::Args)]
+pub struct SnoozeArgs {
+    /// KIND/NAME, KIND as kubectl takes it: `job/nightly-1`, `buildruns.shipwright.io/run-1`.
+    pub target: String,
+    /// How much longer from now (Go duration: `24h`, `90m`).
+    #[arg(value_parser = kube_retention_common::duration::parse)]
+    pub duration: Duration,
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+}
 
 pub async fn run(client: Client, kinds: &Registry, args: SnoozeArgs) -> Result<()> {
     let Some((kind, name)) = args.target.split_once('/') else {

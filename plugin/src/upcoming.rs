@@ -12,10 +12,21 @@ use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
 use kube_retention_common::kinds::{Registry, Resource, Role};
 use kube_retention_runtime::discovery::served;
 
-use crate::args::UpcomingArgs;
 use crate::explain::{COLUMNS, row};
 use crate::model::{self, Explanation, Policies};
-use crate::output;
+use crate::output::{self, Format};
+use crate::scope::Scope;
+
+#[derive(Debug, clap::Args)]
+pub struct UpcomingArgs {
+    #[command(flatten)]
+    pub scope: Scope,
+    /// Only deletions due within this long (e.g. 1h).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub within: Option<Duration>,
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+}
 
 pub async fn run(client: Client, registry: &Registry, args: UpcomingArgs) -> Result<()> {
     let policies = Policies::load(&client).await?;
@@ -58,7 +69,7 @@ pub async fn run(client: Client, registry: &Registry, args: UpcomingArgs) -> Res
             .then_with(|| a.name.cmp(&b.name))
     });
     let rows: Vec<Vec<String>> = upcoming.iter().map(row).collect();
-    if rows.is_empty() && args.output == crate::args::Format::Table {
+    if rows.is_empty() && args.output == crate::output::Format::Table {
         println!(
             "no deletions due{}",
             args.within

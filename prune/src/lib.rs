@@ -80,6 +80,7 @@
 //! # Ok(()) }
 //! ```
 
+mod decision;
 mod error;
 mod plan;
 mod pruner;

@@ -12,9 +12,10 @@ use kube::ResourceExt;
 use kube::api::DynamicObject;
 use kube_retention_common::annotations::KEEP;
 use kube_retention_common::limits;
-use kube_retention_common::progress::{Outcome, Progress};
-use serde::{Serialize, Serializer};
+use kube_retention_common::progress::Progress;
+use serde::Serialize;
 
+pub use crate::decision::Decision;
 use crate::rules::FinishRules;
 use crate::strategy::{FinishedObject, Group, Strategy};
 
@@ -35,65 +36,6 @@ impl From<String> for Veto {
     fn from(reason: String) -> Self {
         Self(reason)
     }
-}
-
-/// Why an object is pruned or kept.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "decision", rename_all = "camelCase")]
-pub enum Decision {
-    /// Beyond the controller's count limit of its outcome ([`Strategy::Limits`]): older, by
-    /// creation, than the newest `limit` objects of that outcome.
-    Limits {
-        #[serde(serialize_with = "outcome_name")]
-        outcome: Outcome,
-        limit: u32,
-    },
-    /// Beyond the newest `limit` finished objects by finish time, across outcomes
-    /// ([`Strategy::NewestFinished`]).
-    NewestFinished {
-        limit: usize,
-    },
-    /// Finished longer ago than `limit` (Go-style duration text).
-    MaxAge {
-        limit: String,
-    },
-    Custom {
-        strategy: String,
-    },
-    /// Within every limit.
-    Kept,
-    /// Not finished: never pruned.
-    Running,
-    /// Not a run-to-completion object by its kind's rule.
-    NotARun,
-    /// Annotated `retention.dev/keep: "true"`.
-    KeepAnnotation,
-    /// Already being deleted (`deletionTimestamp` set): neither counted nor pruned again.
-    Deleting,
-    /// The hook said no.
-    Vetoed {
-        reason: String,
-    },
-}
-
-impl Decision {
-    pub fn prunes(&self) -> bool {
-        matches!(
-            self,
-            Self::Limits { .. }
-                | Self::NewestFinished { .. }
-                | Self::MaxAge { .. }
-                | Self::Custom { .. }
-        )
-    }
-}
-
-/// `succeeded` or `failed`, as the policies' `succeededLimit` and `failedLimit` say it.
-fn outcome_name<S: Serializer>(outcome: &Outcome, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(match outcome {
-        Outcome::Succeeded => "succeeded",
-        Outcome::Failed => "failed",
-    })
 }
 
 /// One object and what becomes of it.

@@ -14,7 +14,7 @@ use kube::api::DynamicObject;
 use kube_retention_common::limits;
 use kube_retention_common::progress::Outcome;
 
-use crate::plan::Decision;
+use crate::decision::Decision;
 
 /// A finished object the strategies choose from: neither annotated `retention.dev/keep` nor
 /// already being deleted.

@@ -1,50 +1,22 @@
 //! Policies' expressions evaluated ahead, off the loop: which of an object's policies need their
-//! `match` or `finished` evaluated before it can be judged ([`unevaluated`]), the answers they
+//! `match` or `finished` evaluated before it can be judged ([`Unevaluated`], as the book
+//! answers it), the answers they
 //! come back with ([`PolicyAnswers`]), and the objects on which a policy's expressions went past
 //! their cost or time limit ([`Exceeded`]) — in its status until they change or go.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use kube::api::DynamicObject;
-use kube_retention_common::governing::{Answers, Selected, selects};
-use kube_retention_common::kinds::{Entry, Role};
+use kube_retention_common::governing::Answers;
 use kube_retention_common::policies::{PolicyKey, Rules};
 
 use super::keys::ObjectKey;
-use super::policies::PolicyBook;
 
 /// Each policy's answers for one object.
 pub type PolicyAnswers = HashMap<Arc<PolicyKey>, Answers>;
 
 /// The policies whose expressions must be evaluated on an object before it is judged.
 pub type Unevaluated = Vec<(Arc<PolicyKey>, Arc<Rules>)>;
-
-/// The valid policies that select `object` (of the kind `entry`) and have expressions to
-/// evaluate on it; empty where the object can be judged at once.
-pub(super) fn unevaluated(book: &PolicyBook, entry: &Entry, object: &DynamicObject) -> Unevaluated {
-    if entry.role == Role::Parent {
-        return Vec::new();
-    }
-    let Some(namespace) = object.metadata.namespace.as_deref() else {
-        return Vec::new();
-    };
-    let empty = BTreeMap::new();
-    let api_version = entry.resource.api_version();
-    let selected = Selected {
-        api_version: &api_version,
-        kind: &entry.resource.kind,
-        labels: object.metadata.labels.as_ref().unwrap_or(&empty),
-        namespace_labels: book.namespace_labels(namespace),
-    };
-    book.valid_in(namespace)
-        .filter(|(key, loaded)| {
-            loaded.rules.has_expressions()
-                && selects(&loaded.rules, key.namespace.is_some(), &selected)
-        })
-        .map(|(key, loaded)| (key.clone(), loaded.rules.clone()))
-        .collect()
-}
 
 /// Whether `answered` answers exactly `policies` as they are now (a policy changed while its
 /// expressions were evaluated is evaluated again).

@@ -13,7 +13,7 @@ use kube_retention_common::kinds::Entry;
 
 use super::groups::Limits;
 use super::policies::{PolicyBook, PolicyKey, policy_group_prefix};
-use super::recording::Seen;
+use super::seen::Seen;
 
 /// How an object is governed, as the state keeps it.
 pub(super) struct Governed {

@@ -12,8 +12,8 @@ use kube_retention_common::kinds::{KindId, LabelLimits, Registry, Role};
 use kube_retention_common::limits::{LimitedRun, over_limit};
 
 use super::keys::{GroupKey, NamespacedName, ObjectKey};
-use super::recording::Seen;
 use super::runs::Runs;
+use super::seen::Seen;
 
 /// How many finished runs of each outcome a group keeps (`None`: no limit).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -21,7 +21,8 @@ use kube_retention_common::kinds::{KindId, group_of};
 
 use super::Reason;
 use super::keys::ObjectKey;
-use super::policies::{LoadedPolicy, PolicyKey};
+use super::loaded::LoadedPolicy;
+use kube_retention_common::policies::PolicyKey;
 
 /// How many held deletions a policy's status names.
 pub const HELD_SHOWN: usize = 20;

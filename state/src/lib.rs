@@ -27,11 +27,13 @@ mod guard;
 mod keys;
 mod ledger;
 mod lists;
+mod loaded;
 mod notice;
 mod policies;
 mod record;
 mod recording;
 mod runs;
+mod seen;
 mod settle;
 mod stragglers;
 mod tracker;
@@ -48,8 +50,9 @@ pub use stragglers::{Labelling, Stragglers};
 
 use keys::{GroupKey, Namespaces};
 use lists::Lists;
-use recording::{Seen, changed_for_limits};
+use recording::changed_for_limits;
 use runs::Write;
+use seen::Seen;
 use tracker::{Enforce, Tracker};
 
 #[derive(Default)]
@@ -256,7 +259,7 @@ impl State {
     /// The valid policies that select `object` (of `kind`) and have expressions to evaluate on
     /// it; empty where the object can be judged at once.
     pub fn unevaluated(&self, kind: KindId, object: &DynamicObject) -> Unevaluated {
-        evaluation::unevaluated(&self.policies, &self.kinds[kind], object)
+        self.policies.unevaluated(&self.kinds[kind], object)
     }
 
     /// What each policy governs now.

@@ -10,11 +10,11 @@
 use jiff::Timestamp;
 use kube_retention_common::duration;
 use kube_retention_common::kinds::Registry;
+use kube_retention_common::policies::PolicyKey;
 
 use super::compact::CompactTime;
 use super::failures::object_target;
 use super::keys::ObjectKey;
-use super::record::Record;
 use super::{Action, Warning};
 
 /// When a notice is due, for which deadline, and whether it went.
@@ -45,23 +45,25 @@ impl Notice {
     }
 }
 
-/// The Warning on `key`'s object: its deadline, what governs it, and the snooze that keeps it.
+/// The Warning on `key`'s object (its `uid`): its deadline, the `policy` that governs it (none:
+/// its own settings), and the snooze that keeps it.
 pub(super) fn warning(
     kinds: &Registry,
     key: &ObjectKey,
-    record: &Record,
+    uid: &str,
+    policy: Option<&PolicyKey>,
     deadline: Timestamp,
     now: Timestamp,
 ) -> Action {
     let resource = &kinds[key.kind].resource;
     let left = deadline.duration_since(now).unsigned_abs();
-    let by = record.policy.as_ref().map_or_else(
+    let by = policy.map_or_else(
         || "by its own settings".to_owned(),
         |policy| format!("by {policy}"),
     );
     Action::Warn {
         key: key.clone(),
-        target: object_target(kinds, key, &record.uid.text()),
+        target: object_target(kinds, key, uid),
         warning: Warning::Expiring,
         note: format!(
             "kube-retention deletes it at {deadline} (in {}), {by}; to keep it longer: \

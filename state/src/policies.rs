@@ -8,43 +8,20 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use kube_retention_common::FieldError;
+use kube::api::DynamicObject;
 use kube_retention_common::api::ResourceRef;
 use kube_retention_common::governing::CandidatePolicy;
+use kube_retention_common::governing::{Selected, selects};
+use kube_retention_common::kinds::{Entry, Role};
 pub use kube_retention_common::policies::PolicyKey;
-use kube_retention_common::policies::Rules;
 
 use super::Reason;
-use super::evaluation::{Exceeded, PolicyAnswers};
+use super::evaluation::{Exceeded, PolicyAnswers, Unevaluated};
 use super::guard::{GuardReport, Guards};
 use super::keys::ObjectKey;
+pub use super::loaded::{Approval, LoadedPolicy};
 use super::record::Kept;
 use super::runs::Runs;
-
-#[derive(Debug)]
-pub struct LoadedPolicy {
-    /// Shared with the evaluator, which runs its expressions off the loop.
-    pub rules: Arc<Rules>,
-    pub errors: Vec<FieldError>,
-    pub generation: Option<i64>,
-    pub approval: Approval,
-}
-
-/// The generations the blast-radius guard lets through, as the policy object says.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Approval {
-    /// Named by its `retention.dev/approved-generation` annotation.
-    pub approved: Option<i64>,
-    /// Accepted by the controller before, as its status says.
-    pub accepted: Option<i64>,
-}
-
-impl LoadedPolicy {
-    /// Its rules, where it is valid (an invalid policy governs nothing).
-    pub fn valid_rules(&self) -> Option<&Rules> {
-        self.errors.is_empty().then_some(&*self.rules)
-    }
-}
 
 /// What a policy governs now.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -78,6 +55,32 @@ pub struct PolicyBook {
 }
 
 impl PolicyBook {
+    /// The valid policies that select `object` (of the kind `entry`) and have expressions to
+    /// evaluate on it; empty where the object can be judged at once.
+    pub(super) fn unevaluated(&self, entry: &Entry, object: &DynamicObject) -> Unevaluated {
+        if entry.role == Role::Parent {
+            return Vec::new();
+        }
+        let Some(namespace) = object.metadata.namespace.as_deref() else {
+            return Vec::new();
+        };
+        let empty = BTreeMap::new();
+        let api_version = entry.resource.api_version();
+        let selected = Selected {
+            api_version: &api_version,
+            kind: &entry.resource.kind,
+            labels: object.metadata.labels.as_ref().unwrap_or(&empty),
+            namespace_labels: self.namespace_labels(namespace),
+        };
+        self.valid_in(namespace)
+            .filter(|(key, loaded)| {
+                loaded.rules.has_expressions()
+                    && selects(&loaded.rules, key.namespace.is_some(), &selected)
+            })
+            .map(|(key, loaded)| (key.clone(), loaded.rules.clone()))
+            .collect()
+    }
+
     /// `key` as now loaded, its generation armed with the blast-radius guard.
     pub(super) fn insert(&mut self, key: Arc<PolicyKey>, loaded: LoadedPolicy) {
         self.guards.arm(key.clone(), &loaded);

@@ -162,7 +162,8 @@ impl Record {
         Some(notice::warning(
             kinds,
             key,
-            self,
+            &self.uid.text(),
+            self.policy.as_deref(),
             notice.deadline.get(),
             now,
         ))

@@ -2,22 +2,20 @@
 //! limits group, owner for Events), carried over from the record of the version seen before
 //! where that history still stands, and a Warning when it claims to have finished in the future.
 
-use std::sync::Arc;
-
 use compact_str::CompactString;
 use jiff::{SignedDuration, Timestamp};
 use kube::api::DynamicObject;
-use kube_retention_common::kinds::{Entry, KindId, Registry, Role};
+use kube_retention_common::kinds::{Entry, Registry, Role};
 use kube_retention_common::{Expiry, Progress};
 use serde_json::Value;
 
 use super::compact::CompactTime;
-use super::evaluation::PolicyAnswers;
 use super::failures::object_target;
 use super::governing::Governed;
 use super::keys::ObjectKey;
 use super::notice::Notice;
 use super::record::{Announcements, Kept, Record, Stamps, Uid};
+use super::seen::Seen;
 use super::{Action, EventTarget, Warning};
 
 /// Which of its stamps the controller writes itself (`--stamp`). The webhook's stamp at admission
@@ -38,27 +36,6 @@ pub enum Stamping {
 
 /// A finish time further ahead than this is reported as clock skew.
 const SKEW_TOLERANCE: SignedDuration = SignedDuration::from_secs(1);
-
-/// An object as a watch delivered it, with its JSON form for the model.
-pub(super) struct Seen<'a> {
-    pub(super) kind: KindId,
-    pub(super) namespace: Arc<str>,
-    pub(super) name: &'a str,
-    pub(super) object: &'a DynamicObject,
-    pub(super) value: &'a Value,
-    /// Its policies' expressions, evaluated ahead (off the loop); `None` where none has any.
-    pub(super) answers: Option<&'a PolicyAnswers>,
-}
-
-impl Seen<'_> {
-    pub(super) fn created(&self) -> Option<Timestamp> {
-        self.object
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map(|time| time.0)
-    }
-}
 
 /// The record of `seen` (of the kind `entry`) as `governed`, after `previous`, keeping the
 /// setting that decided where a `ledger` sink or its policy's announces its deletion; and the

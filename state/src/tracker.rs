@@ -13,8 +13,8 @@ use super::groups::LimitGroups;
 use super::keys::{GroupKey, ObjectKey};
 use super::policies::{PolicyBook, PolicyKey, policy_group_prefix};
 use super::record::Record;
-use super::recording::Seen;
 use super::runs::Runs;
+use super::seen::Seen;
 use super::{Action, Governance, Reason, action, ledger};
 
 /// When the limits of a run's group are enforced after the run changed.

@@ -13,43 +13,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+pub use crate::review::AdmissionOutcome;
 use crate::review::Hook;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AdmissionOutcome {
-    Allowed,
-    Patched,
-    Denied,
-    /// The writer may not delete what its retention settings govern.
-    Forbidden,
-    /// Whether the writer may could not be checked: refused.
-    Unchecked,
-    Malformed,
-    /// Not answered within `--admission-timeout`: a validation refused, a mutation admitted
-    /// unchanged, a body that never finished cut off.
-    Timeout,
-    /// Refused unread: `--max-admissions-in-flight` were already in flight.
-    Shed,
-    /// Refused uncompiled: its namespace had used its share of the compile time.
-    Throttled,
-}
-
-impl AdmissionOutcome {
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Allowed => "allowed",
-            Self::Patched => "patched",
-            Self::Denied => "denied",
-            Self::Forbidden => "forbidden",
-            Self::Unchecked => "unchecked",
-            Self::Malformed => "malformed",
-            Self::Timeout => "timeout",
-            Self::Shed => "shed",
-            Self::Throttled => "throttled",
-        }
-    }
-}
 
 impl EncodeLabelValue for AdmissionOutcome {
     fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {

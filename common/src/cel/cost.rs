@@ -63,6 +63,14 @@ pub const FREE_COPY: u64 = 2_048;
 /// CEL's conditional operator, by its name in the syntax tree.
 const CONDITIONAL: &str = "_?_:_";
 
+/// Functions that take no time with the size of their arguments.
+const CONSTANT: [&str; 3] = ["size", "type", "has"];
+
+/// Operators (`_==_`, `!_`) and the parser's own (`@in`, `@not_strictly_false`).
+fn is_operator(name: &str) -> bool {
+    name.starts_with('_') || name.ends_with('_') || name.starts_with('@')
+}
+
 /// A number read from the object, or computed, is not known at admission: as large as this.
 pub const UNKNOWN_NUMBER: u64 = 1 << 32;
 
@@ -240,7 +248,7 @@ fn operand(value: IdedExpr, site: usize, index: usize) -> IdedExpr {
     internal(OPERAND, vec![value, int(count(site)), int(count(index))])
 }
 
-mod offered;
+pub mod offered;
 pub mod rules;
 mod sizes;
 mod walk;

@@ -151,7 +151,7 @@ impl Expression {
         }
         let not_offered: Vec<String> = called
             .iter()
-            .filter(|name| cost::rules::rule_of(name).is_none())
+            .filter(|name| cost::offered::rule_of(name).is_none())
             .map(|name| (*name).to_owned())
             .collect();
         if !not_offered.is_empty() {

@@ -20,6 +20,7 @@ use crate::field_error::FieldError;
 
 pub mod helm;
 mod judge;
+mod schema;
 
 pub use judge::{DEFAULT_PERIOD, ERROR_RETRY, Judge, Judging, SEARCH_RESOLUTION, Verdict};
 
@@ -96,7 +97,7 @@ pub struct HelmRelease {
 pub struct Target {
     /// The CEL variable holding `{items: [...]}`: letters, digits and `_`, unique among the
     /// targets.
-    #[schemars(length(max = crate::schema_bounds::NAME_BYTES), transform = crate::schema_rules::target_name)]
+    #[schemars(length(max = crate::schema_bounds::NAME_BYTES), transform = schema::target_name)]
     pub name: String,
     pub reference: Reference,
     #[serde(default)]

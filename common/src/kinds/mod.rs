@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 
 use serde_json::Value;
 
-use crate::progress::FinishRule;
+use crate::progress::{FinishRule, Progress};
 
 mod builtin;
 mod extra;
@@ -181,6 +181,12 @@ impl Registry {
     /// The entry that governs `object` by the built-in table: its own, else a plain one.
     pub fn entry_of(object: &Value) -> &'static Entry {
         Self::builtin().entry_for(object).unwrap_or(&PLAIN)
+    }
+
+    /// The progress of a JSON object (apiVersion, kind, metadata, status) by its kind's
+    /// built-in finish rule.
+    pub fn progress_of(object: &Value) -> Progress {
+        Self::entry_of(object).finish.progress(object)
     }
 
     /// The entry that governs `object` in this table: its own, a plain one for a kind no table

@@ -99,8 +99,7 @@ pub fn approved_generation(value: &str) -> Result<i64, FieldError> {
     }
 }
 
-/// The largest `spec.safety.maxImmediateDeletions`.
-pub const MAX_IMMEDIATE_DELETIONS: u32 = 1_000_000;
+pub use crate::schema_bounds::MAX_IMMEDIATE_DELETIONS;
 
 pub(super) fn count(path: &str, value: Option<i64>, errors: &mut Vec<FieldError>) -> Option<u32> {
     let value = value?;

@@ -1,7 +1,7 @@
 //! Which setting decided an object's deadline, named where it is written and with its value as
 //! written: `retention.dev/ttl-after-finished` `30m`, `spec.retention.ttlAfterSucceeded` `2h`, a
 //! RetentionPolicy's `ttlAfterFailed`. The model decides — [`Expiry::decide`] and
-//! [`governing::judge`] record a [`Decider`] beside the deadline they compute — and this module
+//! [`governing::judge`](crate::governing::judge) record a [`Decider`] beside the deadline they compute — and this module
 //! only names it, so `kubectl retention explain` says the very setting the controller acts on
 //! and the precedence is written once (in [`OwnSettings::ttl_after`] and [`Expiry::decide`]).
 //!
@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::annotations::{EXPIRES_AT, KEEP, TTL};
 use crate::api::PolicyRules;
 use crate::expiry::{Decider, Expiry};
-use crate::governing::{self, Judgement, Subject};
+use crate::governing::{Judgement, Subject};
 use crate::json::{field, metadata_entry};
 use crate::kinds::Entry;
 use crate::own_settings::{TtlSource, inherited_ttl};
@@ -68,6 +68,24 @@ pub enum PolicyField {
 }
 
 impl PolicyField {
+    /// The field behind a [`Decider`] of the settings `governing` makes of a policy: its `ttl`
+    /// stands where `retention.dev/ttl` does, its TTLs after an outcome where the object's own
+    /// fields do.
+    pub(crate) fn behind(decider: Decider) -> Option<Self> {
+        match decider {
+            Decider::Ttl(_) => Some(Self::Ttl),
+            Decider::AfterFinish {
+                outcome: Outcome::Succeeded,
+                ..
+            } => Some(Self::TtlAfterSucceeded),
+            Decider::AfterFinish {
+                outcome: Outcome::Failed,
+                ..
+            } => Some(Self::TtlAfterFailed),
+            Decider::Keep | Decider::ExpiresAt(_) => None,
+        }
+    }
+
     /// Its name under `spec`.
     pub fn name(self) -> &'static str {
         match self {
@@ -87,7 +105,7 @@ impl PolicyField {
     }
 }
 
-/// The setting that decided `judgement` of `subject` (as [`governing::judge`] judged it): the
+/// The setting that decided `judgement` of `subject` (as [`governing::judge`](crate::governing::judge) judged it): the
 /// object's annotation or field, or the governing policy's field. `None` where nothing gives a
 /// deadline ([`Expiry::Never`], [`Expiry::NotYet`]).
 pub fn deciding(judgement: &Judgement, subject: &Subject<'_>) -> Option<Setting> {
@@ -96,7 +114,7 @@ pub fn deciding(judgement: &Judgement, subject: &Subject<'_>) -> Option<Setting>
         Some(index) => Some(Setting {
             origin: Origin::Policy {
                 index,
-                field: governing::policy_field(decider)?,
+                field: PolicyField::behind(decider)?,
             },
             written: None,
             decider,

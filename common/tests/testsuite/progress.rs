@@ -1,5 +1,6 @@
 //! Finish detection for each run-to-completion kind.
 
+use kube_retention_common::kinds::Registry;
 use kube_retention_common::{Finished, Outcome, Progress};
 use serde_json::json;
 
@@ -15,7 +16,7 @@ fn buildruns_finish_on_the_succeeded_condition() {
         if let Some(completion) = completion {
             object["status"]["completionTime"] = json!(completion);
         }
-        Progress::of(&object)
+        Registry::progress_of(&object)
     };
     assert_eq!(
         run("True", Some("2026-01-01T00:00:03Z")),
@@ -33,13 +34,13 @@ fn buildruns_finish_on_the_succeeded_condition() {
     );
     assert_eq!(run("Unknown", None), Progress::Running);
     let fresh = json!({"apiVersion": "shipwright.io/v1beta1", "kind": "BuildRun", "spec": {}});
-    assert_eq!(Progress::of(&fresh), Progress::Running);
+    assert_eq!(Registry::progress_of(&fresh), Progress::Running);
 }
 
 #[test]
 fn jobs_finish_on_complete_or_failed() {
     let job = |conditions: serde_json::Value| {
-        Progress::of(&json!({"apiVersion": "batch/v1", "kind": "Job", "status": {
+        Registry::progress_of(&json!({"apiVersion": "batch/v1", "kind": "Job", "status": {
             "completionTime": "2026-01-01T00:01:00Z", "conditions": conditions}}))
     };
     assert_eq!(
@@ -76,14 +77,14 @@ fn pods_finish_at_the_last_container_exit() {
             {"state": {"terminated": {"finishedAt": "2026-01-01T00:00:09Z"}}},
             {"state": {"terminated": {"finishedAt": "2026-01-01T00:00:04Z"}}}]}});
     assert_eq!(
-        Progress::of(&pod),
+        Registry::progress_of(&pod),
         Progress::Finished(Finished {
             outcome: Outcome::Failed,
             at: at("2026-01-01T00:00:09Z")
         })
     );
     let running = json!({"apiVersion": "v1", "kind": "Pod", "status": {"phase": "Running"}});
-    assert_eq!(Progress::of(&running), Progress::Running);
+    assert_eq!(Registry::progress_of(&running), Progress::Running);
 }
 
 #[test]
@@ -97,7 +98,7 @@ fn openshift_builds_finish_on_their_phase() {
         let build = json!({"apiVersion": "build.openshift.io/v1", "kind": "Build",
             "status": {"phase": phase, "completionTimestamp": "2026-01-01T00:00:07Z"}});
         assert_eq!(
-            Progress::of(&build),
+            Registry::progress_of(&build),
             Progress::Finished(Finished {
                 outcome,
                 at: at("2026-01-01T00:00:07Z")
@@ -106,24 +107,24 @@ fn openshift_builds_finish_on_their_phase() {
     }
     for phase in ["New", "Pending", "Running"] {
         let build = json!({"apiVersion": "build.openshift.io/v1", "kind": "Build", "status": {"phase": phase}});
-        assert_eq!(Progress::of(&build), Progress::Running, "{phase}");
+        assert_eq!(Registry::progress_of(&build), Progress::Running, "{phase}");
     }
 }
 
 #[test]
 fn other_kinds_are_not_runs_unless_knative_style() {
     assert_eq!(
-        Progress::of(&json!({"apiVersion": "v1", "kind": "ConfigMap"})),
+        Registry::progress_of(&json!({"apiVersion": "v1", "kind": "ConfigMap"})),
         Progress::NotARun
     );
     assert_eq!(
-        Progress::of(&json!({"apiVersion": "shipwright.io/v1beta1", "kind": "Build"})),
+        Registry::progress_of(&json!({"apiVersion": "shipwright.io/v1beta1", "kind": "Build"})),
         Progress::NotARun
     );
     let taskrun = json!({"apiVersion": "tekton.dev/v1", "kind": "TaskRun", "status": {
         "conditions": [{"type": "Succeeded", "status": "True"}]}});
     assert_eq!(
-        Progress::of(&taskrun),
+        Registry::progress_of(&taskrun),
         Progress::Finished(Finished {
             outcome: Outcome::Succeeded,
             at: None

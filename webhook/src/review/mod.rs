@@ -14,10 +14,12 @@ use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview
 use serde_json::Value;
 
 use crate::Context;
-use crate::metrics::AdmissionOutcome;
 
 mod mutating;
+mod outcome;
 mod validating;
+
+pub use outcome::AdmissionOutcome;
 
 /// Which webhook endpoint was called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

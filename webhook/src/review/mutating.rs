@@ -11,8 +11,8 @@ use kube_retention_common::cel::Check;
 use kube_retention_common::kinds::qualified;
 use serde_json::Value;
 
+use super::AdmissionOutcome;
 use super::object_json;
-use crate::metrics::AdmissionOutcome;
 use crate::{Context, mutate, validate};
 
 pub(super) async fn answer(

@@ -16,9 +16,9 @@ use kube_retention_common::cel::Check;
 use kube_retention_common::field_error::listed;
 use serde_json::Value;
 
+use super::AdmissionOutcome;
 use super::object_json;
 use crate::compilations::Refused;
-use crate::metrics::AdmissionOutcome;
 use crate::validate::{self, bounds};
 use crate::{Context, writers};
 

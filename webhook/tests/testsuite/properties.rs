@@ -8,7 +8,8 @@ use crate::support;
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use kube_retention_common::{Expiry, OwnSettings, Progress};
+use kube_retention_common::kinds::Registry;
+use kube_retention_common::{Expiry, OwnSettings};
 use kube_retention_webhook::Context;
 use kube_retention_webhook::review::{Hook, handle};
 use proptest::prelude::*;
@@ -130,7 +131,7 @@ proptest! {
         let (policy, _errors) = OwnSettings::read(&object);
         let expiry = Expiry::with_policy(&policy, &object, now);
         let _ = expiry.stamp_change(&policy.annotations);
-        let _ = Progress::of(&object);
+        let _ = Registry::progress_of(&object);
     }
 
     #[test]

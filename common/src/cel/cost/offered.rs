@@ -136,7 +136,7 @@ pub fn rule_of(name: &str) -> Option<Rule> {
         // the time to walk its operands (within the object's size), and the clock, read at
         // every charge, bounds how many run. Measuring them at run time would copy them.
         "_==_" | "_!=_" | "_<_" | "_<=_" | "_>_" | "_>=_" | "@in" => Some(Rule::Fixed),
-        _ if super::walk::is_operator(name) => Some(Rule::Fixed),
+        _ if super::is_operator(name) => Some(Rule::Fixed),
         _ => OFFERED
             .iter()
             .find(|(offered, _)| *offered == name)

@@ -1,6 +1,6 @@
 //! Every function an expression may call, and what one call costs from the sizes of its
 //! operands: the work it does and what it makes, charged before it runs. A function that is not
-//! in [`OFFERED`] does not compile, so no call escapes the meter; one the interpreter adds in a
+//! in [`OFFERED`](super::offered::OFFERED) does not compile, so no call escapes the meter; one the interpreter adds in a
 //! later version stays out until it is given a rule here.
 //!
 //! One formula serves both sides: the walk applies it to the bounds it knows at admission, the
@@ -83,8 +83,6 @@ pub enum Rule {
 
 /// What a list item made costs, where it is a new string.
 pub const MADE_ITEM: u64 = 4;
-
-pub use super::offered::{OFFERED, rule_of};
 
 /// Bytes compared or copied for a unit: a comparison or a copy runs at memory speed, about ten bytes a
 /// nanosecond, where reading text to work on it (a tenth of a unit per byte) runs at about one

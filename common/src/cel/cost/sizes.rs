@@ -4,8 +4,7 @@
 use kube_cel::cel::common::ast::LiteralValue;
 
 use super::rules::{RENDERED_PER_UNIT, RENDERED_SCALAR, Rule};
-use super::walk::{CONSTANT, is_operator};
-use super::{ASSUMED_ITEMS, Known, Size};
+use super::{ASSUMED_ITEMS, CONSTANT, Known, Size, is_operator};
 
 /// Functions whose result has at most the size of their receiver.
 const SHRINKING: [&str; 5] = ["lowerAscii", "upperAscii", "trim", "substring", "charAt"];

@@ -7,10 +7,9 @@ use kube_cel::cel::common::ast::{
 
 use super::rules::{self, Rule};
 use super::sizes::{below, count, literal_size, result_size};
-use super::{CONDITIONAL, Known, SELECT, Site, Size, Unit, Walk, charge, internal, operand};
-
-/// Functions that take no time with the size of their arguments.
-pub(super) const CONSTANT: [&str; 3] = ["size", "type", "has"];
+use super::{
+    CONDITIONAL, Known, SELECT, Site, Size, Unit, Walk, charge, internal, is_operator, operand,
+};
 
 impl Walk {
     /// `expr` with charges written in; adds its nodes and charges to `unit`.
@@ -167,7 +166,7 @@ impl Walk {
             knowns.push(known);
         }
         // A function without a rule does not compile: `Expression::compile` refused it already.
-        let rule = rules::rule_of(name).unwrap_or(Rule::Fixed);
+        let rule = super::offered::rule_of(name).unwrap_or(Rule::Fixed);
         // A library function is given copies of its operands, and a costed operator's are
         // measured: both are charged by their operands' sizes. Other operators run on their
         // values in place.
@@ -265,9 +264,4 @@ pub(in crate::cel) fn chain(select: &SelectExpr) -> Option<(&str, Vec<(&str, boo
             _ => return None,
         }
     }
-}
-
-/// Operators (`_==_`, `!_`) and the parser's own (`@in`, `@not_strictly_false`).
-pub(super) fn is_operator(name: &str) -> bool {
-    name.starts_with('_') || name.ends_with('_') || name.starts_with('@')
 }

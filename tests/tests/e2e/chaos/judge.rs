@@ -248,7 +248,7 @@ impl Ledger {
 /// The deadline that allowed deleting `object` by `at`, if any: finished (or not a run), not
 /// kept, with a deadline no later than `at` (less the observation slack).
 fn allowed_at(object: &Value, at: Timestamp) -> Option<Timestamp> {
-    if Progress::of(object) == Progress::Running {
+    if kube_retention_common::kinds::Registry::progress_of(object) == Progress::Running {
         return None;
     }
     Expiry::of(object, at)

@@ -1,0 +1,78 @@
+//! How a Cleaner deletes: what cleaning needs ([`Cleaning`]: the client, the shared request
+//! budget and circuit breaker, the ledger and the clock) and the one DELETE every clean sends
+//! ([`send_delete`]), the breaker's admission and the budget's share first. The clean of a group
+//! ([`super::act`]) and a Helm release's uninstall ([`super::uninstall`]) both delete through
+//! here, so neither goes around the breaker or the budget.
+
+use std::sync::Arc;
+
+use kube::Client;
+use kube::api::{Api, DeleteParams, PropagationPolicy};
+use kube::runtime::events::Recorder;
+use kube_retention_io::breaker::Breaker;
+use kube_retention_io::budget::Budget;
+use kube_retention_io::clock::Clock;
+use kube_retention_sinks as sinks;
+use kube_retention_sinks::ledger::Ledger;
+
+use super::metrics::CleanerMetrics;
+
+/// What cleaning needs.
+pub struct Cleaning {
+    pub client: Client,
+    pub recorder: Recorder,
+    pub metrics: CleanerMetrics,
+    pub propagation: PropagationPolicy,
+    /// The controller's request budget: every DELETE waits for its share.
+    pub budget: Budget,
+    /// The circuit breaker, shared with the executor: every DELETE asks it first.
+    pub breaker: Breaker,
+    /// Sends CloudEvents where the sink policy allows.
+    pub sender: Arc<sinks::Sender>,
+    /// The deletion ledger: each target deleted is announced to `--ledger-sink`.
+    pub ledger: Option<Ledger>,
+    /// The controller's clock.
+    pub clock: Clock,
+}
+
+/// What a clean deleted, and what of its Helm release it left, why.
+#[derive(Debug, Default)]
+pub struct Cleaned {
+    pub deleted: Vec<String>,
+    pub release: Option<String>,
+    /// `Kind/name: why`, for what the release's records list but Helm does not give to it.
+    pub skipped: Vec<String>,
+}
+
+/// How the API server answered a clean's DELETE, when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sent {
+    Deleted,
+    /// Already gone (404).
+    Gone,
+    /// A precondition refused (409, or 412): a namesake, or a change since it was read.
+    Refused,
+}
+
+/// Every DELETE of a clean: the circuit breaker's admission (waiting while it is open) and its
+/// share of the request budget first, then the request.
+pub async fn send_delete<K>(
+    cleaning: &Cleaning,
+    api: &Api<K>,
+    name: &str,
+    params: &DeleteParams,
+) -> kube::Result<Sent>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    cleaning.breaker.admit_or_wait().await;
+    cleaning.budget.acquire().await;
+    match api.delete(name, params).await {
+        Ok(_) => Ok(Sent::Deleted),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Sent::Gone),
+        Err(kube::Error::Api(status)) if status.code == 409 || status.code == 412 => {
+            Ok(Sent::Refused)
+        }
+        Err(error) => Err(error),
+    }
+}
