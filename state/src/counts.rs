@@ -28,7 +28,7 @@ impl Gauges {
     /// Every gauge at `now`, in one pass over the records.
     pub(super) fn of(state: &State, now: Timestamp) -> Self {
         let (kinds, runs) = (&state.kinds, &state.tracker.runs);
-        let (stragglers, guards) = (&state.stragglers, &state.policies.guards);
+        let (stragglers, guards) = (&state.stragglers, &state.guards);
         let mut gauges = Self {
             tracked: kinds.iter().map(|(id, _)| (id, 0)).collect(),
             ..Self::default()

@@ -209,3 +209,25 @@ impl LimitGroups {
             .collect()
     }
 }
+
+/// When the limits of a run's group are enforced after the run changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Enforce {
+    /// It counts for limits as it did.
+    Not,
+    /// Once its kind's list ends, for all the groups the list changed.
+    AtListEnd,
+    Now,
+}
+
+impl Enforce {
+    /// For a run that counts differently for limits (`changed`) or not, while its kind is
+    /// `listing` or not.
+    pub(super) fn after(changed: bool, listing: bool) -> Self {
+        match (changed, listing) {
+            (false, _) => Self::Not,
+            (true, true) => Self::AtListEnd,
+            (true, false) => Self::Now,
+        }
+    }
+}

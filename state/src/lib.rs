@@ -1,17 +1,18 @@
 //! The controller's memory and decisions. Pure: it is fed watch events, outcomes of its requests
 //! and the clock, and answers with the [`Action`]s to take. Every rule comes from `common`.
 //!
-//! [`State`] joins parts that each own one concern, with their own types: the deletion engine
+//! [`State`] owns parts that each own one concern, with their own types: the deletion engine
 //! (`tracker`: the records of runs and their queue in `runs`, the groups that share limits
-//! in `groups`), the policies and what they report (`policies`, `evaluation`), and the
-//! objects the webhook never labelled (`stragglers`). Here is only what an input means across
-//! them: an object seen or gone, a list begun or ended, a policy changed, a write failed.
-
-use std::collections::{BTreeMap, HashMap};
+//! in `groups`), the policies and what they report (`policies`, `evaluation`), the
+//! blast-radius guards (`guard`), and the objects the webhook never labelled (`stragglers`).
+//! No part takes another's data to change it: the tracker reports the deletions that are due,
+//! and the state's gate (`gate`) decides each — held by a guard, reported by a dry run, or sent
+//! — while the policy book is only read; what a part learns for another is handed back to the
+//! state, which tells the other. Here is only what an input means across them: an object seen
+//! or gone, a list begun or ended, a policy changed, a write failed.
 
 use jiff::Timestamp;
 use kube::api::DynamicObject;
-use kube_retention_common::api::ResourceRef;
 use kube_retention_common::kinds::{Entry, KindId, Registry, RegistryError, Role};
 use kube_retention_common::model::object_value;
 use serde_json::Value;
@@ -21,6 +22,7 @@ mod compact;
 mod counts;
 mod evaluation;
 mod failures;
+mod gate;
 mod governing;
 mod groups;
 mod guard;
@@ -30,11 +32,12 @@ mod lists;
 mod loaded;
 mod notice;
 mod policies;
+mod policy_changes;
 mod record;
 mod recording;
 mod runs;
 mod seen;
-mod settle;
+mod steps;
 mod stragglers;
 mod tracker;
 
@@ -48,12 +51,14 @@ pub use policies::{Approval, LoadedPolicy, PolicyBook, PolicyKey, Summary, WOULD
 pub use recording::Stamping;
 pub use stragglers::{Labelling, Stragglers};
 
+use groups::Enforce;
+use guard::Guards;
 use keys::{GroupKey, Namespaces};
 use lists::Lists;
 use recording::changed_for_limits;
 use runs::Write;
 use seen::Seen;
-use tracker::{Enforce, Tracker};
+use tracker::Tracker;
 
 #[derive(Default)]
 pub struct State {
@@ -62,6 +67,8 @@ pub struct State {
     namespaces: Namespaces,
     tracker: Tracker,
     policies: PolicyBook,
+    /// The blast-radius guards, the gate's part that may hold a due deletion (`gate.rs`).
+    guards: Guards,
     stragglers: Stragglers,
     lists: Lists,
 }
@@ -77,7 +84,7 @@ impl State {
     /// Policies that set no `spec.safety.maxImmediateDeletions` hold a new generation's
     /// deletions for approval beyond `threshold` (0: no guard, the default here).
     pub fn with_max_immediate_deletions(mut self, threshold: u32) -> Self {
-        self.policies.guards.default_threshold = threshold;
+        self.guards.default_threshold = threshold;
         self
     }
 
@@ -105,9 +112,10 @@ impl State {
     /// Leadership changed: a new leader gets all a follower held back, labels included.
     pub fn set_leader(&mut self, leader: bool, now: Timestamp) -> Vec<Action> {
         let was = self.tracker.leads();
-        let mut actions = self
+        let steps = self
             .tracker
-            .set_leader(&self.kinds, &mut self.policies, leader, now);
+            .set_leader(&self.kinds, &self.policies, leader, now);
+        let mut actions = self.gated(steps);
         if !leader {
             self.stragglers.forget_requests();
         } else if !was {
@@ -123,7 +131,8 @@ impl State {
 
     /// Deletions that are due at `now`, overdue first, and stamps whose backoff ended.
     pub fn due(&mut self, now: Timestamp) -> Vec<Action> {
-        self.tracker.due(&self.kinds, &mut self.policies, now)
+        let steps = self.tracker.due(&self.kinds, &self.policies, now);
+        self.gated(steps)
     }
 
     /// An object of `kind` was added or changed, where no policy has expressions to evaluate.
@@ -150,9 +159,7 @@ impl State {
             return Vec::new();
         };
         let key = self.namespaces.key(kind, namespace, name);
-        if answers.is_some() || !self.policies.exceeded.is_empty() {
-            self.policies.exceeded.note(&key, answers);
-        }
+        self.policies.note_answers(&key, answers);
         let seen = Seen {
             kind,
             namespace: key.namespace.clone(),
@@ -165,8 +172,8 @@ impl State {
             Role::Parent => {
                 let parent = (seen.namespace.clone(), seen.name.into());
                 self.lists.parent_listed(kind, parent);
-                let (kinds, book) = (&self.kinds, &mut self.policies);
-                self.tracker.parent_seen(kinds, book, &seen, now)
+                let steps = self.tracker.parent_seen(&self.kinds, &seen, now);
+                self.gated(steps)
             }
             Role::Run { .. } | Role::Object => self.run_applied(key, &seen, now),
         }
@@ -197,8 +204,8 @@ impl State {
             .collect();
         let changed = limits_changed || changed_for_limits(previous.as_deref(), &record);
         let enforce = Enforce::after(changed, self.lists.under_way(key.kind));
-        let (kinds, book) = (&self.kinds, &mut self.policies);
-        actions.extend(self.tracker.track(kinds, book, key, record, enforce, now));
+        let steps = self.tracker.track(&self.kinds, key, record, enforce, now);
+        actions.extend(self.gated(steps));
         actions
     }
 
@@ -209,8 +216,16 @@ impl State {
             groups.parent_gone(&self.kinds, kind, namespace, name);
         } else {
             let key = self.namespaces.key(kind, namespace, name);
-            self.tracker.forget_run(&mut self.policies, &key);
+            self.forget_run(&key);
         }
+    }
+
+    /// The run `key` is gone: from its group, the guards' counts and its policy's reports.
+    fn forget_run(&mut self, key: &ObjectKey) {
+        let record = self.tracker.untrack(key);
+        self.guards.forget_object(key);
+        let policy = record.as_ref().and_then(|record| record.policy.as_ref());
+        self.policies.forget_object(key, policy);
     }
 
     /// A kind to track from now on (found by discovery, or a policy's).
@@ -221,55 +236,11 @@ impl State {
     /// A kind no longer watched: its records go (its entry stays, so its id stays valid).
     pub fn forget_kind(&mut self, kind: KindId) {
         self.stragglers.forget_kind(kind);
-        self.lists
-            .forget(kind, &mut self.tracker, &mut self.policies);
-    }
-
-    /// A policy was added or changed; answers the kinds to list afresh (before and after).
-    pub fn policy_applied(&mut self, key: PolicyKey, loaded: LoadedPolicy) -> Vec<ResourceRef> {
-        let mut kinds = self.policy_removed(&key);
-        kinds.extend(loaded.rules.kinds.iter().cloned());
-        self.policies.insert(key.into(), loaded);
-        kinds
-    }
-
-    /// `key`'s next generation is being compiled: until [`State::policy_applied`] loads it,
-    /// the generation in force deletes nothing (held, and judged afresh under the next).
-    pub fn policy_changing(&mut self, key: &PolicyKey) {
-        if self.policies.get(key).is_some() {
-            self.policies.guards.hold_changing(key.clone());
+        self.lists.ended(kind);
+        for key in self.tracker.runs.keys_of(kind) {
+            self.forget_run(&key);
         }
-    }
-
-    /// A policy is gone or about to change (`Tracker::release`); answers its kinds.
-    pub fn policy_removed(&mut self, key: &PolicyKey) -> Vec<ResourceRef> {
-        let Some((key, loaded)) = self.policies.remove(key) else {
-            return Vec::new();
-        };
-        self.tracker.release(&key);
-        loaded.rules.kinds.clone()
-    }
-
-    /// A namespace's labels; answers whether they changed (cluster policies may now differ).
-    pub fn namespace_applied(&mut self, name: &str, labels: BTreeMap<String, String>) -> bool {
-        let name = self.namespaces.intern(name);
-        self.policies.set_namespace_labels(name, labels)
-    }
-
-    /// The valid policies that select `object` (of `kind`) and have expressions to evaluate on
-    /// it; empty where the object can be judged at once.
-    pub fn unevaluated(&self, kind: KindId, object: &DynamicObject) -> Unevaluated {
-        self.policies.unevaluated(&self.kinds[kind], object)
-    }
-
-    /// What each policy governs now.
-    pub fn summaries(&self) -> HashMap<PolicyKey, Summary> {
-        self.policies.summaries(&self.tracker.runs)
-    }
-
-    /// A deletion `key` caused succeeded.
-    pub fn policy_deleted(&mut self, key: &PolicyKey) {
-        self.policies.deleted(key);
+        self.tracker.groups.forget_kind(kind);
     }
 
     /// A DELETE did not happen.

@@ -8,33 +8,18 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use kube_retention_common::kinds::{KindId, Registry, Role};
+use kube_retention_common::kinds::KindId;
 
-use super::keys::{NamespacedName, ObjectKey};
-use super::policies::PolicyBook;
-use super::tracker::Tracker;
+use super::keys::NamespacedName;
 use super::{Action, State};
 
 #[derive(Debug, Default)]
 pub(super) struct Lists(HashMap<KindId, HashSet<NamespacedName>>);
 
 impl Lists {
-    /// A list of `kind` begins: its runs are unlisted until sent again, and it counts for the
-    /// blast-radius guards waiting for a list of it.
-    pub(super) fn started(
-        &mut self,
-        kind: KindId,
-        kinds: &Registry,
-        tracker: &mut Tracker,
-        book: &mut PolicyBook,
-    ) {
-        let resource = &kinds[kind].resource;
-        book.guards
-            .list_started(&resource.group, &resource.kind, None);
+    /// A list of `kind` begins: the parents it sends are noted from now on.
+    pub(super) fn started(&mut self, kind: KindId) {
         self.0.insert(kind, HashSet::new());
-        for (_, record) in tracker.runs.iter_mut().filter(|(key, _)| key.kind == kind) {
-            record.listed = false;
-        }
     }
 
     pub(super) fn under_way(&self, kind: KindId) -> bool {
@@ -48,52 +33,10 @@ impl Lists {
         }
     }
 
-    /// `kind` is no longer watched: no list of it is under way, and its runs are gone.
-    pub(super) fn forget(&mut self, kind: KindId, tracker: &mut Tracker, book: &mut PolicyBook) {
-        self.0.remove(&kind);
-        for key in tracker.runs.keys_of(kind) {
-            tracker.forget_run(book, &key);
-        }
-        tracker.groups.forget_kind(kind);
-    }
-
-    /// The list of `kind` is complete: what it did not send again is gone, and the limits of
-    /// the groups it changed are enforced now.
-    pub(super) fn done(
-        &mut self,
-        kind: KindId,
-        kinds: &Registry,
-        tracker: &mut Tracker,
-        book: &mut PolicyBook,
-        now: Timestamp,
-    ) -> Vec<Action> {
-        let Some(listed) = self.0.remove(&kind) else {
-            return Vec::new();
-        };
-        if kinds[kind].role == Role::Parent {
-            for (namespace, name) in tracker.groups.parents(kinds, kind) {
-                if !listed.contains(&(namespace.clone(), name.clone())) {
-                    tracker.groups.parent_gone(kinds, kind, &namespace, &name);
-                }
-            }
-        } else {
-            let gone: Vec<ObjectKey> = tracker
-                .runs
-                .iter()
-                .filter(|(key, record)| key.kind == kind && !record.listed)
-                .map(|(key, _)| key.clone())
-                .collect();
-            for key in gone {
-                tracker.forget_run(book, &key);
-            }
-        }
-        let mut actions = Vec::new();
-        for group in tracker.groups.take_deferred(kind) {
-            actions.extend(tracker.enforce_limits(kinds, book, &group, now));
-        }
-        let resource = &kinds[kind].resource;
-        book.guards.list_done(&resource.group, &resource.kind, None);
-        actions
+    /// The list of `kind` ended (or the kind is no longer watched): the parents it sent, if one
+    /// was under way.
+    pub(super) fn ended(&mut self, kind: KindId) -> Option<HashSet<NamespacedName>> {
+        self.0.remove(&kind)
     }
 }
 
@@ -102,8 +45,11 @@ impl Lists {
 impl State {
     /// A (re)list of `kind` begins: objects not seen again by [`State::relist_done`] are gone.
     pub fn relist_started(&mut self, kind: KindId) {
-        let (kinds, book) = (&self.kinds, &mut self.policies);
-        self.lists.started(kind, kinds, &mut self.tracker, book);
+        let resource = &self.kinds[kind].resource;
+        self.guards
+            .list_started(&resource.group, &resource.kind, None);
+        self.lists.started(kind);
+        self.tracker.runs.unlist(kind);
     }
 
     /// A list of `kind` in `namespace` alone began (a RetentionPolicy there changed): it counts
@@ -111,14 +57,14 @@ impl State {
     /// watch's: the watch of the kind still says which went.
     pub fn namespace_relist_started(&mut self, kind: KindId, namespace: &str) {
         let resource = &self.kinds[kind].resource;
-        let guards = &mut self.policies.guards;
+        let guards = &mut self.guards;
         guards.list_started(&resource.group, &resource.kind, Some(namespace));
     }
 
     /// The list of `kind` in `namespace` ended.
     pub fn namespace_relist_done(&mut self, kind: KindId, namespace: &str) {
         let resource = &self.kinds[kind].resource;
-        let guards = &mut self.policies.guards;
+        let guards = &mut self.guards;
         guards.list_done(&resource.group, &resource.kind, Some(namespace));
     }
 
@@ -133,8 +79,17 @@ impl State {
     /// The (re)list of `kind` is complete: what it did not list is gone, and the limits of the
     /// groups it changed are enforced now, once per group, with every member known.
     pub fn relist_done(&mut self, kind: KindId, now: Timestamp) -> Vec<Action> {
-        let (kinds, book) = (&self.kinds, &mut self.policies);
-        self.lists.done(kind, kinds, &mut self.tracker, book, now)
+        let Some(listed) = self.lists.ended(kind) else {
+            return Vec::new();
+        };
+        for key in self.tracker.unsent(&self.kinds, kind, &listed) {
+            self.forget_run(&key);
+        }
+        let due = self.tracker.deferred_limits(&self.kinds, kind, now);
+        let actions = self.gated(due);
+        let resource = &self.kinds[kind].resource;
+        self.guards.list_done(&resource.group, &resource.kind, None);
+        actions
     }
 
     /// The objects of `kind` listed have been judged, but for those of the namespaces in
@@ -147,6 +102,6 @@ impl State {
         now: Timestamp,
         unsettled: &HashSet<Arc<str>>,
     ) -> Vec<Action> {
-        super::settle::settle(self, kind, now, unsettled)
+        self.settle(kind, now, unsettled)
     }
 }

@@ -47,8 +47,7 @@ pub struct PolicyBook {
     policies: BTreeMap<Arc<PolicyKey>, LoadedPolicy>,
     namespace_labels: HashMap<Arc<str>, BTreeMap<String, String>>,
     would_delete: HashMap<Arc<PolicyKey>, BTreeMap<ObjectKey, (Timestamp, Reason)>>,
-    pub(super) exceeded: Exceeded,
-    pub(super) guards: Guards,
+    exceeded: Exceeded,
     deletions: HashMap<PolicyKey, u64>,
     /// Objects two or more policies of a scope applied to: those that lost.
     contested: HashMap<ObjectKey, Vec<Arc<PolicyKey>>>,
@@ -81,9 +80,8 @@ impl PolicyBook {
             .collect()
     }
 
-    /// `key` as now loaded, its generation armed with the blast-radius guard.
+    /// `key` as now loaded.
     pub(super) fn insert(&mut self, key: Arc<PolicyKey>, loaded: LoadedPolicy) {
-        self.guards.arm(key.clone(), &loaded);
         self.policies.insert(key, loaded);
     }
 
@@ -92,7 +90,6 @@ impl PolicyBook {
         let (key, loaded) = self.policies.remove_entry(key)?;
         self.would_delete.remove(&key);
         self.exceeded.forget_policy(&key);
-        self.guards.disarm(&key);
         Some((key, loaded))
     }
 
@@ -212,7 +209,6 @@ impl PolicyBook {
     pub(super) fn forget_object(&mut self, key: &ObjectKey, policy: Option<&Arc<PolicyKey>>) {
         self.contested.remove(key);
         self.exceeded.note(key, None);
-        self.guards.forget_object(key);
         if let Some(policy) = policy
             && let Some(report) = self.would_delete.get_mut(policy)
         {
@@ -220,8 +216,16 @@ impl PolicyBook {
         }
     }
 
-    /// What each policy governs now, from the records of `runs`.
-    pub(super) fn summaries(&self, runs: &Runs) -> HashMap<PolicyKey, Summary> {
+    /// `answers` came back for `key`: where a policy's expressions went past a limit on it.
+    pub(super) fn note_answers(&mut self, key: &ObjectKey, answers: Option<&PolicyAnswers>) {
+        if answers.is_some() || !self.exceeded.is_empty() {
+            self.exceeded.note(key, answers);
+        }
+    }
+
+    /// What each policy governs now, from the records of `runs`, with where each stands with
+    /// the blast-radius `guards`.
+    pub(super) fn summaries(&self, runs: &Runs, guards: &Guards) -> HashMap<PolicyKey, Summary> {
         let mut summaries: HashMap<PolicyKey, Summary> = HashMap::new();
         for (_, record) in runs.iter() {
             let Some(policy) = &record.policy else {
@@ -253,7 +257,7 @@ impl PolicyBook {
             summary.would_delete = entries;
         }
         for key in self.policies.keys() {
-            if let Some(report) = self.guards.report(key) {
+            if let Some(report) = guards.report(key) {
                 summaries.entry((**key).clone()).or_default().guard = Some(report);
             }
         }

@@ -42,6 +42,25 @@ impl Runs {
             .map(|(key, record)| (key, &mut **record))
     }
 
+    /// A list of `kind` begins: its runs are unlisted until sent again (a mark in each record:
+    /// a set of 100,000 names would cost megabytes at the peak).
+    pub(super) fn unlist(&mut self, kind: KindId) {
+        for (key, record) in &mut self.records {
+            if key.kind == kind {
+                record.listed = false;
+            }
+        }
+    }
+
+    /// The runs of `kind` a list that ended did not send again.
+    pub(super) fn unlisted(&self, kind: KindId) -> Vec<ObjectKey> {
+        self.records
+            .iter()
+            .filter(|(key, record)| key.kind == kind && !record.listed)
+            .map(|(key, _)| key.clone())
+            .collect()
+    }
+
     /// The records of `kind`, by key.
     pub(super) fn keys_of(&self, kind: KindId) -> Vec<ObjectKey> {
         self.records

@@ -2,42 +2,23 @@
 //! limits ([`LimitGroups`]), and what follows when either changes — which deletions, stamps and
 //! retries are due, which runs a limit removes, and how a failed write backs off. Only a leader
 //! acts: a follower keeps its records and acts on all it held back once it leads.
+//! It reports what is due ([`Due`]) and does not decide whether it goes: the state's gate does
+//! (`gate.rs`), and the policy book is only read here.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use kube_retention_common::kinds::Registry;
+use kube_retention_common::kinds::{KindId, Registry, Role};
 
-use super::groups::LimitGroups;
-use super::keys::{GroupKey, ObjectKey};
+use super::groups::{Enforce, LimitGroups};
+use super::keys::{GroupKey, NamespacedName, ObjectKey};
 use super::policies::{PolicyBook, PolicyKey, policy_group_prefix};
 use super::record::Record;
 use super::runs::Runs;
 use super::seen::Seen;
-use super::{Action, Governance, Reason, action, ledger};
-
-/// When the limits of a run's group are enforced after the run changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Enforce {
-    /// It counts for limits as it did.
-    Not,
-    /// Once its kind's list ends, for all the groups the list changed.
-    AtListEnd,
-    Now,
-}
-
-impl Enforce {
-    /// For a run that counts differently for limits (`changed`) or not, while its kind is
-    /// `listing` or not.
-    pub(super) fn after(changed: bool, listing: bool) -> Self {
-        match (changed, listing) {
-            (false, _) => Self::Not,
-            (true, true) => Self::AtListEnd,
-            (true, false) => Self::Now,
-        }
-    }
-}
+use super::steps::{Due, Step, acts, dues};
+use super::{Action, Reason, ledger};
 
 #[derive(Debug, Default)]
 pub(super) struct Tracker {
@@ -54,10 +35,10 @@ impl Tracker {
     pub(super) fn set_leader(
         &mut self,
         kinds: &Registry,
-        book: &mut PolicyBook,
+        book: &PolicyBook,
         leader: bool,
         now: Timestamp,
-    ) -> Vec<Action> {
+    ) -> Vec<Step> {
         let was = std::mem::replace(&mut self.leader, leader);
         if !leader {
             for (_, record) in self.runs.iter_mut() {
@@ -69,16 +50,18 @@ impl Tracker {
         if was {
             return Vec::new();
         }
-        let mut actions: Vec<Action> = self
-            .runs
-            .iter_mut()
-            .filter_map(|(key, record)| record.stamp_action(key, now))
-            .collect();
+        let mut steps: Vec<Step> = acts(
+            self.runs
+                .iter_mut()
+                .filter_map(|(key, record)| record.stamp_action(key, now))
+                .collect::<Vec<_>>(),
+        )
+        .collect();
         for group in self.groups.all() {
-            actions.extend(self.enforce_limits(kinds, book, &group, now));
+            steps.extend(dues(self.enforce_limits(kinds, &group, now)));
         }
-        actions.extend(self.due(kinds, book, now));
-        actions
+        steps.extend(self.due(kinds, book, now));
+        steps
     }
 
     pub(super) fn leads(&self) -> bool {
@@ -95,20 +78,19 @@ impl Tracker {
     pub(super) fn track(
         &mut self,
         kinds: &Registry,
-        book: &mut PolicyBook,
         key: ObjectKey,
         record: Record,
         enforce: Enforce,
         now: Timestamp,
-    ) -> Vec<Action> {
+    ) -> Vec<Step> {
         let new_group = record.group.clone();
         self.runs.insert(key.clone(), record);
-        let mut actions = Vec::new();
+        let mut steps = Vec::new();
         if self.leader
             && let Some(record) = self.runs.get_mut(&key)
             && let Some(stamp) = record.stamp_action(&key, now)
         {
-            actions.push(stamp);
+            steps.push(Step::Act(stamp));
         }
         if let Some(parent) = new_group {
             let group = GroupKey::of(&key, parent);
@@ -116,10 +98,10 @@ impl Tracker {
             match enforce {
                 Enforce::Not => {}
                 Enforce::AtListEnd => self.groups.defer(group),
-                Enforce::Now => actions.extend(self.enforce_limits(kinds, book, &group, now)),
+                Enforce::Now => steps.extend(dues(self.enforce_limits(kinds, &group, now))),
             }
         }
-        actions
+        steps
     }
 
     /// A parent was seen: the limits it sets on each kind of its runs, enforced at once where
@@ -127,15 +109,14 @@ impl Tracker {
     pub(super) fn parent_seen(
         &mut self,
         kinds: &Registry,
-        book: &mut PolicyBook,
         parent: &Seen<'_>,
         now: Timestamp,
-    ) -> Vec<Action> {
-        let mut actions = Vec::new();
+    ) -> Vec<Step> {
+        let mut steps = Vec::new();
         for group in self.groups.parent_seen(kinds, parent) {
-            actions.extend(self.enforce_limits(kinds, book, &group, now));
+            steps.extend(dues(self.enforce_limits(kinds, &group, now)));
         }
-        actions
+        steps
     }
 
     /// The blast-radius guard let `held` go: each is queued at its deadline again (now, or
@@ -143,10 +124,10 @@ impl Tracker {
     pub(super) fn release_held(
         &mut self,
         kinds: &Registry,
-        book: &mut PolicyBook,
+        book: &PolicyBook,
         held: &[ObjectKey],
         now: Timestamp,
-    ) -> Vec<Action> {
+    ) -> Vec<Step> {
         let mut groups = HashSet::new();
         for key in held {
             if let Some(parent) = self.runs.get(key).and_then(|record| record.group.clone()) {
@@ -154,12 +135,12 @@ impl Tracker {
             }
             self.runs.reschedule(key);
         }
-        let mut actions = Vec::new();
+        let mut steps = Vec::new();
         for group in groups {
-            actions.extend(self.enforce_limits(kinds, book, &group, now));
+            steps.extend(dues(self.enforce_limits(kinds, &group, now)));
         }
-        actions.extend(self.due(kinds, book, now));
-        actions
+        steps.extend(self.due(kinds, book, now));
+        steps
     }
 
     /// `policy` is gone or changed: the runs it governed wait to be judged afresh, with no
@@ -179,26 +160,12 @@ impl Tracker {
         Some(record)
     }
 
-    /// The run `key` is gone: from its group, and from its policy's reports.
-    pub(super) fn forget_run(&mut self, book: &mut PolicyBook, key: &ObjectKey) {
-        let record = self.untrack(key);
-        book.forget_object(
-            key,
-            record.as_ref().and_then(|record| record.policy.as_ref()),
-        );
-    }
-
     /// Deletions that are due at `now`, overdue first, stamps whose backoff ended, and limits
     /// to enforce again once a failed limit deletion may retry.
-    pub(super) fn due(
-        &mut self,
-        kinds: &Registry,
-        book: &mut PolicyBook,
-        now: Timestamp,
-    ) -> Vec<Action> {
-        let mut actions = Vec::new();
+    pub(super) fn due(&mut self, kinds: &Registry, book: &PolicyBook, now: Timestamp) -> Vec<Step> {
+        let mut steps = Vec::new();
         if !self.leader {
-            return actions;
+            return steps;
         }
         let mut groups = Vec::new();
         while let Some(key) = self.runs.pop_due(now) {
@@ -209,7 +176,7 @@ impl Tracker {
                 && record.deletable(now)
             {
                 // Pending from here on, dry run or not, so it waits in the queue no more.
-                actions.extend(self.delete(kinds, book, key, Reason::Ttl, deadline));
+                steps.extend(self.delete(key, Reason::Ttl, deadline).map(Step::Due));
                 continue;
             }
             // Its notice's time, else a stamp's backoff or a failed limit deletion's ended.
@@ -220,92 +187,111 @@ impl Tracker {
                     ledger::governing_rules(book, record).and_then(|rules| rules.sink.clone());
                 if self.ledger || sink.is_some() {
                     let entry = ledger::expiring(kinds, &key, record, now);
-                    actions.push(Action::Announce {
+                    steps.push(Step::Act(Action::Announce {
                         key: key.clone(),
                         event_type: kube_retention_common::ledger::EXPIRING,
                         entry: Box::new(entry),
                         sink,
-                    });
+                    }));
                 }
             }
-            actions.extend(notice);
+            steps.extend(acts(notice));
             if let Some(stamp) = record.stamp_action(&key, now) {
-                actions.push(stamp);
+                steps.push(Step::Act(stamp));
             } else if limit_retry && let Some(parent) = record.group.clone() {
                 groups.push(GroupKey::of(&key, parent));
             }
             self.runs.requeue_after(&key, now);
         }
         for group in groups {
-            actions.extend(self.enforce_limits(kinds, book, &group, now));
+            steps.extend(dues(self.enforce_limits(kinds, &group, now)));
         }
-        actions
+        steps
     }
 
     /// The limits of `group`: the deletions of the runs over them that may go now.
     pub(super) fn enforce_limits(
         &mut self,
         kinds: &Registry,
-        book: &mut PolicyBook,
         group: &GroupKey,
         now: Timestamp,
-    ) -> Vec<Action> {
+    ) -> Vec<Due> {
         if !self.leader {
             return Vec::new();
         }
-        let mut actions = Vec::new();
+        let mut due = Vec::new();
         for key in self.groups.over_limit(group, kinds, &self.runs) {
             let ready = self
                 .runs
                 .get(&key)
                 .is_some_and(|record| !record.pending && record.ready(now));
             if ready {
-                actions.extend(self.delete(kinds, book, key, Reason::Limit, now));
+                due.extend(self.delete(key, Reason::Limit, now));
             }
         }
-        actions
+        due
     }
 
-    /// The preconditioned DELETE of `key`, which is pending from now on; in a dry run none, the
-    /// deletion reported on its policy instead. `eligible_at` is when it became deletable.
-    fn delete(
-        &mut self,
-        kinds: &Registry,
-        book: &mut PolicyBook,
-        key: ObjectKey,
-        reason: Reason,
-        eligible_at: Timestamp,
-    ) -> Option<Action> {
+    /// `key` is due, for `reason` since `eligible_at`: pending from now on, for the gate.
+    fn delete(&mut self, key: ObjectKey, reason: Reason, eligible_at: Timestamp) -> Option<Due> {
         let record = self.runs.get_mut(&key)?;
-        if let Some(policy) = &record.policy
-            && book.guards.holds(policy, &key, eligible_at, reason)
-        {
-            // Held, not pending: it is queued again when the guard lets it go.
-            return None;
-        }
         record.pending = true;
-        if record.dry_run {
-            if let Some(policy) = record.policy.clone() {
-                book.would_have_deleted(policy, &key, eligible_at, reason);
-            }
-            return None;
-        }
-        let event_target = action::event_target(kinds, &self.groups, &key, record);
-        let rules = ledger::governing_rules(book, record);
-        let ledger = (self.ledger || rules.is_some_and(|rules| rules.sink.is_some()))
-            .then(|| Box::new(ledger::deletion(rules, record, reason, &event_target)));
-        Some(Action::Delete {
-            uid: record.uid.text(),
-            resource_version: record.resource_version.clone(),
+        Some(Due {
+            key,
             reason,
             eligible_at,
-            event_target,
-            policy: record.policy.clone().map(|policy| Governance {
-                policy,
-                overruled: book.overruled(&key),
-            }),
-            ledger,
-            key,
         })
+    }
+
+    /// The policy that governs `key`, and whether it is a dry run: what the gate asks.
+    pub(super) fn governance(&self, key: &ObjectKey) -> Option<(Option<Arc<PolicyKey>>, bool)> {
+        let record = self.runs.get(key)?;
+        Some((record.policy.clone(), record.dry_run))
+    }
+
+    /// The gate held `key`: not pending, queued again when the guard lets it go.
+    pub(super) fn held(&mut self, key: &ObjectKey) {
+        if let Some(record) = self.runs.get_mut(key) {
+            record.pending = false;
+        }
+    }
+
+    /// The preconditioned DELETE of what the gate let go.
+    pub(super) fn deletion(&self, kinds: &Registry, book: &PolicyBook, due: Due) -> Option<Action> {
+        let record = self.runs.get(&due.key)?;
+        Some(due.deletion(kinds, &self.groups, book, record, self.ledger))
+    }
+
+    /// The list of `kind` ended, having sent the parents in `listed`: a parent it did not send
+    /// is gone here; the runs it did not send are answered, for the state to forget.
+    pub(super) fn unsent(
+        &mut self,
+        kinds: &Registry,
+        kind: KindId,
+        listed: &HashSet<NamespacedName>,
+    ) -> Vec<ObjectKey> {
+        if kinds[kind].role == Role::Parent {
+            for (namespace, name) in self.groups.parents(kinds, kind) {
+                if !listed.contains(&(namespace.clone(), name.clone())) {
+                    self.groups.parent_gone(kinds, kind, &namespace, &name);
+                }
+            }
+            return Vec::new();
+        }
+        self.runs.unlisted(kind)
+    }
+
+    /// The limits of the groups a list of `kind` changed, enforced now it ended.
+    pub(super) fn deferred_limits(
+        &mut self,
+        kinds: &Registry,
+        kind: KindId,
+        now: Timestamp,
+    ) -> Vec<Step> {
+        let mut steps = Vec::new();
+        for group in self.groups.take_deferred(kind) {
+            steps.extend(dues(self.enforce_limits(kinds, &group, now)));
+        }
+        steps
     }
 }
