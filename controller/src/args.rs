@@ -1,4 +1,6 @@
-//! Command-line flags (each also settable through the environment).
+//! Command-line flags (each also settable through the environment), grouped in `--help` as an
+//! admin looks for them: deletions, safety rails, kinds, lists, leader election, Cleaners and
+//! CloudEvents, the process.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -16,36 +18,73 @@ use kube_retention_io::initial_list::InitialList;
     about = "Deletes finished Kubernetes objects on time, never the wrong one"
 )]
 pub struct Args {
-    /// Address for /metrics, /healthz and /readyz (plain HTTP).
-    #[arg(
-        long,
-        env = "KUBE_RETENTION_METRICS_ADDRESS",
-        default_value = "0.0.0.0:8080"
-    )]
-    pub metrics_address: SocketAddr,
     /// Client-side budget for writes (DELETE, PATCH, Events), requests per second; 0 = unlimited.
-    #[arg(long, env = "KUBE_RETENTION_QPS", default_value_t = 50)]
+    #[arg(
+        help_heading = "Deletions",
+        long,
+        env = "KUBE_RETENTION_QPS",
+        default_value_t = 50
+    )]
     pub qps: u32,
     /// Requests in flight at once.
-    #[arg(long, env = "KUBE_RETENTION_CONCURRENCY", default_value_t = 16)]
+    #[arg(
+        help_heading = "Deletions",
+        long,
+        env = "KUBE_RETENTION_CONCURRENCY",
+        default_value_t = 16
+    )]
     pub concurrency: usize,
     /// How deleted objects' dependents go: Background, Foreground or Orphan.
-    #[arg(long, env = "KUBE_RETENTION_PROPAGATION_POLICY", value_enum, ignore_case = true, default_value_t = Propagation::Background)]
+    #[arg(help_heading = "Deletions", long, env = "KUBE_RETENTION_PROPAGATION_POLICY", value_enum, ignore_case = true, default_value_t = Propagation::Background)]
     pub propagation_policy: Propagation,
+    /// Which `retention.dev/expires-at` stamps the controller writes: `finished` (a finished
+    /// object's deadline from its own settings, a PATCH each where the webhook could not stamp it
+    /// at admission: the schedule visible on the object) or `never` (one request per deletion;
+    /// `kubectl retention explain` and `upcoming` still tell every deadline).
+    #[arg(help_heading = "Deletions", long, env = "KUBE_RETENTION_STAMP", value_enum, ignore_case = true, default_value_t = Stamp::Finished)]
+    pub stamp: Stamp,
     /// Record Events for deletions (on the parent where there is one).
-    #[arg(long, env = "KUBE_RETENTION_EVENTS", default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(help_heading = "Deletions", long, env = "KUBE_RETENTION_EVENTS", default_value_t = true, action = clap::ArgAction::Set)]
     pub events: bool,
     /// Deletions of one parent's runs (or of one kind in a namespace) within this window share
     /// one Event ("Deleted 37 BuildRuns of Build hello"); 0s records one Event per deletion.
-    #[arg(long, env = "KUBE_RETENTION_EVENT_WINDOW", default_value = "5s", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "Deletions", long, env = "KUBE_RETENTION_EVENT_WINDOW", default_value = "5s", value_parser = humantime::parse_duration)]
     pub event_window: std::time::Duration,
+    /// The circuit breaker: more DELETEs than this within `--circuit-breaker-window` stop every
+    /// deletion until an admin releases it (`kubectl retention breaker release`); 0 turns it off.
+    #[arg(
+        help_heading = "Safety rails",
+        long,
+        env = "KUBE_RETENTION_CIRCUIT_BREAKER_DELETIONS",
+        default_value_t = 10_000
+    )]
+    pub circuit_breaker_deletions: u32,
+    /// The window the circuit breaker counts DELETEs in.
+    #[arg(help_heading = "Safety rails", long, env = "KUBE_RETENTION_CIRCUIT_BREAKER_WINDOW", default_value = "10m", value_parser = humantime::parse_duration)]
+    pub circuit_breaker_window: std::time::Duration,
+    /// The blast-radius guard: a policy, new or changed, that would delete more objects than this
+    /// at once deletes nothing until approved (`kubectl retention approve`), unless it sets its
+    /// own `spec.safety.maxImmediateDeletions`. 0 turns the guard off.
+    #[arg(
+        help_heading = "Safety rails",
+        long,
+        env = "KUBE_RETENTION_MAX_IMMEDIATE_DELETIONS",
+        default_value_t = 100
+    )]
+    pub max_immediate_deletions: u32,
     /// Watch a further kind: `GROUP/VERSION/KIND[/PLURAL][:LABEL=SUCCEEDED,FAILED]`. Repeatable.
-    #[arg(long = "kind", env = "KUBE_RETENTION_KINDS", value_delimiter = ' ')]
+    #[arg(
+        help_heading = "Kinds",
+        long = "kind",
+        env = "KUBE_RETENTION_KINDS",
+        value_delimiter = ' '
+    )]
     pub kinds: Vec<String>,
     /// Leave a built-in kind alone (neither watched nor deleted), by `Kind.group` name: `Pod`,
     /// `Job.batch`, `BuildRun.shipwright.io`, `Build.build.openshift.io`... Repeatable; for a
     /// cluster whose own pruning already owns that kind.
     #[arg(
+        help_heading = "Kinds",
         long = "disable-kind",
         env = "KUBE_RETENTION_DISABLED_KINDS",
         value_delimiter = ' '
@@ -53,17 +92,18 @@ pub struct Args {
     pub disabled_kinds: Vec<String>,
     /// How often to look for further kinds whose annotated objects to delete (new CRDs, newly
     /// granted permissions); 0s turns annotated objects of other kinds off.
-    #[arg(long, env = "KUBE_RETENTION_DISCOVERY_INTERVAL", default_value = "30s", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "Kinds", long, env = "KUBE_RETENTION_DISCOVERY_INTERVAL", default_value = "30s", value_parser = humantime::parse_duration)]
     pub discovery_interval: std::time::Duration,
     /// How long to wait at start for missing RBAC permissions (ClusterRole aggregation takes a
     /// moment) before failing with the list of what to grant.
-    #[arg(long, env = "KUBE_RETENTION_PERMISSIONS_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "Kinds", long, env = "KUBE_RETENTION_PERMISSIONS_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
     pub permissions_timeout: std::time::Duration,
     /// How each watch first lists its kind: `stream` (one watch request that sends every
     /// object, served from the API server's watch cache, with no continue token to expire on a
     /// long list) or `pages` (LISTs of `--page-size` objects). `stream` falls back to pages where
     /// the API server refuses it (its WatchList feature gate off) or cuts it off.
     #[arg(
+        help_heading = "Lists",
         long,
         env = "KUBE_RETENTION_INITIAL_LIST",
         value_enum,
@@ -71,80 +111,77 @@ pub struct Args {
     )]
     pub initial_list: InitialList,
     /// Objects per page of a paged initial LIST.
-    #[arg(long, default_value_t = 500)]
+    #[arg(help_heading = "Lists", long, default_value_t = 500)]
     pub page_size: u32,
     /// How many kinds are listed at once. Each list holds whole objects in memory (a page, or
     /// the events in flight of a streamed list) and loads the API server; the others wait their turn (a kind whose list fails goes to the
     /// back of the line).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(help_heading = "Lists", long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     pub list_concurrency: u32,
-    /// The circuit breaker: more DELETEs than this within `--circuit-breaker-window` stop every
-    /// deletion until an admin releases it (`kubectl retention breaker release`); 0 turns it off.
-    #[arg(
-        long,
-        env = "KUBE_RETENTION_CIRCUIT_BREAKER_DELETIONS",
-        default_value_t = 10_000
-    )]
-    pub circuit_breaker_deletions: u32,
-    /// The window the circuit breaker counts DELETEs in.
-    #[arg(long, env = "KUBE_RETENTION_CIRCUIT_BREAKER_WINDOW", default_value = "10m", value_parser = humantime::parse_duration)]
-    pub circuit_breaker_window: std::time::Duration,
     /// Elect a leader among replicas with a coordination.k8s.io Lease; only the leader acts.
-    #[arg(long, env = "KUBE_RETENTION_LEADER_ELECTION", default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(help_heading = "Leader election", long, env = "KUBE_RETENTION_LEADER_ELECTION", default_value_t = true, action = clap::ArgAction::Set)]
     pub leader_election: bool,
     #[arg(
+        help_heading = "Leader election",
         long,
         env = "KUBE_RETENTION_LEASE_NAME",
         default_value = "kube-retention-controller"
     )]
     pub lease_name: String,
-    #[arg(long, env = "POD_NAMESPACE", default_value = "kube-retention")]
+    #[arg(
+        help_heading = "Leader election",
+        long,
+        env = "POD_NAMESPACE",
+        default_value = "kube-retention"
+    )]
     pub lease_namespace: String,
     /// This replica's identity in the Lease (default: the pod name, else the host name).
-    #[arg(long, env = "POD_NAME")]
+    #[arg(help_heading = "Leader election", long, env = "POD_NAME")]
     pub identity: Option<String>,
     /// Seconds a leader's Lease is valid without renewal (a crashed leader's successor waits this
     /// long; a leader that stops cleanly releases it at once).
-    #[arg(long, default_value_t = 15)]
+    #[arg(help_heading = "Leader election", long, default_value_t = 15)]
     pub lease_duration: u64,
-    /// The blast-radius guard: a policy, new or changed, that would delete more objects than this
-    /// at once deletes nothing until approved (`kubectl retention approve`), unless it sets its
-    /// own `spec.safety.maxImmediateDeletions`. 0 turns the guard off.
-    #[arg(
-        long,
-        env = "KUBE_RETENTION_MAX_IMMEDIATE_DELETIONS",
-        default_value_t = 100
-    )]
-    pub max_immediate_deletions: u32,
-    /// Which `retention.dev/expires-at` stamps the controller writes: `finished` (a finished
-    /// object's deadline from its own settings, a PATCH each where the webhook could not stamp it
-    /// at admission: the schedule visible on the object) or `never` (one request per deletion;
-    /// `kubectl retention explain` and `upcoming` still tell every deadline).
-    #[arg(long, env = "KUBE_RETENTION_STAMP", value_enum, ignore_case = true, default_value_t = Stamp::Finished)]
-    pub stamp: Stamp,
     /// Run Cleaners (retention.dev/v1alpha1): groups deleted together when their conditions hold.
-    #[arg(long, env = "KUBE_RETENTION_CLEANERS", default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(help_heading = "Cleaners and CloudEvents", long, env = "KUBE_RETENTION_CLEANERS", default_value_t = true, action = clap::ArgAction::Set)]
     pub cleaners: bool,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Cleaners and CloudEvents")]
     pub sink_policy: kube_retention_runtime::SinkPolicyFlags,
     /// The deletion ledger's cluster-wide sink: every deletion the controller makes (policies,
     /// annotations, fields, limits, Cleaners) is announced there as a CloudEvent
     /// `dev.retention.deleted`, and every notice as `dev.retention.expiring`, beside each
     /// policy's own `spec.sink`. The sink policy applies to it as to any sink.
-    #[arg(long, env = "KUBE_RETENTION_LEDGER_SINK")]
+    #[arg(
+        help_heading = "Cleaners and CloudEvents",
+        long,
+        env = "KUBE_RETENTION_LEDGER_SINK"
+    )]
     pub ledger_sink: Option<String>,
     /// Ledger announcements waiting for delivery at most; beyond it they are dropped and counted
     /// (`kube_retention_ledger_events_dropped_total`). Policies with `archiveBeforeDelete` never
     /// lose one: their objects wait instead.
-    #[arg(long, env = "KUBE_RETENTION_LEDGER_QUEUE", default_value_t = 10_000)]
+    #[arg(
+        help_heading = "Cleaners and CloudEvents",
+        long,
+        env = "KUBE_RETENTION_LEDGER_QUEUE",
+        default_value_t = 10_000
+    )]
     pub ledger_queue: usize,
     /// This pod's IP (the downward API's status.podIP): CloudEvents may not be sent to it.
-    #[arg(long, env = "POD_IP")]
+    #[arg(help_heading = "Cleaners and CloudEvents", long, env = "POD_IP")]
     pub pod_ip: Option<std::net::IpAddr>,
+    /// Address for /metrics, /healthz and /readyz (plain HTTP).
+    #[arg(
+        help_heading = "Process",
+        long,
+        env = "KUBE_RETENTION_METRICS_ADDRESS",
+        default_value = "0.0.0.0:8080"
+    )]
+    pub metrics_address: SocketAddr,
     /// Kubeconfig (default: in-cluster, then $KUBECONFIG).
-    #[arg(long, env = "KUBE_RETENTION_KUBECONFIG")]
+    #[arg(help_heading = "Process", long, env = "KUBE_RETENTION_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
-    #[arg(long, env = "KUBE_RETENTION_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
+    #[arg(help_heading = "Process", long, env = "KUBE_RETENTION_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
     pub log_format: LogFormat,
 }
 
