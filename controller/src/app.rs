@@ -1,8 +1,10 @@
-//! The controller put together: flags to kinds, start-up checks, metrics endpoint, leader
-//! election, executor and loop. `main` only parses the flags and calls [`Args::run`].
+//! The controller put together. `main` only parses the flags and calls [`Args::run`], which
+//! makes the [`Config`], the client and the clock, builds the [`Controller`] from them
+//! ([`Controller::build`]: start-up checks, metrics endpoint, leader election, executor, loop)
+//! and runs it. A test builds it the same way, from a `Config`, a mocked client and its clock.
 //!
 //! Every background task is supervised ([`kube_retention_runtime::supervise`]): when one ends or
-//! panics, [`Args::run`] names it and fails, the process exits non-zero and the kubelet restarts
+//! panics, [`Controller::run`] names it and fails, the process exits non-zero and the kubelet restarts
 //! the container; SIGTERM still ends the loop, and the run, cleanly. The tasks, by the names the
 //! log and `KUBE_RETENTION_FAULT` (builds with the `fault-injection` feature) use:
 //!
@@ -22,13 +24,13 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use kube::api::PropagationPolicy;
 use kube::runtime::events::{Recorder, Reporter};
 use kube_retention_common::kinds::KINDS_ANNOTATION;
 use kube_retention_runtime::supervise::{self, Supervisor};
 use tokio::sync::{mpsc, watch};
 
-use crate::args::{Args, Propagation, Stamp};
+use crate::args::Args;
+use crate::config::Config;
 use crate::executor::{Budget, Executor, Parts, Settings};
 use crate::leader::Elector;
 use crate::metrics::Metrics;
@@ -46,7 +48,7 @@ use kube_retention_sinks::cluster::Learning;
 use kube_retention_sinks::ledger::Ledger;
 use kube_retention_sinks::policy::sink_policy;
 use kube_retention_sinks::{Delivery, Sender};
-use kube_retention_state::{Stamping, State};
+use kube_retention_state::State;
 
 mod routes;
 
@@ -55,17 +57,42 @@ use routes::http_routes;
 /// How long a stopping controller waits for the Lease's release.
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The controller built: its loop, and the supervisor of every background task.
+pub struct Controller {
+    control: Loop,
+    supervisor: Supervisor,
+}
+
 impl Args {
     /// Runs the controller until SIGTERM, or until a background task ends ([`Error::TaskEnded`]).
     pub async fn run(self) -> Result<()> {
-        let args = self;
-        let clock = Clock::System;
-        let mut supervisor = Supervisor::default();
-        let config = kube_retention_runtime::config(args.kubeconfig.as_deref())
+        let mut config = Config::from_args(&self);
+        let client_config = kube_retention_runtime::config(self.kubeconfig.as_deref())
             .await
             .map_err(Error::ClientConfig)?;
-        let sink_policy = sink_policy(&args.sink_policy, args.pod_ip, &config.cluster_url).await?;
-        if let Some(sink) = &args.ledger_sink {
+        config.api_server = Some(client_config.cluster_url.clone());
+        let client = kube::Client::try_from(client_config).map_err(Error::Client)?;
+        let controller = Controller::build(config, client, Clock::System).await?;
+        controller
+            .run(kube_retention_runtime::shutdown_signal())
+            .await
+    }
+}
+
+impl Controller {
+    /// Checks the cluster (the kinds served, the permissions granted), then makes every part
+    /// from `config` and starts it under one supervisor; nothing is deleted before [`run`].
+    ///
+    /// [`run`]: Controller::run
+    pub async fn build(config: Config, client: kube::Client, clock: Clock) -> Result<Self> {
+        let mut supervisor = Supervisor::default();
+        let sink_policy = sink_policy(
+            &config.sink_policy,
+            config.pod_ip,
+            config.api_server.as_ref(),
+        )
+        .await?;
+        if let Some(sink) = &config.ledger.sink {
             sink_policy
                 .check_url(sink)
                 .map_err(|refusal| Error::LedgerSink {
@@ -73,25 +100,24 @@ impl Args {
                     rule: refusal.what(),
                 })?;
         }
-        let client = kube::Client::try_from(config).map_err(Error::Client)?;
-        let selection = args.kind_selection();
+        let selection = &config.kinds.selection;
         let watched = selection.registry()?;
         let (scans, scanning) = discovery::spawn_scans(
             client.clone(),
             watched.clone(),
-            args.lease_namespace.clone(),
-            args.discovery_interval,
+            config.lease.namespace.clone(),
+            config.kinds.discovery_interval,
         );
         supervisor.extend(scanning);
         startup::say_kubernetes_version(&client).await;
         let served = startup::served_kinds(&client, &watched).await?;
-        let lease_namespace = args
-            .leader_election
-            .then_some(args.lease_namespace.as_str());
-        let grace = args.permissions_timeout;
-        let breaker_name = breaker::store::name_for(&args.lease_name);
-        let breaker_store = (args.circuit_breaker_deletions > 0).then_some(startup::BreakerStore {
-            namespace: &args.lease_namespace,
+        let lease_namespace = config
+            .lease
+            .election
+            .then_some(config.lease.namespace.as_str());
+        let breaker_name = breaker::store::name_for(&config.lease.name);
+        let breaker_store = (config.breaker.deletions > 0).then_some(startup::BreakerStore {
+            namespace: &config.lease.namespace,
             name: &breaker_name,
         });
         startup::await_permissions(
@@ -100,12 +126,12 @@ impl Args {
             &served,
             lease_namespace,
             breaker_store,
-            grace,
+            config.kinds.permissions_timeout,
         )
         .await?;
 
         let metrics = Metrics::default();
-        let address = args.metrics_address;
+        let address = config.metrics_address;
         let listener = tokio::net::TcpListener::bind(address)
             .await
             .map_err(|source| Error::MetricsAddress { address, source })?;
@@ -115,22 +141,14 @@ impl Args {
         let server = async move { axum::serve(listener, routes).await };
         supervisor.add(supervise::spawn("metrics-server", server));
 
-        let identity = args
-            .identity
-            .clone()
-            .or_else(|| {
-                std::fs::read_to_string("/proc/sys/kernel/hostname")
-                    .ok()
-                    .map(|name| name.trim().to_owned())
-            })
-            .unwrap_or_else(|| "kube-retention-controller".to_owned());
-        let leadership = if args.leader_election {
+        let identity = config.lease.identity.clone();
+        let leadership = if config.lease.election {
             let elector = Elector::new(
                 client.clone(),
-                &args.lease_namespace,
-                &args.lease_name,
+                &config.lease.namespace,
+                &config.lease.name,
                 &identity,
-                Duration::from_secs(args.lease_duration),
+                config.lease.duration,
                 clock,
             )
             .publishing(KINDS_ANNOTATION, selection.to_annotation());
@@ -147,36 +165,28 @@ impl Args {
         let recorder = Recorder::new(
             client.clone(),
             Reporter {
-                controller: "kube-retention-controller".into(),
+                controller: crate::NAME.into(),
                 instance: Some(identity.clone()),
             },
         );
-        let propagation = match args.propagation_policy {
-            Propagation::Background => PropagationPolicy::Background,
-            Propagation::Foreground => PropagationPolicy::Foreground,
-            Propagation::Orphan => PropagationPolicy::Orphan,
-        };
+        let propagation = config.deletions.propagation.clone();
         // One way of listing, one request budget and one circuit breaker for the executor and the
         // Cleaners alike.
-        let lists = Lists::new(args.initial_list, args.page_size)
+        let lists = Lists::new(config.lists.initial_list, config.lists.page_size)
             .counting_fallbacks(metrics.list_fallbacks.clone());
-        let budget = Budget::per_second(NonZeroU32::new(args.qps));
-        let breaker = Breaker::new(
-            args.circuit_breaker_deletions,
-            args.circuit_breaker_window,
-            clock,
-        );
-        if args.circuit_breaker_deletions > 0 {
+        let budget = Budget::per_second(NonZeroU32::new(config.deletions.qps));
+        let breaker = Breaker::new(config.breaker.deletions, config.breaker.window, clock);
+        if config.breaker.deletions > 0 {
             let store = breaker::store::Store {
                 client: client.clone(),
-                namespace: args.lease_namespace.clone(),
+                namespace: config.lease.namespace.clone(),
                 name: breaker_name.clone(),
                 breaker: breaker.clone(),
                 leadership: leadership.clone(),
                 recorder: recorder.clone(),
                 metrics: metrics.breaker.clone(),
             };
-            let storing = store.run(args.circuit_breaker_deletions, args.circuit_breaker_window);
+            let storing = store.run(config.breaker.deletions, config.breaker.window);
             supervisor.add(supervise::spawn("circuit-breaker", storing));
         }
         // Every CloudEvent is judged by the admin's policy with the cluster's insides denied too,
@@ -192,8 +202,8 @@ impl Args {
         let sender = Arc::new(Sender::new(sink_policy));
         let (ledger, delivering) = Ledger::spawn(
             sender.clone(),
-            args.ledger_sink.as_deref().map(Arc::from),
-            args.ledger_queue,
+            config.ledger.sink.as_deref().map(Arc::from),
+            config.ledger.queue,
             Delivery::default(),
             metrics.ledger.clone(),
         );
@@ -202,7 +212,7 @@ impl Args {
         let (evaluator, evaluating) =
             Evaluator::spawn(metrics.evaluator.clone()).map_err(Error::Evaluator)?;
         supervisor.add(evaluating);
-        if args.cleaners {
+        if config.cleaners {
             let cleaning = Cleaning {
                 budget: budget.clone(),
                 breaker: breaker.clone(),
@@ -224,9 +234,9 @@ impl Args {
                 budget,
                 breaker,
                 propagation,
-                concurrency: args.concurrency,
-                events: args.events,
-                event_window: args.event_window,
+                concurrency: config.deletions.concurrency,
+                events: config.deletions.events,
+                event_window: config.deletions.event_window,
             },
             metrics: metrics.clone(),
             recorder,
@@ -235,10 +245,11 @@ impl Args {
             clock,
         });
         supervisor.extend(executing);
-        tracing::info!(%identity, qps = args.qps, leader_election = args.leader_election, "starting");
+        tracing::info!(%identity, qps = config.deletions.qps, leader_election = config.lease.election, "starting");
         let (watch_tasks, watching) = supervise::group("watches");
         supervisor.add(watching);
-        let mut watches = Watches::new(client.clone(), lists, args.list_concurrency, watch_tasks);
+        let mut watches =
+            Watches::new(client.clone(), lists, config.lists.concurrency, watch_tasks);
         watches.start_policies();
         let evaluations = crate::run::Evaluations::new(evaluator, client.clone());
         let (statuses, writing) = StatusWrites::spawn(client, writes::RETRY);
@@ -246,12 +257,9 @@ impl Args {
         let control = Loop {
             evaluations,
             state: State::new(watched)
-                .with_max_immediate_deletions(args.max_immediate_deletions)
-                .with_ledger(args.ledger_sink.is_some())
-                .with_stamping(match args.stamp {
-                    Stamp::Finished => Stamping::Finished,
-                    Stamp::Never => Stamping::Never,
-                }),
+                .with_max_immediate_deletions(config.max_immediate_deletions)
+                .with_ledger(config.ledger.sink.is_some())
+                .with_stamping(config.deletions.stamping),
             served,
             watches,
             extra: Extra::new(statuses),
@@ -263,9 +271,20 @@ impl Args {
             ready,
             clock,
         };
-        let stopped = supervisor
-            .watch(control.run(kube_retention_runtime::shutdown_signal()))
-            .await;
+        Ok(Self {
+            control,
+            supervisor,
+        })
+    }
+
+    /// Runs the loop until `shutdown`, or until a background task ends ([`Error::TaskEnded`]);
+    /// either way the Lease is released on the way out.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<()> {
+        let Self {
+            control,
+            mut supervisor,
+        } = self;
+        let stopped = supervisor.watch(control.run(shutdown)).await;
         // Stopping either way: the Lease is released so that a successor takes over within a
         // retry period instead of after it expires. The elector releases it once every
         // leadership receiver is gone: the loop's went with it, the Cleaners' and the circuit

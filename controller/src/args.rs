@@ -13,7 +13,7 @@ use kube_retention_io::initial_list::InitialList;
 
 #[derive(Debug, Parser)]
 #[command(
-    name = "kube-retention-controller",
+    name = crate::NAME,
     version,
     about = "Deletes finished Kubernetes objects on time, never the wrong one"
 )]
@@ -125,7 +125,7 @@ pub struct Args {
         help_heading = "Leader election",
         long,
         env = "KUBE_RETENTION_LEASE_NAME",
-        default_value = "kube-retention-controller"
+        default_value = crate::NAME
     )]
     pub lease_name: String,
     #[arg(

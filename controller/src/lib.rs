@@ -12,10 +12,12 @@
 //! - Cleaners ([`kube_retention_cleaners`], a crate of their own): groups deleted together when
 //!   their conditions hold, started by [`app`] with `--cleaners` on the same budget, breaker,
 //!   evaluator and Lease.
-//! - [`app`]: everything put together behind `Args::run`, every background task supervised.
+//! - [`app`]: everything put together: [`Controller::build`] from a [`Config`], every
+//!   background task supervised, and `Args::run` making both from the flags.
 
 pub mod app;
 pub mod args;
+pub mod config;
 pub mod crds;
 pub mod discovery;
 mod error;
@@ -26,4 +28,9 @@ pub mod policy_status;
 pub mod run;
 pub mod startup;
 
+pub use app::Controller;
+pub use config::Config;
 pub use error::{Error, Result};
+
+/// The controller's name: its binary, its Events' reporter, its default Lease and identity.
+pub const NAME: &str = "kube-retention-controller";

@@ -11,5 +11,5 @@ use kube_retention_memcpy as _;
 async fn main() -> ExitCode {
     let args = Args::parse();
     kube_retention_runtime::init_logging(args.log_format);
-    kube_retention_runtime::exit_code("kube-retention-controller", args.run().await)
+    kube_retention_runtime::exit_code(kube_retention_controller::NAME, args.run().await)
 }

@@ -10,16 +10,18 @@ use http::Uri;
 use kube_retention_common::sink_policy::{FlagError, SinkPolicy};
 use kube_retention_runtime::SinkPolicyFlags;
 
-/// The policy of the admin's `flags`, with the API server at `cluster_url` and this pod
-/// (`pod_ip`) denied too.
+/// The policy of the admin's `flags`, with the API server at `api_server` (where the client's
+/// configuration names one) and this pod (`pod_ip`) denied too.
 pub async fn sink_policy(
     flags: &SinkPolicyFlags,
     pod_ip: Option<IpAddr>,
-    cluster_url: &Uri,
+    api_server: Option<&Uri>,
 ) -> Result<SinkPolicy, FlagError> {
     let mut policy: SinkPolicy = flags.policy()?;
-    for address in api_server_addresses(cluster_url).await {
-        policy.deny_address(address, "the API server's address");
+    if let Some(url) = api_server {
+        for address in api_server_addresses(url).await {
+            policy.deny_address(address, "the API server's address");
+        }
     }
     if let Some(address) = pod_ip {
         policy.deny_address(address, "this controller's own address");

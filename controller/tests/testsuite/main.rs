@@ -27,6 +27,7 @@ mod cleaner_sink;
 mod cleaner_sink_policy;
 mod cleaner_watches;
 mod cleaners;
+mod config;
 mod crds;
 mod deployed_args;
 mod digest;
