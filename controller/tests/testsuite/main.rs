@@ -28,6 +28,7 @@ mod cleaner_sink_policy;
 mod cleaner_watches;
 mod cleaners;
 mod config;
+mod controller_built;
 mod crds;
 mod deployed_args;
 mod digest;
