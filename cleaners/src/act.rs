@@ -1,7 +1,7 @@
 //! Cleaning a group, in an order that never leaves it half-done for a reason known in advance:
 //! the Helm release is read first (a release with delete hooks, with objects outside the
 //! Cleaner's namespace or of kinds a Cleaner does not uninstall, refuses the whole clean:
-//! [`super::uninstall`]), then the targets are deleted with uid preconditions, the
+//! [`kube_retention_helm::uninstall`]), then the targets are deleted with uid preconditions, the
 //! release uninstalled, the CloudEvent handed to its own task, and the Cleaner deletes itself.
 //! Each DELETE goes through [`super::deleting`]: it waits for the controller's request budget,
 //! the one the executor's deletions spend, and for the circuit breaker, which counts it and holds
@@ -20,8 +20,8 @@ use super::book::{Clean, CleanerKey, Doomed};
 use super::deleting::send_delete;
 pub use super::deleting::{Cleaned, Cleaning, Sent};
 use super::status::Problem;
-use super::uninstall;
 use kube_retention_common::ledger::{DELETED, Entry};
+use kube_retention_helm::uninstall;
 use kube_retention_sinks::{self as sinks, Undelivered};
 
 /// Cleans `clean`'s group; a failure leaves the Cleaner to be evaluated again.
@@ -29,7 +29,7 @@ pub async fn clean(cleaning: Arc<Cleaning>, clean: Clean) -> Result<Cleaned, Pro
     let failed = |error: kube::Error| Problem::CleanFailed(error.to_string());
     let namespace = clean.cleaner.namespace.clone();
     let release = match &clean.release {
-        Some(name) => Some(uninstall::read(&cleaning, name, &namespace).await?),
+        Some(name) => Some(uninstall::read(&*cleaning, name, &namespace).await?),
         None => None,
     };
     let mut cleaned = Cleaned::default();
@@ -50,7 +50,13 @@ pub async fn clean(cleaning: Arc<Cleaning>, clean: Clean) -> Result<Cleaned, Pro
         }
     }
     if let Some(release) = release {
-        uninstall::uninstall(&cleaning, release, &namespace, &mut cleaned).await?;
+        let uninstalled = uninstall::uninstall(&*cleaning, release, &namespace).await?;
+        cleaned.deleted.extend(uninstalled.deleted);
+        cleaned.skipped.extend(uninstalled.skipped);
+        if uninstalled.release.is_some() {
+            cleaning.metrics.deleted("release");
+        }
+        cleaned.release = uninstalled.release;
     }
     Ok(cleaned)
 }

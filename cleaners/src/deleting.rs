@@ -1,17 +1,20 @@
 //! How a Cleaner deletes: what cleaning needs ([`Cleaning`]: the client, the shared request
 //! budget and circuit breaker, the ledger and the clock) and the one DELETE every clean sends
 //! ([`send_delete`]), the breaker's admission and the budget's share first. The clean of a group
-//! ([`super::act`]) and a Helm release's uninstall ([`super::uninstall`]) both delete through
-//! here, so neither goes around the breaker or the budget.
+//! ([`super::act`]) and a Helm release's uninstall ([`kube_retention_helm::uninstall`], through
+//! the [`Deleter`] a [`Cleaning`] is) both delete through here, so neither goes around the
+//! breaker or the budget.
 
 use std::sync::Arc;
 
 use kube::Client;
 use kube::api::{Api, DeleteParams, PropagationPolicy};
 use kube::runtime::events::Recorder;
+use kube_retention_helm::uninstall::Deleter;
 use kube_retention_io::breaker::Breaker;
 use kube_retention_io::budget::Budget;
 use kube_retention_io::clock::Clock;
+pub use kube_retention_io::deletion::Sent;
 use kube_retention_sinks as sinks;
 use kube_retention_sinks::ledger::Ledger;
 
@@ -44,16 +47,6 @@ pub struct Cleaned {
     pub skipped: Vec<String>,
 }
 
-/// How the API server answered a clean's DELETE, when it did not fail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sent {
-    Deleted,
-    /// Already gone (404).
-    Gone,
-    /// A precondition refused (409, or 412): a namesake, or a change since it was read.
-    Refused,
-}
-
 /// Every DELETE of a clean: the circuit breaker's admission (waiting while it is open) and its
 /// share of the request budget first, then the request.
 pub async fn send_delete<K>(
@@ -67,12 +60,19 @@ where
 {
     cleaning.breaker.admit_or_wait().await;
     cleaning.budget.acquire().await;
-    match api.delete(name, params).await {
-        Ok(_) => Ok(Sent::Deleted),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Sent::Gone),
-        Err(kube::Error::Api(status)) if status.code == 409 || status.code == 412 => {
-            Ok(Sent::Refused)
-        }
-        Err(error) => Err(error),
+    Sent::of(api.delete(name, params).await)
+}
+
+/// A Helm release's uninstall deletes as a clean does: through the breaker and the budget.
+impl Deleter for Cleaning {
+    fn client(&self) -> &Client {
+        &self.client
+    }
+
+    async fn delete<K>(&self, api: &Api<K>, name: &str, params: &DeleteParams) -> kube::Result<Sent>
+    where
+        K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    {
+        send_delete(self, api, name, params).await
     }
 }

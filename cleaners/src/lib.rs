@@ -6,21 +6,19 @@
 //! - [`compile`] and [`judging`]: a Cleaner's spec compiled and its conditions judged on the
 //!   evaluator, with every tenant's other CEL.
 //! - [`targets`]: which objects a target selects; [`status`]: what a Cleaner reports.
-//! - [`act`]: the clean itself, its CloudEvent sent through [`kube_retention_sinks`]; [`helm`]: a
-//!   release read from Helm's storage; [`uninstall`]: what of it is deleted, only objects Helm's
-//!   annotations give to it.
+//! - [`act`]: the clean itself, its CloudEvent sent through [`kube_retention_sinks`]; a Helm
+//!   release read and uninstalled by [`kube_retention_helm`], only objects Helm's annotations
+//!   give to it, each DELETE through [`deleting`].
 //! - [`run`]: the watches, timer and leadership wired to the book.
 
 pub mod act;
 pub mod book;
 pub mod compile;
 pub mod deleting;
-pub mod helm;
 pub mod judging;
 pub mod metrics;
 pub mod run;
 pub mod status;
 pub mod targets;
-pub mod uninstall;
 
 pub use run::Cleaners;

@@ -6,7 +6,8 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube_retention_common::cleaner::{CleanerSpec, CleanerStatus, Verdict};
 
-use super::helm::HelmError;
+use kube_retention_helm::storage::HelmError;
+use kube_retention_helm::uninstall::UninstallError;
 
 /// Why a Cleaner cannot be evaluated or cleaned.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -21,6 +22,15 @@ pub enum Problem {
     Helm(#[from] HelmError),
     #[error("cleaning failed, retried: {0}")]
     CleanFailed(String),
+}
+
+impl From<UninstallError> for Problem {
+    fn from(error: UninstallError) -> Self {
+        match error {
+            UninstallError::Refused(refused) => Self::Helm(refused),
+            UninstallError::Failed(failed) => Self::CleanFailed(failed),
+        }
+    }
 }
 
 impl Problem {

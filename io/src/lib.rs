@@ -9,13 +9,15 @@
 //! ([`relist_throttle`]).
 //!
 //! Out: every write waits for the client-side [`budget`] (`--qps`); every DELETE asks the
-//! [`breaker`] first, whose trips outlive the process in a ConfigMap.
+//! [`breaker`] first, whose trips outlive the process in a ConfigMap; its answer is one of
+//! [`deletion::Sent`].
 //!
 //! And the one [`clock`] every part reads, so a test on paused time drives all of them.
 
 pub mod breaker;
 pub mod budget;
 pub mod clock;
+pub mod deletion;
 pub mod initial_list;
 pub mod lean;
 pub mod list_turns;

@@ -15,12 +15,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The crates held to it: every library of the workspace with modules of its own.
-const CRATES: [&str; 12] = [
+const CRATES: [&str; 13] = [
     "common",
     "state",
     "evaluator",
     "io",
     "sinks",
+    "helm",
     "cleaners",
     "controller",
     "runtime",

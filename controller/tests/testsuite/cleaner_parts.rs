@@ -7,9 +7,9 @@ use base64::Engine;
 use jiff::Timestamp;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use kube_retention_cleaners::helm::{self, HelmError, ManifestObject};
 use kube_retention_cleaners::status::{self, Problem};
 use kube_retention_common::cleaner::{CleanerSpec, Verdict};
+use kube_retention_helm::storage::{self as helm, HelmError, ManifestObject};
 use kube_retention_sinks as sinks;
 use serde_json::{Value, json};
 

@@ -9,9 +9,10 @@
 use std::path::{Path, PathBuf};
 
 /// The controller's sources and those of the workspace crates it runs, from its manifest's folder.
-const SOURCES: [&str; 7] = [
+const SOURCES: [&str; 8] = [
     "src",
     "../cleaners/src",
+    "../helm/src",
     "../io/src",
     "../sinks/src",
     "../runtime/src",

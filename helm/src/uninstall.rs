@@ -7,7 +7,7 @@
 //!   outside the namespace or beyond the kinds a Cleaner uninstalls is refused whole;
 //! - each object its latest record lists is read (GET) just before its deletion and deleted only
 //!   when Helm's annotations give it to the release in this namespace
-//!   ([`ownership`]); one that is not is left and reported (`Cleaned::skipped`), and the rest of
+//!   ([`ownership`]); one that is not is left and reported ([`Uninstalled::skipped`]), and the rest of
 //!   the release is still uninstalled: its owned objects are Helm's, whatever else a forged
 //!   record lists;
 //! - the DELETE carries the uid and resourceVersion of that read, so an object changed between
@@ -23,9 +23,50 @@ use kube::api::{
 use kube_retention_common::cleaner::helm::{ownership, uninstallable};
 use kube_retention_runtime::discovery;
 
-use super::deleting::{Cleaned, Cleaning, Sent, send_delete};
-use super::helm::{self, ManifestObject};
-use super::status::Problem;
+use kube_retention_io::deletion::Sent;
+
+use crate::storage::{self as helm, HelmError, ManifestObject};
+
+/// How the caller deletes: its client, and each DELETE sent its own way (the Cleaners': through
+/// their circuit breaker and request budget), so an uninstall spends what the caller's other
+/// deletions spend.
+#[allow(async_fn_in_trait)] // called generically, never as a trait object
+pub trait Deleter {
+    fn client(&self) -> &kube::Client;
+
+    /// Sends one DELETE of `name` with `params`.
+    async fn delete<K>(
+        &self,
+        api: &Api<K>,
+        name: &str,
+        params: &DeleteParams,
+    ) -> kube::Result<Sent>
+    where
+        K: Clone + serde::de::DeserializeOwned + std::fmt::Debug;
+}
+
+/// Why an uninstall did not happen, or stopped.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum UninstallError {
+    /// Refused whole, before anything was deleted.
+    #[error(transparent)]
+    Refused(#[from] HelmError),
+    /// A request failed, or an object changed since it was read: the records are kept, to be
+    /// tried again.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// What an uninstall deleted, and what of the release it left, why.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Uninstalled {
+    /// `Kind/name` of each object deleted.
+    pub deleted: Vec<String>,
+    /// `Kind/name: why`, for what the records list but Helm's annotations do not give to it.
+    pub skipped: Vec<String>,
+    /// The release, once its records are gone.
+    pub release: Option<String>,
+}
 
 /// A release read and planned, nothing deleted yet.
 pub struct Release {
@@ -40,11 +81,15 @@ pub struct Release {
 
 /// Reads release `name`'s records in `namespace` and plans its uninstall; refuses a release with
 /// delete hooks, with objects outside `namespace`, or of kinds a Cleaner does not uninstall.
-pub async fn read(cleaning: &Cleaning, name: &str, namespace: &str) -> Result<Release, Problem> {
-    let secrets: Api<Secret> = Api::namespaced(cleaning.client.clone(), namespace);
+pub async fn read(
+    deleter: &impl Deleter,
+    name: &str,
+    namespace: &str,
+) -> Result<Release, UninstallError> {
+    let secrets: Api<Secret> = Api::namespaced(deleter.client().clone(), namespace);
     let selector = ListParams::default().labels(&helm::records_selector(name));
     let listed = secrets.list(&selector).await.map_err(|error| {
-        Problem::CleanFailed(format!(
+        UninstallError::Failed(format!(
             "listing the records of Helm release {name}: {error}"
         ))
     })?;
@@ -66,7 +111,7 @@ pub async fn read(cleaning: &Cleaning, name: &str, namespace: &str) -> Result<Re
         Some(record) => {
             let decoded = helm::decode(record)?;
             let plan = helm::plan(&decoded, namespace)?;
-            resolve(cleaning, &decoded, namespace, plan.delete).await?
+            resolve(deleter, &decoded, namespace, plan.delete).await?
         }
         None => Vec::new(),
     };
@@ -82,23 +127,23 @@ pub async fn read(cleaning: &Cleaning, name: &str, namespace: &str) -> Result<Re
 /// cluster-scoped one refuses the release whole, and so does one of a kind a Cleaner does not
 /// uninstall.
 async fn resolve(
-    cleaning: &Cleaning,
+    deleter: &impl Deleter,
     release: &helm::Release,
     namespace: &str,
     objects: Vec<ManifestObject>,
-) -> Result<Vec<(ApiResource, ManifestObject)>, Problem> {
+) -> Result<Vec<(ApiResource, ManifestObject)>, UninstallError> {
     let mut resolved = Vec::new();
     let mut cluster_scoped = Vec::new();
     let mut not_uninstallable = Vec::new();
     for resource in objects {
         let unresolved = |error: String| {
-            Problem::CleanFailed(format!(
+            UninstallError::Failed(format!(
                 "looking up the kind of {} of Helm release {}: {error}",
                 resource.described(),
                 release.name
             ))
         };
-        let served = discovery::served(&cleaning.client, &resource.api_version, &resource.kind)
+        let served = discovery::served(deleter.client(), &resource.api_version, &resource.kind)
             .await
             .map_err(|error| unresolved(error.to_string()))?
             .ok_or_else(|| unresolved("not served by this cluster".to_owned()))?;
@@ -114,7 +159,7 @@ async fn resolve(
         return Err(helm::outside_namespace(release, namespace, cluster_scoped).into());
     }
     if !not_uninstallable.is_empty() {
-        return Err(helm::HelmError::NotUninstallable {
+        return Err(HelmError::NotUninstallable {
             release: release.name.clone(),
             objects: not_uninstallable,
         }
@@ -124,21 +169,21 @@ async fn resolve(
 }
 
 /// Deletes what of `release` Helm's annotations give to it in `namespace`, then its records;
-/// what it deleted and left is added to `cleaned`. A failure, or an object changed since it was
-/// read, stops the uninstall with its records kept, to be tried again.
+/// answers what it deleted and left. A failure, or an object changed since it was read, stops
+/// the uninstall with its records kept, to be tried again.
 pub async fn uninstall(
-    cleaning: &Cleaning,
+    deleter: &impl Deleter,
     release: Release,
     namespace: &str,
-    cleaned: &mut Cleaned,
-) -> Result<(), Problem> {
+) -> Result<Uninstalled, UninstallError> {
+    let mut uninstalled = Uninstalled::default();
     let name = &release.name;
     for (resource, object) in &release.objects {
         let api: Api<DynamicObject> =
-            Api::namespaced_with(cleaning.client.clone(), namespace, resource);
+            Api::namespaced_with(deleter.client().clone(), namespace, resource);
         let what = format!("{}/{}", object.kind, object.name);
         let failed = |doing: &str, error: kube::Error| {
-            Problem::CleanFailed(format!("{doing} {what} of Helm release {name}: {error}"))
+            UninstallError::Failed(format!("{doing} {what} of Helm release {name}: {error}"))
         };
         let found = match api.get(&object.name).await {
             Ok(found) => found,
@@ -147,44 +192,40 @@ pub async fn uninstall(
         };
         if let Err(why) = ownership(found.metadata.annotations.as_ref(), name, namespace) {
             tracing::warn!(release = %name, %namespace, object = %what, %why, "not deleted: not the release's");
-            cleaned.skipped.push(format!("{what}: {why}"));
+            uninstalled.skipped.push(format!("{what}: {why}"));
             continue;
         }
         let params = exactly(&found.metadata, Some(PropagationPolicy::Background));
-        match send_delete(cleaning, &api, &object.name, &params)
+        match deleter
+            .delete(&api, &object.name, &params)
             .await
             .map_err(|error| failed("deleting", error))?
         {
-            Sent::Deleted => cleaned.deleted.push(what),
+            Sent::Deleted => uninstalled.deleted.push(what),
             Sent::Gone => {}
             Sent::Refused => return Err(changed(&what, name)),
         }
     }
-    let secrets: Api<Secret> = Api::namespaced(cleaning.client.clone(), namespace);
+    let secrets: Api<Secret> = Api::namespaced(deleter.client().clone(), namespace);
     for record in &release.records {
         let record_name = record.metadata.name.clone().unwrap_or_default();
-        let sent = send_delete(
-            cleaning,
-            &secrets,
-            &record_name,
-            &exactly(&record.metadata, None),
-        )
-        .await
-        .map_err(|error| {
-            Problem::CleanFailed(format!(
-                "deleting record {record_name} of Helm release {name}: {error}"
-            ))
-        })?;
+        let sent = deleter
+            .delete(&secrets, &record_name, &exactly(&record.metadata, None))
+            .await
+            .map_err(|error| {
+                UninstallError::Failed(format!(
+                    "deleting record {record_name} of Helm release {name}: {error}"
+                ))
+            })?;
         if sent == Sent::Refused {
             return Err(changed(&format!("record {record_name}"), name));
         }
     }
-    cleaned.skipped.extend(release.skipped);
+    uninstalled.skipped.extend(release.skipped);
     if !release.records.is_empty() {
-        cleaning.metrics.deleted("release");
-        cleaned.release = Some(release.name);
+        uninstalled.release = Some(release.name);
     }
-    Ok(())
+    Ok(uninstalled)
 }
 
 /// A DELETE of exactly the version `read`: its uid and resourceVersion as preconditions.
@@ -199,8 +240,8 @@ fn exactly(read: &ObjectMeta, propagation: Option<PropagationPolicy>) -> DeleteP
     }
 }
 
-fn changed(what: &str, release: &str) -> Problem {
-    Problem::CleanFailed(format!(
+fn changed(what: &str, release: &str) -> UninstallError {
+    UninstallError::Failed(format!(
         "{what} of Helm release {release} changed since it was read (its uid or resourceVersion \
          precondition was refused): not deleted, read again at the next attempt"
     ))
