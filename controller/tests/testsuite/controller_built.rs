@@ -1,9 +1,11 @@
 //! The whole controller, built as the binary builds it ([`Controller::build`] from a
 //! [`Config`] the flags make), on a mocked API server and paused time: start-up asks the
-//! version, discovery and its permissions, the watches list one finished Job whose deadline is a
-//! minute after start, and the controller deletes it then — at its deadline, with the uid and
-//! resourceVersion it listed as preconditions — with nothing of the test reaching inside.
+//! version, discovery and its permissions before anything is listed, the watches list one
+//! finished Job whose deadline is a minute after start, and the controller deletes it then — at
+//! its deadline, with the uid and resourceVersion it listed as preconditions — with nothing of
+//! the test reaching inside.
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use clap::Parser;
@@ -88,18 +90,25 @@ struct Deleted {
     after: Duration,
 }
 
+/// Every request the stand-in received, `METHOD path`, in order.
+type Asked = Arc<Mutex<Vec<String>>>;
+
 /// Serves Jobs and Pods, grants every review, lists the finished Job where the managed label is
 /// selected, holds every watch open, and reports each DELETE; answers 404 to the rest.
 async fn stand_in(
     mut server: ApiServer,
     start: Timestamp,
     deleted: mpsc::UnboundedSender<Deleted>,
-) -> Vec<String> {
+    asked: Asked,
+) {
     let began = Instant::now();
-    let mut asked = Vec::new();
     let mut watches: Vec<Received> = Vec::new();
     while let Some(received) = server.next().await {
-        asked.push(format!("{} {}", received.method, received.path));
+        let request = format!("{} {}", received.method, received.path);
+        asked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(request);
         let query = received
             .query
             .replace("%2F", "/")
@@ -143,7 +152,6 @@ async fn stand_in(
         }
     }
     drop(watches);
-    asked
 }
 
 #[tokio::test(start_paused = true)]
@@ -151,7 +159,8 @@ async fn the_built_controller_deletes_a_listed_job_at_its_deadline_with_precondi
     let start = Timestamp::now();
     let (client, server) = pair();
     let (deleted_tx, mut deleted) = mpsc::unbounded_channel();
-    let serving = tokio::spawn(stand_in(server, start, deleted_tx));
+    let asked = Asked::default();
+    let serving = tokio::spawn(stand_in(server, start, deleted_tx, asked.clone()));
     let controller = Controller::build(config(), client, Clock::following_tokio(start))
         .await
         .expect("the controller builds against the stand-in");
@@ -173,6 +182,25 @@ async fn the_built_controller_deletes_a_listed_job_at_its_deadline_with_precondi
         "deleted {:?} after start, due {DUE_AFTER:?}",
         deletion.after
     );
+    let asked = asked.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let first = |request: &str| {
+        asked
+            .iter()
+            .position(|asked| asked.starts_with(request))
+            .unwrap_or_else(|| panic!("never asked {request}: {asked:?}"))
+    };
+    let listed = first("GET /apis/batch/v1/jobs");
+    for before in [
+        "GET /version",
+        "GET /api/v1",
+        "GET /apis/batch/v1",
+        "POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+    ] {
+        assert!(
+            first(before) < listed,
+            "{before} asked before the Jobs are listed: {asked:?}"
+        );
+    }
     running.abort();
     let _ = running.await;
     serving.abort();
