@@ -2,7 +2,7 @@
 //! blast-radius guard may hold it, a dry run reports it on its policy, else it is sent
 //! ([`State::gated`]). And where the guard's count meets the runs: what a counting policy would
 //! delete now ([`due_under`]), and the guards deciding once the objects they govern are all
-//! judged ([`State::settle`]). The guards' own states are [`super::guard`]'s; the tracker only
+//! judged ([`State::settled`]). The guards' own states are [`super::guard`]'s; the tracker only
 //! reports what is due, and the policy book is only read while it does.
 
 use std::collections::HashSet;
@@ -68,8 +68,8 @@ impl State {
                 self.tracker.held(&due.key);
             } else if dry_run {
                 if let Some(policy) = policy {
-                    let book = &mut self.policies;
-                    book.would_have_deleted(policy, &due.key, due.eligible_at, due.reason);
+                    let (key, at, reason) = (&due.key, due.eligible_at, due.reason);
+                    self.policies.would_have_deleted(policy, key, at, reason);
                 }
             } else {
                 actions.extend(self.tracker.deletion(&self.kinds, &self.policies, due));
@@ -78,10 +78,12 @@ impl State {
         actions
     }
 
-    /// The count of the policies waiting for `kind` is complete where the objects they govern
-    /// are all judged (none of `unsettled`'s): each is decided, and what an accepted one held
-    /// goes.
-    pub(super) fn settle(
+    /// The objects of `kind` listed have been judged, but for those of the namespaces in
+    /// `unsettled` that still wait for their policies' expressions: the blast-radius guards
+    /// counting it may decide, each where its own objects are judged (a RetentionPolicy once its
+    /// namespace is not in `unsettled`, a ClusterRetentionPolicy once `unsettled` is empty), and
+    /// what an accepted one held goes.
+    pub fn settled(
         &mut self,
         kind: KindId,
         now: Timestamp,

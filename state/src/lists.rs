@@ -5,7 +5,6 @@
 //! so they are enforced once per group with every member known, not once per member listed.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 
 use jiff::Timestamp;
 use kube_retention_common::kinds::KindId;
@@ -40,8 +39,8 @@ impl Lists {
     }
 }
 
-/// What a list means to the state: lists of a kind, cluster-wide or in one namespace, and the
-/// judgement of what they listed.
+/// What a list means to the state: lists of a kind, cluster-wide or in one namespace (the
+/// guards' decision once what they listed is judged is the gate's, [`State::settled`]).
 impl State {
     /// A (re)list of `kind` begins: objects not seen again by [`State::relist_done`] are gone.
     pub fn relist_started(&mut self, kind: KindId) {
@@ -90,18 +89,5 @@ impl State {
         let resource = &self.kinds[kind].resource;
         self.guards.list_done(&resource.group, &resource.kind, None);
         actions
-    }
-
-    /// The objects of `kind` listed have been judged, but for those of the namespaces in
-    /// `unsettled` that still wait for their policies' expressions: the blast-radius guards
-    /// counting it may decide, each where its own objects are judged (a RetentionPolicy once its
-    /// namespace is not in `unsettled`, a ClusterRetentionPolicy once `unsettled` is empty).
-    pub fn settled(
-        &mut self,
-        kind: KindId,
-        now: Timestamp,
-        unsettled: &HashSet<Arc<str>>,
-    ) -> Vec<Action> {
-        self.settle(kind, now, unsettled)
     }
 }

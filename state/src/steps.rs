@@ -71,11 +71,3 @@ pub(super) enum Step {
     Act(Action),
     Due(Due),
 }
-
-pub(super) fn acts(actions: impl IntoIterator<Item = Action>) -> impl Iterator<Item = Step> {
-    actions.into_iter().map(Step::Act)
-}
-
-pub(super) fn dues(dues: Vec<Due>) -> impl Iterator<Item = Step> {
-    dues.into_iter().map(Step::Due)
-}

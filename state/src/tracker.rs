@@ -17,7 +17,7 @@ use super::policies::{PolicyBook, PolicyKey, policy_group_prefix};
 use super::record::Record;
 use super::runs::Runs;
 use super::seen::Seen;
-use super::steps::{Due, Step, acts, dues};
+use super::steps::{Due, Step};
 use super::{Action, Reason, ledger};
 
 #[derive(Debug, Default)]
@@ -50,15 +50,14 @@ impl Tracker {
         if was {
             return Vec::new();
         }
-        let mut steps: Vec<Step> = acts(
-            self.runs
-                .iter_mut()
-                .filter_map(|(key, record)| record.stamp_action(key, now))
-                .collect::<Vec<_>>(),
-        )
-        .collect();
+        let mut steps: Vec<Step> = self
+            .runs
+            .iter_mut()
+            .filter_map(|(key, record)| record.stamp_action(key, now))
+            .map(Step::Act)
+            .collect();
         for group in self.groups.all() {
-            steps.extend(dues(self.enforce_limits(kinds, &group, now)));
+            steps.extend(self.enforce_limits(kinds, &group, now));
         }
         steps.extend(self.due(kinds, book, now));
         steps
@@ -98,7 +97,7 @@ impl Tracker {
             match enforce {
                 Enforce::Not => {}
                 Enforce::AtListEnd => self.groups.defer(group),
-                Enforce::Now => steps.extend(dues(self.enforce_limits(kinds, &group, now))),
+                Enforce::Now => steps.extend(self.enforce_limits(kinds, &group, now)),
             }
         }
         steps
@@ -114,7 +113,7 @@ impl Tracker {
     ) -> Vec<Step> {
         let mut steps = Vec::new();
         for group in self.groups.parent_seen(kinds, parent) {
-            steps.extend(dues(self.enforce_limits(kinds, &group, now)));
+            steps.extend(self.enforce_limits(kinds, &group, now));
         }
         steps
     }
@@ -137,7 +136,7 @@ impl Tracker {
         }
         let mut steps = Vec::new();
         for group in groups {
-            steps.extend(dues(self.enforce_limits(kinds, &group, now)));
+            steps.extend(self.enforce_limits(kinds, &group, now));
         }
         steps.extend(self.due(kinds, book, now));
         steps
@@ -176,7 +175,7 @@ impl Tracker {
                 && record.deletable(now)
             {
                 // Pending from here on, dry run or not, so it waits in the queue no more.
-                steps.extend(self.delete(key, Reason::Ttl, deadline).map(Step::Due));
+                steps.extend(self.delete(key, Reason::Ttl, deadline));
                 continue;
             }
             // Its notice's time, else a stamp's backoff or a failed limit deletion's ended.
@@ -195,7 +194,7 @@ impl Tracker {
                     }));
                 }
             }
-            steps.extend(acts(notice));
+            steps.extend(notice.map(Step::Act));
             if let Some(stamp) = record.stamp_action(&key, now) {
                 steps.push(Step::Act(stamp));
             } else if limit_retry && let Some(parent) = record.group.clone() {
@@ -204,7 +203,7 @@ impl Tracker {
             self.runs.requeue_after(&key, now);
         }
         for group in groups {
-            steps.extend(dues(self.enforce_limits(kinds, &group, now)));
+            steps.extend(self.enforce_limits(kinds, &group, now));
         }
         steps
     }
@@ -215,32 +214,32 @@ impl Tracker {
         kinds: &Registry,
         group: &GroupKey,
         now: Timestamp,
-    ) -> Vec<Due> {
+    ) -> Vec<Step> {
         if !self.leader {
             return Vec::new();
         }
-        let mut due = Vec::new();
+        let mut steps = Vec::new();
         for key in self.groups.over_limit(group, kinds, &self.runs) {
             let ready = self
                 .runs
                 .get(&key)
                 .is_some_and(|record| !record.pending && record.ready(now));
             if ready {
-                due.extend(self.delete(key, Reason::Limit, now));
+                steps.extend(self.delete(key, Reason::Limit, now));
             }
         }
-        due
+        steps
     }
 
     /// `key` is due, for `reason` since `eligible_at`: pending from now on, for the gate.
-    fn delete(&mut self, key: ObjectKey, reason: Reason, eligible_at: Timestamp) -> Option<Due> {
+    fn delete(&mut self, key: ObjectKey, reason: Reason, eligible_at: Timestamp) -> Option<Step> {
         let record = self.runs.get_mut(&key)?;
         record.pending = true;
-        Some(Due {
+        Some(Step::Due(Due {
             key,
             reason,
             eligible_at,
-        })
+        }))
     }
 
     /// The policy that governs `key`, and whether it is a dry run: what the gate asks.
@@ -290,7 +289,7 @@ impl Tracker {
     ) -> Vec<Step> {
         let mut steps = Vec::new();
         for group in self.groups.take_deferred(kind) {
-            steps.extend(dues(self.enforce_limits(kinds, &group, now)));
+            steps.extend(self.enforce_limits(kinds, &group, now));
         }
         steps
     }
