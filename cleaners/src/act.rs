@@ -17,11 +17,11 @@ use kube_retention_common::cleaner::Cleaner;
 use serde_json::json;
 
 use super::book::{Clean, CleanerKey, Doomed};
-use super::deleting::send_delete;
 pub use super::deleting::{Cleaned, Cleaning, Sent};
 use super::status::Problem;
 use kube_retention_common::ledger::{DELETED, Entry};
 use kube_retention_helm::uninstall;
+use kube_retention_helm::uninstall::Deleter;
 use kube_retention_sinks::{self as sinks, Undelivered};
 
 /// Cleans `clean`'s group; a failure leaves the Cleaner to be evaluated again.
@@ -94,7 +94,7 @@ async fn delete(cleaning: &Cleaning, doomed: &Doomed) -> kube::Result<bool> {
     within_budget(cleaning, &api, &doomed.name, &params).await
 }
 
-/// [`send_delete`], false when the object was already gone (404) or is a namesake, not ours
+/// [`Deleter::delete`], false when the object was already gone (404) or is a namesake, not ours
 /// (409), which are not failures.
 async fn within_budget<K>(
     cleaning: &Cleaning,
@@ -105,7 +105,7 @@ async fn within_budget<K>(
 where
     K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    Ok(send_delete(cleaning, api, name, params).await? == Sent::Deleted)
+    Ok(cleaning.delete(api, name, params).await? == Sent::Deleted)
 }
 
 /// Sends the CloudEvent in its own task; a refusal or a failure is counted and reported on the

@@ -1,9 +1,8 @@
 //! How a Cleaner deletes: what cleaning needs ([`Cleaning`]: the client, the shared request
-//! budget and circuit breaker, the ledger and the clock) and the one DELETE every clean sends
-//! ([`send_delete`]), the breaker's admission and the budget's share first. The clean of a group
-//! ([`super::act`]) and a Helm release's uninstall ([`kube_retention_helm::uninstall`], through
-//! the [`Deleter`] a [`Cleaning`] is) both delete through here, so neither goes around the
-//! breaker or the budget.
+//! budget and circuit breaker, the ledger and the clock), and the one DELETE every clean sends:
+//! [`Cleaning`] is the [`Deleter`] both the clean of a group ([`super::act`]) and a Helm
+//! release's uninstall ([`kube_retention_helm::uninstall`]) delete through, the breaker's
+//! admission and the budget's share first, so neither goes around the breaker or the budget.
 
 use std::sync::Arc;
 
@@ -47,23 +46,8 @@ pub struct Cleaned {
     pub skipped: Vec<String>,
 }
 
-/// Every DELETE of a clean: the circuit breaker's admission (waiting while it is open) and its
-/// share of the request budget first, then the request.
-pub async fn send_delete<K>(
-    cleaning: &Cleaning,
-    api: &Api<K>,
-    name: &str,
-    params: &DeleteParams,
-) -> kube::Result<Sent>
-where
-    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    cleaning.breaker.admit_or_wait().await;
-    cleaning.budget.acquire().await;
-    Sent::of(api.delete(name, params).await)
-}
-
-/// A Helm release's uninstall deletes as a clean does: through the breaker and the budget.
+/// Every DELETE of a clean, and of a Helm release's uninstall: the circuit breaker's admission
+/// (waiting while it is open) and its share of the request budget first, then the request.
 impl Deleter for Cleaning {
     fn client(&self) -> &Client {
         &self.client
@@ -73,6 +57,8 @@ impl Deleter for Cleaning {
     where
         K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
     {
-        send_delete(self, api, name, params).await
+        self.breaker.admit_or_wait().await;
+        self.budget.acquire().await;
+        Sent::of(api.delete(name, params).await)
     }
 }
