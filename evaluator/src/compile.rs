@@ -31,35 +31,41 @@ pub struct Compiled {
     pub read: Option<(Rules, Vec<FieldError>)>,
 }
 
-/// One policy's compilation: its source until the step, its rules after.
-pub struct PolicyCompile {
+/// What a [`Compilation`] compiles in its one step: a policy's rules, a Cleaner's spec.
+pub trait Compile: Send + 'static {
+    type Output: Send + 'static;
+
+    /// Its size, for the backlog's memory bound.
+    fn bytes(&self) -> usize;
+
+    fn compile(self) -> Self::Output;
+}
+
+/// Where a compilation's output goes: `None` when it was shed, to be asked for again.
+pub type Deliver<O> = Box<dyn FnOnce(Option<O>) + Send>;
+
+/// One compilation on the evaluator, charged to its lane: its source until the step, its output
+/// after, delivered when it finishes. Policies' and Cleaners' are the same work.
+pub struct Compilation<C: Compile> {
     lane: Arc<str>,
-    key: PolicyKey,
-    seq: u64,
-    source: Option<RulesSource>,
+    key: WorkKey,
+    source: Option<C>,
     bytes: usize,
-    read: Option<(Rules, Vec<FieldError>)>,
-    results: mpsc::UnboundedSender<Compiled>,
+    output: Option<C::Output>,
+    deliver: Deliver<C::Output>,
     returning: bool,
 }
 
-impl PolicyCompile {
-    /// `key`'s rules from `source`, the `seq`-th compilation asked for; the result goes to
-    /// `results`.
-    pub fn new(
-        key: PolicyKey,
-        seq: u64,
-        source: RulesSource,
-        results: mpsc::UnboundedSender<Compiled>,
-    ) -> Self {
+impl<C: Compile> Compilation<C> {
+    /// `source` compiled as work `key` of `lane`; the output goes to `deliver`.
+    pub fn new(lane: Arc<str>, key: WorkKey, source: C, deliver: Deliver<C::Output>) -> Self {
         Self {
-            lane: lane_of(&key),
-            bytes: source.bytes(),
+            lane,
             key,
-            seq,
+            bytes: source.bytes(),
             source: Some(source),
-            read: None,
-            results,
+            output: None,
+            deliver,
             returning: false,
         }
     }
@@ -71,6 +77,38 @@ impl PolicyCompile {
     }
 }
 
+/// One policy's compilation: its source until the step, its rules after.
+pub type PolicyCompile = Compilation<RulesSource>;
+
+impl Compile for RulesSource {
+    type Output = (Rules, Vec<FieldError>);
+
+    fn bytes(&self) -> usize {
+        RulesSource::bytes(self)
+    }
+
+    fn compile(self) -> Self::Output {
+        self.read()
+    }
+}
+
+impl PolicyCompile {
+    /// `key`'s rules from `source`, the `seq`-th compilation asked for; the result goes to
+    /// `results`.
+    pub fn policy(
+        key: PolicyKey,
+        seq: u64,
+        source: RulesSource,
+        results: mpsc::UnboundedSender<Compiled>,
+    ) -> Self {
+        let (lane, work) = (lane_of(&key), WorkKey::Policy(Arc::from(key.name.as_str())));
+        let deliver = move |read| {
+            results.send(Compiled { key, seq, read }).ok();
+        };
+        Self::new(lane, work, source, Box::new(deliver))
+    }
+}
+
 /// The lane `key`'s compilation is charged to: its namespace, or [`CLUSTER_LANE`].
 fn lane_of(key: &PolicyKey) -> Arc<str> {
     key.namespace
@@ -78,18 +116,18 @@ fn lane_of(key: &PolicyKey) -> Arc<str> {
         .map_or_else(|| CLUSTER_LANE.clone(), Arc::from)
 }
 
-impl Work for PolicyCompile {
+impl<C: Compile> Work for Compilation<C> {
     fn namespace(&self) -> &Arc<str> {
         &self.lane
     }
 
     fn key(&self) -> WorkKey {
-        WorkKey::Policy(Arc::from(self.key.name.as_str()))
+        self.key.clone()
     }
 
     fn step(&mut self) -> Progress {
         if let Some(source) = self.source.take() {
-            self.read = Some(source.read());
+            self.output = Some(source.compile());
         }
         Progress::Done
     }
@@ -103,21 +141,14 @@ impl Work for PolicyCompile {
     }
 
     fn finish(self: Box<Self>) {
-        let Self {
-            key,
-            seq,
-            read,
-            results,
-            ..
-        } = *self;
-        results.send(Compiled { key, seq, read }).ok();
+        (self.deliver)(self.output);
     }
 
     fn shed(self: Box<Self>) -> Box<dyn Work> {
         Box::new(Self {
             source: None,
             bytes: 0,
-            read: None,
+            output: None,
             ..*self
         })
     }

@@ -41,7 +41,7 @@ pub mod work;
 
 pub use backlog::Backlog;
 pub use bounds::{Bounds, Dropped};
-pub use compile::{Compiled, PolicyCompile};
+pub use compile::{Compilation, Compile, Compiled, Deliver, PolicyCompile};
 pub use lane::YIELD_EVERY;
 pub use policy::{Evaluated, Job, PolicyOutcome, PolicyWork, evaluate};
 pub use work::{Progress, Work, WorkKey};

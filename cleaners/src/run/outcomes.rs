@@ -13,7 +13,7 @@ use serde_json::json;
 use super::Cleaners;
 use crate::act::{self, Cleaned};
 use crate::book::{Clean, CleanerKey, CompileRequest, CompiledSpec, Evaluation, Prepared};
-use crate::compile::CleanerCompile;
+use crate::compile::cleaner_compile;
 use crate::judging::{CleanerOutcome, CleanerWork};
 use crate::metrics::OutcomeLabels;
 use crate::status::{self, Problem};
@@ -63,7 +63,7 @@ impl Cleaners {
     /// again at its turn.
     fn compile(&mut self, request: CompileRequest, returning: bool) {
         let key = request.key.clone();
-        let work = CleanerCompile::new(request, self.judged.0.clone(), returning);
+        let work = cleaner_compile(request, self.judged.0.clone(), returning);
         if !self.evaluator.submit(Box::new(work)) {
             tracing::error!(cleaner = %key, "the CEL evaluator's thread has ended; Cleaners' conditions are no longer compiled");
         }

@@ -66,7 +66,7 @@ impl Compiles {
     }
 
     fn send(&self, key: &PolicyKey, pending: &Pending, returning: bool) {
-        let work = PolicyCompile::new(
+        let work = PolicyCompile::policy(
             key.clone(),
             pending.seq,
             pending.source.clone(),

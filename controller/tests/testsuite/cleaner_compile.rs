@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use kube_retention_cleaners::book::{Book, CleanerKey, CompileRequest, Prepared};
-use kube_retention_cleaners::compile::CleanerCompile;
+use kube_retention_cleaners::compile::cleaner_compile;
 use kube_retention_cleaners::judging::CleanerOutcome;
 use kube_retention_common::cleaner::Cleaner;
 use kube_retention_evaluator::{Bounds, Evaluator, EvaluatorMetrics, Progress, Work, WorkKey};
@@ -138,7 +138,7 @@ fn the_work_compiles_in_one_step_in_its_namespace_lane_and_its_token_asks_again(
     book.take_due(now());
     let request = asked(&mut book, &cleaner_key("team-a"));
     let mut work: Box<dyn Work> =
-        Box::new(CleanerCompile::new(request.clone(), results.clone(), false));
+        Box::new(cleaner_compile(request.clone(), results.clone(), false));
     assert_eq!(&**work.namespace(), "team-a");
     assert_eq!(work.key(), WorkKey::CleanerSpec(Arc::from("c")));
     assert!(
@@ -154,7 +154,7 @@ fn the_work_compiles_in_one_step_in_its_namespace_lane_and_its_token_asks_again(
         }
         _ => panic!("not a compilation"),
     }
-    let work: Box<dyn Work> = Box::new(CleanerCompile::new(request.clone(), results, false));
+    let work: Box<dyn Work> = Box::new(cleaner_compile(request.clone(), results, false));
     let mut token = work.shed();
     assert_eq!(token.weight(), 0);
     assert_eq!(token.step(), Progress::Done);
@@ -188,11 +188,11 @@ async fn a_namespace_in_debt_compiles_once_paid_coalesced_and_others_go_first() 
             seq,
             ..team_a.clone()
         };
-        let work = CleanerCompile::new(request, results.clone(), false);
+        let work = cleaner_compile(request, results.clone(), false);
         assert!(evaluator.submit(Box::new(work)));
     }
     let team_b = asked(&mut book, &cleaner_key("team-b"));
-    assert!(evaluator.submit(Box::new(CleanerCompile::new(team_b, results, false))));
+    assert!(evaluator.submit(Box::new(cleaner_compile(team_b, results, false))));
     let within = Duration::from_secs(30);
     let received = |outcome: Option<CleanerOutcome>| match outcome.unwrap() {
         CleanerOutcome::Compiled { key, seq, .. } => (key, seq),

@@ -46,7 +46,7 @@ fn valid() -> RulesSource {
 #[test]
 fn a_policy_compiles_in_one_step_in_its_namespace_lane() {
     let (results, mut compiled) = mpsc::unbounded_channel();
-    let mut work: Box<dyn Work> = Box::new(PolicyCompile::new(
+    let mut work: Box<dyn Work> = Box::new(PolicyCompile::policy(
         key(Some("team-a"), "nightly"),
         7,
         valid(),
@@ -77,7 +77,7 @@ fn an_invalid_policy_comes_back_with_every_error() {
         "holdWhile": "'yes'",
         "ttlAfterSucceeded": "soon"
     }));
-    let mut work: Box<dyn Work> = Box::new(PolicyCompile::new(
+    let mut work: Box<dyn Work> = Box::new(PolicyCompile::policy(
         key(Some("team-a"), "bad"),
         1,
         bad,
@@ -97,7 +97,7 @@ fn an_invalid_policy_comes_back_with_every_error() {
 #[test]
 fn a_cluster_policy_is_compiled_in_a_lane_no_namespace_has() {
     let (results, _compiled) = mpsc::unbounded_channel();
-    let work = PolicyCompile::new(key(None, "everywhere"), 1, valid(), results);
+    let work = PolicyCompile::policy(key(None, "everywhere"), 1, valid(), results);
     assert_eq!(work.namespace(), &*CLUSTER_LANE);
     assert!(CLUSTER_LANE.is_empty(), "no namespace is named \"\"");
 }
@@ -105,7 +105,7 @@ fn a_cluster_policy_is_compiled_in_a_lane_no_namespace_has() {
 #[test]
 fn a_shed_compilation_weighs_nothing_and_asks_for_its_policy_again() {
     let (results, mut compiled) = mpsc::unbounded_channel();
-    let work: Box<dyn Work> = Box::new(PolicyCompile::new(
+    let work: Box<dyn Work> = Box::new(PolicyCompile::policy(
         key(Some("team-a"), "nightly"),
         3,
         valid(),
@@ -137,11 +137,11 @@ async fn a_namespace_in_debt_compiles_once_paid_its_edits_coalesced_and_others_g
     let (results, mut compiled) = mpsc::unbounded_channel();
     let nightly = key(Some("team-a"), "nightly");
     for seq in 1..=3 {
-        let work = PolicyCompile::new(nightly.clone(), seq, valid(), results.clone());
+        let work = PolicyCompile::policy(nightly.clone(), seq, valid(), results.clone());
         assert!(evaluator.submit(Box::new(work)));
     }
     let other = key(Some("team-b"), "weekly");
-    let work = PolicyCompile::new(other.clone(), 4, valid(), results.clone());
+    let work = PolicyCompile::policy(other.clone(), 4, valid(), results.clone());
     assert!(evaluator.submit(Box::new(work)));
     let within = Duration::from_secs(30);
     let first = tokio::time::timeout(within, compiled.recv()).await.unwrap();
