@@ -16,7 +16,7 @@
 //! - `cel-evaluator`: the thread evaluating policies' CEL.
 //! - `circuit-breaker` (unless `--circuit-breaker-deletions` is 0): the breaker's ConfigMap.
 //! - `watches`: the group of watch tasks, one per kind and the policies' (`watches/<kind>`).
-//! - `policy-status-writer`: policies' status writes and their retries.
+//! - `status-writer`: policies' and Cleaners' status writes, and their retries.
 //! - `sink-policy`: the cluster's insides learned for the sink policy (`sinks::cluster`).
 
 use std::num::NonZeroU32;
@@ -34,7 +34,6 @@ use crate::config::Config;
 use crate::executor::{Budget, Executor, Parts, Settings};
 use crate::leader::Elector;
 use crate::metrics::Metrics;
-use crate::policy_status::writes::{self, StatusWrites};
 use crate::run::{Extra, Loop};
 use crate::{Error, Result, discovery, startup};
 use kube_retention_cleaners::Cleaners;
@@ -43,6 +42,9 @@ use kube_retention_evaluator::Evaluator;
 use kube_retention_io::breaker::{self, Breaker};
 use kube_retention_io::clock::Clock;
 use kube_retention_io::initial_list::Lists;
+use kube_retention_io::list_turns::ListTurns;
+use kube_retention_io::status_writes::{self, StatusWrites};
+use kube_retention_io::watch_set::Watching;
 use kube_retention_io::watches::Watches;
 use kube_retention_sinks::cluster::Learning;
 use kube_retention_sinks::ledger::Ledger;
@@ -170,10 +172,19 @@ impl Controller {
             },
         );
         let propagation = config.deletions.propagation.clone();
-        // One way of listing, one request budget and one circuit breaker for the executor and the
-        // Cleaners alike.
+        // One way of listing and its turns, one status writer, one request budget and one
+        // circuit breaker for the retention loop and the Cleaners alike.
         let lists = Lists::new(config.lists.initial_list, config.lists.page_size)
             .counting_fallbacks(metrics.list_fallbacks.clone());
+        let (tasks, watching) = supervise::group("watches");
+        supervisor.add(watching);
+        let watching = Watching {
+            lists: lists.clone(),
+            turns: ListTurns::new(config.lists.concurrency),
+            tasks,
+        };
+        let (statuses, writing) = StatusWrites::spawn(client.clone(), status_writes::RETRY);
+        supervisor.add(writing);
         let budget = Budget::per_second(NonZeroU32::new(config.deletions.qps));
         let breaker = Breaker::new(config.breaker.deletions, config.breaker.window, clock);
         if config.breaker.deletions > 0 {
@@ -224,7 +235,12 @@ impl Controller {
                 ledger: Some(ledger.clone()),
                 clock,
             };
-            let cleaners = Cleaners::new(cleaning, lists.clone(), evaluator.clone());
+            let cleaners = Cleaners::new(
+                cleaning,
+                watching.clone(),
+                statuses.clone(),
+                evaluator.clone(),
+            );
             let run = cleaners.run(leadership.clone(), std::future::pending());
             supervisor.add(supervise::spawn("cleaner-loop", run));
         }
@@ -246,14 +262,9 @@ impl Controller {
         });
         supervisor.extend(executing);
         tracing::info!(%identity, qps = config.deletions.qps, leader_election = config.lease.election, "starting");
-        let (watch_tasks, watching) = supervise::group("watches");
-        supervisor.add(watching);
-        let mut watches =
-            Watches::new(client.clone(), lists, config.lists.concurrency, watch_tasks);
+        let mut watches = Watches::new(client.clone(), watching);
         watches.start_policies();
         let evaluations = crate::run::Evaluations::new(evaluator, client.clone());
-        let (statuses, writing) = StatusWrites::spawn(client, writes::RETRY);
-        supervisor.add(writing);
         let control = Loop {
             evaluations,
             state: State::new(watched)

@@ -113,9 +113,10 @@ pub struct Args {
     /// Objects per page of a paged initial LIST.
     #[arg(help_heading = "Lists", long, default_value_t = 500)]
     pub page_size: u32,
-    /// How many kinds are listed at once. Each list holds whole objects in memory (a page, or
-    /// the events in flight of a streamed list) and loads the API server; the others wait their turn (a kind whose list fails goes to the
-    /// back of the line).
+    /// How many lists of objects run at once, the kinds' and the Cleaners' targets' together.
+    /// Each list holds whole objects in memory (a page, or the events in flight of a streamed
+    /// list) and loads the API server; the others wait their turn (a list that fails goes to
+    /// the back of the line).
     #[arg(help_heading = "Lists", long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     pub list_concurrency: u32,
     /// Elect a leader among replicas with a coordination.k8s.io Lease; only the leader acts.

@@ -1,19 +1,45 @@
 //! A retention policy's status: `Ready` (and why not: an invalid spec, a kind the cluster does
 //! not serve, verbs the controller lacks), what it governs now, its next deletion, deletions so
-//! far, and in dry run what it would have deleted. [`writes`] writes it, retrying failures.
+//! far, and in dry run what it would have deleted, [`rendered`] for the one status writer
+//! ([`kube_retention_io::status_writes`]), which retries failures.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::ApiResource;
+use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
 use kube_retention_common::api::{PolicyStatus, WouldDelete};
 use kube_retention_common::expiry::format_timestamp;
 use kube_retention_common::field_error::summary;
 use kube_retention_common::kinds::{Registry, group_of, qualified};
 
 use crate::discovery::Scan;
+use kube_retention_io::status_writes::StatusOf;
 use kube_retention_state::{
     GuardReport, LoadedPolicy, ObjectKey, PolicyKey, Reason, Standing, Summary,
 };
 
-pub mod writes;
+/// The policy `key`, as the status writer names what it writes.
+pub fn status_of(key: &PolicyKey) -> StatusOf {
+    let resource = match key.namespace {
+        Some(_) => ApiResource::erase::<RetentionPolicy>(&()),
+        None => ApiResource::erase::<ClusterRetentionPolicy>(&()),
+    };
+    let mut of = StatusOf::new_with(&key.name, resource);
+    of.namespace.clone_from(&key.namespace);
+    of
+}
+
+/// `status` as it is written: absent fields as null (a merge patch would keep their stale
+/// values), and no dry-run deletions as an empty list.
+pub fn rendered(status: &PolicyStatus) -> serde_json::Value {
+    let mut value = serde_json::to_value(status).unwrap_or_default();
+    if let Some(map) = value.as_object_mut() {
+        for field in ["nextDeletion", "limits"] {
+            map.entry(field).or_insert(serde_json::Value::Null);
+        }
+        map.entry("wouldDelete").or_insert(serde_json::json!([]));
+    }
+    value
+}
 
 pub struct Inputs<'a> {
     pub key: &'a PolicyKey,
@@ -224,5 +250,39 @@ fn guarded(
                 ),
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_written_status_clears_what_it_no_longer_says() {
+        let written = rendered(&PolicyStatus::default());
+        assert_eq!(written["nextDeletion"], serde_json::Value::Null);
+        assert_eq!(written["limits"], serde_json::Value::Null);
+        assert_eq!(written["wouldDelete"], serde_json::json!([]));
+        assert!(
+            written
+                .as_object()
+                .is_some_and(|map| map.contains_key("nextDeletion"))
+        );
+    }
+
+    #[test]
+    fn a_policy_is_named_by_its_scope() {
+        let namespaced = status_of(&PolicyKey {
+            namespace: Some("team-a".into()),
+            name: "nightly".into(),
+        });
+        assert_eq!(namespaced.dyntype.plural, "retentionpolicies");
+        assert_eq!(namespaced.namespace.as_deref(), Some("team-a"));
+        let cluster = status_of(&PolicyKey {
+            namespace: None,
+            name: "nightly".into(),
+        });
+        assert_eq!(cluster.dyntype.plural, "clusterretentionpolicies");
+        assert_eq!(cluster.name, "nightly");
     }
 }

@@ -2,15 +2,17 @@
 //! the Cleaners both read objects and send requests through here, so both share one list
 //! discipline, one request budget and one circuit breaker.
 //!
-//! In: [`watches`] starts and stops a watch per kind, each beginning with the list
+//! In: a [`watch_set`] starts and stops watches by key in supervised tasks, for the controller's
+//! kinds ([`watches`]) and the Cleaners' targets alike, each beginning with the list
 //! [`initial_list`] makes (streamed, or in pages where the API server refuses or cuts that),
-//! kinds taking turns ([`list_turns`]), objects decoded without `managedFields` ([`lean`]),
+//! lists taking turns across both ([`list_turns`]), objects decoded without `managedFields` ([`lean`]),
 //! restarts backed off ([`watch_backoff`]), relists a tenant asks for coalesced per kind
 //! ([`relist_throttle`]).
 //!
 //! Out: every write waits for the client-side [`budget`] (`--qps`); every DELETE asks the
 //! [`breaker`] first, whose trips outlive the process in a ConfigMap; its answer is one of
-//! [`deletion::Sent`].
+//! [`deletion::Sent`]. Policies' and Cleaners' statuses go through the one writer,
+//! [`status_writes`], which retries them.
 //!
 //! And the one [`clock`] every part reads, so a test on paused time drives all of them.
 
@@ -22,5 +24,7 @@ pub mod initial_list;
 pub mod lean;
 pub mod list_turns;
 pub mod relist_throttle;
+pub mod status_writes;
 pub mod watch_backoff;
+pub mod watch_set;
 pub mod watches;

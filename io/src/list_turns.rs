@@ -1,7 +1,8 @@
 //! Lists take turns (`--list-concurrency`): each list holds objects in memory (a page, or the
 //! events in flight of a streamed one) and loads the API server, and 100 kinds listed at once
 //! would do so 100 times over. A watch's events pass through [`taking_turns`], which holds one
-//! of a shared semaphore's permits while its kind lists.
+//! of [`ListTurns`]' permits while its kind lists. The controller's watches and the Cleaners'
+//! share one [`ListTurns`], so `--list-concurrency` bounds them together.
 
 use std::sync::Arc;
 
@@ -10,6 +11,26 @@ use kube::runtime::watcher::{self, Event};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::initial_list::Events;
+
+/// The permits lists take turns with: `--list-concurrency` of them (at least one), shared by
+/// every clone.
+#[derive(Clone)]
+pub struct ListTurns(Arc<Semaphore>);
+
+impl ListTurns {
+    pub fn new(concurrency: u32) -> Self {
+        let permits = usize::try_from(concurrency).unwrap_or(usize::MAX).max(1);
+        Self(Arc::new(Semaphore::new(permits)))
+    }
+
+    /// `events`, listing only in their turn ([`taking_turns`]).
+    pub fn taking<K: Send + 'static>(
+        &self,
+        events: impl futures::Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static,
+    ) -> Events<K> {
+        taking_turns(events, self.0.clone())
+    }
+}
 
 /// `events` that list only while holding one of `lists`' permits: from before the first poll
 /// (the watcher sends its first request, a page or a streamed list, when first polled) or from a

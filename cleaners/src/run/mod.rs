@@ -1,9 +1,11 @@
 //! The Cleaners' loop: a watch of Cleaners, one watch per kind and namespace their targets
 //! refer to (started once discovery names the kind's resource, as narrow as the book plans it,
 //! stopped when no Cleaner refers to it), a timer on the earliest scheduled evaluation, and
-//! leadership — only the leader evaluates and cleans. Conditions are judged on the evaluator's
-//! thread, with every tenant's other CEL ([`crate::judging`]); their verdicts come
-//! back here.
+//! leadership — only the leader evaluates and cleans. The watches are the controller's kind:
+//! a [`WatchSet`] whose tasks are supervised with the controller's, whose lists take turns with
+//! its kinds' lists. Conditions are judged on the evaluator's thread, with every tenant's other
+//! CEL ([`crate::judging`]); their verdicts come back here. Statuses go to the controller's
+//! status writer, which retries them.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -11,9 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use futures::stream::{AbortHandle, BoxStream, SelectAll};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::WatchStreamExt;
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::{self, Event};
 use kube::{Client, ResourceExt};
 use kube_retention_common::cleaner::{Cleaner, CleanerStatus};
@@ -27,8 +28,8 @@ use super::judging::CleanerOutcome;
 use super::metrics::KindLabels;
 use super::status::Problem;
 use kube_retention_evaluator::Evaluator;
-use kube_retention_io::initial_list::Lists;
-use kube_retention_io::watch_backoff::watch_backoff;
+use kube_retention_io::status_writes::{StatusOf, StatusWrites};
+use kube_retention_io::watch_set::{WatchSet, Watching};
 
 /// How often kinds that could not be watched are looked up again.
 const REDISCOVER: Duration = Duration::from_secs(30);
@@ -36,6 +37,13 @@ const REDISCOVER: Duration = Duration::from_secs(30);
 /// The least time between two starts of one scope's watch: a tenant who keeps changing what
 /// its Cleaners refer to lists its namespace at most this often.
 const RESTART_EVERY: Duration = Duration::from_secs(5);
+
+/// What one of the Cleaners' watches is for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Watched {
+    Cleaners,
+    Targets(Scope),
+}
 
 enum CleanerEvent {
     Cleaner(Result<Event<Cleaner>, watcher::Error>),
@@ -50,11 +58,11 @@ type Channel<T> = (mpsc::UnboundedSender<T>, mpsc::UnboundedReceiver<T>);
 
 pub struct Cleaners {
     client: Client,
-    lists: Lists,
     cleaning: Arc<Cleaning>,
     book: Book,
-    streams: SelectAll<BoxStream<'static, CleanerEvent>>,
-    watching: HashMap<Scope, (AbortHandle, ScopeWatch, Instant)>,
+    watches: WatchSet<Watched, CleanerEvent>,
+    /// How each scope is watched, and since when.
+    watching: HashMap<Scope, (ScopeWatch, Instant)>,
     /// When the watches are planned again, for a change that had to wait.
     replan_at: Option<Instant>,
     resolving: HashSet<GroupVersionKind>,
@@ -66,27 +74,28 @@ pub struct Cleaners {
     leading: bool,
     /// What was last written to each Cleaner's status.
     written: HashMap<CleanerKey, CleanerStatus>,
+    statuses: StatusWrites,
 }
 
 impl Cleaners {
-    pub fn new(cleaning: Cleaning, lists: Lists, evaluator: Evaluator) -> Self {
+    /// The Cleaners' loop, watching as `watching` says and writing statuses through `statuses`.
+    pub fn new(
+        cleaning: Cleaning,
+        watching: Watching,
+        statuses: StatusWrites,
+        evaluator: Evaluator,
+    ) -> Self {
         let client = cleaning.client.clone();
-        let cleaners = lists
-            .watch(
-                Api::<Cleaner>::all(client.clone()),
-                watcher::Config::default(),
-                "Cleaner".into(),
-            )
-            .backoff(watch_backoff())
+        let mut watches = WatchSet::new(watching);
+        let cleaners = watches
+            .configuration(Api::<Cleaner>::all(client.clone()), "Cleaner".into())
             .map(CleanerEvent::Cleaner);
-        let mut streams = SelectAll::new();
-        streams.push(cleaners.boxed());
+        watches.start(Watched::Cleaners, "Cleaner".into(), cleaners.boxed());
         Self {
             client,
-            lists,
             cleaning: Arc::new(cleaning),
             book: Book::default(),
-            streams,
+            watches,
             watching: HashMap::new(),
             replan_at: None,
             resolving: HashSet::new(),
@@ -96,6 +105,7 @@ impl Cleaners {
             judged: mpsc::unbounded_channel(),
             leading: false,
             written: HashMap::new(),
+            statuses,
         }
     }
 
@@ -109,7 +119,12 @@ impl Cleaners {
         let far = Instant::now() + Duration::from_secs(3600 * 24 * 365);
         loop {
             self.follow_kinds();
-            self.leading = *leadership.borrow();
+            let leading = *leadership.borrow();
+            if self.leading && !leading {
+                // The new leader writes statuses; retries of ours could land after its.
+                self.statuses.forget_all();
+            }
+            self.leading = leading;
             if self.leading {
                 let now = self.cleaning.clock.now();
                 for key in self.book.take_due(now) {
@@ -123,7 +138,7 @@ impl Cleaners {
                 .map_or(far, |at| clock.instant_at(at));
             let replan = self.replan_at.unwrap_or(far);
             tokio::select! {
-                Some(observed) = self.streams.next() => self.observe(observed),
+                observed = self.watches.next() => self.observe(observed),
                 Some((kind, answer)) = self.resolutions.1.recv() => {
                     self.resolving.remove(&kind);
                     self.book.resolved(&kind, answer);
@@ -154,6 +169,7 @@ impl Cleaners {
                         name: cleaner.name_any(),
                     };
                     self.written.remove(&key);
+                    self.statuses.forget(&status_of(&key));
                     self.book.removed(&key);
                 }
             },
@@ -192,6 +208,13 @@ impl Cleaners {
             }
         }
     }
+}
+
+/// The Cleaner `key`, as the status writer names what it writes.
+fn status_of(key: &CleanerKey) -> StatusOf {
+    ObjectRef::<Cleaner>::new(&key.name)
+        .within(&key.namespace)
+        .erase()
 }
 
 mod outcomes;

@@ -5,10 +5,8 @@
 //! Cleaner deletes itself).
 
 use jiff::Timestamp;
-use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::EventType;
-use kube_retention_common::cleaner::{Cleaner, Verdict, helm};
-use serde_json::json;
+use kube_retention_common::cleaner::{Verdict, helm};
 
 use super::Cleaners;
 use crate::act::{self, Cleaned};
@@ -199,7 +197,8 @@ impl Cleaners {
         }
     }
 
-    /// Writes the status when it changed, with a Warning Event when it newly says Ready=False.
+    /// Hands the status to the status writer when it changed, with a Warning Event when it newly
+    /// says Ready=False.
     async fn report(
         &mut self,
         key: &CleanerKey,
@@ -217,14 +216,12 @@ impl Cleaners {
         if previous == Some(&status) {
             return;
         }
-        let api: Api<Cleaner> = Api::namespaced(self.client.clone(), &key.namespace);
-        let patch = Patch::Merge(json!({ "status": status }));
-        if let Err(error) = api
-            .patch_status(&key.name, &PatchParams::default(), &patch)
-            .await
-        {
-            tracing::warn!(cleaner = %key, %error, "could not write the Cleaner's status");
-            return;
+        match serde_json::to_value(&status) {
+            Ok(value) => self.statuses.write(super::status_of(key), value),
+            Err(error) => {
+                tracing::warn!(cleaner = %key, %error, "could not write the Cleaner's status");
+                return;
+            }
         }
         let not_ready = status
             .conditions

@@ -1,21 +1,20 @@
 //! The Cleaners' loop's watches of their targets: discovery for the kinds they refer to, and
 //! one watch per scope the book plans ([`crate::book::Book::plan_watches`]),
-//! restarted at most every [`RESTART_EVERY`], stopped when no Cleaner refers to it.
+//! restarted at most every [`RESTART_EVERY`], stopped when no Cleaner refers to it. Each is
+//! a watch of the shared [`kube_retention_io::watch_set::WatchSet`]: its list takes a turn.
 
 use std::collections::HashSet;
 
 use futures::StreamExt;
-use futures::stream::{AbortHandle, Abortable, BoxStream};
+use futures::stream::BoxStream;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher;
 use kube_retention_runtime::discovery::served;
 use tokio::time::Instant;
 
-use super::{CleanerEvent, Cleaners, RESTART_EVERY};
+use super::{CleanerEvent, Cleaners, RESTART_EVERY, Watched};
 use crate::book::{KindState, Scope, ScopeWatch, Unavailable};
 use kube_retention_io::lean::{self, LeanMeta, LeanObject};
-use kube_retention_io::watch_backoff::watch_backoff;
 
 impl Cleaners {
     /// Starts discovery for new kinds, and the watches the book plans; stops the others.
@@ -52,8 +51,8 @@ impl Cleaners {
         for (scope, resource, how) in plan {
             planned.insert(scope.clone());
             match self.watching.get(&scope) {
-                Some((_, watching, _)) if watching == &how => continue,
-                Some((_, _, started)) if now < *started + RESTART_EVERY => {
+                Some((watching, _)) if watching == &how => continue,
+                Some((_, started)) if now < *started + RESTART_EVERY => {
                     self.book.scope_waits(&scope);
                     let at = *started + RESTART_EVERY;
                     self.replan_at = Some(self.replan_at.map_or(at, |other| other.min(at)));
@@ -91,18 +90,17 @@ impl Cleaners {
         let events = match how.bodies {
             true => {
                 let api: Api<LeanObject> = Api::namespaced_with(client, namespace, resource);
-                self.target_events(api, config, what, scope)
+                self.target_events(api, config, what.clone(), scope)
             }
             false => {
                 let api: Api<LeanMeta> = Api::namespaced_with(client, namespace, resource);
-                self.target_events(api, config, what, scope)
+                self.target_events(api, config, what.clone(), scope)
             }
         };
-        let (handle, registration) = AbortHandle::new_pair();
-        self.streams
-            .push(Abortable::new(events, registration).boxed());
+        self.watches
+            .start(Watched::Targets(scope.clone()), what, events);
         self.watching
-            .insert(scope.clone(), (handle, how.clone(), Instant::now()));
+            .insert(scope.clone(), (how.clone(), Instant::now()));
     }
 
     /// `api`'s objects as `scope`'s target events, decoded as `K` (whole or metadata only).
@@ -118,16 +116,14 @@ impl Cleaners {
         DynamicObject: From<K>,
     {
         let label = scope.clone();
-        self.lists
-            .watch(api, config, what)
-            .backoff(watch_backoff())
+        self.watches
+            .objects(api, config, what)
             .map(move |event| CleanerEvent::Target(label.clone(), event.map(lean::unwrapped)))
             .boxed()
     }
 
     pub(super) fn stop(&mut self, scope: &Scope) {
-        if let Some((handle, _, _)) = self.watching.remove(scope) {
-            handle.abort();
-        }
+        self.watching.remove(scope);
+        self.watches.stop(&Watched::Targets(scope.clone()));
     }
 }

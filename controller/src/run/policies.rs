@@ -14,9 +14,9 @@ use super::governed::Relist;
 use super::{Discovered, Loop};
 use crate::discovery::Scan;
 use crate::policy_status;
-use crate::policy_status::writes::StatusWrites;
 use kube_retention_evaluator::Compiled;
 use kube_retention_io::relist_throttle::RelistThrottle;
+use kube_retention_io::status_writes::StatusWrites;
 use kube_retention_state::{Action, Approval, LoadedPolicy, PolicyKey};
 
 /// The loop's state beyond the configured kinds.
@@ -133,7 +133,7 @@ impl Loop {
                     .compiles
                     .forget_unseen(|key| key.scope() != K::SCOPE || seen.contains(key));
                 for key in gone {
-                    self.extra.statuses.forget(&key);
+                    self.extra.statuses.forget(&policy_status::status_of(&key));
                     let namespace = key.namespace.clone();
                     changed.push((self.state.policy_removed(&key), namespace));
                 }
@@ -142,7 +142,7 @@ impl Loop {
                 let key = policy.key();
                 self.evaluations.compiles.forget(&key);
                 self.extra.written.remove(&key);
-                self.extra.statuses.forget(&key);
+                self.extra.statuses.forget(&policy_status::status_of(&key));
                 let namespace = key.namespace.clone();
                 changed.push((self.state.policy_removed(&key), namespace));
             }
@@ -206,8 +206,11 @@ impl Loop {
             }
         }
         for (key, status) in writes {
-            self.extra.written.insert(key.clone(), status.clone());
-            self.extra.statuses.write(key, status);
+            let of = policy_status::status_of(&key);
+            self.extra
+                .statuses
+                .write(of, policy_status::rendered(&status));
+            self.extra.written.insert(key, status);
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The Cleaners' loop against a mocked API server, the requests asserted: a Cleaner's targets
 //! are listed and watched in the Cleaner's namespace only, asking for the one object its
 //! reference names, as metadata where no condition reads it; and its condition is judged on the
-//! evaluator's thread, the verdict written to its status.
+//! evaluator's thread, the verdict written to its status by the status writer, which retries a
+//! write the API server failed.
 
 use std::sync::Arc;
 
@@ -13,6 +14,9 @@ use kube_retention_common::sink_policy::SinkPolicy;
 use kube_retention_controller::executor::Budget;
 use kube_retention_evaluator::{Evaluator, EvaluatorMetrics};
 use kube_retention_io::initial_list::{InitialList, Lists};
+use kube_retention_io::list_turns::ListTurns;
+use kube_retention_io::status_writes::{self, StatusWrites};
+use kube_retention_io::watch_set::Watching;
 use kube_retention_sinks::Sender;
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -50,7 +54,7 @@ async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_ref
     let cleaning = Cleaning {
         breaker: kube_retention_io::breaker::Breaker::off(),
         client: client.clone(),
-        recorder: Recorder::new(client, reporter),
+        recorder: Recorder::new(client.clone(), reporter),
         metrics: Default::default(),
         propagation: PropagationPolicy::Background,
         budget: Budget::unlimited(),
@@ -59,7 +63,14 @@ async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_ref
         clock: kube_retention_io::clock::Clock::System,
     };
     let (evaluator, evaluating) = Evaluator::spawn(EvaluatorMetrics::default()).unwrap();
-    let cleaners = Cleaners::new(cleaning, Lists::new(InitialList::Pages, 500), evaluator);
+    let (tasks, _watching) = kube_retention_runtime::supervise::group("watches");
+    let watching = Watching {
+        lists: Lists::new(InitialList::Pages, 500),
+        turns: ListTurns::new(1),
+        tasks,
+    };
+    let (statuses, _writing) = StatusWrites::spawn(client.clone(), status_writes::RETRY);
+    let cleaners = Cleaners::new(cleaning, watching, statuses, evaluator);
     let (_leading, leadership) = watch::channel(true);
     let running = tokio::spawn(cleaners.run(leadership, std::future::pending()));
     // The requests in their order, and the watches (which run beside them, in an order of
@@ -68,6 +79,7 @@ async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_ref
     let mut watches = Vec::new();
     let mut watching = Vec::new();
     let mut patched = false;
+    let mut refused_once = false;
     while !(patched && watches.len() == 2) {
         let received = api.next().await.expect("a request");
         let line = received.line();
@@ -111,8 +123,14 @@ async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_ref
                     received.body["status"]["resolvedTargets"],
                     json!(["p42-settings.configmaps/v1"])
                 );
-                received.reply(200, &cleaner());
-                patched = true;
+                if refused_once {
+                    received.reply(200, &cleaner());
+                    patched = true;
+                } else {
+                    // The status writer retries it, as it does a policy's.
+                    received.refuse(500, "etcd is unavailable");
+                    refused_once = true;
+                }
             }
             _ => received.refuse(404, "not served here"),
         }
@@ -136,6 +154,7 @@ async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_ref
             format!(
                 "GET /api/v1/namespaces/previews/configmaps?&fieldSelector=metadata.name%3Dp42-settings&limit=500 accept={metadata}"
             ),
+            "PATCH /apis/retention.dev/v1alpha1/namespaces/previews/cleaners/p42/status accept=application/json".to_owned(),
             "PATCH /apis/retention.dev/v1alpha1/namespaces/previews/cleaners/p42/status accept=application/json".to_owned(),
         ]
     );

@@ -10,6 +10,8 @@ use kube::runtime::watcher::Event;
 use kube_retention_common::Registry;
 use kube_retention_io::initial_list::{InitialList, Lists};
 use kube_retention_io::lean::{LeanMeta, LeanObject};
+use kube_retention_io::list_turns::ListTurns;
+use kube_retention_io::watch_set::Watching;
 use kube_retention_io::watches::{WatchEvent, Watches};
 use serde_json::{Value, json};
 
@@ -104,7 +106,12 @@ fn what_is_not_an_object_is_an_error_saying_what_was_expected() {
 async fn the_watches_hand_the_loop_objects_without_their_managed_fields() {
     let (client, mut server) = kube_retention_apimock::pair();
     let (group, _watching) = kube_retention_runtime::supervise::group("watches");
-    let mut watches = Watches::new(client, Lists::new(InitialList::Pages, 500), 2, group);
+    let watching = Watching {
+        lists: Lists::new(InitialList::Pages, 500),
+        turns: ListTurns::new(2),
+        tasks: group,
+    };
+    let mut watches = Watches::new(client, watching);
     let kinds = Registry::builtin().clone();
     let jobs = kinds.named("Job.batch").unwrap();
     watches.start(jobs, &kinds[jobs]);

@@ -57,7 +57,6 @@ mod one_clock;
 mod overdue;
 mod policies;
 mod policy_compile;
-mod policy_status_writes;
 mod relist_throttle;
 mod sink_insides;
 mod sink_insides_objects;

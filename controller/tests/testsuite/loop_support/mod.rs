@@ -15,10 +15,12 @@ use kube_retention_common::Registry;
 use kube_retention_common::kinds::KindId;
 use kube_retention_controller::executor::{Budget, Executor, Parts, Settings};
 use kube_retention_controller::metrics::Metrics;
-use kube_retention_controller::policy_status::writes::{self, StatusWrites};
 use kube_retention_controller::run::{Clock, Evaluations, Extra, Loop};
 use kube_retention_evaluator::Evaluator;
 use kube_retention_io::initial_list::{InitialList, Lists};
+use kube_retention_io::list_turns::ListTurns;
+use kube_retention_io::status_writes::{self as writes, StatusWrites};
+use kube_retention_io::watch_set::Watching;
 use kube_retention_io::watches::{WatchEvent, Watches};
 use kube_retention_state::State;
 use tokio::sync::{mpsc, watch};
@@ -64,12 +66,12 @@ pub fn start<T: Send + 'static>(
         clock,
     });
     let (group, watching) = kube_retention_runtime::supervise::group("watches");
-    let mut watches = Watches::new(
-        client.clone(),
-        Lists::new(InitialList::Pages, 500),
-        1,
-        group,
-    );
+    let lists = Watching {
+        lists: Lists::new(InitialList::Pages, 500),
+        turns: ListTurns::new(1),
+        tasks: group,
+    };
+    let mut watches = Watches::new(client.clone(), lists);
     let (events, replayed) = mpsc::unbounded_channel::<WatchEvent>();
     let replayed = futures::stream::unfold(replayed, |mut events| async move {
         Some((events.recv().await?, events))

@@ -1,15 +1,16 @@
-//! Policy status writes against a mocked API server (tower-test), on paused time: a PATCH
+//! Status writes (a policy's, here) against a mocked API server, on paused time: a PATCH
 //! answered 500 or 409 is retried after a backoff until one succeeds, and then nothing more is
 //! sent; a newer status replaces a pending retry and goes out at once; a write refused because
-//! the policy is gone, or forgotten by the loop, is not retried.
+//! the object is gone, or forgotten by the loop, is not retried.
 
 use std::time::Duration;
 
 use backon::ExponentialBuilder;
+use kube::runtime::reflector::ObjectRef;
 use kube_retention_apimock::Received;
-use kube_retention_common::api::{PolicyStatus, RetentionPolicy, RetentionPolicySpec};
-use kube_retention_controller::policy_status::writes::{self, StatusWrites};
-use kube_retention_state::PolicyKey;
+use kube_retention_common::api::{RetentionPolicy, RetentionPolicySpec};
+use kube_retention_io::status_writes::{self as writes, StatusOf, StatusWrites};
+use serde_json::{Value, json};
 use tokio::time::Instant;
 
 const PATH: &str =
@@ -88,18 +89,14 @@ impl ApiServer {
     }
 }
 
-fn key() -> PolicyKey {
-    PolicyKey {
-        namespace: Some("team-a".into()),
-        name: "nightly".into(),
-    }
+fn key() -> StatusOf {
+    ObjectRef::<RetentionPolicy>::new("nightly")
+        .within("team-a")
+        .erase()
 }
 
-fn status(matched: u64) -> PolicyStatus {
-    PolicyStatus {
-        matched,
-        ..PolicyStatus::default()
-    }
+fn status(matched: u64) -> Value {
+    json!({ "matched": matched })
 }
 
 #[tokio::test(start_paused = true)]

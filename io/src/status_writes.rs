@@ -1,12 +1,13 @@
-//! Policy status writes, off the loop and retried. The loop computes each policy's status and
-//! hands it over when it changes; the task here (the supervised `policy-status-writer`) patches
-//! the status subresource. A failed write (the API server unavailable, a conflict, throttling)
-//! is retried with exponential backoff ([`RETRY`]: backon's, with jitter, never giving up) —
-//! before, it was logged and the status stayed stale until the computed one changed. A newer
-//! status supersedes a pending retry and is written at once with its backoff reset; writes of
-//! one policy never overlap, so an older status cannot land after a newer one. A write the API
-//! server refuses as such (the policy gone: 404; a patch it rejects: 400, 422) is not retried.
-//! The loop forgets a deleted policy's writes, and all of them when it stops leading.
+//! Status writes, off the loops and retried: the one writer of retention policies' and
+//! Cleaners' statuses. A loop computes an object's status and hands it over when it changes; the
+//! task here (the supervised `status-writer`) merge-patches the status subresource. A failed
+//! write (the API server unavailable, a conflict, throttling) is retried with exponential
+//! backoff ([`RETRY`]: backon's, with jitter, never giving up), so a status does not stay stale
+//! until the computed one changes. A newer status supersedes a pending retry and is written at
+//! once with its backoff reset; writes of one object never overlap, so an older status cannot
+//! land after a newer one. A write the API server refuses as such (the object gone: 404; a
+//! patch it rejects: 400, 422) is not retried. A loop forgets a deleted object's writes, and all
+//! of them when this replica stops leading.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -15,15 +16,16 @@ use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
-use kube::api::{Patch, PatchParams};
+use kube::api::{DynamicObject, Patch, PatchParams};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client};
-use kube_retention_common::api::{ClusterRetentionPolicy, PolicyStatus, RetentionPolicy};
 use kube_retention_runtime::supervise::{self, Supervised};
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use kube_retention_state::PolicyKey;
+/// The object whose status is written: its resource, namespace (if any) and name.
+pub type StatusOf = ObjectRef<DynamicObject>;
 
 /// Retries of a failed write: 1 s doubling to 5 min, each with up to as much again of jitter
 /// (replicas and policies do not retry in step), for as long as the write fails.
@@ -40,8 +42,8 @@ pub struct StatusWrites {
 }
 
 enum Request {
-    Write(PolicyKey, PolicyStatus),
-    Forget(PolicyKey),
+    Write(StatusOf, Value),
+    Forget(StatusOf),
     ForgetAll,
 }
 
@@ -57,17 +59,17 @@ impl StatusWrites {
             next_id: 0,
             writing: FuturesUnordered::new(),
         };
-        let task = supervise::spawn("policy-status-writer", writer.run(received));
+        let task = supervise::spawn("status-writer", writer.run(received));
         (Self { requests }, task)
     }
 
-    /// Writes `status` for the policy `key`, in place of any status of it not yet written.
-    pub fn write(&self, key: PolicyKey, status: PolicyStatus) {
+    /// Writes `status` for `key`, in place of any status of it not yet written.
+    pub fn write(&self, key: StatusOf, status: Value) {
         self.requests.send(Request::Write(key, status)).ok();
     }
 
     /// Drops what is pending for `key` (deleted).
-    pub fn forget(&self, key: &PolicyKey) {
+    pub fn forget(&self, key: &StatusOf) {
         self.requests.send(Request::Forget(key.clone())).ok();
     }
 
@@ -77,11 +79,11 @@ impl StatusWrites {
     }
 }
 
-/// A policy's writes. `id` tells a write of this slot from one of a forgotten predecessor.
+/// An object's writes. `id` tells a write of this slot from one of a forgotten predecessor.
 struct Slot {
     id: u64,
     /// The status to write next, if any.
-    pending: Option<PolicyStatus>,
+    pending: Option<Value>,
     /// Whether a write is under way.
     writing: bool,
     /// When `pending` may be written.
@@ -92,16 +94,16 @@ struct Slot {
 
 /// A write that came back.
 struct Written {
-    key: PolicyKey,
+    key: StatusOf,
     id: u64,
-    status: PolicyStatus,
+    status: Value,
     result: kube::Result<()>,
 }
 
 struct Writer {
     client: Client,
     retry: ExponentialBuilder,
-    slots: HashMap<PolicyKey, Slot>,
+    slots: HashMap<StatusOf, Slot>,
     next_id: u64,
     writing: FuturesUnordered<BoxFuture<'static, Written>>,
 }
@@ -154,7 +156,7 @@ impl Writer {
         }
     }
 
-    /// Starts the writes that are due, one at a time per policy.
+    /// Starts the writes that are due, one at a time per object.
     fn start_due(&mut self, now: Instant) {
         for (key, slot) in &mut self.slots {
             if slot.writing || slot.due > now {
@@ -199,9 +201,9 @@ impl Writer {
             Err(error) => error,
         };
         if slot.pending.is_some() {
-            tracing::warn!(policy = %key, %error, "writing the policy's status failed; a newer status replaces it");
+            tracing::warn!(object = %key, %error, "writing the status failed; a newer status replaces it");
         } else if !retriable(&error) {
-            tracing::warn!(policy = %key, %error, "writing the policy's status failed; not retried");
+            tracing::warn!(object = %key, %error, "writing the status failed; not retried");
             self.slots.remove(&key);
         } else {
             let retry = self.retry;
@@ -210,7 +212,7 @@ impl Writer {
                 .get_or_insert_with(|| retry.build())
                 .next()
                 .unwrap_or(Duration::from_secs(300));
-            tracing::warn!(policy = %key, %error, retry_in = ?delay, "writing the policy's status failed; retrying");
+            tracing::warn!(object = %key, %error, retry_in = ?delay, "writing the status failed; retrying");
             slot.pending = Some(status);
             slot.due = Instant::now() + delay;
         }
@@ -224,7 +226,7 @@ async fn sleep_until(due: Option<Instant>) {
     }
 }
 
-/// Whether a write that failed with `error` may succeed when repeated: not when the policy is
+/// Whether a write that failed with `error` may succeed when repeated: not when the object is
 /// gone, the API server rejects the patch itself, or the status or the answer cannot be
 /// (de)serialized.
 fn retriable(error: &kube::Error) -> bool {
@@ -235,28 +237,14 @@ fn retriable(error: &kube::Error) -> bool {
     }
 }
 
-/// Patches the status subresource of the policy `key` to `status` (a merge patch; absent
-/// fields written as null so nothing stale stays).
-async fn patch(client: Client, key: &PolicyKey, status: &PolicyStatus) -> kube::Result<()> {
-    let mut value = serde_json::to_value(status).map_err(kube::Error::SerdeError)?;
-    for field in ["nextDeletion", "limits"] {
-        value
-            .as_object_mut()
-            .map(|map| map.entry(field).or_insert(serde_json::Value::Null));
-    }
-    if let Some(map) = value.as_object_mut() {
-        map.entry("wouldDelete").or_insert(json!([]));
-    }
-    let patch = Patch::Merge(json!({"status": value}));
-    let params = PatchParams::default();
-    match &key.namespace {
-        Some(namespace) => Api::<RetentionPolicy>::namespaced(client, namespace)
-            .patch_status(&key.name, &params, &patch)
-            .await
-            .map(|_| ()),
-        None => Api::<ClusterRetentionPolicy>::all(client)
-            .patch_status(&key.name, &params, &patch)
-            .await
-            .map(|_| ()),
-    }
+/// Merge-patches the status subresource of `key` to `status`.
+async fn patch(client: Client, key: &StatusOf, status: &Value) -> kube::Result<()> {
+    let api: Api<DynamicObject> = match &key.namespace {
+        Some(namespace) => Api::namespaced_with(client, namespace, &key.dyntype),
+        None => Api::all_with(client, &key.dyntype),
+    };
+    let patch = Patch::Merge(json!({ "status": status }));
+    api.patch_status(&key.name, &PatchParams::default(), &patch)
+        .await
+        .map(|_| ())
 }

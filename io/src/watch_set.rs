@@ -1,0 +1,137 @@
+//! Watches started and stopped by key at run time, for any owner: the controller's kinds
+//! ([`crate::watches`]) and the Cleaners' targets both watch through a [`WatchSet`]. Each watch
+//! runs in a task of its own, a member of the owner's supervised group, and hands the owner's
+//! loop events already decoded, up to [`FORWARDED`] ahead: a tenant's large objects are decoded
+//! beside the loop, not on it. A task that ends without being stopped (a watch stream does not
+//! end on its own) or panics is a fault of the group, and stops the controller.
+//!
+//! Every watch begins with the list [`Lists`] makes and restarts backed off
+//! ([`crate::watch_backoff`]). Lists of objects take turns ([`ListTurns`], one for every owner);
+//! lists of the controller's own configuration (policies, Cleaners, namespaces) do not: they
+//! are small, and everything else waits for them.
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::hash::Hash;
+
+use futures::stream::{AbortHandle, Abortable, BoxStream, SelectAll};
+use futures::{SinkExt, StreamExt, stream};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher;
+use kube::{Api, Resource};
+use kube_retention_runtime::supervise::Group;
+use serde::de::DeserializeOwned;
+
+use crate::initial_list::{Events, Lists};
+use crate::list_turns::ListTurns;
+use crate::watch_backoff::watch_backoff;
+
+/// What every watch of a process shares: how lists are made, their turns, and the supervised
+/// group the watches' tasks are members of.
+#[derive(Clone)]
+pub struct Watching {
+    pub lists: Lists,
+    pub turns: ListTurns,
+    pub tasks: Group,
+}
+
+/// Watches by key `K`, delivering events `E`.
+pub struct WatchSet<K, E> {
+    watching: Watching,
+    streams: SelectAll<BoxStream<'static, E>>,
+    running: HashMap<K, Vec<Stop>>,
+}
+
+/// Stops a watch: its task, and what it decoded ahead.
+struct Stop {
+    producer: tokio::task::AbortHandle,
+    consumer: AbortHandle,
+}
+
+impl Stop {
+    fn now(self) {
+        self.producer.abort();
+        self.consumer.abort();
+    }
+}
+
+impl<K: Clone + Eq + Hash, E: Send + 'static> WatchSet<K, E> {
+    pub fn new(watching: Watching) -> Self {
+        Self {
+            watching,
+            streams: stream::select_all(Vec::new()),
+            running: HashMap::new(),
+        }
+    }
+
+    /// The events of `api`'s objects that `config` selects, listing in turn; `what` names the
+    /// watch in the log.
+    pub fn objects<R>(&self, api: Api<R>, config: watcher::Config, what: String) -> Events<R>
+    where
+        R: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    {
+        let events = self.watching.lists.watch(api, config, what);
+        self.watching.turns.taking(events.backoff(watch_backoff()))
+    }
+
+    /// The events of the controller's own configuration in `api`, listed without waiting a turn.
+    pub fn configuration<R>(&self, api: Api<R>, what: String) -> Events<R>
+    where
+        R: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    {
+        let events = self
+            .watching
+            .lists
+            .watch(api, watcher::Config::default(), what);
+        events.backoff(watch_backoff()).boxed()
+    }
+
+    /// Runs `events` as one of `key`'s watches (a key may have several), the member `name` of
+    /// the supervised group.
+    pub fn start(&mut self, key: K, name: String, mut events: BoxStream<'static, E>) {
+        let (consumer, consuming) = AbortHandle::new_pair();
+        let (mut sender, receiver) = futures::channel::mpsc::channel(FORWARDED);
+        let producer = self.watching.tasks.spawn(name, async move {
+            while let Some(event) = events.next().await {
+                if sender.send(event).await.is_err() {
+                    // The loop stopped reading: it stopped this watch or is shutting down.
+                    return Ok(());
+                }
+            }
+            Err("the watch stream ended")
+        });
+        self.streams
+            .push(Abortable::new(receiver, consuming).boxed());
+        let stop = Stop { producer, consumer };
+        self.running.entry(key).or_default().push(stop);
+    }
+
+    /// Stops `key`'s watches: nothing more of them reaches the loop.
+    pub fn stop(&mut self, key: &K) {
+        for stop in self.running.remove(key).into_iter().flatten() {
+            stop.now();
+        }
+    }
+
+    pub fn is_running(&self, key: &K) -> bool {
+        self.running.contains_key(key)
+    }
+
+    /// The keys watched.
+    pub fn keys(&self) -> impl Iterator<Item = &K> {
+        self.running.keys()
+    }
+
+    /// The next event of any watch; pending (never `None`) while no watch runs.
+    pub async fn next(&mut self) -> E {
+        loop {
+            match self.streams.next().await {
+                Some(observed) => return observed,
+                None => std::future::pending::<()>().await,
+            }
+        }
+    }
+}
+
+/// Events a watch's task decodes ahead of the loop.
+pub const FORWARDED: usize = 16;

@@ -1,0 +1,150 @@
+//! Watch sets against a mocked API server, on paused time: two owners' sets (the controller's
+//! kinds and the Cleaners' targets) sharing one [`ListTurns`] list one at a time; a watch that
+//! is stopped delivers nothing more; a watch whose stream ends is its group's fault.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::runtime::watcher::{self, Event};
+use kube_retention_io::initial_list::{InitialList, Lists};
+use kube_retention_io::list_turns::ListTurns;
+use kube_retention_io::watch_set::{WatchSet, Watching};
+use kube_retention_runtime::supervise::{self, TaskEnd};
+use serde_json::json;
+
+type Set = WatchSet<&'static str, (&'static str, String)>;
+
+/// Two sets sharing one turn, as the controller and the Cleaners do under
+/// `--list-concurrency=1`; and the supervised group of their tasks.
+fn two_owners() -> (Set, Set, supervise::Supervised) {
+    let (tasks, group) = supervise::group("watches");
+    let watching = Watching {
+        lists: Lists::new(InitialList::Pages, 500),
+        turns: ListTurns::new(1),
+        tasks,
+    };
+    (
+        WatchSet::new(watching.clone()),
+        WatchSet::new(watching),
+        group,
+    )
+}
+
+/// Watches the ConfigMaps of `namespace` under `key`, each event shown as its name.
+fn watch(set: &mut Set, client: &kube::Client, key: &'static str, namespace: &str) {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let events = set
+        .objects(api, watcher::Config::default(), namespace.into())
+        .map(move |event| {
+            let shown = match event {
+                Ok(Event::InitApply(map) | Event::Apply(map)) => map.metadata.name.unwrap(),
+                Ok(Event::Init) => "Init".into(),
+                Ok(Event::InitDone) => "InitDone".into(),
+                Ok(Event::Delete(_)) => "Delete".into(),
+                Err(error) => error.to_string(),
+            };
+            (key, shown)
+        });
+    set.start(key, format!("ConfigMaps in {namespace}"), events.boxed());
+}
+
+fn list(names: &[&str]) -> serde_json::Value {
+    let items: Vec<_> = names
+        .iter()
+        .map(|name| json!({"metadata": {"name": name, "resourceVersion": "5"}}))
+        .collect();
+    json!({"apiVersion": "v1", "kind": "ConfigMapList",
+           "metadata": {"resourceVersion": "7"}, "items": items})
+}
+
+#[tokio::test(start_paused = true)]
+async fn owners_sharing_a_turn_list_one_at_a_time() {
+    let (client, mut server) = kube_retention_apimock::pair();
+    let (mut kinds, mut cleaners, _group) = two_owners();
+    watch(&mut kinds, &client, "kinds", "team-a");
+    watch(&mut cleaners, &client, "cleaners", "team-b");
+    let first = server.next().await.expect("one list");
+    assert!(!first.query.contains("watch=true"), "{}", first.line());
+    let listed = if first.path.contains("team-a") {
+        "team-a"
+    } else {
+        "team-b"
+    };
+    assert!(
+        server.next_within(Duration::from_secs(60)).await.is_none(),
+        "the other owner's list waits for the turn"
+    );
+    first.reply(200, &list(&["one"]));
+    // The list ended: its watch and the other owner's list follow, in either order.
+    let mut after = Vec::new();
+    let mut open = Vec::new();
+    for _ in 0..2 {
+        let received = server.next().await.expect("a request");
+        after.push((
+            received.path.contains(listed),
+            received.query.contains("watch=true"),
+        ));
+        if received.query.contains("watch=true") {
+            open.push(received.unanswered());
+        } else {
+            received.reply(200, &list(&["two"]));
+        }
+    }
+    after.sort();
+    assert_eq!(
+        after,
+        [(false, false), (true, true)],
+        "the first's watch, the other's list"
+    );
+    let (owner, other) = match listed {
+        "team-a" => (&mut kinds, &mut cleaners),
+        _ => (&mut cleaners, &mut kinds),
+    };
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.push(owner.next().await.1);
+    }
+    assert_eq!(seen, ["Init", "one", "InitDone"]);
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.push(other.next().await.1);
+    }
+    assert_eq!(seen, ["Init", "two", "InitDone"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stopped_watch_delivers_nothing_more() {
+    let (tasks, _group) = supervise::group("watches");
+    let watching = Watching {
+        lists: Lists::new(InitialList::Pages, 500),
+        turns: ListTurns::new(1),
+        tasks,
+    };
+    let mut set: Set = WatchSet::new(watching);
+    let (sender, receiver) = futures::channel::mpsc::unbounded();
+    set.start("replayed", "replayed".into(), receiver.boxed());
+    sender.unbounded_send(("replayed", "first".into())).unwrap();
+    assert_eq!(set.next().await.1, "first");
+    assert!(set.is_running(&"replayed"));
+    set.stop(&"replayed");
+    assert!(!set.is_running(&"replayed"));
+    sender.unbounded_send(("replayed", "second".into())).ok();
+    let next = tokio::time::timeout(Duration::from_secs(3600), set.next()).await;
+    assert!(next.is_err(), "nothing after the stop");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_watch_whose_stream_ends_is_its_groups_fault() {
+    let (mut set, _other, group) = two_owners();
+    set.start("ended", "ended".into(), futures::stream::empty().boxed());
+    let ended = tokio::time::timeout(Duration::from_secs(60), group)
+        .await
+        .expect("the group reports the end");
+    assert_eq!(ended.task, "watches/ended");
+    assert_eq!(
+        ended.outcome,
+        TaskEnd::Failed("the watch stream ended".into())
+    );
+}
