@@ -79,7 +79,8 @@ fn ledger_entry(cleaner: &CleanerKey, doomed: &Doomed, now: jiff::Timestamp) -> 
     }
 }
 
-/// Deletes exactly `doomed`; false when it was already gone or replaced by a namesake.
+/// Deletes exactly `doomed` ([`Deleter::delete`]); false when it was already gone (404) or
+/// replaced by a namesake (409), which are not failures.
 async fn delete(cleaning: &Cleaning, doomed: &Doomed) -> kube::Result<bool> {
     let api: Api<DynamicObject> =
         Api::namespaced_with(cleaning.client.clone(), &doomed.namespace, &doomed.resource);
@@ -91,21 +92,7 @@ async fn delete(cleaning: &Cleaning, doomed: &Doomed) -> kube::Result<bool> {
         propagation_policy: Some(cleaning.propagation.clone()),
         ..DeleteParams::default()
     };
-    within_budget(cleaning, &api, &doomed.name, &params).await
-}
-
-/// [`Deleter::delete`], false when the object was already gone (404) or is a namesake, not ours
-/// (409), which are not failures.
-async fn within_budget<K>(
-    cleaning: &Cleaning,
-    api: &Api<K>,
-    name: &str,
-    params: &DeleteParams,
-) -> kube::Result<bool>
-where
-    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    Ok(cleaning.delete(api, name, params).await? == Sent::Deleted)
+    Ok(cleaning.delete(&api, &doomed.name, &params).await? == Sent::Deleted)
 }
 
 /// Sends the CloudEvent in its own task; a refusal or a failure is counted and reported on the
@@ -170,9 +157,8 @@ pub async fn retire(cleaning: &Cleaning, clean: &Clean) -> kube::Result<()> {
         }),
         ..DeleteParams::default()
     };
-    within_budget(cleaning, &api, &clean.cleaner.name, &params)
-        .await
-        .map(|_| ())
+    cleaning.delete(&api, &clean.cleaner.name, &params).await?;
+    Ok(())
 }
 
 pub fn reference(clean: &Clean) -> ObjectReference {

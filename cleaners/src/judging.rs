@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 
 use super::book::{Clean, CleanerKey, CompiledSpec};
 use super::status::Problem;
+use kube_retention_evaluator::work::Token;
 use kube_retention_evaluator::work::json_bytes;
 use kube_retention_evaluator::{Progress, Work, WorkKey};
 
@@ -184,59 +185,11 @@ impl Work for CleanerWork {
     }
 
     fn shed(self: Box<Self>) -> Box<dyn Work> {
-        Box::new(Shed {
-            namespace: self.namespace,
-            key: self.pending.key,
-            seq: self.pending.seq,
-            results: self.results,
+        let token = self.key();
+        let Pending { key, seq, .. } = self.pending;
+        let results = self.results;
+        Token::asking_again(self.namespace, token, move || {
+            results.send(CleanerOutcome::Shed { key, seq }).ok();
         })
-    }
-}
-
-/// What a shed [`CleanerWork`] leaves in its place.
-struct Shed {
-    namespace: Arc<str>,
-    key: CleanerKey,
-    seq: u64,
-    results: mpsc::UnboundedSender<CleanerOutcome>,
-}
-
-impl Work for Shed {
-    fn namespace(&self) -> &Arc<str> {
-        &self.namespace
-    }
-
-    fn key(&self) -> WorkKey {
-        WorkKey::Cleaner(Arc::from(self.key.name.as_str()))
-    }
-
-    fn step(&mut self) -> Progress {
-        Progress::Done
-    }
-
-    fn weight(&self) -> usize {
-        0
-    }
-
-    fn finish(self: Box<Self>) {
-        let Self {
-            key, seq, results, ..
-        } = *self;
-        results.send(CleanerOutcome::Shed { key, seq }).ok();
-    }
-
-    fn shed(self: Box<Self>) -> Box<dyn Work> {
-        self
-    }
-}
-
-/// Judges `pending` at once, every step, where no evaluator is at hand (the Cleaners' tests).
-pub fn judged_at_once(pending: &Pending) -> Result<Verdict, Problem> {
-    let variables = convert(&pending.targets)?;
-    let mut judging = pending.judging.clone();
-    loop {
-        if let Some(verdict) = pending.judge.step(&mut judging, &variables) {
-            return Ok(verdict);
-        }
     }
 }

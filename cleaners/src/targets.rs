@@ -120,15 +120,6 @@ impl KindObjects {
             .chain(all.into_iter().flatten())
             .filter(move |object| selects(reference, object))
     }
-
-    /// How many objects are kept.
-    pub fn len(&self) -> usize {
-        self.current.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.current.is_empty()
-    }
 }
 
 /// What a Cleaner needs of an object no condition reads: its name and namespace to select and

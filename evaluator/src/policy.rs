@@ -14,7 +14,7 @@ use kube_retention_common::model::object_value;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::work::{Progress, Work, WorkKey, json_bytes};
+use super::work::{Progress, Token, Work, WorkKey, json_bytes};
 use kube_retention_state::{ObjectKey, PolicyAnswers, Unevaluated};
 
 /// An object whose policies' expressions are to be evaluated.
@@ -200,45 +200,12 @@ impl Work for PolicyWork {
     }
 
     fn shed(self: Box<Self>) -> Box<dyn Work> {
-        Box::new(Shed {
-            key: self.job.key,
-            seq: self.job.seq,
-            results: self.results,
+        let Job { key, seq, .. } = self.job;
+        let (namespace, results) = (key.namespace.clone(), self.results);
+        let token = WorkKey::Object(key.clone());
+        Token::asking_again(namespace, token, move || {
+            results.send(PolicyOutcome::Shed { key, seq }).ok();
         })
-    }
-}
-
-/// What a shed [`PolicyWork`] leaves in its place.
-struct Shed {
-    key: ObjectKey,
-    seq: u64,
-    results: mpsc::UnboundedSender<PolicyOutcome>,
-}
-
-impl Work for Shed {
-    fn namespace(&self) -> &Arc<str> {
-        &self.key.namespace
-    }
-
-    fn key(&self) -> WorkKey {
-        WorkKey::Object(self.key.clone())
-    }
-
-    fn step(&mut self) -> Progress {
-        Progress::Done
-    }
-
-    fn weight(&self) -> usize {
-        0
-    }
-
-    fn finish(self: Box<Self>) {
-        let Self { key, seq, results } = *self;
-        results.send(PolicyOutcome::Shed { key, seq }).ok();
-    }
-
-    fn shed(self: Box<Self>) -> Box<dyn Work> {
-        self
     }
 }
 

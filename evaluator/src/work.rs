@@ -59,6 +59,56 @@ pub trait Work: Send {
     }
 }
 
+/// What shed work leaves in its place ([`Work::shed`]): it keeps the place in line, weighs
+/// nothing, and at its turn asks the submitter for the work again (`ask_again`). Policies' and
+/// Cleaners' work leave the same token; only what they ask with differs.
+pub struct Token {
+    namespace: Arc<str>,
+    key: WorkKey,
+    ask_again: Box<dyn FnOnce() + Send>,
+}
+
+impl Token {
+    /// The token of shed work of `namespace` and `key`.
+    pub fn asking_again(
+        namespace: Arc<str>,
+        key: WorkKey,
+        ask_again: impl FnOnce() + Send + 'static,
+    ) -> Box<dyn Work> {
+        Box::new(Self {
+            namespace,
+            key,
+            ask_again: Box::new(ask_again),
+        })
+    }
+}
+
+impl Work for Token {
+    fn namespace(&self) -> &Arc<str> {
+        &self.namespace
+    }
+
+    fn key(&self) -> WorkKey {
+        self.key.clone()
+    }
+
+    fn step(&mut self) -> Progress {
+        Progress::Done
+    }
+
+    fn weight(&self) -> usize {
+        0
+    }
+
+    fn finish(self: Box<Self>) {
+        (self.ask_again)();
+    }
+
+    fn shed(self: Box<Self>) -> Box<dyn Work> {
+        self
+    }
+}
+
 /// About how many bytes `value` takes as parsed JSON: its text, and a word or so for each node.
 /// Walked with a stack of its own (an object's nesting is the API server's to bound, not ours).
 pub fn json_bytes(value: &serde_json::Value) -> usize {

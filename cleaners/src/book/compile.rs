@@ -93,12 +93,8 @@ impl Book {
         }
     }
 
-    pub(super) fn keep_compiled(
-        &mut self,
-        key: &CleanerKey,
-        seq: u64,
-        judge: CompiledSpec,
-    ) -> bool {
+    /// Keeps `judge` where request `seq` is still the latest of `key`: whether it was.
+    pub fn keep_compiled(&mut self, key: &CleanerKey, seq: u64, judge: CompiledSpec) -> bool {
         match self.cleaners.get_mut(key) {
             Some(tracked) if tracked.judge.awaits(seq) => {
                 tracked.judge = Judgement::Compiled(judge);

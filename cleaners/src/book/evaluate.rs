@@ -13,7 +13,7 @@ use kube_retention_common::cleaner::{ERROR_RETRY, Verdict};
 use super::{
     Book, Clean, CleanerKey, CompileRequest, Doomed, Evaluation, KindState, Scope, ScopeState,
 };
-use crate::judging::{Pending, judged_at_once};
+use crate::judging::Pending;
 use crate::status::Problem;
 use crate::targets::{describe, kind_of};
 
@@ -26,23 +26,6 @@ pub enum Prepared {
 }
 
 impl Book {
-    /// Evaluates the Cleaner `key` at `now`, its spec compiled and its conditions judged at
-    /// once; `None` when it is gone.
-    pub fn evaluate(&mut self, key: &CleanerKey, now: Timestamp) -> Option<Evaluation> {
-        loop {
-            match self.prepare(key, now)? {
-                Prepared::Decided(evaluation) => return Some(evaluation),
-                Prepared::Conditions(pending) => {
-                    let verdict = judged_at_once(&pending);
-                    return self.conclude(pending, verdict, now);
-                }
-                Prepared::Compile(request) => {
-                    self.keep_compiled(key, request.seq, request.compile());
-                }
-            }
-        }
-    }
-
     /// Resolves the Cleaner `key`'s targets at `now`: its spec to compile off the loop where
     /// that was not asked for yet; the evaluation where that decides it (its `ttl` not passed,
     /// no conditions, a target unreadable, the spec invalid), else its conditions to judge off

@@ -3,6 +3,7 @@
 //! most [`KINDS_PER_NAMESPACE`] kinds for one namespace — so a tenant's Cleaner never makes the
 //! controller hold another namespace's objects.
 
+use crate::book_support::evaluate;
 use jiff::Timestamp;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube_retention_cleaners::book::{Book, CleanerKey, KINDS_PER_NAMESPACE, Scope, ScopeWatch};
@@ -188,7 +189,7 @@ fn a_namespace_past_its_kinds_is_told_which_kind_is_not_watched() {
         namespace: "greedy".into(),
         name: "one-more".into(),
     };
-    let evaluation = book.evaluate(&key, now).unwrap();
+    let evaluation = evaluate(&mut book, &key, now).unwrap();
     let Err(Problem::TargetKind { kind, reason }) = evaluation.verdict else {
         panic!("expected a problem, got {:?}", evaluation.verdict);
     };

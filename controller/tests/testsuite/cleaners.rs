@@ -1,6 +1,7 @@
 //! The Cleaners' book without a cluster: when Cleaners are evaluated (once each after a restart,
 //! at once when a target changes, at their schedule otherwise) and what a clean deletes.
 
+use crate::book_support::evaluate;
 use jiff::Timestamp;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube_retention_cleaners::book::{Book, CleanerKey, Scope, ScopeWatch, Unavailable};
@@ -122,7 +123,7 @@ fn after_a_restart_each_cleaner_is_evaluated_once_when_every_target_kind_is_list
     );
     book.objects_listed(&here(config_map()));
     assert_eq!(book.take_due(at(NOW)), vec![key("p42"), key("p43")]);
-    let waiting = book.evaluate(&key("p42"), at(NOW)).expect("tracked");
+    let waiting = evaluate(&mut book, &key("p42"), at(NOW)).expect("tracked");
     let until = at("2026-11-22T13:00:00Z");
     let expected = Verdict::Wait {
         until,
@@ -130,7 +131,7 @@ fn after_a_restart_each_cleaner_is_evaluated_once_when_every_target_kind_is_list
         found: false,
     };
     assert_eq!(waiting.verdict, Ok(expected), "p42 has an active revision");
-    let clean = book.evaluate(&key("p43"), at(NOW)).expect("tracked");
+    let clean = evaluate(&mut book, &key("p43"), at(NOW)).expect("tracked");
     assert_eq!(clean.verdict, Ok(Verdict::Clean), "p43 has none");
     assert_eq!(
         book.take_due(at(NOW)),
@@ -158,7 +159,7 @@ fn a_target_change_wakes_only_the_cleaners_that_select_it() {
     book.objects_listed(&here(revision()));
     book.objects_listed(&here(config_map()));
     for due in book.take_due(at(NOW)) {
-        book.evaluate(&due, at(NOW));
+        evaluate(&mut book, &due, at(NOW));
     }
     let retired = object(
         &revision(),
@@ -168,7 +169,7 @@ fn a_target_change_wakes_only_the_cleaners_that_select_it() {
     );
     book.object_applied(&here(revision()), retired);
     assert_eq!(book.take_due(at(NOW)), vec![key("p42")]);
-    let evaluation = book.evaluate(&key("p42"), at(NOW)).expect("tracked");
+    let evaluation = evaluate(&mut book, &key("p42"), at(NOW)).expect("tracked");
     assert_eq!(evaluation.verdict, Ok(Verdict::Clean));
     assert_eq!(
         evaluation.resolved,
@@ -205,16 +206,14 @@ fn a_cleaner_being_cleaned_is_not_evaluated_again_and_a_failed_clean_is_retried(
     book.objects_listed(&here(revision()));
     book.objects_listed(&here(config_map()));
     assert_eq!(book.take_due(at(NOW)), vec![key("p42")]);
-    let evaluation = book.evaluate(&key("p42"), at(NOW)).expect("tracked");
+    let evaluation = evaluate(&mut book, &key("p42"), at(NOW)).expect("tracked");
     assert!(evaluation.clean.is_some());
     book.object_deleted(&here(config_map()), "p42-settings");
     assert_eq!(book.take_due(at(NOW)), Vec::<CleanerKey>::new(), "cleaning");
     book.clean_done(&key("p42"), false, at(NOW));
     assert_eq!(book.next_deadline(), Some(at("2026-11-22T12:00:30Z")));
     assert_eq!(book.take_due(at("2026-11-22T12:00:30Z")), vec![key("p42")]);
-    let again = book
-        .evaluate(&key("p42"), at("2026-11-22T12:00:30Z"))
-        .expect("tracked");
+    let again = evaluate(&mut book, &key("p42"), at("2026-11-22T12:00:30Z")).expect("tracked");
     assert!(again.clean.is_some());
     book.clean_done(&key("p42"), true, at("2026-11-22T12:00:31Z"));
     // The deletions the clean caused must not clean the group a second time.
@@ -261,7 +260,7 @@ fn a_target_kind_that_cannot_be_watched_is_a_problem_retried_soon() {
     );
     book.objects_listed(&here(config_map()));
     assert_eq!(book.take_due(at(NOW)), vec![key("p42")]);
-    let evaluation = book.evaluate(&key("p42"), at(NOW)).expect("tracked");
+    let evaluation = evaluate(&mut book, &key("p42"), at(NOW)).expect("tracked");
     let Err(Problem::TargetKind { kind, reason }) = evaluation.verdict else {
         panic!("expected a problem, got {:?}", evaluation.verdict);
     };

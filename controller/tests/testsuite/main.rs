@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fixtures unwrap
 
 mod backlog_support;
+mod book_support;
 mod clean_support;
 mod insides_support;
 mod lease_support;
