@@ -34,7 +34,7 @@ use crate::config::Config;
 use crate::executor::{Budget, Executor, Parts, Settings};
 use crate::leader::Elector;
 use crate::metrics::Metrics;
-use crate::run::{Extra, Loop};
+use crate::run::{Core, Discovered, Governed, Loop, Policies};
 use crate::{Error, Result, discovery, startup};
 use kube_retention_cleaners::Cleaners;
 use kube_retention_cleaners::act::Cleaning;
@@ -265,22 +265,27 @@ impl Controller {
         let mut watches = Watches::new(client.clone(), watching);
         watches.start_policies();
         let evaluations = crate::run::Evaluations::new(evaluator, client.clone());
-        let control = Loop {
-            evaluations,
+        let core = Core {
             state: State::new(watched)
                 .with_max_immediate_deletions(config.max_immediate_deletions)
                 .with_ledger(config.ledger.sink.is_some())
                 .with_stamping(config.deletions.stamping),
             served,
             watches,
-            extra: Extra::new(statuses),
+            metrics,
+            clock,
+        };
+        let control = Loop {
+            core,
             scans,
             executor,
             feedback,
             leadership,
-            metrics,
             ready,
-            clock,
+            policies: Policies::new(statuses),
+            evaluations,
+            governed: Governed::default(),
+            discovered: Discovered::default(),
         };
         Ok(Self {
             control,

@@ -21,7 +21,7 @@ use kube::api::DynamicObject;
 use kube_retention_common::kinds::KindId;
 use tokio::sync::mpsc;
 
-use super::Loop;
+use super::Core;
 use super::compiles::Compiles;
 use super::refetch::Fetched;
 use crate::metrics::Metrics;
@@ -127,6 +127,104 @@ impl Evaluations {
         let awaited = self.awaited.get(&kind).into_iter().flatten();
         awaited.map(|key| key.namespace.clone()).collect()
     }
+
+    /// An object was added or changed: judged at once, or once its expressions are evaluated.
+    pub(super) fn on_applied(
+        &mut self,
+        core: &mut Core,
+        kind: KindId,
+        object: DynamicObject,
+        now: Timestamp,
+    ) -> Vec<Action> {
+        let Some(key) = key_of(kind, &object) else {
+            return Vec::new();
+        };
+        let policies = core.state.unevaluated(kind, &object);
+        if policies.is_empty() {
+            let awaited = self.forget(&key);
+            let mut actions = core.state.applied(kind, &object, now);
+            if awaited {
+                actions.extend(self.settle(core, kind));
+            }
+            return actions;
+        }
+        core.state.listed(kind, &key.namespace, &key.name);
+        let job = Job {
+            seq: 0,
+            key,
+            resource: core.state.kinds()[kind].resource.clone(),
+            object,
+            policies,
+        };
+        self.submit(job, &core.metrics);
+        Vec::new()
+    }
+
+    /// What the evaluator sent back for an object: its answers, or word that it was shed.
+    pub(super) fn on_outcome(&mut self, core: &mut Core, outcome: PolicyOutcome) -> Vec<Action> {
+        match outcome {
+            PolicyOutcome::Evaluated(evaluated) => self.on_evaluated(core, *evaluated),
+            PolicyOutcome::Shed { key, seq } => {
+                self.fetch_again(core, key, seq);
+                Vec::new()
+            }
+        }
+    }
+
+    /// An object's answers came back: judged with them if they are still its latest and its
+    /// policies unchanged. The last the guard awaited in a namespace lets the blast-radius
+    /// guards counting the kind there decide.
+    fn on_evaluated(&mut self, core: &mut Core, evaluated: Evaluated) -> Vec<Action> {
+        let kind = evaluated.job.key.kind;
+        let awaited = self.answered(&evaluated.job.key);
+        let mut actions = self.judge_evaluated(core, evaluated);
+        if awaited {
+            actions.extend(self.settle(core, kind));
+        }
+        actions
+    }
+
+    /// The blast-radius guards counting `kind` decide where the objects they govern are judged.
+    pub(super) fn settle(&mut self, core: &mut Core, kind: KindId) -> Vec<Action> {
+        let unsettled = self.unsettled(kind);
+        core.state.settled(kind, core.clock.now(), &unsettled)
+    }
+
+    fn judge_evaluated(&mut self, core: &mut Core, evaluated: Evaluated) -> Vec<Action> {
+        let Evaluated {
+            job,
+            value,
+            answers,
+            took,
+        } = evaluated;
+        core.metrics.evaluation_seconds.observe(took.as_secs_f64());
+        if !self.latest(&job.key, job.seq) {
+            return Vec::new();
+        }
+        self.forget(&job.key);
+        let queued = gauge(self.pending.len());
+        core.metrics.evaluations_queued.set(queued);
+        if !core.watches.is_running(job.key.kind) {
+            return Vec::new();
+        }
+        for exceeded in answers.values().flat_map(|answers| answers.exceeded()) {
+            tracing::warn!(namespace = %job.key.namespace, name = %job.key.name, field = exceeded.0, error = %exceeded.1, "a policy's expression went past its limit; the object is treated as not matching");
+            core.metrics.cel_limit_exceeded.inc();
+        }
+        let now = core.clock.now();
+        let current = core.state.unevaluated(job.key.kind, &job.object);
+        if current.is_empty() {
+            return core.state.applied(job.key.kind, &job.object, now);
+        }
+        if !answers_current(&current, &job.policies) {
+            return self.on_applied(core, job.key.kind, job.object, now);
+        }
+        let Some(value) = value else {
+            return Vec::new();
+        };
+        core.state
+            .judged(job.key.kind, &job.object, &value, Some(&answers), now)
+    }
 }
 
 fn gauge(n: usize) -> i64 {
@@ -140,103 +238,4 @@ pub(super) fn key_of(kind: KindId, object: &DynamicObject) -> Option<ObjectKey> 
         namespace: Arc::from(object.metadata.namespace.as_deref()?),
         name: object.metadata.name.as_deref()?.into(),
     })
-}
-
-impl Loop {
-    /// An object was added or changed: judged at once, or once its expressions are evaluated.
-    pub(super) fn on_applied(
-        &mut self,
-        kind: KindId,
-        object: DynamicObject,
-        now: Timestamp,
-    ) -> Vec<Action> {
-        let Some(key) = key_of(kind, &object) else {
-            return Vec::new();
-        };
-        let policies = self.state.unevaluated(kind, &object);
-        if policies.is_empty() {
-            let awaited = self.evaluations.forget(&key);
-            let mut actions = self.state.applied(kind, &object, now);
-            if awaited {
-                actions.extend(self.settle(kind));
-            }
-            return actions;
-        }
-        self.state.listed(kind, &key.namespace, &key.name);
-        let job = Job {
-            seq: 0,
-            key,
-            resource: self.state.kinds()[kind].resource.clone(),
-            object,
-            policies,
-        };
-        self.evaluations.submit(job, &self.metrics);
-        Vec::new()
-    }
-
-    /// What the evaluator sent back for an object: its answers, or word that it was shed.
-    pub(super) fn on_outcome(&mut self, outcome: PolicyOutcome) -> Vec<Action> {
-        match outcome {
-            PolicyOutcome::Evaluated(evaluated) => self.on_evaluated(*evaluated),
-            PolicyOutcome::Shed { key, seq } => {
-                self.fetch_again(key, seq);
-                Vec::new()
-            }
-        }
-    }
-
-    /// An object's answers came back: judged with them if they are still its latest and its
-    /// policies unchanged. The last the guard awaited in a namespace lets the blast-radius
-    /// guards counting the kind there decide.
-    fn on_evaluated(&mut self, evaluated: Evaluated) -> Vec<Action> {
-        let kind = evaluated.job.key.kind;
-        let awaited = self.evaluations.answered(&evaluated.job.key);
-        let mut actions = self.judge_evaluated(evaluated);
-        if awaited {
-            actions.extend(self.settle(kind));
-        }
-        actions
-    }
-
-    /// The blast-radius guards counting `kind` decide where the objects they govern are judged.
-    pub(super) fn settle(&mut self, kind: KindId) -> Vec<Action> {
-        let unsettled = self.evaluations.unsettled(kind);
-        self.state.settled(kind, self.clock.now(), &unsettled)
-    }
-
-    fn judge_evaluated(&mut self, evaluated: Evaluated) -> Vec<Action> {
-        let Evaluated {
-            job,
-            value,
-            answers,
-            took,
-        } = evaluated;
-        self.metrics.evaluation_seconds.observe(took.as_secs_f64());
-        if !self.evaluations.latest(&job.key, job.seq) {
-            return Vec::new();
-        }
-        self.evaluations.forget(&job.key);
-        let queued = gauge(self.evaluations.pending.len());
-        self.metrics.evaluations_queued.set(queued);
-        if !self.watches.is_running(job.key.kind) {
-            return Vec::new();
-        }
-        for exceeded in answers.values().flat_map(|answers| answers.exceeded()) {
-            tracing::warn!(namespace = %job.key.namespace, name = %job.key.name, field = exceeded.0, error = %exceeded.1, "a policy's expression went past its limit; the object is treated as not matching");
-            self.metrics.cel_limit_exceeded.inc();
-        }
-        let now = self.clock.now();
-        let current = self.state.unevaluated(job.key.kind, &job.object);
-        if current.is_empty() {
-            return self.state.applied(job.key.kind, &job.object, now);
-        }
-        if !answers_current(&current, &job.policies) {
-            return self.on_applied(job.key.kind, job.object, now);
-        }
-        let Some(value) = value else {
-            return Vec::new();
-        };
-        self.state
-            .judged(job.key.kind, &job.object, &value, Some(&answers), now)
-    }
 }

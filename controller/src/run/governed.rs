@@ -10,13 +10,14 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{DynamicObject, PartialObjectMeta};
+use kube::api::PartialObjectMeta;
 use kube::runtime::watcher::{self, Event};
 use kube_retention_common::api::ResourceRef;
 use kube_retention_common::kinds::{Entry, KindId, Resource, Role, Watch, group_of};
+use kube_retention_io::relist_throttle::RelistThrottle;
+use tokio::time::Instant;
 
-use super::Loop;
-use kube_retention_state::Action;
+use super::{Core, Discovered};
 
 /// What a policy change lists afresh: a kind, cluster-wide (a ClusterRetentionPolicy's, a
 /// namespace's labels under a `namespaceSelector`), or a kind in the one namespace a
@@ -27,37 +28,54 @@ pub enum Relist {
     In(KindId, Arc<str>),
 }
 
-impl Loop {
-    pub(super) fn on_namespace(
+/// Kinds watched in full because a policy governs them, and the relists policy changes ask for.
+#[derive(Default)]
+pub struct Governed {
+    kinds: HashSet<KindId>,
+    /// At most one per kind (in a namespace) per window.
+    relists: RelistThrottle<Relist>,
+}
+
+impl Governed {
+    /// A namespace's labels changed: where a ClusterRetentionPolicy selects namespaces by
+    /// their labels, the kinds of every policy are listed afresh.
+    pub fn on_namespace(
         &mut self,
         event: Result<Event<PartialObjectMeta<Namespace>>, watcher::Error>,
-    ) -> Vec<Action> {
+        core: &mut Core,
+        discovered: &Discovered,
+    ) {
         let Ok(Event::InitApply(namespace) | Event::Apply(namespace)) = event else {
-            return Vec::new();
+            return;
         };
         let name = namespace.metadata.name.unwrap_or_default();
         let labels = namespace.metadata.labels.unwrap_or_default();
-        let selecting = self.state.policies().iter().any(|(key, loaded)| {
+        let selecting = core.state.policies().iter().any(|(key, loaded)| {
             key.namespace.is_none() && !loaded.rules.namespace_selector.selects_all()
         });
-        if self.state.namespace_applied(&name, labels) && selecting {
-            let kinds = self.state.policies().kinds();
-            self.refresh(&kinds, None);
+        if core.state.namespace_applied(&name, labels) && selecting {
+            let kinds = core.state.policies().kinds();
+            self.refresh(&kinds, None, core, discovered);
         }
-        Vec::new()
     }
 
     /// Watch modes follow the policies, and `kinds` are listed afresh — in `namespace` alone
     /// where a RetentionPolicy there changed, cluster-wide otherwise: at once, or when the
-    /// kind's relist window ends ([`kube_retention_io::relist_throttle::RelistThrottle`]).
-    pub(super) fn refresh(&mut self, kinds: &[ResourceRef], namespace: Option<&str>) {
-        let now = tokio::time::Instant::now();
-        let restarted = self.follow_policies();
+    /// kind's relist window ends ([`RelistThrottle`]).
+    pub fn refresh(
+        &mut self,
+        kinds: &[ResourceRef],
+        namespace: Option<&str>,
+        core: &mut Core,
+        discovered: &Discovered,
+    ) {
+        let now = Instant::now();
+        let restarted = self.follow_policies(core, discovered);
         for &id in &restarted {
-            self.extra.relists.listed(Relist::Kind(id), now);
+            self.relists.listed(Relist::Kind(id), now);
         }
         for kind in kinds {
-            let Some(id) = self
+            let Some(id) = core
                 .state
                 .kinds()
                 .find_group_kind(group_of(&kind.api_version), &kind.kind)
@@ -68,69 +86,30 @@ impl Loop {
                 Some(namespace) => Relist::In(id, Arc::from(namespace)),
                 None => Relist::Kind(id),
             };
-            if !restarted.contains(&id) && self.extra.relists.request(relist.clone(), now) {
-                self.start_relist(relist);
+            if !restarted.contains(&id) && self.relists.request(relist.clone(), now) {
+                start_relist(relist, core);
             }
         }
+    }
+
+    /// When the next relist that waits for its window is due.
+    pub fn next_relist(&self) -> Option<Instant> {
+        self.relists.next()
     }
 
     /// The relists whose window ended.
-    pub(super) fn relist_due(&mut self) {
-        for relist in self.extra.relists.due(tokio::time::Instant::now()) {
-            self.start_relist(relist);
-        }
-    }
-
-    fn start_relist(&mut self, relist: Relist) {
-        match relist {
-            Relist::Kind(id) => self.watches.relist(id, &self.state.kinds()[id]),
-            Relist::In(id, namespace) => {
-                self.watches
-                    .relist_in(id, &self.state.kinds()[id], namespace)
-            }
-        }
-    }
-
-    /// A kind's objects in one namespace listed afresh: judged as the watch's are; the list's
-    /// end counts for the blast-radius guards of that namespace's policies.
-    pub(super) fn on_relisted(
-        &mut self,
-        kind: KindId,
-        namespace: Arc<str>,
-        event: Result<Event<DynamicObject>, watcher::Error>,
-    ) -> Vec<Action> {
-        let now = self.clock.now();
-        match event {
-            Ok(Event::Init) => {
-                self.state.namespace_relist_started(kind, &namespace);
-                Vec::new()
-            }
-            Ok(Event::InitApply(object) | Event::Apply(object)) => {
-                self.on_applied(kind, object, now)
-            }
-            Ok(Event::InitDone) => {
-                self.watches.relisted(kind, &namespace);
-                self.state.namespace_relist_done(kind, &namespace);
-                self.evaluations.list_done_in(kind, &namespace);
-                let mut actions = self.settle(kind);
-                actions.extend(self.state.due(now));
-                actions
-            }
-            // The kind's watch says which went.
-            Ok(Event::Delete(_)) => Vec::new(),
-            Err(error) => {
-                self.watch_failed(kind, &error);
-                Vec::new()
-            }
+    pub fn relist_due(&mut self, core: &mut Core) {
+        for relist in self.relists.due(Instant::now()) {
+            start_relist(relist, core);
         }
     }
 
     /// Watches every object of the kinds valid policies govern (where served and permitted),
     /// and puts the other kinds back as they were. Answers the kinds whose watch restarted.
-    pub(super) fn follow_policies(&mut self) -> HashSet<KindId> {
+    pub fn follow_policies(&mut self, core: &mut Core, discovered: &Discovered) -> HashSet<KindId> {
         let mut wanted = HashSet::new();
-        if let Some(scan) = &self.extra.scan {
-            let usable: Vec<Resource> = self
+        if let Some(scan) = discovered.scan() {
+            let usable: Vec<Resource> = core
                 .state
                 .policies()
                 .kinds()
@@ -140,54 +119,48 @@ impl Loop {
                 .cloned()
                 .collect();
             for resource in usable {
-                if let Some(id) = self.kind_for(resource) {
-                    wanted.insert(id);
+                let entry = Entry {
+                    role: Role::Object,
+                    watch: Watch::ManagedOnly,
+                    ..Entry::plain(resource)
+                };
+                match core.kind_for(entry) {
+                    Ok(id) => {
+                        wanted.insert(id);
+                    }
+                    Err(error) => tracing::warn!(%error, "cannot add a policy's kind"),
                 }
             }
         }
         let mut restarted = HashSet::new();
-        let all: Vec<KindId> = wanted.union(&self.extra.governed).copied().collect();
+        let all: Vec<KindId> = wanted.union(&self.kinds).copied().collect();
         for id in all {
             let mode = if wanted.contains(&id) {
                 Some(Watch::All)
-            } else if self.served.contains(&id) || self.extra.discovered.watching.contains(&id) {
-                Some(self.state.kinds()[id].watch.clone())
+            } else if core.served.contains(&id) || discovered.watches(id) {
+                Some(core.state.kinds()[id].watch.clone())
             } else {
                 None
             };
-            if self.watches.mode(id) != mode.as_ref() {
+            if core.watches.mode(id) != mode.as_ref() {
                 let stopping = mode.is_none();
-                self.watches.ensure(id, &self.state.kinds()[id], mode);
+                core.watches.ensure(id, &core.state.kinds()[id], mode);
                 if stopping {
-                    self.state.forget_kind(id);
+                    core.state.forget_kind(id);
                 }
                 restarted.insert(id);
             }
         }
-        self.extra.governed = wanted;
+        self.kinds = wanted;
         restarted
     }
+}
 
-    /// The registry's id for a served kind, adding it as a plain object kind if new.
-    fn kind_for(&mut self, resource: Resource) -> Option<KindId> {
-        if let Some(id) = self
-            .state
-            .kinds()
-            .find_group_kind(&resource.group, &resource.kind)
-        {
-            return Some(id);
-        }
-        let entry = Entry {
-            role: Role::Object,
-            watch: Watch::ManagedOnly,
-            ..Entry::plain(resource)
-        };
-        match self.state.add_kind(entry) {
-            Ok(id) => Some(id),
-            Err(error) => {
-                tracing::warn!(%error, "cannot add a policy's kind");
-                None
-            }
-        }
+fn start_relist(relist: Relist, core: &mut Core) {
+    match relist {
+        Relist::Kind(id) => core.watches.relist(id, &core.state.kinds()[id]),
+        Relist::In(id, namespace) => core
+            .watches
+            .relist_in(id, &core.state.kinds()[id], namespace),
     }
 }

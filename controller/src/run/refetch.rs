@@ -7,7 +7,7 @@
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, ListParams};
 
-use super::Loop;
+use super::{Core, Evaluations};
 use crate::metrics::ErrorLabels;
 use kube_retention_evaluator::PolicyOutcome;
 use kube_retention_state::{Action, ObjectKey};
@@ -26,18 +26,18 @@ pub struct Fetched {
     pub(super) object: Result<Option<DynamicObject>, kube::Error>,
 }
 
-impl Loop {
+impl Evaluations {
     /// Fetches the object `key` stood for in the version `seq`, if that is still its latest:
     /// the evaluator let it go, and its turn has come.
-    pub(super) fn fetch_again(&self, key: ObjectKey, seq: u64) {
-        if !self.evaluations.latest(&key, seq) || !self.watches.is_running(key.kind) {
-            self.evaluations.evaluator.nothing_returned();
+    pub(super) fn fetch_again(&self, core: &Core, key: ObjectKey, seq: u64) {
+        if !self.latest(&key, seq) || !core.watches.is_running(key.kind) {
+            self.evaluator.nothing_returned();
             return;
         }
-        let resource = self.state.kinds()[key.kind].resource.api_resource();
+        let resource = core.state.kinds()[key.kind].resource.api_resource();
         let api: Api<DynamicObject> =
-            Api::namespaced_with(self.evaluations.client.clone(), &key.namespace, &resource);
-        let fetched = self.evaluations.fetches.clone();
+            Api::namespaced_with(self.client.clone(), &key.namespace, &resource);
+        let fetched = self.fetches.clone();
         tokio::spawn(async move {
             // Listed by its name, not read with a GET: the controller may list and watch every
             // kind it watches, and `get` is not among what an aggregated role must grant.
@@ -52,60 +52,56 @@ impl Loop {
 
     /// An object fetched again: evaluated as if its watch had brought it, if nothing newer did
     /// meanwhile. Gone, or not fetched, it waits for its watch's next word of it.
-    pub(super) fn on_fetched(&mut self, fetched: Fetched) -> Vec<Action> {
+    pub(super) fn on_fetched(&mut self, core: &mut Core, fetched: Fetched) -> Vec<Action> {
         let Fetched { key, seq, object } = fetched;
-        if !self.evaluations.latest(&key, seq) {
-            self.evaluations.evaluator.nothing_returned();
+        if !self.latest(&key, seq) {
+            self.evaluator.nothing_returned();
             return Vec::new();
         }
         match object {
             Ok(Some(mut object)) => {
-                self.evaluations.fetch_failures.remove(&key);
+                self.fetch_failures.remove(&key);
                 object.managed_fields_mut().clear();
-                self.evaluations.returning = Some(key.clone());
-                let actions = self.on_applied(key.kind, object, self.clock.now());
-                if self.evaluations.returning.take().is_some() {
+                self.returning = Some(key.clone());
+                let actions = self.on_applied(core, key.kind, object, core.clock.now());
+                if self.returning.take().is_some() {
                     // Judged without its expressions (no policy with any selects it now).
-                    self.evaluations.evaluator.nothing_returned();
+                    self.evaluator.nothing_returned();
                 }
                 actions
             }
             Ok(None) => {
-                self.evaluations.fetch_failures.remove(&key);
-                self.evaluations.evaluator.nothing_returned();
-                let awaited = self.evaluations.forget(&key);
+                self.fetch_failures.remove(&key);
+                self.evaluator.nothing_returned();
+                let awaited = self.forget(&key);
                 match awaited {
-                    true => self.settle(key.kind),
+                    true => self.settle(core, key.kind),
                     false => Vec::new(),
                 }
             }
             Err(error) => {
-                let kind = self.state.kinds()[key.kind].resource.to_string();
+                let kind = core.state.kinds()[key.kind].resource.to_string();
                 let labels = ErrorLabels {
                     kind: kind.clone(),
                     operation: "fetch",
                 };
-                self.metrics.errors.get_or_create(&labels).inc();
-                let failed = self
-                    .evaluations
-                    .fetch_failures
-                    .entry(key.clone())
-                    .or_default();
+                core.metrics.errors.get_or_create(&labels).inc();
+                let failed = self.fetch_failures.entry(key.clone()).or_default();
                 *failed += 1;
                 if *failed >= FETCH_ATTEMPTS {
                     // Its place among the works coming back goes to another: this object waits
                     // for its watch's next word of it.
                     tracing::warn!(namespace = %key.namespace, name = %key.name, %kind, %error, "fetching an object the evaluator shed failed {FETCH_ATTEMPTS} times; it is evaluated at its next change");
-                    self.evaluations.fetch_failures.remove(&key);
-                    self.evaluations.evaluator.nothing_returned();
-                    let awaited = self.evaluations.forget(&key);
+                    self.fetch_failures.remove(&key);
+                    self.evaluator.nothing_returned();
+                    let awaited = self.forget(&key);
                     return match awaited {
-                        true => self.settle(key.kind),
+                        true => self.settle(core, key.kind),
                         false => Vec::new(),
                     };
                 }
                 tracing::warn!(namespace = %key.namespace, name = %key.name, %kind, %error, "fetching an object the evaluator shed failed; trying again");
-                let again = self.evaluations.sender.clone();
+                let again = self.sender.clone();
                 tokio::spawn(async move {
                     tokio::time::sleep(FETCH_RETRY).await;
                     again.send(PolicyOutcome::Shed { key, seq }).ok();

@@ -1,73 +1,97 @@
 //! Scans for kinds beyond the configured ones: watching annotated objects of those the
-//! controller may delete, reporting the others, and checking policies against what is served.
+//! controller may delete, reporting the others, and keeping what is served and the
+//! controller's rules, which policies are checked against.
 
 use std::collections::{HashMap, HashSet};
 
 use kube_retention_common::kinds::KindId;
 
-use super::Loop;
-use crate::discovery::Scan;
-use crate::metrics::UnpermittedLabels;
+use super::Core;
+use crate::discovery::{Scan, Unpermitted};
+use crate::metrics::{Metrics, UnpermittedLabels};
 
-impl Loop {
-    /// Starts watching kinds a scan found watchable and stops those it no longer finds.
-    pub(super) fn on_scan(&mut self, scan: Scan) {
-        let mut discovered = std::mem::take(&mut self.extra.discovered);
+/// Kinds watched because a scan found them, kinds reported for lacking permissions, and the
+/// latest scan.
+#[derive(Default)]
+pub struct Discovered {
+    watching: HashSet<KindId>,
+    /// Kind → the verbs missing, comma-separated.
+    unpermitted: HashMap<String, String>,
+    /// The latest scan's served kinds and the controller's rules (`None` before the first).
+    scan: Option<Scan>,
+}
+
+impl Discovered {
+    /// The latest scan's served kinds and the controller's rules.
+    pub fn scan(&self) -> Option<&Scan> {
+        self.scan.as_ref()
+    }
+
+    /// Whether `kind` is watched because a scan found it.
+    pub fn watches(&self, kind: KindId) -> bool {
+        self.watching.contains(&kind)
+    }
+
+    /// Starts watching kinds `scan` found watchable and stops those it no longer finds.
+    pub fn scanned(&mut self, scan: Scan, core: &mut Core) {
         let Scan {
             watchable,
-            unpermitted: lacking,
+            unpermitted,
             served,
             rules,
         } = scan;
         let mut found = HashSet::new();
         for entry in watchable {
-            let existing = self
-                .state
-                .kinds()
-                .find_group_kind(&entry.resource.group, &entry.resource.kind);
-            let kind = match existing {
-                Some(kind) => kind,
-                None => match self.state.add_kind(entry) {
-                    Ok(kind) => kind,
-                    Err(error) => {
-                        tracing::warn!(%error, "cannot watch a discovered kind");
-                        continue;
-                    }
-                },
+            let kind = match core.kind_for(entry) {
+                Ok(kind) => kind,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot watch a discovered kind");
+                    continue;
+                }
             };
             found.insert(kind);
-            if !self.watches.is_running(kind) {
-                tracing::info!(kind = %self.state.kinds()[kind].resource, "watching annotated objects of a discovered kind");
-                self.watches.start(kind, &self.state.kinds()[kind]);
-                discovered.watching.insert(kind);
+            if !core.watches.is_running(kind) {
+                tracing::info!(kind = %core.state.kinds()[kind].resource, "watching annotated objects of a discovered kind");
+                core.watches.start(kind, &core.state.kinds()[kind]);
+                self.watching.insert(kind);
             }
         }
-        let gone: Vec<KindId> = discovered.watching.difference(&found).copied().collect();
+        let gone: Vec<KindId> = self.watching.difference(&found).copied().collect();
         for kind in gone {
-            tracing::info!(kind = %self.state.kinds()[kind].resource, "no longer served or permitted; not watching it");
-            discovered.watching.remove(&kind);
-            self.watches.stop(kind);
-            self.state.forget_kind(kind);
+            tracing::info!(kind = %core.state.kinds()[kind].resource, "no longer served or permitted; not watching it");
+            self.watching.remove(&kind);
+            core.watches.stop(kind);
+            core.state.forget_kind(kind);
         }
+        self.report(unpermitted, &core.metrics);
+        self.scan = Some(Scan {
+            served,
+            rules,
+            ..Scan::default()
+        });
+    }
+
+    /// Logs the kinds newly lacking verbs, and keeps their gauge to what the scan found.
+    fn report(&mut self, lacking: Vec<Unpermitted>, metrics: &Metrics) {
         let mut unpermitted = HashMap::new();
         for kind in lacking {
             unpermitted.insert(kind.resource.to_string(), kind.missing.join(","));
         }
         let newly: Vec<String> = unpermitted
             .iter()
-            .filter(|(kind, missing)| discovered.unpermitted.get(*kind) != Some(*missing))
+            .filter(|(kind, missing)| self.unpermitted.get(*kind) != Some(*missing))
             .map(|(kind, missing)| format!("{kind} ({missing})"))
             .collect();
         if !newly.is_empty() {
             tracing::info!(kinds = %newly.join(", "), "annotated objects of these kinds are not deleted: the controller lacks the verbs named (grant them with a ClusterRole labelled retention.dev/aggregate-to-controller: \"true\")");
         }
-        for (kind, missing) in &discovered.unpermitted {
+        for (kind, missing) in &self.unpermitted {
             if unpermitted.get(kind) != Some(missing) {
                 let labels = UnpermittedLabels {
                     kind: kind.clone(),
                     missing: missing.clone(),
                 };
-                self.metrics.unpermitted_kinds.remove(&labels);
+                metrics.unpermitted_kinds.remove(&labels);
             }
         }
         for (kind, missing) in &unpermitted {
@@ -75,15 +99,8 @@ impl Loop {
                 kind: kind.clone(),
                 missing: missing.clone(),
             };
-            self.metrics.unpermitted_kinds.get_or_create(&labels).set(1);
+            metrics.unpermitted_kinds.get_or_create(&labels).set(1);
         }
-        discovered.unpermitted = unpermitted;
-        self.extra.discovered = discovered;
-        self.extra.scan = Some(Scan {
-            served,
-            rules,
-            ..Scan::default()
-        });
-        self.follow_policies();
+        self.unpermitted = unpermitted;
     }
 }

@@ -15,7 +15,9 @@ use kube_retention_common::Registry;
 use kube_retention_common::kinds::KindId;
 use kube_retention_controller::executor::{Budget, Executor, Parts, Settings};
 use kube_retention_controller::metrics::Metrics;
-use kube_retention_controller::run::{Clock, Evaluations, Extra, Loop};
+use kube_retention_controller::run::{
+    Clock, Core, Discovered, Evaluations, Governed, Loop, Policies,
+};
 use kube_retention_evaluator::Evaluator;
 use kube_retention_io::initial_list::{InitialList, Lists};
 use kube_retention_io::list_turns::ListTurns;
@@ -81,19 +83,24 @@ pub fn start<T: Send + 'static>(
     let (statuses, writing) = StatusWrites::spawn(client, writes::RETRY);
     let (scans_tx, scans) = mpsc::channel(1);
     let (leading, leadership) = watch::channel(true);
-    let control = Loop {
+    let core = Core {
         state: State::new(kinds),
         served: Vec::new(),
         watches,
+        metrics: Metrics::default(),
+        clock,
+    };
+    let control = Loop {
+        core,
         scans,
         executor,
         feedback,
         leadership,
-        metrics: Metrics::default(),
         ready: Arc::new(AtomicBool::new(false)),
-        extra: Extra::new(statuses),
+        policies: Policies::new(statuses),
         evaluations,
-        clock,
+        governed: Governed::default(),
+        discovered: Discovered::default(),
     };
     let background = (executing, watching, evaluating, writing, scans_tx);
     let task = tokio::spawn(async move {
