@@ -23,7 +23,7 @@ use tokio::sync::mpsc;
 
 use super::Core;
 use super::compiles::Compiles;
-use super::refetch::Fetched;
+use super::refetch::{Fetched, Refetch, Refetched};
 use crate::metrics::Metrics;
 use kube_retention_evaluator::{Evaluated, Evaluator, Job, PolicyOutcome, PolicyWork};
 use kube_retention_state::{Action, ObjectKey, answers_current};
@@ -32,18 +32,15 @@ use kube_retention_state::{Action, ObjectKey, answers_current};
 /// the objects under way when its last list ended, whose answers the guard awaits.
 pub struct Evaluations {
     pub(super) evaluator: Evaluator,
-    pub(super) client: Client,
     pub(super) sender: mpsc::UnboundedSender<PolicyOutcome>,
     pub(super) results: mpsc::UnboundedReceiver<PolicyOutcome>,
-    pub(super) fetches: mpsc::UnboundedSender<Fetched>,
-    pub(super) fetched: mpsc::UnboundedReceiver<Fetched>,
+    /// Shed objects fetched again at their turn.
+    pub(super) refetch: Refetch,
     pending: HashMap<ObjectKey, u64>,
     awaited: HashMap<KindId, HashSet<ObjectKey>>,
     next: u64,
     /// The shed object fetched again being submitted now: it comes back to the evaluator.
     pub(super) returning: Option<ObjectKey>,
-    /// Shed objects whose fetch failed, and how many times.
-    pub(super) fetch_failures: HashMap<ObjectKey, u32>,
     /// Policies' generations being compiled on the same evaluator.
     pub(super) compiles: Compiles,
 }
@@ -52,20 +49,16 @@ impl Evaluations {
     /// Evaluations on `evaluator`'s thread; objects it sheds are fetched again with `client`.
     pub fn new(evaluator: Evaluator, client: Client) -> Self {
         let (sender, results) = mpsc::unbounded_channel();
-        let (fetches, fetched) = mpsc::unbounded_channel();
         Self {
             compiles: Compiles::new(evaluator.clone()),
             evaluator,
-            client,
+            refetch: Refetch::new(client, sender.clone()),
             sender,
             results,
-            fetches,
-            fetched,
             pending: HashMap::new(),
             awaited: HashMap::new(),
             next: 0,
             returning: None,
-            fetch_failures: HashMap::new(),
         }
     }
 
@@ -168,6 +161,47 @@ impl Evaluations {
                 self.fetch_again(core, key, seq);
                 Vec::new()
             }
+        }
+    }
+
+    /// Fetches the object `key` stood for in the version `seq`, if that is still its latest:
+    /// the evaluator let it go, and its turn has come.
+    fn fetch_again(&self, core: &Core, key: ObjectKey, seq: u64) {
+        if !self.latest(&key, seq) || !core.watches.is_running(key.kind) {
+            self.evaluator.nothing_returned();
+            return;
+        }
+        let resource = core.state.kinds()[key.kind].resource.api_resource();
+        self.refetch.fetch(key, seq, &resource);
+    }
+
+    /// An object fetched again: evaluated as if its watch had brought it, if nothing newer did
+    /// meanwhile. Gone, or not fetched, it waits for its watch's next word of it.
+    pub(super) fn on_fetched(&mut self, core: &mut Core, fetched: Fetched) -> Vec<Action> {
+        if !self.latest(&fetched.key, fetched.seq) {
+            self.evaluator.nothing_returned();
+            return Vec::new();
+        }
+        let key = fetched.key.clone();
+        let kind = core.state.kinds()[key.kind].resource.to_string();
+        match self.refetch.fetched(fetched, kind, &core.metrics) {
+            Refetched::Object(object) => {
+                self.returning = Some(key.clone());
+                let actions = self.on_applied(core, key.kind, *object, core.clock.now());
+                if self.returning.take().is_some() {
+                    // Judged without its expressions (no policy with any selects it now).
+                    self.evaluator.nothing_returned();
+                }
+                actions
+            }
+            Refetched::Given(key) => {
+                self.evaluator.nothing_returned();
+                match self.forget(&key) {
+                    true => self.settle(core, key.kind),
+                    false => Vec::new(),
+                }
+            }
+            Refetched::Retrying => Vec::new(),
         }
     }
 

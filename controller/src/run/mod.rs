@@ -108,7 +108,7 @@ impl Loop {
                     }
                 },
                 Some(outcome) = self.evaluations.results.recv() => self.evaluations.on_outcome(core, outcome),
-                Some(fetched) = self.evaluations.fetched.recv() => self.evaluations.on_fetched(core, fetched),
+                Some(fetched) = self.evaluations.refetch.fetched.recv() => self.evaluations.on_fetched(core, fetched),
                 Some(compiled) = self.evaluations.compiles.recv() => {
                     refresh.extend(Policies::on_compiled(compiled, core, &mut self.evaluations.compiles));
                     Vec::new()

@@ -4,13 +4,15 @@
 //! evaluated as if the watch had brought them. Each holds one of the few places among the works
 //! coming back ([`kube_retention_evaluator::Bounds::returns`]) until it is back or given up.
 
-use kube::ResourceExt;
-use kube::api::{Api, DynamicObject, ListParams};
+use std::collections::HashMap;
 
-use super::{Core, Evaluations};
-use crate::metrics::ErrorLabels;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::{Client, ResourceExt};
 use kube_retention_evaluator::PolicyOutcome;
-use kube_retention_state::{Action, ObjectKey};
+use tokio::sync::mpsc;
+
+use crate::metrics::{ErrorLabels, Metrics};
+use kube_retention_state::ObjectKey;
 
 /// How soon a failed fetch of a shed object is tried again...
 const FETCH_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
@@ -21,22 +23,49 @@ const FETCH_ATTEMPTS: u32 = 3;
 /// An object fetched again after the evaluator shed it: the version it stood for, and what the
 /// list by its name answered (`None`: gone meanwhile, its watch says so too).
 pub struct Fetched {
-    pub(super) key: ObjectKey,
-    pub(super) seq: u64,
-    pub(super) object: Result<Option<DynamicObject>, kube::Error>,
+    pub key: ObjectKey,
+    pub seq: u64,
+    object: Result<Option<DynamicObject>, kube::Error>,
 }
 
-impl Evaluations {
-    /// Fetches the object `key` stood for in the version `seq`, if that is still its latest:
-    /// the evaluator let it go, and its turn has come.
-    pub(super) fn fetch_again(&self, core: &Core, key: ObjectKey, seq: u64) {
-        if !self.latest(&key, seq) || !core.watches.is_running(key.kind) {
-            self.evaluator.nothing_returned();
-            return;
+/// What a fetch came to.
+pub enum Refetched {
+    /// The object, to evaluate as if its watch had brought it.
+    Object(Box<DynamicObject>),
+    /// Gone, or not fetched after [`FETCH_ATTEMPTS`]: it waits for its watch's next word of it.
+    Given(ObjectKey),
+    /// Fetched again after [`FETCH_RETRY`].
+    Retrying,
+}
+
+/// Shed objects fetched again, and the failures of each.
+pub struct Refetch {
+    client: Client,
+    fetches: mpsc::UnboundedSender<Fetched>,
+    pub(super) fetched: mpsc::UnboundedReceiver<Fetched>,
+    /// Where a failed fetch asks again, after [`FETCH_RETRY`]: as the evaluator's word that it
+    /// shed the object.
+    again: mpsc::UnboundedSender<PolicyOutcome>,
+    failures: HashMap<ObjectKey, u32>,
+}
+
+impl Refetch {
+    /// Fetches with `client`; a failed fetch asks `again`.
+    pub fn new(client: Client, again: mpsc::UnboundedSender<PolicyOutcome>) -> Self {
+        let (fetches, fetched) = mpsc::unbounded_channel();
+        Self {
+            client,
+            fetches,
+            fetched,
+            again,
+            failures: HashMap::new(),
         }
-        let resource = core.state.kinds()[key.kind].resource.api_resource();
+    }
+
+    /// Fetches the object `key` (of `resource`) stood for in the version `seq`.
+    pub fn fetch(&self, key: ObjectKey, seq: u64, resource: &ApiResource) {
         let api: Api<DynamicObject> =
-            Api::namespaced_with(self.client.clone(), &key.namespace, &resource);
+            Api::namespaced_with(self.client.clone(), &key.namespace, resource);
         let fetched = self.fetches.clone();
         tokio::spawn(async move {
             // Listed by its name, not read with a GET: the controller may list and watch every
@@ -50,64 +79,41 @@ impl Evaluations {
         });
     }
 
-    /// An object fetched again: evaluated as if its watch had brought it, if nothing newer did
-    /// meanwhile. Gone, or not fetched, it waits for its watch's next word of it.
-    pub(super) fn on_fetched(&mut self, core: &mut Core, fetched: Fetched) -> Vec<Action> {
+    /// What `fetched` came to; `kind` names its kind in the log and the error metric.
+    pub fn fetched(&mut self, fetched: Fetched, kind: String, metrics: &Metrics) -> Refetched {
         let Fetched { key, seq, object } = fetched;
-        if !self.latest(&key, seq) {
-            self.evaluator.nothing_returned();
-            return Vec::new();
-        }
-        match object {
+        let error = match object {
             Ok(Some(mut object)) => {
-                self.fetch_failures.remove(&key);
+                self.failures.remove(&key);
                 object.managed_fields_mut().clear();
-                self.returning = Some(key.clone());
-                let actions = self.on_applied(core, key.kind, object, core.clock.now());
-                if self.returning.take().is_some() {
-                    // Judged without its expressions (no policy with any selects it now).
-                    self.evaluator.nothing_returned();
-                }
-                actions
+                return Refetched::Object(Box::new(object));
             }
             Ok(None) => {
-                self.fetch_failures.remove(&key);
-                self.evaluator.nothing_returned();
-                let awaited = self.forget(&key);
-                match awaited {
-                    true => self.settle(core, key.kind),
-                    false => Vec::new(),
-                }
+                self.failures.remove(&key);
+                return Refetched::Given(key);
             }
-            Err(error) => {
-                let kind = core.state.kinds()[key.kind].resource.to_string();
-                let labels = ErrorLabels {
-                    kind: kind.clone(),
-                    operation: "fetch",
-                };
-                core.metrics.errors.get_or_create(&labels).inc();
-                let failed = self.fetch_failures.entry(key.clone()).or_default();
-                *failed += 1;
-                if *failed >= FETCH_ATTEMPTS {
-                    // Its place among the works coming back goes to another: this object waits
-                    // for its watch's next word of it.
-                    tracing::warn!(namespace = %key.namespace, name = %key.name, %kind, %error, "fetching an object the evaluator shed failed {FETCH_ATTEMPTS} times; it is evaluated at its next change");
-                    self.fetch_failures.remove(&key);
-                    self.evaluator.nothing_returned();
-                    let awaited = self.forget(&key);
-                    return match awaited {
-                        true => self.settle(core, key.kind),
-                        false => Vec::new(),
-                    };
-                }
-                tracing::warn!(namespace = %key.namespace, name = %key.name, %kind, %error, "fetching an object the evaluator shed failed; trying again");
-                let again = self.sender.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(FETCH_RETRY).await;
-                    again.send(PolicyOutcome::Shed { key, seq }).ok();
-                });
-                Vec::new()
-            }
+            Err(error) => error,
+        };
+        let labels = ErrorLabels {
+            kind: kind.clone(),
+            operation: "fetch",
+        };
+        metrics.errors.get_or_create(&labels).inc();
+        let failed = self.failures.entry(key.clone()).or_default();
+        *failed += 1;
+        if *failed >= FETCH_ATTEMPTS {
+            // Its place among the works coming back goes to another: this object waits for its
+            // watch's next word of it.
+            tracing::warn!(namespace = %key.namespace, name = %key.name, %kind, %error, "fetching an object the evaluator shed failed {FETCH_ATTEMPTS} times; it is evaluated at its next change");
+            self.failures.remove(&key);
+            return Refetched::Given(key);
         }
+        tracing::warn!(namespace = %key.namespace, name = %key.name, %kind, %error, "fetching an object the evaluator shed failed; trying again");
+        let again = self.again.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(FETCH_RETRY).await;
+            again.send(PolicyOutcome::Shed { key, seq }).ok();
+        });
+        Refetched::Retrying
     }
 }
