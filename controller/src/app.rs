@@ -14,7 +14,7 @@
 //! - `executor-dispatch` and `event-digest`: the [`Executor`]'s requests and deletion Events.
 //! - `cleaner-loop` (with `--cleaners`): the Cleaners.
 //! - `cel-evaluator`: the thread evaluating policies' CEL.
-//! - `circuit-breaker` (unless `--circuit-breaker-deletions` is 0): the breaker's ConfigMap.
+//! - `circuit-breaker` (unless `--circuit-breaker=off`): the breaker's ConfigMap.
 //! - `watches`: the group of watch tasks, one per kind and the policies' (`watches/<kind>`).
 //! - `status-writer`: policies' and Cleaners' status writes, and their retries.
 //! - `sink-policy`: the cluster's insides learned for the sink policy (`sinks::cluster`).

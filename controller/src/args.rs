@@ -43,25 +43,17 @@ pub struct Args {
     /// `kubectl retention explain` and `upcoming` still tell every deadline).
     #[arg(help_heading = "Deletions", long, env = "KUBE_RETENTION_STAMP", value_enum, ignore_case = true, default_value_t = Stamp::Finished)]
     pub stamp: Stamp,
-    /// Record Events for deletions (on the parent where there is one).
-    #[arg(help_heading = "Deletions", long, env = "KUBE_RETENTION_EVENTS", default_value_t = true, action = clap::ArgAction::Set)]
-    pub events: bool,
-    /// Deletions of one parent's runs (or of one kind in a namespace) within this window share
-    /// one Event ("Deleted 37 BuildRuns of Build hello"); 0s records one Event per deletion.
-    #[arg(help_heading = "Deletions", long, env = "KUBE_RETENTION_EVENT_WINDOW", default_value = "5s", value_parser = humantime::parse_duration)]
-    pub event_window: std::time::Duration,
-    /// The circuit breaker: more DELETEs than this within `--circuit-breaker-window` stop every
-    /// deletion until an admin releases it (`kubectl retention breaker release`); 0 turns it off.
-    #[arg(
-        help_heading = "Safety rails",
-        long,
-        env = "KUBE_RETENTION_CIRCUIT_BREAKER_DELETIONS",
-        default_value_t = 10_000
-    )]
-    pub circuit_breaker_deletions: u32,
-    /// The window the circuit breaker counts DELETEs in.
-    #[arg(help_heading = "Safety rails", long, env = "KUBE_RETENTION_CIRCUIT_BREAKER_WINDOW", default_value = "10m", value_parser = humantime::parse_duration)]
-    pub circuit_breaker_window: std::time::Duration,
+    /// Events for deletions, on the parent where there is one: `off`, or the window within
+    /// which deletions of one parent's runs (or of one kind in a namespace) share one Event
+    /// ("Deleted 37 BuildRuns of Build hello"); `0s` records one Event per deletion. `on` is the
+    /// default window.
+    #[arg(help_heading = "Deletions", long, env = "KUBE_RETENTION_EVENTS", default_value = "5s", value_parser = parse_events)]
+    pub events: Events,
+    /// The circuit breaker, `DELETIONS/WINDOW`: more DELETEs than this within the window stop
+    /// every deletion until an admin releases it (`kubectl retention breaker release`); `off`
+    /// (or 0 deletions) turns it off.
+    #[arg(help_heading = "Safety rails", long, env = "KUBE_RETENTION_CIRCUIT_BREAKER", default_value = "10000/10m", value_parser = parse_breaker)]
+    pub circuit_breaker: BreakerLimit,
     /// The blast-radius guard: a policy, new or changed, that would delete more objects than this
     /// at once deletes nothing until approved (`kubectl retention approve`), unless it sets its
     /// own `spec.safety.maxImmediateDeletions`. 0 turns the guard off.
@@ -100,7 +92,7 @@ pub struct Args {
     pub permissions_timeout: std::time::Duration,
     /// How each watch first lists its kind: `stream` (one watch request that sends every
     /// object, served from the API server's watch cache, with no continue token to expire on a
-    /// long list) or `pages` (LISTs of `--page-size` objects). `stream` falls back to pages where
+    /// long list) or `pages` (LISTs of 500 objects). `stream` falls back to pages where
     /// the API server refuses it (its WatchList feature gate off) or cuts it off.
     #[arg(
         help_heading = "Lists",
@@ -110,9 +102,6 @@ pub struct Args {
         default_value = "stream"
     )]
     pub initial_list: InitialList,
-    /// Objects per page of a paged initial LIST.
-    #[arg(help_heading = "Lists", long, default_value_t = 500)]
-    pub page_size: u32,
     /// How many lists of objects run at once, the kinds' and the Cleaners' targets' together.
     /// Each list holds whole objects in memory (a page, or the events in flight of a streamed
     /// list) and loads the API server; the others wait their turn (a list that fails goes to
@@ -207,4 +196,54 @@ pub enum Propagation {
     Background,
     Foreground,
     Orphan,
+}
+
+/// `--events`: none, or the window within which deletions share one Event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Events {
+    Off,
+    Within(std::time::Duration),
+}
+
+/// The window `--events=on` means.
+const EVENT_WINDOW: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn parse_events(text: &str) -> Result<Events, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "off" | "false" => Ok(Events::Off),
+        "on" | "true" => Ok(Events::Within(EVENT_WINDOW)),
+        _ => humantime::parse_duration(text)
+            .map(Events::Within)
+            .map_err(|error| {
+                format!(
+                    "{error}: expected off, on, or a window such as 5s (0s: an Event per deletion)"
+                )
+            }),
+    }
+}
+
+/// `--circuit-breaker`: more DELETEs than `deletions` within `window` open it (0: off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BreakerLimit {
+    pub deletions: u32,
+    pub window: std::time::Duration,
+}
+
+fn parse_breaker(text: &str) -> Result<BreakerLimit, String> {
+    const EXPECTED: &str = "expected DELETIONS/WINDOW such as 10000/10m, or off";
+    if text.eq_ignore_ascii_case("off") {
+        let window = std::time::Duration::ZERO;
+        return Ok(BreakerLimit {
+            deletions: 0,
+            window,
+        });
+    }
+    let (deletions, window) = text.split_once('/').ok_or(EXPECTED)?;
+    let deletions = deletions
+        .trim()
+        .parse()
+        .map_err(|error| format!("deletions {deletions:?}: {error}; {EXPECTED}"))?;
+    let window = humantime::parse_duration(window.trim())
+        .map_err(|error| format!("window {window:?}: {error}; {EXPECTED}"))?;
+    Ok(BreakerLimit { deletions, window })
 }

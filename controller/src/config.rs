@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use kube::api::PropagationPolicy;
 use kube_retention_common::kinds::KindSelection;
-use kube_retention_io::initial_list::InitialList;
+use kube_retention_io::initial_list::{InitialList, PAGE_SIZE};
 use kube_retention_runtime::SinkPolicyFlags;
 use kube_retention_state::Stamping;
 
-use crate::args::{Args, Propagation, Stamp};
+use crate::args::{Args, Events, Propagation, Stamp};
 
 /// The controller's configuration, by part.
 #[derive(Debug, Clone)]
@@ -108,7 +108,7 @@ impl Config {
             },
             lists: Lists {
                 initial_list: args.initial_list,
-                page_size: args.page_size,
+                page_size: PAGE_SIZE,
                 concurrency: args.list_concurrency,
             },
             deletions: Deletions {
@@ -123,12 +123,15 @@ impl Config {
                     Stamp::Finished => Stamping::Finished,
                     Stamp::Never => Stamping::Never,
                 },
-                events: args.events,
-                event_window: args.event_window,
+                events: args.events != Events::Off,
+                event_window: match args.events {
+                    Events::Within(window) => window,
+                    Events::Off => Duration::ZERO,
+                },
             },
             breaker: Breaker {
-                deletions: args.circuit_breaker_deletions,
-                window: args.circuit_breaker_window,
+                deletions: args.circuit_breaker.deletions,
+                window: args.circuit_breaker.window,
             },
             max_immediate_deletions: args.max_immediate_deletions,
             lease: Lease {

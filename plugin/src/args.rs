@@ -61,7 +61,7 @@ pub enum Command {
     /// what it governs).
     Approve(ApproveArgs),
     /// The controller's circuit breaker, which stops every deletion once more went within its
-    /// window than its limit (--circuit-breaker-deletions): `status`, or `release` to resume
+    /// window than its limit (--circuit-breaker): `status`, or `release` to resume
     /// (what it held goes first). Releasing needs delete on ConfigMaps in --controller-namespace.
     Breaker(BreakerArgs),
     /// Keep KIND/NAME at least DURATION longer (e.g. `job/nightly-1 24h`): writes

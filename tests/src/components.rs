@@ -107,7 +107,7 @@ pub fn wait_for_admission(cluster: &LocalCluster, timeout: Duration) -> Result<(
 /// Starts a controller replica named `name` (its pid file, log and Lease identity) serving its
 /// metrics on `metrics_port`, with the controller ServiceAccount's kubeconfig and `extra` flags
 /// ([`SINK_ALLOW`] unless they set `--cloud-event-sink-allow`, a circuit breaker of a million
-/// deletions unless they set `--circuit-breaker-deletions`).
+/// deletions unless they set `--circuit-breaker`).
 pub fn start_controller(
     cluster: &LocalCluster,
     name: &str,
@@ -150,9 +150,9 @@ pub fn start_controller(
     // the suites' thousands of deletions: the breaker's own scenario sets its limit.
     if !extra
         .iter()
-        .any(|flag| flag.starts_with("--circuit-breaker-deletions"))
+        .any(|flag| flag.starts_with("--circuit-breaker="))
     {
-        command.arg("--circuit-breaker-deletions=1000000");
+        command.arg("--circuit-breaker=1000000/10m");
     }
     process::spawn(&layout.state_dir, name, &mut command)
 }

@@ -17,7 +17,7 @@ pub const CEILING_CONCURRENCY: usize = 64;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Deleter {
     KubeRetention,
-    /// kube-retention recording one Event per deletion (`--event-window=0s`), as before
+    /// kube-retention recording one Event per deletion (`--events=0s`), as before
     /// Events were aggregated.
     KubeRetentionEventEach,
     /// kube-retention writing no stamps (`--stamp=never`): one request per deletion.

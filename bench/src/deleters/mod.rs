@@ -150,13 +150,13 @@ pub fn start_with(
                 format!("--qps={}", budget.unwrap_or(0)),
                 "--leader-election=false".into(),
                 // Deleting as fast as asked is what is measured; the breaker would stop it.
-                "--circuit-breaker-deletions=0".into(),
+                "--circuit-breaker=off".into(),
                 // As installed: the suites' one-second scan for new kinds would be most of an
                 // idle controller's requests.
                 controller_default("discovery-interval")?,
             ];
             if deleter == Deleter::KubeRetentionEventEach {
-                flags.push("--event-window=0s".into());
+                flags.push("--events=0s".into());
             }
             if deleter == Deleter::KubeRetentionNoStamp {
                 flags.push("--stamp=never".into());

@@ -114,7 +114,7 @@ pub fn section(
          in a real cluster both share one kube-controller-manager's client budget, and here too; the\n\
          peer's requests include the garbage collector's. The peer runs with its default 5 workers\n\
          and, in the unlimited burst, also with `--concurrent-ttl-after-finished-syncs={tuned}`. In that\n\
-         burst kube-retention also runs with `--event-window=0s` (one Event per deletion, as before\n\
+         burst kube-retention also runs with `--events=0s` (one Event per deletion, as before\n\
          Events were aggregated per parent, or per kind in a namespace, over 5 s). In the steady\n\
          scenario it also runs with `--stamp=never`, which writes no `expires-at` stamp: one request\n\
          per deletion, the DELETE, against the default `--stamp=finished`'s stamp PATCH per Job that\n\

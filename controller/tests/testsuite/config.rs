@@ -25,15 +25,13 @@ fn every_group_carries_what_its_flags_say() {
         "--concurrency=3",
         "--propagation-policy=Foreground",
         "--stamp=never",
-        "--event-window=0s",
-        "--circuit-breaker-deletions=9",
-        "--circuit-breaker-window=2m",
+        "--events=0s",
+        "--circuit-breaker=9/2m",
         "--max-immediate-deletions=11",
         "--kind=example.com/v1/Widget",
         "--disable-kind=Pod",
         "--discovery-interval=0s",
         "--initial-list=pages",
-        "--page-size=40",
         "--list-concurrency=1",
         "--leader-election=false",
         "--lease-name=other",
@@ -56,7 +54,6 @@ fn every_group_carries_what_its_flags_say() {
     assert_eq!(config.kinds.selection.kinds, ["example.com/v1/Widget"]);
     assert_eq!(config.kinds.selection.disabled_kinds, ["Pod"]);
     assert_eq!(config.kinds.discovery_interval, Duration::ZERO);
-    assert_eq!(config.lists.page_size, 40);
     assert_eq!(config.lists.concurrency, 1);
     assert!(!config.lease.election);
     assert_eq!(config.lease.name, "other");
@@ -92,4 +89,40 @@ fn without_flags_the_defaults_decide_and_an_identity_is_found() {
         (10_000, Duration::from_secs(600)),
         "the circuit breaker is on unless the admin turns it off"
     );
+}
+
+#[test]
+fn events_and_the_circuit_breaker_each_take_one_flag() {
+    assert!(!config(&["--events=off"]).deletions.events);
+    assert!(!config(&["--events=false"]).deletions.events, "as before");
+    let on = config(&["--events=on"]).deletions;
+    assert!(on.events);
+    assert_eq!(on.event_window, Duration::from_secs(5));
+    let each = config(&["--events=0s"]).deletions;
+    assert!(each.events, "0s: an Event per deletion, not none");
+    assert_eq!(each.event_window, Duration::ZERO);
+    assert_eq!(config(&["--circuit-breaker=off"]).breaker.deletions, 0);
+    assert_eq!(config(&["--circuit-breaker=0/1m"]).breaker.deletions, 0);
+    for (flag, says) in [
+        (
+            "--circuit-breaker=10000",
+            "expected DELETIONS/WINDOW such as 10000/10m, or off",
+        ),
+        ("--circuit-breaker=many/10m", "deletions \"many\""),
+        ("--circuit-breaker=5/soon", "window \"soon\""),
+        (
+            "--events=sometimes",
+            "expected off, on, or a window such as 5s",
+        ),
+    ] {
+        let error = Args::try_parse_from(["kube-retention-controller", flag])
+            .err()
+            .map(|error| error.to_string())
+            .unwrap_or_default();
+        assert!(error.contains(says), "{flag}: {error}");
+        assert!(
+            error.contains(flag.split('=').next().unwrap_or(flag)),
+            "{error}"
+        );
+    }
 }

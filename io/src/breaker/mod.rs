@@ -1,5 +1,5 @@
-//! The cluster-wide circuit breaker. More DELETEs than `--circuit-breaker-deletions` within
-//! `--circuit-breaker-window` open it: from then on no DELETE is sent by anyone — the executor's
+//! The cluster-wide circuit breaker. More DELETEs than `--circuit-breaker` allows within its
+//! window open it: from then on no DELETE is sent by anyone — the executor's
 //! (policies, annotations, limits) or a Cleaner's — until an admin releases it. Whatever made so
 //! many objects due at once (a script that annotated a whole namespace, a policy approved
 //! without reading its count, a clock jump), the damage stops at the limit.

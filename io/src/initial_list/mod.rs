@@ -36,13 +36,17 @@ pub use fallback::{Fallback, ListFallbackLabels};
 /// kube-runtime's watch request timeout where `watcher::Config::timeout` sets none.
 const DEFAULT_WATCH_TIMEOUT_SECS: u32 = 290;
 
+/// Objects per page of a paged list: kubectl's `--chunk-size` default. A page holds whole
+/// objects in memory; the streamed list, the default, has no pages.
+pub const PAGE_SIZE: u32 = 500;
+
 /// How a watch first lists its kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum InitialList {
     /// One watch request that streams every object, then a bookmark; pages where the API server
     /// refuses that or cuts it off.
     Stream,
-    /// LIST requests of `--page-size` objects each, with a continue token.
+    /// LIST requests of [`PAGE_SIZE`] objects each, with a continue token.
     Pages,
 }
 

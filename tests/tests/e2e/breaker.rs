@@ -39,10 +39,7 @@ const LIMIT: usize = 200;
 const CONTROLLER_NAMESPACE: &str = "kube-retention";
 
 fn flags() -> Vec<String> {
-    vec![
-        format!("--circuit-breaker-deletions={LIMIT}"),
-        "--circuit-breaker-window=1m".into(),
-    ]
+    vec![format!("--circuit-breaker={LIMIT}/1m")]
 }
 
 async fn breaker(ns: TestNamespace) -> Result<()> {

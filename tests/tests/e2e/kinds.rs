@@ -179,7 +179,7 @@ async fn extra_kind(ns: TestNamespace) -> Result<()> {
             "--lease-name=e2e-extra-kind-controller".into(),
             // Its breaker's ConfigMap would be named after its Lease, which the deploy/ Role
             // does not name; the breaker is not what this controller is here for.
-            "--circuit-breaker-deletions=0".into(),
+            "--circuit-breaker=off".into(),
             "--discovery-interval=0s".into(),
             "--disable-kind=Build.shipwright.io".into(),
             "--disable-kind=BuildRun.shipwright.io".into(),
