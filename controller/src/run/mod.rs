@@ -1,7 +1,10 @@
-//! The controller loop: one paged LIST and then a watch per kind, feeding [`State`] — plus, for
-//! kinds watched through the managed label, a metadata-only watch of the unlabelled, which finds
-//! objects the webhook never labelled; a timer on the earliest deadline; leadership changes;
-//! and the executor's feedback. Actions go to the [`Executor`].
+//! The controller loop: it owns [`Core`] — the [`State`](kube_retention_state::State), the
+//! watches (a list and then a watch per kind, plus, for kinds watched through the managed label,
+//! a metadata-only watch of the unlabelled, which finds objects the webhook never labelled),
+//! metrics and the clock — and hands it to the concern each event is for: [`Policies`],
+//! [`Governed`] kinds, [`Discovered`] kinds, objects and their [`Evaluations`]. Besides: a timer
+//! on the earliest deadline, leadership changes, and the executor's feedback. Actions go to the
+//! [`Executor`].
 
 use std::future::Future;
 use std::sync::Arc;
