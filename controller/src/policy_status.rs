@@ -4,7 +4,7 @@
 //! ([`kube_retention_io::status_writes`]), which retries failures.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::api::ApiResource;
+use kube::runtime::reflector::ObjectRef;
 use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
 use kube_retention_common::api::{PolicyStatus, WouldDelete};
 use kube_retention_common::expiry::format_timestamp;
@@ -19,26 +19,26 @@ use kube_retention_state::{
 
 /// The policy `key`, as the status writer names what it writes.
 pub fn status_of(key: &PolicyKey) -> StatusOf {
-    let resource = match key.namespace {
-        Some(_) => ApiResource::erase::<RetentionPolicy>(&()),
-        None => ApiResource::erase::<ClusterRetentionPolicy>(&()),
-    };
-    let mut of = StatusOf::new_with(&key.name, resource);
-    of.namespace.clone_from(&key.namespace);
-    of
+    match &key.namespace {
+        Some(namespace) => ObjectRef::<RetentionPolicy>::new(&key.name)
+            .within(namespace)
+            .erase(),
+        None => ObjectRef::<ClusterRetentionPolicy>::new(&key.name).erase(),
+    }
 }
 
 /// `status` as it is written: absent fields as null (a merge patch would keep their stale
-/// values), and no dry-run deletions as an empty list.
-pub fn rendered(status: &PolicyStatus) -> serde_json::Value {
-    let mut value = serde_json::to_value(status).unwrap_or_default();
+/// values), and no dry-run deletions as an empty list. An error where it cannot be serialized:
+/// nothing is written then (a merge patch of `null` would remove the whole status).
+pub fn rendered(status: &PolicyStatus) -> serde_json::Result<serde_json::Value> {
+    let mut value = serde_json::to_value(status)?;
     if let Some(map) = value.as_object_mut() {
         for field in ["nextDeletion", "limits"] {
             map.entry(field).or_insert(serde_json::Value::Null);
         }
         map.entry("wouldDelete").or_insert(serde_json::json!([]));
     }
-    value
+    Ok(value)
 }
 
 pub struct Inputs<'a> {
@@ -259,7 +259,7 @@ mod tests {
 
     #[test]
     fn a_written_status_clears_what_it_no_longer_says() {
-        let written = rendered(&PolicyStatus::default());
+        let written = rendered(&PolicyStatus::default()).expect("a status serializes");
         assert_eq!(written["nextDeletion"], serde_json::Value::Null);
         assert_eq!(written["limits"], serde_json::Value::Null);
         assert_eq!(written["wouldDelete"], serde_json::json!([]));

@@ -187,8 +187,13 @@ impl Policies {
             }
         }
         for (key, status) in writes {
-            let of = policy_status::status_of(&key);
-            self.statuses.write(of, policy_status::rendered(&status));
+            match policy_status::rendered(&status) {
+                Ok(value) => self.statuses.write(policy_status::status_of(&key), value),
+                Err(error) => {
+                    tracing::warn!(policy = %key, %error, "could not write the policy's status");
+                    continue;
+                }
+            }
             self.written.insert(key, status);
         }
     }
