@@ -183,7 +183,8 @@ impl Controller {
             turns: ListTurns::new(config.lists.concurrency),
             tasks,
         };
-        let (statuses, writing) = StatusWrites::spawn(client.clone(), status_writes::RETRY);
+        let (statuses, writing) =
+            StatusWrites::spawn(client.clone(), status_writes::RETRY, leadership.clone());
         supervisor.add(writing);
         let budget = Budget::per_second(NonZeroU32::new(config.deletions.qps));
         let breaker = Breaker::new(config.breaker.deletions, config.breaker.window, clock);
@@ -303,9 +304,9 @@ impl Controller {
         let stopped = supervisor.watch(control.run(shutdown)).await;
         // Stopping either way: the Lease is released so that a successor takes over within a
         // retry period instead of after it expires. The elector releases it once every
-        // leadership receiver is gone: the loop's went with it, the Cleaners' and the circuit
-        // breaker's go with them.
-        for holding_leadership in ["cleaner-loop", "circuit-breaker"] {
+        // leadership receiver is gone: the loop's went with it, the Cleaners', the circuit
+        // breaker's and the status writer's go with them.
+        for holding_leadership in ["cleaner-loop", "circuit-breaker", "status-writer"] {
             if let Some(task) = supervisor.remove(holding_leadership) {
                 task.abort();
             }

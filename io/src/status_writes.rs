@@ -6,8 +6,10 @@
 //! until the computed one changes. A newer status supersedes a pending retry and is written at
 //! once with its backoff reset; writes of one object never overlap, so an older status cannot
 //! land after a newer one. A write the API server refuses as such (the object gone: 404; a
-//! patch it rejects: 400, 422) is not retried. A loop forgets a deleted object's writes, and all
-//! of them when this replica stops leading.
+//! patch it rejects: 400, 422) is not retried. A loop forgets a deleted object's writes. Only
+//! the leader writes: the writer follows leadership itself, dropping every pending write when
+//! this replica stops leading (the new leader writes; retries of ours could land after its) and
+//! any write handed to it while it does not lead.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -21,7 +23,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client};
 use kube_retention_runtime::supervise::{self, Supervised};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 /// The object whose status is written: its resource, namespace (if any) and name.
@@ -44,17 +46,22 @@ pub struct StatusWrites {
 enum Request {
     Write(StatusOf, Value),
     Forget(StatusOf),
-    ForgetAll,
 }
 
 impl StatusWrites {
-    /// Starts the writer task, retrying on `retry`'s schedule, and answers it for a supervisor;
-    /// it ends once every [`StatusWrites`] is dropped.
-    pub fn spawn(client: Client, retry: ExponentialBuilder) -> (Self, Supervised) {
+    /// Starts the writer task, retrying on `retry`'s schedule and writing while `leadership`
+    /// says this replica leads, and answers it for a supervisor; it ends once every
+    /// [`StatusWrites`] is dropped.
+    pub fn spawn(
+        client: Client,
+        retry: ExponentialBuilder,
+        leadership: watch::Receiver<bool>,
+    ) -> (Self, Supervised) {
         let (requests, received) = mpsc::unbounded_channel();
         let writer = Writer {
             client,
             retry,
+            leadership,
             slots: HashMap::new(),
             next_id: 0,
             writing: FuturesUnordered::new(),
@@ -71,11 +78,6 @@ impl StatusWrites {
     /// Drops what is pending for `key` (deleted).
     pub fn forget(&self, key: &StatusOf) {
         self.requests.send(Request::Forget(key.clone())).ok();
-    }
-
-    /// Drops everything pending (this replica stopped leading: the new leader writes).
-    pub fn forget_all(&self) {
-        self.requests.send(Request::ForgetAll).ok();
     }
 }
 
@@ -103,6 +105,8 @@ struct Written {
 struct Writer {
     client: Client,
     retry: ExponentialBuilder,
+    /// Whether this replica leads: only the leader writes.
+    leadership: watch::Receiver<bool>,
     slots: HashMap<StatusOf, Slot>,
     next_id: u64,
     writing: FuturesUnordered<BoxFuture<'static, Written>>,
@@ -127,12 +131,18 @@ impl Writer {
                     self.finished(written);
                 }
                 () = sleep_until(next_due), if next_due.is_some() => {}
+                Ok(()) = self.leadership.changed() => {
+                    if !*self.leadership.borrow_and_update() {
+                        self.slots.clear();
+                    }
+                }
             }
         }
     }
 
     fn apply(&mut self, request: Request) {
         match request {
+            Request::Write(..) if !*self.leadership.borrow() => {}
             Request::Write(key, status) => {
                 let next_id = &mut self.next_id;
                 let slot = self.slots.entry(key).or_insert_with(|| {
@@ -152,7 +162,6 @@ impl Writer {
             Request::Forget(key) => {
                 self.slots.remove(&key);
             }
-            Request::ForgetAll => self.slots.clear(),
         }
     }
 

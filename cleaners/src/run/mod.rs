@@ -119,12 +119,7 @@ impl Cleaners {
         let far = Instant::now() + Duration::from_secs(3600 * 24 * 365);
         loop {
             self.follow_kinds();
-            let leading = *leadership.borrow();
-            if self.leading && !leading {
-                // The new leader writes statuses; retries of ours could land after its.
-                self.statuses.forget_all();
-            }
-            self.leading = leading;
+            self.leading = *leadership.borrow();
             if self.leading {
                 let now = self.cleaning.clock.now();
                 for key in self.book.take_due(now) {

@@ -141,9 +141,6 @@ impl Loop {
                 Ok(()) = self.leadership.changed() => {
                     let leader = *self.leadership.borrow_and_update();
                     tracing::info!(leader, "leadership changed");
-                    if !leader {
-                        self.policies.stopped_leading();
-                    }
                     core.metrics.leader.set(i64::from(leader));
                     core.state.set_leader(leader, core.clock.now())
                 }

@@ -52,12 +52,6 @@ impl Policies {
         }
     }
 
-    /// This replica stopped leading: the new leader writes statuses, and retries of ours could
-    /// land after its.
-    pub fn stopped_leading(&self) {
-        self.statuses.forget_all();
-    }
-
     /// A RetentionPolicy's or ClusterRetentionPolicy's event: the state loads, changes or
     /// forgets it, or its generation goes to be compiled; answers the kinds to list afresh.
     pub fn on_event<K: PolicyObject>(

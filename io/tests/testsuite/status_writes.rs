@@ -1,7 +1,8 @@
 //! Status writes (a policy's, here) against a mocked API server, on paused time: a PATCH
 //! answered 500 or 409 is retried after a backoff until one succeeds, and then nothing more is
 //! sent; a newer status replaces a pending retry and goes out at once; a write refused because
-//! the object is gone, or forgotten by the loop, is not retried.
+//! the object is gone, or forgotten by the loop, is not retried; a replica that stops leading
+//! drops what is pending and writes nothing until it leads again.
 
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use kube_retention_apimock::Received;
 use kube_retention_common::api::{RetentionPolicy, RetentionPolicySpec};
 use kube_retention_io::status_writes::{self as writes, StatusOf, StatusWrites};
 use serde_json::{Value, json};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 const PATH: &str =
@@ -45,16 +47,20 @@ struct ApiServer {
     server: kube_retention_apimock::ApiServer,
     started: Instant,
     calls: Vec<Call>,
+    /// Whether this replica leads (it does at first).
+    leading: watch::Sender<bool>,
 }
 
 impl ApiServer {
     fn start(retry: ExponentialBuilder) -> (Self, StatusWrites) {
         let (client, server) = kube_retention_apimock::pair();
-        let (writes, _task) = StatusWrites::spawn(client, retry);
+        let (leading, leadership) = watch::channel(true);
+        let (writes, _task) = StatusWrites::spawn(client, retry, leadership);
         let server = Self {
             server,
             started: Instant::now(),
             calls: Vec::new(),
+            leading,
         };
         (server, writes)
     }
@@ -167,4 +173,24 @@ async fn a_policy_gone_or_forgotten_is_not_retried() {
     assert!(server.quiet().await, "forgotten before its retry");
     // The second write went out after the first hour of quiet.
     assert_eq!(server.calls, [call(0, 3), call(3600, 4)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replica_that_stops_leading_drops_its_retries_and_writes_nothing_until_it_leads() {
+    let (mut server, writes) = ApiServer::start(EXACT);
+    writes.write(key(), status(3));
+    server.answer(500).await;
+    server.leading.send_replace(false);
+    assert!(
+        server.quiet().await,
+        "the retry is dropped: the new leader writes"
+    );
+    writes.write(key(), status(4));
+    assert!(server.quiet().await, "a follower writes nothing");
+    server.leading.send_replace(true);
+    tokio::task::yield_now().await;
+    writes.write(key(), status(5));
+    server.answer(200).await;
+    assert!(server.quiet().await);
+    assert_eq!(server.calls, [call(0, 3), call(7200, 5)]);
 }

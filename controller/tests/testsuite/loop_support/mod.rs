@@ -80,9 +80,9 @@ pub fn start<T: Send + 'static>(
     });
     watches.replay(kind, kinds[kind].watch.clone(), replayed.boxed());
     let evaluations = Evaluations::new(evaluator, client.clone());
-    let (statuses, writing) = StatusWrites::spawn(client, writes::RETRY);
     let (scans_tx, scans) = mpsc::channel(1);
     let (leading, leadership) = watch::channel(true);
+    let (statuses, writing) = StatusWrites::spawn(client, writes::RETRY, leadership.clone());
     let core = Core {
         state: State::new(kinds),
         served: Vec::new(),
