@@ -13,11 +13,13 @@ use jiff::{SignedDuration, Timestamp};
 use kube_retention_e2e::LocalCluster;
 
 use crate::deleters::{self, Deleter, Work};
-use crate::{jobs, kyverno, metrics_port, mib, namespace, rss_kib};
+use crate::{jobs, metrics_port, mib, namespace, rss_kib};
 
 const NAMESPACE: &str = "bench-idle";
 /// A day: nothing is due while measured.
 const TTL_SECONDS: u32 = 86_400;
+/// The least time from a deleter's start to the counted minute ([`settle`]).
+const SETTLE: Duration = Duration::from_secs(5);
 /// The window whose requests are counted.
 const WINDOW: Duration = Duration::from_secs(60);
 
@@ -31,15 +33,12 @@ pub struct Reading {
     pub requests_per_minute: usize,
 }
 
-/// Time to find the Jobs and settle: 20 s and a second more per 10,000 Jobs, and for Kyverno's
-/// TTL label its manager's first look at the labelled kinds too. A DeletingPolicy lists at its
-/// schedule, which the counted minute holds once.
-fn settle(deleter: Deleter, jobs: usize) -> Duration {
-    let list = crate::memory::settle(jobs);
-    match deleter {
-        Deleter::KyvernoTtl => list + kyverno::TTL_FIRST_LOOK,
-        _ => list,
-    }
+/// Time to settle before the counted minute: each deleter's start waited until it had listed
+/// (kube-retention's readiness; for Kyverno's TTL label, its TTL manager watching Jobs), so
+/// 5 s, and a second more per 10,000 Jobs for what follows a list. A DeletingPolicy lists at
+/// its schedule, which the counted minute holds once.
+fn settle(jobs: usize) -> Duration {
+    SETTLE + Duration::from_secs(u64::try_from(jobs / 10_000).unwrap_or(u64::MAX))
 }
 
 /// Readings at each of `sizes`, each of `deleters` at each. Each size has a namespace of its
@@ -81,7 +80,7 @@ pub async fn measure(
 async fn read(cluster: &LocalCluster, deleter: Deleter, ns: &str, jobs: usize) -> Result<Reading> {
     let policy = deleter.deleting_policy(cluster, ns, TTL_SECONDS)?;
     let running = deleters::start(cluster, deleter, None, metrics_port()?, Work::Tracking)?;
-    tokio::time::sleep(settle(deleter, jobs)).await;
+    tokio::time::sleep(settle(jobs)).await;
     let offset = std::fs::metadata(cluster.layout.audit_log()).map_or(0, |meta| meta.len());
     tokio::time::sleep(WINDOW).await;
     let requests_per_minute =
@@ -128,17 +127,19 @@ pub fn section(readings: &[Reading]) -> String {
          Jobs none of the deleters deletes for a day exist, a namespace of them per size; each\n\
          deleter is told so its own way (kube-retention's annotation; Kyverno's TTL label a day\n\
          ahead, added only once the others are read; a DeletingPolicy that holds them to a day,\n\
-         there only while Kyverno runs for it). Each deleter starts fresh with no request budget, finds them, and\n\
-         is read 20 s later, a second more per 10,000 Jobs (Kyverno's TTL label also waits two of\n\
-         its manager's intervals); then its requests in the next minute are counted from the\n\
-         audit log, in any namespace or none. The peak (VmHWM) includes the listing; a\n\
+         there only while Kyverno runs for it). Each deleter starts fresh with no request budget and\n\
+         finds them (kube-retention until it is ready; Kyverno's TTL label until its metrics say\n\
+         it watches Jobs); {settle} s later, a second more per 10,000 Jobs, its requests in the\n\
+         next minute are counted from the audit log, in any namespace or none, and then its\n\
+         memory is read. The peak (VmHWM) includes the listing; a\n\
          DeletingPolicy lists every matching Job at each run, once in the counted minute.\n\n\
          | deleter | Jobs | RSS (MiB) | peak RSS (MiB) | requests in a minute |\n\
          | --- | --- | --- | --- | --- |\n{}\n\n\
          Goals, kube-retention against each peer at the largest size: less memory (the peak) and\n\
          no more requests while idle.\n\n{}\n",
         rows.join("\n"),
-        verdicts.join("\n")
+        verdicts.join("\n"),
+        settle = SETTLE.as_secs(),
     )
 }
 

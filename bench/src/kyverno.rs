@@ -38,10 +38,8 @@ pub const PROPAGATION_ANNOTATION: &str = "cleanup.kyverno.io/propagation-policy"
 pub const SCHEDULE: &str = "*/1 * * * *";
 /// How often it looks for kinds carrying the TTL label (`--ttlReconciliationInterval`, 1m by
 /// default): its first look comes one interval after it leads, and deletions follow it; each
-/// look is a discovery and three access reviews per kind.
+/// look is a discovery and a permission check ([`REVIEWS_PER_CHECK`] access reviews) per kind.
 pub const TTL_RECONCILIATION_INTERVAL: Duration = Duration::from_secs(10);
-/// How long after it leads its TTL manager has surely looked for the labelled kinds once.
-pub const TTL_FIRST_LOOK: Duration = TTL_RECONCILIATION_INTERVAL.saturating_mul(2);
 /// The webhook configurations it registers as leader; left behind when it stops, so removed.
 const WEBHOOKS: [&str; 2] = [
     "kyverno-cleanup-validating-webhook-cfg",
@@ -98,9 +96,14 @@ pub fn install(cluster: &LocalCluster) -> Result<()> {
     crate::kubeconfigs::write_kubeconfig(cluster, USER, "kyverno.kubeconfig", &[])
 }
 
+/// The metric its TTL manager exposes for each kind it watches for the label, once it has
+/// listed that kind's labelled objects.
+const TTL_WATCHING_METRIC: &str = "kyverno_ttl_controller_info{";
+
 /// Starts it with `budget` requests per second for each of its clients (`None`: unlimited),
-/// and waits until it leads: its webhooks registered.
-pub fn start(cluster: &LocalCluster, budget: Option<u32>) -> Result<Tracked> {
+/// and waits until it leads: its webhooks registered; for the TTL label (`labels`), also until
+/// its TTL manager watches Jobs, which it first looks for one interval after it leads.
+pub fn start(cluster: &LocalCluster, budget: Option<u32>, labels: bool) -> Result<Tracked> {
     let [server_port, metrics_port] = kube_retention_e2e::cluster::free_ports::<2>()?;
     // client-go's limiter: qps with an equal burst, like governor's per-second quota.
     let qps = budget.unwrap_or(1_000_000);
@@ -152,7 +155,44 @@ pub fn start(cluster: &LocalCluster, budget: Option<u32>) -> Result<Tracked> {
         }
         std::thread::sleep(Duration::from_millis(500));
     }
+    if labels {
+        wait_watching_jobs(&tracked, metrics_port)?;
+    }
     Ok(tracked)
+}
+
+/// Waits until its TTL manager says, on its metrics, that it watches Jobs for the label (their
+/// labelled objects listed): deletions by label follow from then on.
+fn wait_watching_jobs(tracked: &Tracked, metrics_port: u16) -> Result<()> {
+    let started = Instant::now();
+    // Its first look, and its list of every labelled Job: minutes at 100,000.
+    let limit = TTL_RECONCILIATION_INTERVAL * 3 + Duration::from_secs(300);
+    loop {
+        let metrics =
+            kube_retention_e2e::components::http_get(metrics_port, "/metrics").unwrap_or_default();
+        if watches_jobs(&metrics) {
+            return Ok(());
+        }
+        if crate::live_pid(tracked).is_none() {
+            bail!("Kyverno's cleanup controller exited before watching Jobs: see {USER}.log");
+        }
+        if started.elapsed() > limit {
+            bail!(
+                "Kyverno's TTL manager did not watch Jobs within {limit:?}: its metrics have no \
+                 kyverno_ttl_controller_info series for batch/jobs"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// Whether its metrics' text has the TTL manager watching Jobs.
+fn watches_jobs(metrics: &str) -> bool {
+    metrics.lines().any(|line| {
+        line.starts_with(TTL_WATCHING_METRIC)
+            && line.contains("resource_group=\"batch\"")
+            && line.contains("resource_resource=\"jobs\"")
+    })
 }
 
 /// Removes the webhook configurations it registered: they outlive it, and the one for its
@@ -169,11 +209,28 @@ pub fn remove_webhooks(cluster: &LocalCluster) -> Result<()> {
     Ok(())
 }
 
-/// Seconds to finish `jobs` Jobs and label each for Kyverno before their expiry: every label
-/// passes Kyverno's TTL webhook, and 1,000 took more than 60 s here at a budget of 50 requests
-/// a second (30 s, and 0.15 s a Job).
-pub fn labelling_time(jobs: usize) -> u32 {
-    u32::try_from(30 + jobs * 3 / 20).unwrap_or(u32::MAX)
+/// The access reviews one of its permission checks on a kind sends, through its client and so
+/// under that client's budget: a SelfSubjectAccessReview per verb it needs (`watch`, `list`,
+/// `delete`). Its TTL webhook checks so for each labelled object it admits, and its TTL
+/// manager for every kind at each look.
+pub const REVIEWS_PER_CHECK: u32 = 3;
+
+/// Seconds to finish `jobs` Jobs and label each for Kyverno before their expiry, at `budget`
+/// requests a second for each of its clients (`None`: unlimited): every label passes its TTL
+/// webhook, which first checks its permissions, [`REVIEWS_PER_CHECK`] access reviews under that
+/// budget (1,000 labels took 61.5 s here at 50 a second); unlimited, the webhook's round trip
+/// sets the pace (a hundredth of a second a Job at most: 1,000 took 4.7 s here, at the
+/// benchmark's 32 requests in flight). A second more per 500 Jobs to finish them, and 15 s to
+/// spare.
+pub fn labelling_time(jobs: usize, budget: Option<u32>) -> u32 {
+    let jobs = u64::try_from(jobs).unwrap_or(u64::MAX);
+    let reviewing = match budget {
+        Some(per_second) => {
+            (jobs * u64::from(REVIEWS_PER_CHECK)).div_ceil(u64::from(per_second.max(1)))
+        }
+        None => jobs.div_ceil(100),
+    };
+    u32::try_from(15 + jobs.div_ceil(500) + reviewing).unwrap_or(u32::MAX)
 }
 
 /// The TTL label's value for `expiry`: an absolute time without colons, which label values
@@ -297,6 +354,29 @@ mod tests {
             .unwrap();
         assert!(condition.contains("duration('10s')"), "{condition}");
         assert!(condition.contains("c.type == 'Complete'"), "{condition}");
+    }
+
+    #[test]
+    fn it_watches_jobs_once_its_ttl_metric_names_them() {
+        let before = "# TYPE kyverno_ttl_controller_info gauge\n\
+            kyverno_ttl_controller_info{resource_group=\"\",resource_resource=\"pods\",resource_version=\"v1\"} 1\n";
+        assert!(!watches_jobs(before));
+        let after = format!(
+            "{before}kyverno_ttl_controller_info{{otel_scope_name=\"kyverno\",resource_group=\"batch\",\
+             resource_resource=\"jobs\",resource_version=\"v1\"}} 1\n"
+        );
+        assert!(watches_jobs(&after));
+        assert!(!watches_jobs(
+            "kyverno_ttl_controller_deletedobjects_total{resource_group=\"batch\",resource_resource=\"jobs\"} 3"
+        ));
+    }
+
+    #[test]
+    fn labelling_leaves_time_for_each_label_s_access_reviews_at_the_budget() {
+        // 3,000 reviews at 50 a second, 2 s of finishing, 15 s to spare.
+        assert_eq!(labelling_time(1_000, Some(50)), 60 + 2 + 15);
+        assert_eq!(labelling_time(1_000, None), 10 + 2 + 15);
+        assert_eq!(labelling_time(10_000, Some(50)), 600 + 20 + 15);
     }
 
     #[test]

@@ -87,13 +87,16 @@ impl Args {
         let burst = self.size(self.burst, 1_000, 10_000);
         // Long enough to finish and label every Job of a burst before the first expires.
         let burst_ttl = if burst > 2_000 { 120 } else { 30 };
-        let burst_scenario = |name: &str, budget| Scenario {
+        let burst_scenario = |name: &str, budget, deleters: Vec<Deleter>| Scenario {
             name: name.into(),
             jobs: burst,
             budget,
             shape: Shape::Burst { ttl: burst_ttl },
-            deleters: deleters.clone(),
+            deleters,
         };
+        // What the `expires-at` stamp costs, in the scenario whose pace no budget sets.
+        let mut without_stamps = deleters.clone();
+        without_stamps.insert(1, Deleter::KubeRetentionNoStamp);
         vec![
             Scenario {
                 name: format!("precision, {jobs} Jobs over {seconds} s"),
@@ -106,8 +109,8 @@ impl Args {
                 },
                 deleters: deleters.clone(),
             },
-            burst_scenario("burst, budgeted", Some(self.budget)),
-            burst_scenario("burst, unlimited", None),
+            burst_scenario("burst, budgeted", Some(self.budget), deleters.clone()),
+            burst_scenario("burst, unlimited", None, without_stamps),
         ]
     }
 }

@@ -106,14 +106,12 @@ impl Deleter {
     }
 
     /// How long after it starts it acts on what it finds: kube-retention's start waited until
-    /// it had listed; the peer gets time for its informers and its garbage collector's graph to
-    /// sync; Kyverno looks for labelled kinds one interval after it leads, and again each
-    /// interval.
+    /// it had listed, Kyverno's until it led (and, for the label, until it watched Jobs); the
+    /// peer gets time for its informers and its garbage collector's graph to sync.
     pub fn settle(self) -> std::time::Duration {
         let seconds = match self {
             Self::Peer | Self::PeerTuned => 10,
-            Self::KyvernoTtl => crate::kyverno::TTL_FIRST_LOOK.as_secs() + 3,
-            _ => 3,
+            _ => 1,
         };
         std::time::Duration::from_secs(seconds)
     }
@@ -130,6 +128,12 @@ impl Deleter {
         (self == Self::KyvernoPolicy)
             .then(|| crate::kyverno::DeletingPolicy::apply(cluster, namespace, ttl))
             .transpose()
+    }
+
+    /// Whether it records Events for its deletions, which a run waits to see settle: Kyverno
+    /// records none in the Jobs' namespace, and the ceiling none at all.
+    pub fn records_events(self) -> bool {
+        self.is_kube_retention() || self.is_peer()
     }
 
     /// The name its process is tracked, and its log written, under.

@@ -116,7 +116,7 @@ pub fn start_with(
     let tracked = match deleter {
         Deleter::Ceiling => anyhow::bail!("the ceiling starts knowing its expiry: start_ceiling"),
         Deleter::KyvernoTtl | Deleter::KyvernoPolicy => {
-            let tracked = crate::kyverno::start(cluster, budget)?;
+            let tracked = crate::kyverno::start(cluster, budget, deleter == Deleter::KyvernoTtl)?;
             first_to_go_out_of_memory(&tracked)?;
             tracked
         }

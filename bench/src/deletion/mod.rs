@@ -25,6 +25,8 @@ pub struct Row {
     deleter: Deleter,
     jobs: usize,
     budget: Option<u32>,
+    /// Seconds from each Job's finish to its expiry in this deleter's run.
+    ttl: u32,
     delays: Vec<f64>,
     rate: f64,
     requests: std::collections::BTreeMap<String, usize>,
@@ -139,8 +141,13 @@ async fn rows(
                 scenario.jobs,
                 table::budget_text(scenario.budget)
             );
+            let started = std::time::Instant::now();
             let row = scenario::run(cluster, client, index, scenario, deleter).await?;
-            println!("{}", table::row_text(&row));
+            println!(
+                "{} ({:.0} s)",
+                table::row_text(&row),
+                started.elapsed().as_secs_f64()
+            );
             rows.push(row);
         }
     }

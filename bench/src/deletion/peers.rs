@@ -21,8 +21,9 @@ fn row_text(row: &Row) -> String {
     )
 }
 
-/// A goal, judged for kube-retention's row against each peer's of the same scenario.
+/// A goal, judged for each of kube-retention's rows against each peer's of the same scenario.
 struct Goal {
+    /// Its column's heading.
     what: &'static str,
     /// Whether kube-retention's figure is where the goal wants it against the peer's.
     met: fn(ours: &Row, peer: &Row) -> bool,
@@ -37,7 +38,7 @@ const GOALS: [Goal; 3] = [
         budgeted_only: false,
     },
     Goal {
-        what: "fewer requests per deletion than the peer (all of them, any namespace)",
+        what: "fewer requests per deletion (all of them, any namespace)",
         met: |ours, peer| ours.all_requests * peer.jobs < peer.all_requests * ours.jobs,
         budgeted_only: false,
     },
@@ -48,36 +49,67 @@ const GOALS: [Goal; 3] = [
     },
 ];
 
-/// Each goal's verdict, per scenario and peer: `met` or `not met`.
+/// The goals' table: a line per scenario, kube-retention's run (as installed, or with other
+/// flags) and peer, a cell per goal, `**met**`, `not met`, or `–` where the goal does not apply.
 fn verdicts(rows: &[Row]) -> Vec<String> {
-    let mut verdicts = Vec::new();
-    for goal in &GOALS {
-        for ours in rows
+    let headings: Vec<&str> = GOALS.iter().map(|goal| goal.what).collect();
+    let mut lines = vec![
+        format!(
+            "| scenario | kube-retention | peer | {} |",
+            headings.join(" | ")
+        ),
+        format!("| --- | --- | --- |{}", " --- |".repeat(GOALS.len())),
+    ];
+    for ours in rows.iter().filter(|row| row.deleter.is_kube_retention()) {
+        for peer in rows
             .iter()
-            .filter(|row| row.deleter == Deleter::KubeRetention)
+            .filter(|row| row.scenario == ours.scenario && !row.deleter.is_kube_retention())
         {
-            if goal.budgeted_only && ours.budget.is_none() {
-                continue;
-            }
-            for peer in rows
+            let cells: Vec<&str> = GOALS
                 .iter()
-                .filter(|row| row.scenario == ours.scenario && row.deleter != ours.deleter)
-            {
-                let verdict = if (goal.met)(ours, peer) {
-                    "met"
-                } else {
-                    "not met"
-                };
-                verdicts.push(format!(
-                    "- {}, {}: {}: **{verdict}**",
-                    ours.scenario,
-                    peer.deleter.label(),
-                    goal.what
-                ));
-            }
+                .map(|goal| {
+                    match (
+                        goal.budgeted_only && ours.budget.is_none(),
+                        (goal.met)(ours, peer),
+                    ) {
+                        (true, _) => "–",
+                        (false, true) => "**met**",
+                        (false, false) => "not met",
+                    }
+                })
+                .collect();
+            lines.push(format!(
+                "| {} | {} | {} | {} |",
+                ours.scenario,
+                ours.deleter.label(),
+                peer.deleter.label(),
+                cells.join(" | ")
+            ));
         }
     }
-    verdicts
+    lines
+}
+
+/// Where Kyverno's TTL label gave a run's Jobs a longer life than the scenario's, for the time
+/// to label them all: "180 s after they finish in burst, budgeted", each such run.
+fn labelling_ttls(rows: &[Row]) -> String {
+    let ttls: Vec<String> = rows
+        .iter()
+        .filter(|row| row.deleter == Deleter::KyvernoTtl)
+        .filter(|row| {
+            rows.iter().any(|other| {
+                other.scenario == row.scenario
+                    && other.deleter == Deleter::KubeRetention
+                    && other.ttl < row.ttl
+            })
+        })
+        .map(|row| format!("{} s after they finish in {}", row.ttl, row.scenario))
+        .collect();
+    if ttls.is_empty() {
+        "no run needed longer".into()
+    } else {
+        ttls.join(", ")
+    }
 }
 
 /// The section's text; `version` is the cluster's Kubernetes release.
@@ -89,7 +121,9 @@ pub fn section(rows: &[Row], version: &str) -> anyhow::Result<String> {
          cluster (Kubernetes {version}, this machine's {cpus} cores shared by everything), one\n\
          deleter at a time, each started fresh, on identical Jobs finished through the status\n\
          subresource and timed from their expiry to the watch event. kube-retention's controller\n\
-         ({build}; `--qps` = the budget, 0 when unlimited) reads `retention.dev/ttl-after-finished`.\n\
+         ({build}; `--qps` = the budget, 0 when unlimited) reads `retention.dev/ttl-after-finished`\n\
+         and, as installed, stamps each finished Job's deadline (`expires-at`, a PATCH); the\n\
+         unlimited burst also runs it with `--stamp=never`, the DELETE alone.\n\
          Kyverno {kyverno}'s cleanup controller is built from its Go module\n\
          (`bench/peers/kyverno/go.mod`) and runs as its own debug launcher runs it out of cluster,\n\
          with its CRDs and its chart's RBAC plus Jobs (`bench/peers/kyverno/rbac.yaml`), under a\n\
@@ -101,9 +135,10 @@ pub fn section(rows: &[Row], version: &str) -> anyhow::Result<String> {
          kinds, each deletion has a timer of its own); or a `DeletingPolicy` per namespace on the\n\
          finest schedule its documentation gives, `{schedule}` (every minute), whose CEL condition\n\
          holds once a Job's completion is the TTL old. In a burst, the labelled Jobs expire\n\
-         later, {labelling} s after they finish for 1,000 (30 s and 0.15 s a Job, never sooner\n\
-         than the others): each label passes Kyverno's TTL webhook, and every Job must be\n\
-         labelled before the first expires; delays count from each Job's own expiry. Requests\n\
+         later, never sooner than the others: each label passes Kyverno's TTL webhook, which\n\
+         first sends {reviews} access reviews under its client's budget, and every Job must be\n\
+         labelled before the first expires ({labelling}); delays count from each Job's own\n\
+         expiry. Requests\n\
          are counted per client from the API server's audit log (`bench/audit-policy.yaml`) from the first finish to the last deletion:\n\
          those in the Jobs' namespace, and all of them, in any namespace or none (Kyverno's access\n\
          reviews, discovery and lists across namespaces among them). Where the time goes, over\n\
@@ -111,12 +146,13 @@ pub fn section(rows: &[Row], version: &str) -> anyhow::Result<String> {
          the last deletion, per 1,000 deletions (from /proc; a steady run's are not read).\n\n\
          | scenario | deleter | Jobs | budget | delay p50 (s) | p99 (s) | max (s) | deletions/s | requests/deletion in the namespace | DELETE | all requests/deletion | deleter CPU (s/1000) | kube-apiserver CPU (s/1000) | etcd CPU (s/1000) | peak RSS (MiB) |\n\
          | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n{rows}\n\n\
-         Goals, kube-retention against each peer:\n\n{verdicts}\n",
+         Goals, each of kube-retention's runs against each peer's in the same scenario:\n\n{verdicts}\n",
         build = crate::measured_build(),
         kyverno = crate::kyverno::version()?,
         interval = crate::kyverno::TTL_RECONCILIATION_INTERVAL.as_secs(),
         schedule = crate::kyverno::SCHEDULE,
-        labelling = crate::kyverno::labelling_time(1_000),
+        reviews = crate::kyverno::REVIEWS_PER_CHECK,
+        labelling = labelling_ttls(rows),
         rows = rows.iter().map(row_text).collect::<Vec<_>>().join("\n"),
         verdicts = verdicts(rows).join("\n"),
     ))
@@ -132,6 +168,7 @@ mod tests {
             deleter,
             jobs: 100,
             budget,
+            ttl: 30,
             delays: vec![p99],
             rate,
             requests: Default::default(),
@@ -142,6 +179,21 @@ mod tests {
         }
     }
 
+    /// The cells of the goals' line for `ours` against `peer`.
+    fn cells(verdicts: &[String], ours: Deleter, peer: Deleter) -> Vec<String> {
+        let line = verdicts
+            .iter()
+            .find(|line| {
+                line.starts_with(&format!("| burst | {} | {} |", ours.label(), peer.label()))
+            })
+            .unwrap_or_else(|| panic!("no line for {ours:?} against {peer:?}: {verdicts:#?}"));
+        line.trim_matches('|')
+            .split(" | ")
+            .skip(3)
+            .map(|cell| cell.trim().to_owned())
+            .collect()
+    }
+
     #[test]
     fn each_goal_is_judged_against_each_peer_of_the_scenario() {
         let rows = [
@@ -150,22 +202,42 @@ mod tests {
             row(Deleter::KyvernoPolicy, Some(50), 30.0, 100, 45.0),
         ];
         let verdicts = verdicts(&rows);
-        assert_eq!(verdicts.len(), 6, "{verdicts:#?}");
-        let said = |peer: Deleter, goal: &str| {
-            verdicts
-                .iter()
-                .find(|line| line.contains(&peer.label()) && line.contains(goal))
-                .cloned()
-                .unwrap_or_default()
-        };
-        assert!(said(Deleter::KyvernoTtl, "delay p99").ends_with("**not met**"));
-        assert!(said(Deleter::KyvernoPolicy, "delay p99").ends_with("**met**"));
-        assert!(said(Deleter::KyvernoTtl, "fewer requests").ends_with("**met**"));
-        // Equal is not fewer.
-        assert!(said(Deleter::KyvernoPolicy, "fewer requests").ends_with("**not met**"));
+        // The heading, its rule, and a line per peer.
+        assert_eq!(verdicts.len(), 2 + 2, "{verdicts:#?}");
+        assert_eq!(verdicts[0].matches('|').count(), 3 + GOALS.len() + 1);
         // Equal is at least equal.
-        assert!(said(Deleter::KyvernoTtl, "deletions per second").ends_with("**met**"));
-        assert!(said(Deleter::KyvernoPolicy, "deletions per second").ends_with("**not met**"));
+        assert_eq!(
+            cells(&verdicts, Deleter::KubeRetention, Deleter::KyvernoTtl),
+            ["not met", "**met**", "**met**"]
+        );
+        // Equal is not fewer.
+        assert_eq!(
+            cells(&verdicts, Deleter::KubeRetention, Deleter::KyvernoPolicy),
+            ["**met**", "not met", "not met"]
+        );
+    }
+
+    #[test]
+    fn every_run_of_kube_retention_is_judged_and_none_against_another() {
+        let rows = [
+            row(Deleter::KubeRetention, Some(50), 0.5, 200, 40.0),
+            row(Deleter::KubeRetentionNoStamp, Some(50), 0.5, 100, 40.0),
+            row(Deleter::KyvernoPolicy, Some(50), 30.0, 150, 40.0),
+        ];
+        let verdicts = verdicts(&rows);
+        assert_eq!(verdicts.len(), 2 + 2, "{verdicts:#?}");
+        assert_eq!(
+            cells(&verdicts, Deleter::KubeRetention, Deleter::KyvernoPolicy)[1],
+            "not met"
+        );
+        assert_eq!(
+            cells(
+                &verdicts,
+                Deleter::KubeRetentionNoStamp,
+                Deleter::KyvernoPolicy
+            )[1],
+            "**met**"
+        );
     }
 
     #[test]
@@ -175,11 +247,9 @@ mod tests {
             row(Deleter::KyvernoTtl, None, 0.4, 300, 40.0),
         ];
         let verdicts = verdicts(&rows);
-        assert_eq!(verdicts.len(), 2, "{verdicts:#?}");
-        assert!(
-            verdicts
-                .iter()
-                .all(|line| !line.contains("deletions per second"))
+        assert_eq!(
+            cells(&verdicts, Deleter::KubeRetention, Deleter::KyvernoTtl),
+            ["not met", "**met**", "–"]
         );
     }
 }

@@ -91,15 +91,27 @@ pub(super) async fn run(
     let offset =
         std::fs::metadata(cluster.layout.audit_log()).map_or(0, |meta| meta.len() as usize);
     let mut expiries = vec![Timestamp::now(); scenario.jobs];
+    // Kyverno's TTL label is written as the Jobs finish, each through its webhook.
+    let ttl = match (deleter, &scenario.shape) {
+        (Deleter::KyvernoTtl, Shape::Burst { .. }) => {
+            ttl.max(kyverno::labelling_time(scenario.jobs, scenario.budget))
+        }
+        _ => ttl,
+    };
     match scenario.shape {
-        Shape::Burst { ttl } => {
-            // Kyverno's TTL label is written as the Jobs finish, each through its webhook.
-            let ttl = match deleter {
-                Deleter::KyvernoTtl => ttl.max(kyverno::labelling_time(scenario.jobs)),
-                _ => ttl,
-            };
+        Shape::Burst { .. } => {
             let at = now_second();
             let expiry = finish(client, &ns, deleter, 0..scenario.jobs, at, ttl).await?;
+            println!(
+                "finished{} {} Jobs in {:.1} s",
+                if deleter == Deleter::KyvernoTtl {
+                    " and labelled"
+                } else {
+                    ""
+                },
+                scenario.jobs,
+                Timestamp::now().duration_since(at).as_secs_f64()
+            );
             if Timestamp::now() > expiry {
                 bail!(
                     "finishing {} Jobs took past their expiry: raise the TTL",
@@ -114,7 +126,7 @@ pub(super) async fn run(
         Shape::Steady { .. } if deleter == Deleter::Ceiling => {
             bail!("the ceiling deletes a burst: it has no schedule to keep")
         }
-        Shape::Steady { rate, seconds, ttl } => {
+        Shape::Steady { rate, seconds, .. } => {
             for second in 0..seconds {
                 let at = now_second() + SignedDuration::from_secs(1);
                 sleep_until(at).await;
@@ -141,7 +153,9 @@ pub(super) async fn run(
     }
     let cpu = cpu_before.and_then(|before| Some(Cpu::read(cluster, pid())?.since(before)));
     watch.abort();
-    settle_events(cluster, offset, &deleter.user(), &ns).await?;
+    if deleter.records_events() {
+        settle_events(cluster, offset, &deleter.user(), &ns).await?;
+    }
     // The ledger delivers beside the deletions: give it a moment to catch up.
     if let Some(sink) = &sink {
         let started = std::time::Instant::now();
@@ -178,6 +192,7 @@ pub(super) async fn run(
         deleter,
         jobs: scenario.jobs,
         budget: scenario.budget,
+        ttl,
         rate: scenario.jobs as f64 / span,
         requests: audited.in_namespace,
         all_requests: audited.everywhere,
