@@ -105,8 +105,8 @@ async fn read(cluster: &LocalCluster, deleter: Deleter, ns: &str, jobs: usize) -
     })
 }
 
-/// The `peers-idle` section.
-pub fn section(readings: &[Reading]) -> String {
+/// The `peers-idle` section; `command` is the one that ran it.
+pub fn section(readings: &[Reading], command: &str) -> String {
     let rows: Vec<String> = readings
         .iter()
         .map(|reading| {
@@ -123,7 +123,7 @@ pub fn section(readings: &[Reading]) -> String {
     let verdicts = goals(readings);
     format!(
         "### Idle, with many objects\n\n\
-         Measured with `make bench-peers` (`bench/src/idle.rs`; `--full` for 10,000 and 100,000):\n\
+         Measured with `{command}` (`bench/src/idle.rs`):\n\
          Jobs none of the deleters deletes for a day exist, a namespace of them per size; each\n\
          deleter is told so its own way (kube-retention's annotation; Kyverno's TTL label a day\n\
          ahead, added only once the others are read; a DeletingPolicy that holds them to a day,\n\

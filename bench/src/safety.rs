@@ -271,8 +271,8 @@ async fn watch_until(
     Ok(gone)
 }
 
-/// The `peers-safety` section.
-pub fn section(observations: &[Observation]) -> String {
+/// The `peers-safety` section; `command` is the one that ran it.
+pub fn section(observations: &[Observation], command: &str) -> String {
     let headings: Vec<&str> = CASES.iter().map(|case| case.heading()).collect();
     let rows: Vec<String> = observations
         .iter()
@@ -287,7 +287,7 @@ pub fn section(observations: &[Observation]) -> String {
         .collect();
     format!(
         "### Safety: the last moment\n\n\
-         Measured with `make bench-peers` (`bench/src/safety.rs`): per deleter, started fresh\n\
+         Measured with `{command}` (`bench/src/safety.rs`): per deleter, started fresh\n\
          with no request budget in a namespace of its own, four Jobs with a {ttl} s TTL from\n\
          their finish, said each deleter's way (kube-retention's annotation; Kyverno's TTL label\n\
          with the deadline; the DeletingPolicy's condition). Three finish at once: a control left\n\
@@ -313,15 +313,22 @@ mod tests {
 
     #[test]
     fn the_section_has_a_column_per_case_and_a_row_per_deleter() {
-        let section = section(&[Observation {
-            deleter: Deleter::KyvernoPolicy,
-            outcomes: [
-                Outcome::Deleted { after: 41.26 },
-                Outcome::NotApplicable,
-                Outcome::Kept,
-                Outcome::Kept,
-            ],
-        }]);
+        let section = section(
+            &[Observation {
+                deleter: Deleter::KyvernoPolicy,
+                outcomes: [
+                    Outcome::Deleted { after: 41.26 },
+                    Outcome::NotApplicable,
+                    Outcome::Kept,
+                    Outcome::Kept,
+                ],
+            }],
+            "make bench-peers",
+        );
+        assert!(
+            section.contains("Measured with `make bench-peers`"),
+            "{section}"
+        );
         let table: Vec<&str> = section
             .lines()
             .filter(|line| line.starts_with('|'))

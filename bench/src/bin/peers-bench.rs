@@ -75,6 +75,24 @@ impl Args {
         })
     }
 
+    /// The command this run's sections name as the one that wrote them.
+    fn command(&self) -> &'static str {
+        if self.full {
+            "make bench-peers BENCH_ARGS=--full"
+        } else {
+            "make bench-peers"
+        }
+    }
+
+    /// The name of this run's section `part`: the long form's stand beside the default's.
+    fn section(&self, part: &str) -> String {
+        if self.full {
+            format!("{part}-full")
+        } else {
+            part.to_owned()
+        }
+    }
+
     fn size(&self, given: Option<usize>, short: usize, full: usize) -> usize {
         given.unwrap_or(if self.full { full } else { short })
     }
@@ -137,19 +155,39 @@ async fn bench(
     let runs = |part: Part| args.only.is_none_or(|only| only == part);
     if runs(Part::Deletion) {
         let started = std::time::Instant::now();
-        deletion::run_peers(cluster, client, &args.scenarios(), &report).await?;
+        let section = args.section("peers");
+        let target = deletion::PeersReport {
+            file: &report,
+            section: &section,
+            heading: if args.full {
+                "The long form: kube-retention against Kyverno's cleanup controller"
+            } else {
+                "Peers: kube-retention against Kyverno's cleanup controller"
+            },
+            command: args.command(),
+        };
+        deletion::run_peers(cluster, client, &args.scenarios(), &target).await?;
         println!("deletion took {:.0} s", started.elapsed().as_secs_f64());
     }
     if runs(Part::Idle) {
         let started = std::time::Instant::now();
         let readings = idle::measure(cluster, client, &args.idle_sizes(), &DELETERS).await?;
-        report::write_section(&report, "peers-idle", &idle::section(&readings))?;
+        report::write_section(
+            &report,
+            &args.section("peers-idle"),
+            &idle::section(&readings, args.command()),
+        )?;
         println!("idle took {:.0} s", started.elapsed().as_secs_f64());
     }
     if runs(Part::Safety) {
         let started = std::time::Instant::now();
         let observations = safety::observe(cluster, client, &DELETERS).await?;
-        report::write_section(&report, "peers-safety", &safety::section(&observations))?;
+        // What each does at the last moment has no size: one section for either form.
+        report::write_section(
+            &report,
+            "peers-safety",
+            &safety::section(&observations, args.command()),
+        )?;
         println!("safety took {:.0} s", started.elapsed().as_secs_f64());
     }
     Ok(())

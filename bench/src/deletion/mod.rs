@@ -67,20 +67,29 @@ pub async fn run(
     Ok(())
 }
 
-/// Runs every scenario with each of its deleters and writes the `peers` section.
+/// Where the peers' section goes: its folder, its name, its heading and the command that
+/// writes it.
+pub struct PeersReport<'a> {
+    pub file: &'a std::path::Path,
+    pub section: &'a str,
+    pub heading: &'a str,
+    pub command: &'a str,
+}
+
+/// Runs every scenario with each of its deleters and writes the peers' section.
 pub async fn run_peers(
     cluster: &LocalCluster,
     client: &kube::Client,
     scenarios: &[Scenario],
-    file: &std::path::Path,
+    target: &PeersReport<'_>,
 ) -> Result<()> {
     let rows = rows(cluster, client, scenarios).await?;
     report::write_section(
-        file,
-        "peers",
-        &peers::section(&rows, &cluster.layout.kubernetes_release()?)?,
+        target.file,
+        target.section,
+        &peers::section(&rows, &cluster.layout.kubernetes_release()?, target)?,
     )?;
-    println!("written to {}", file.display());
+    println!("written to {}", target.file.display());
     Ok(())
 }
 

@@ -113,11 +113,15 @@ fn labelling_ttls(rows: &[Row]) -> String {
 }
 
 /// The section's text; `version` is the cluster's Kubernetes release.
-pub fn section(rows: &[Row], version: &str) -> anyhow::Result<String> {
+pub fn section(
+    rows: &[Row],
+    version: &str,
+    target: &super::PeersReport<'_>,
+) -> anyhow::Result<String> {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     Ok(format!(
-        "## Peers: kube-retention against Kyverno's cleanup controller\n\n\
-         Measured with `make bench-peers` (`bench/src/bin/peers-bench.rs`) on a private local\n\
+        "## {heading}\n\n\
+         Measured with `{command}` (`bench/src/bin/peers-bench.rs`) on a private local\n\
          cluster (Kubernetes {version}, this machine's {cpus} cores shared by everything), one\n\
          deleter at a time, each started fresh, on identical Jobs finished through the status\n\
          subresource and timed from their expiry to the watch event. kube-retention's controller\n\
@@ -147,6 +151,8 @@ pub fn section(rows: &[Row], version: &str) -> anyhow::Result<String> {
          | scenario | deleter | Jobs | budget | delay p50 (s) | p99 (s) | max (s) | deletions/s | requests/deletion in the namespace | DELETE | all requests/deletion | deleter CPU (s/1000) | kube-apiserver CPU (s/1000) | etcd CPU (s/1000) | peak RSS (MiB) |\n\
          | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n{rows}\n\n\
          Goals, each of kube-retention's runs against each peer's in the same scenario:\n\n{verdicts}\n",
+        heading = target.heading,
+        command = target.command,
         build = crate::measured_build(),
         kyverno = crate::kyverno::version()?,
         interval = crate::kyverno::TTL_RECONCILIATION_INTERVAL.as_secs(),
