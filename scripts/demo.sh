@@ -81,7 +81,7 @@ printf 'apiVersion: shipwright.io/v1beta1\nkind: BuildRun\nmetadata: {name: quic
 finish quick
 sleep 1
 show get buildrun quick -n "$ns" -o jsonpath='completed {.status.completionTime}, expires-at {.metadata.annotations.retention\.dev/expires-at}{"\n"}'
-say "...the controller stamped when it expires (finish + 5s), and deletes it then"
+say "...this cluster's controller runs with --stamp=finished (off by default: one request per deletion), so it stamped when it expires (finish + 5s); it deletes it then"
 for _ in $(seq 1 10); do
 	"$kubectl" get buildrun quick -n "$ns" >/dev/null 2>&1 || break
 	printf '%s still there\n' "$(date -u +%T)"

@@ -37,11 +37,12 @@ pub struct Args {
     /// How deleted objects' dependents go: Background, Foreground or Orphan.
     #[arg(help_heading = "Deletions", long, env = "KUBE_RETENTION_PROPAGATION_POLICY", value_enum, ignore_case = true, default_value_t = Propagation::Background)]
     pub propagation_policy: Propagation,
-    /// Which `retention.dev/expires-at` stamps the controller writes: `finished` (a finished
-    /// object's deadline from its own settings, a PATCH each where the webhook could not stamp it
-    /// at admission: the schedule visible on the object) or `never` (one request per deletion;
-    /// `kubectl retention explain` and `upcoming` still tell every deadline).
-    #[arg(help_heading = "Deletions", long, env = "KUBE_RETENTION_STAMP", value_enum, ignore_case = true, default_value_t = Stamp::Finished)]
+    /// Which `retention.dev/expires-at` stamps the controller writes itself: `never` (one request
+    /// per deletion, the DELETE; the webhook still stamps at admission what it can, and
+    /// `kubectl retention explain` and `upcoming` tell every deadline) or `finished` (also a
+    /// finished object's deadline from its own settings, a PATCH each where the webhook could
+    /// not stamp it at admission: the schedule on the object, for twice the writes).
+    #[arg(help_heading = "Deletions", long, env = "KUBE_RETENTION_STAMP", value_enum, ignore_case = true, default_value_t = Stamp::Never)]
     pub stamp: Stamp,
     /// Events for deletions, on the parent where there is one: `off`, or the window within
     /// which deletions of one parent's runs (or of one kind in a namespace) share one Event

@@ -88,7 +88,7 @@ impl State {
         self
     }
 
-    /// Which stamps to write (`--stamp`; [`Stamping::Finished`] by default).
+    /// Which stamps to write (`--stamp`; [`Stamping::Never`] by default).
     pub fn with_stamping(mut self, stamping: Stamping) -> Self {
         self.stamping = stamping;
         self

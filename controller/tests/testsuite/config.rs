@@ -24,7 +24,7 @@ fn every_group_carries_what_its_flags_say() {
         "--qps=7",
         "--concurrency=3",
         "--propagation-policy=Foreground",
-        "--stamp=never",
+        "--stamp=finished",
         "--events=0s",
         "--circuit-breaker=9/2m",
         "--max-immediate-deletions=11",
@@ -46,7 +46,7 @@ fn every_group_carries_what_its_flags_say() {
     assert_eq!(config.deletions.qps, 7);
     assert_eq!(config.deletions.concurrency, 3);
     assert_eq!(config.deletions.propagation, PropagationPolicy::Foreground);
-    assert_eq!(config.deletions.stamping, Stamping::Never);
+    assert_eq!(config.deletions.stamping, Stamping::Finished);
     assert_eq!(config.deletions.event_window, Duration::ZERO);
     assert_eq!(config.breaker.deletions, 9);
     assert_eq!(config.breaker.window, Duration::from_secs(120));
@@ -77,7 +77,7 @@ fn every_group_carries_what_its_flags_say() {
 fn without_flags_the_defaults_decide_and_an_identity_is_found() {
     let config = config(&[]);
     assert_eq!(config.deletions.propagation, PropagationPolicy::Background);
-    assert_eq!(config.deletions.stamping, Stamping::Finished);
+    assert_eq!(config.deletions.stamping, Stamping::Never);
     assert!(config.lease.election && config.cleaners && config.deletions.events);
     assert_eq!(config.lease.name, kube_retention_controller::NAME);
     assert!(

@@ -10,7 +10,7 @@ use kube_retention_common::Registry;
 use kube_retention_common::StampChange;
 use kube_retention_state::{Action, Failure, Reason, State, Warning};
 use serde_json::{Value, json};
-use support::{JOB, at, deletes, kind, leader, object};
+use support::{JOB, at, deletes, kind, leader, object, stamping_leader};
 
 const STAMP: &str = "2026-01-01T00:00:12Z";
 
@@ -43,7 +43,7 @@ fn warnings(actions: &[Action]) -> Vec<Warning> {
 
 #[test]
 fn a_removed_ttl_removes_the_stamp_and_cancels_the_deletion() {
-    let mut state = leader();
+    let mut state = stamping_leader();
     let ttl = json!({"retention.dev/ttl-after-succeeded": "12s"});
     let finished = Some("2026-01-01T00:00:00Z");
     state.applied(
@@ -67,7 +67,7 @@ fn a_removed_ttl_removes_the_stamp_and_cancels_the_deletion() {
 
 #[test]
 fn an_extended_ttl_restamps_and_deletes_only_at_the_new_deadline() {
-    let mut state = leader();
+    let mut state = stamping_leader();
     let finished = Some("2026-01-01T00:00:00Z");
     let short = stamped(json!({"retention.dev/ttl-after-succeeded": "12s"}));
     state.applied(
@@ -171,7 +171,7 @@ fn failing_deletes_back_off_from_one_second_to_five_minutes_and_warn_once_per_st
 
 #[test]
 fn a_failing_stamp_backs_off_and_is_retried() {
-    let mut state = leader();
+    let mut state = stamping_leader();
     let ttl = json!({"retention.dev/ttl-after-succeeded": "1h"});
     let actions = state.applied(
         kind(JOB),

@@ -3,7 +3,7 @@
 
 use kube_retention_common::Registry;
 use kube_retention_common::StampChange;
-use kube_retention_state::{Action, Reason, State};
+use kube_retention_state::{Action, Reason, Stamping, State};
 use serde_json::json;
 
 use crate::support;
@@ -60,7 +60,7 @@ fn limits_keep_the_newest_and_apply_a_lowered_limit_at_once() {
 
 #[test]
 fn a_follower_acts_only_once_it_leads() {
-    let mut state = State::new(Registry::builtin().clone());
+    let mut state = State::new(Registry::builtin().clone()).with_stamping(Stamping::Finished);
     let run = buildrun(
         "r",
         "u",
@@ -142,7 +142,7 @@ fn a_relist_forgets_what_is_gone() {
 }
 
 #[test]
-fn with_stamp_never_a_finished_run_costs_one_request_the_delete() {
+fn by_default_a_finished_run_costs_one_request_the_delete_and_stamp_finished_adds_the_stamp() {
     let run = buildrun(
         "r",
         "u",
@@ -152,15 +152,14 @@ fn with_stamp_never_a_finished_run_costs_one_request_the_delete() {
         json!({"spec": {"retention": {"ttlAfterSucceeded": "1h"}}}),
     );
     let seen = at("2026-01-01T00:00:01Z");
-    let mut stamping = leader();
+    let mut stamping = stamping_leader();
     let actions = stamping.applied(kind(BUILDRUN), &run, seen);
     assert!(
-        matches!(&actions[..], [Action::Stamp { .. }]),
-        "by default the deadline is stamped: {actions:?}"
+        matches!(&actions[..], [Action::Stamp { change: StampChange::Set(stamp), .. }] if *stamp == at("2026-01-01T01:00:00Z")),
+        "with --stamp=finished the deadline is stamped: {actions:?}"
     );
 
-    let mut state = State::new(Registry::builtin().clone())
-        .with_stamping(kube_retention_state::Stamping::Never);
+    let mut state = State::new(Registry::builtin().clone());
     assert_eq!(state.set_leader(true, seen), []);
     assert_eq!(state.applied(kind(BUILDRUN), &run, seen), [], "no PATCH");
     assert_eq!(state.next_deadline(), Some(at("2026-01-01T01:00:00Z")));

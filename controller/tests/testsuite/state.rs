@@ -10,7 +10,7 @@ use support::*;
 
 #[test]
 fn stamps_on_finish_and_deletes_at_expiry_with_preconditions() {
-    let mut state = leader();
+    let mut state = stamping_leader();
     let now = at("2026-01-01T00:00:10Z");
     let run = buildrun(
         "r1",

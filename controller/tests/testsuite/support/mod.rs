@@ -10,7 +10,7 @@ use kube_retention_common::api::PolicyRules;
 use kube_retention_common::cleaner::Cleaner;
 use kube_retention_common::policies::Rules;
 use kube_retention_common::{KindId, Registry};
-use kube_retention_state::{Action, Approval, LoadedPolicy, Reason, State};
+use kube_retention_state::{Action, Approval, LoadedPolicy, Reason, Stamping, State};
 use serde_json::{Value, json};
 
 pub const BUILD: &str = "Build.shipwright.io";
@@ -91,8 +91,17 @@ pub fn loaded_policy(spec: Value) -> LoadedPolicy {
     }
 }
 
+/// The leading state as the controller runs by default: it writes no stamps of its own.
 pub fn leader() -> State {
-    let mut state = State::new(Registry::builtin().clone());
+    leading(State::new(Registry::builtin().clone()))
+}
+
+/// The leading state with `--stamp=finished`: a finished object's deadline stamped on it.
+pub fn stamping_leader() -> State {
+    leading(State::new(Registry::builtin().clone()).with_stamping(Stamping::Finished))
+}
+
+fn leading(mut state: State) -> State {
     assert_eq!(state.set_leader(true, at("2026-01-01T00:00:00Z")), []);
     state
 }
