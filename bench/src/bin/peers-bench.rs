@@ -113,8 +113,8 @@ impl Args {
             deleters,
         };
         // What the `expires-at` stamp costs, in the scenario whose pace no budget sets.
-        let mut without_stamps = deleters.clone();
-        without_stamps.insert(1, Deleter::KubeRetentionNoStamp);
+        let mut stamped = deleters.clone();
+        stamped.insert(1, Deleter::KubeRetentionStamped);
         vec![
             Scenario {
                 name: format!("precision, {jobs} Jobs over {seconds} s"),
@@ -128,7 +128,7 @@ impl Args {
                 deleters: deleters.clone(),
             },
             burst_scenario("burst, budgeted", Some(self.budget), deleters.clone()),
-            burst_scenario("burst, unlimited", None, without_stamps),
+            burst_scenario("burst, unlimited", None, stamped),
         ]
     }
 }

@@ -20,8 +20,9 @@ pub enum Deleter {
     /// kube-retention recording one Event per deletion (`--events=0s`), as before
     /// Events were aggregated.
     KubeRetentionEventEach,
-    /// kube-retention writing no stamps (`--stamp=never`): one request per deletion.
-    KubeRetentionNoStamp,
+    /// kube-retention stamping each finished Job's deadline (`--stamp=finished`): a PATCH per
+    /// Job beside its DELETE.
+    KubeRetentionStamped,
     /// kube-retention announcing every deletion to a deletion-ledger sink (`--ledger-sink`).
     KubeRetentionLedger,
     /// kube-controller-manager's TTL controller with its default 5 workers.
@@ -45,7 +46,7 @@ impl Deleter {
         match self {
             Self::KubeRetention => "kube-retention".into(),
             Self::KubeRetentionEventEach => "kube-retention, an Event per deletion".into(),
-            Self::KubeRetentionNoStamp => "kube-retention, --stamp=never".into(),
+            Self::KubeRetentionStamped => "kube-retention, --stamp=finished".into(),
             Self::KubeRetentionLedger => "kube-retention, --ledger-sink".into(),
             Self::Peer => "kube-controller-manager ttl-after-finished".into(),
             Self::PeerTuned => {
@@ -62,7 +63,7 @@ impl Deleter {
         match self {
             Self::KubeRetention => "kr",
             Self::KubeRetentionEventEach => "kr-each",
-            Self::KubeRetentionNoStamp => "kr-nostamp",
+            Self::KubeRetentionStamped => "kr-stamped",
             Self::KubeRetentionLedger => "kr-ledger",
             Self::Peer => "peer",
             Self::PeerTuned => "peer-tuned",
@@ -90,7 +91,7 @@ impl Deleter {
             self,
             Self::KubeRetention
                 | Self::KubeRetentionEventEach
-                | Self::KubeRetentionNoStamp
+                | Self::KubeRetentionStamped
                 | Self::KubeRetentionLedger
         )
     }

@@ -154,12 +154,15 @@ pub fn start_with(
                 // As installed: the suites' one-second scan for new kinds would be most of an
                 // idle controller's requests.
                 controller_default("discovery-interval")?,
+                // As installed too, where the suites turn the stamps on.
+                if deleter == Deleter::KubeRetentionStamped {
+                    "--stamp=finished".into()
+                } else {
+                    controller_default("stamp")?
+                },
             ];
             if deleter == Deleter::KubeRetentionEventEach {
                 flags.push("--events=0s".into());
-            }
-            if deleter == Deleter::KubeRetentionNoStamp {
-                flags.push("--stamp=never".into());
             }
             flags.extend(extra.iter().cloned());
             let tracked = components::start_controller(cluster, CONTROLLER, metrics_port, &flags)?;

@@ -126,8 +126,9 @@ pub fn section(
          deleter at a time, each started fresh, on identical Jobs finished through the status\n\
          subresource and timed from their expiry to the watch event. kube-retention's controller\n\
          ({build}; `--qps` = the budget, 0 when unlimited) reads `retention.dev/ttl-after-finished`\n\
-         and, as installed, stamps each finished Job's deadline (`expires-at`, a PATCH); the\n\
-         unlimited burst also runs it with `--stamp=never`, the DELETE alone.\n\
+         and, as installed, sends one request per deletion, the DELETE; the unlimited burst also\n\
+         runs it with `--stamp=finished`, which stamps each finished Job's deadline (`expires-at`,\n\
+         a PATCH) beside it.\n\
          Kyverno {kyverno}'s cleanup controller is built from its Go module\n\
          (`bench/peers/kyverno/go.mod`) and runs as its own debug launcher runs it out of cluster,\n\
          with its CRDs and its chart's RBAC plus Jobs (`bench/peers/kyverno/rbac.yaml`), under a\n\
@@ -226,23 +227,23 @@ mod tests {
     #[test]
     fn every_run_of_kube_retention_is_judged_and_none_against_another() {
         let rows = [
-            row(Deleter::KubeRetention, Some(50), 0.5, 200, 40.0),
-            row(Deleter::KubeRetentionNoStamp, Some(50), 0.5, 100, 40.0),
+            row(Deleter::KubeRetention, Some(50), 0.5, 100, 40.0),
+            row(Deleter::KubeRetentionStamped, Some(50), 0.5, 200, 40.0),
             row(Deleter::KyvernoPolicy, Some(50), 30.0, 150, 40.0),
         ];
         let verdicts = verdicts(&rows);
         assert_eq!(verdicts.len(), 2 + 2, "{verdicts:#?}");
         assert_eq!(
             cells(&verdicts, Deleter::KubeRetention, Deleter::KyvernoPolicy)[1],
-            "not met"
+            "**met**"
         );
         assert_eq!(
             cells(
                 &verdicts,
-                Deleter::KubeRetentionNoStamp,
+                Deleter::KubeRetentionStamped,
                 Deleter::KyvernoPolicy
             )[1],
-            "**met**"
+            "not met"
         );
     }
 

@@ -116,15 +116,16 @@ pub fn section(
          and, in the unlimited burst, also with `--concurrent-ttl-after-finished-syncs={tuned}`. In that\n\
          burst kube-retention also runs with `--events=0s` (one Event per deletion, as before\n\
          Events were aggregated per parent, or per kind in a namespace, over 5 s). In the steady\n\
-         scenario it also runs with `--stamp=never`, which writes no `expires-at` stamp: one request\n\
-         per deletion, the DELETE, against the default `--stamp=finished`'s stamp PATCH per Job that\n\
-         finishes after admission. The unlimited burst also runs the ceiling, a deleter with no\n\
+         scenario it also runs with `--stamp=finished`, which also writes each Job's `expires-at`\n\
+         stamp, a PATCH per Job that finishes after admission, against the default `--stamp=never`'s\n\
+         one request per deletion, the DELETE. The unlimited burst also runs the ceiling, a deleter with no\n\
          logic (the Envelope section). Every Job carries\n\
          both `retention.dev/ttl-after-finished` and `ttlSecondsAfterFinished`; the benchmark finishes\n\
          Jobs through the status subresource and times each deletion from its expiry to the watch\n\
          event. Requests are counted per client from the API server's audit log\n\
-         (`bench/audit-policy.yaml`); kube-retention's include its `expires-at` stamps (PATCH) and\n\
-         Events, which it sends only with budget the deletions leave; each run waits for its\n\
+         (`bench/audit-policy.yaml`); kube-retention's include its Events and, with\n\
+         `--stamp=finished`, its `expires-at` stamps (PATCH), which it sends only with budget the\n\
+         deletions leave; each run waits for its\n\
          deleter's Events to stop (3 s without one) before counting.\n\n\
          | scenario | deleter | Jobs | budget | delay p50 (s) | p99 (s) | max (s) | deletions/s | requests/deletion | DELETE | GET | PATCH | Event | peak RSS (MiB) |\n\
          | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n{rows}\n\n\

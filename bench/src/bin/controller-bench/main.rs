@@ -56,7 +56,7 @@ async fn bench(
     let scenarios = [
         args.steady(vec![
             Deleter::KubeRetention,
-            Deleter::KubeRetentionNoStamp,
+            Deleter::KubeRetentionStamped,
             Deleter::Peer,
         ]),
         Scenario {
