@@ -13,7 +13,8 @@ use serde_json::json;
 
 use crate::support::{Env, TestNamespace, object, shipwright};
 use crate::workloads::{
-    create_buildrun, eventually, expect_deleted_on_time, finish_buildrun, now_second, sleep_until,
+    Stamp, create_buildrun, eventually, expect_deleted_on_time, finish_buildrun, now_second,
+    sleep_until,
 };
 
 mod jobs_and_pods;
@@ -61,7 +62,7 @@ async fn check_on_time(ns: &TestNamespace, succeeded: bool) -> Result<()> {
     finish_buildrun(ns, "run", succeeded, finished).await?;
     let ttl = if succeeded { 3 } else { 2 };
     let expiry = finished + SignedDuration::from_secs(ttl);
-    expect_deleted_on_time(ns, "run", expiry).await
+    expect_deleted_on_time(ns, "run", expiry, Stamp::Deadline).await
 }
 
 async fn succeeded_on_time(ns: TestNamespace) -> Result<()> {

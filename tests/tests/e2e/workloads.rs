@@ -120,29 +120,52 @@ where
     }
 }
 
-/// The BuildRun `name` gets `retention.dev/expires-at` = `expiry`, still exists 300 ms before
-/// it and is gone within a second after.
+/// What the controller writes on a finished run before deleting it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stamp {
+    /// Its deadline as `retention.dev/expires-at` (`--stamp=finished`, as the suites run it).
+    Deadline,
+    /// Nothing: one request per deletion, the DELETE (`--stamp=never`, the chart's default).
+    Absent,
+}
+
+/// The expires-at annotation on the BuildRun `name`, if it is there.
+async fn expires_at(
+    runs: &kube::Api<kube::api::DynamicObject>,
+    name: &str,
+) -> Result<Option<Option<String>>> {
+    Ok(runs.get_opt(name).await?.map(|run| {
+        run.metadata
+            .annotations
+            .and_then(|mut annotations| annotations.remove("retention.dev/expires-at"))
+    }))
+}
+
+/// The BuildRun `name` gets `retention.dev/expires-at` = `expiry` (with [`Stamp::Deadline`]; no
+/// stamp at all with [`Stamp::Absent`]), still exists 300 ms before it and is gone within a
+/// second after.
 pub async fn expect_deleted_on_time(
     ns: &TestNamespace,
     name: &str,
     expiry: Timestamp,
+    stamp: Stamp,
 ) -> Result<()> {
     let runs = ns.dynamic(&shipwright("BuildRun"));
-    eventually(Duration::from_secs(5), "expires-at stamped", || async {
-        Ok(runs.get_opt(name).await?.is_some_and(|run| {
-            run.metadata
-                .annotations
-                .as_ref()
-                .and_then(|annotations| annotations.get("retention.dev/expires-at"))
-                == Some(&expiry.to_string())
-        }))
-    })
-    .await?;
+    if stamp == Stamp::Deadline {
+        eventually(Duration::from_secs(5), "expires-at stamped", || async {
+            Ok(expires_at(&runs, name).await? == Some(Some(expiry.to_string())))
+        })
+        .await?;
+    }
     sleep_until(expiry - jiff::SignedDuration::from_millis(300)).await;
-    ensure!(
-        runs.get_opt(name).await?.is_some(),
-        "deleted before its expiry {expiry}"
-    );
+    let there = expires_at(&runs, name).await?;
+    ensure!(there.is_some(), "deleted before its expiry {expiry}");
+    if stamp == Stamp::Absent {
+        ensure!(
+            there == Some(None),
+            "stamped, though the controller writes no stamps: {there:?}"
+        );
+    }
     eventually(Duration::from_secs(3), "deleted", || async {
         Ok(runs.get_opt(name).await?.is_none())
     })

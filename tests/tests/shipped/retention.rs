@@ -1,6 +1,7 @@
 //! What kube-retention is for, done by the chart's pods: `kubectl apply` of an invalid Build is
 //! denied through the webhook's Service with the text the webhook library writes, and a
-//! BuildRun that inherits its Build's TTL is deleted on time by the controller pod.
+//! BuildRun that inherits its Build's TTL is deleted on time by the controller pod, unstamped as
+//! the chart's default has it.
 
 use anyhow::{Context, Result, ensure};
 use jiff::SignedDuration;
@@ -12,7 +13,7 @@ use libtest_mimic::Trial;
 use serde_json::json;
 
 use crate::support::{Env, TestNamespace, object, shipwright};
-use crate::workloads::{expect_deleted_on_time, finish_buildrun, now_second};
+use crate::workloads::{Stamp, expect_deleted_on_time, finish_buildrun, now_second};
 
 pub fn tests(env: &Env) -> Vec<Trial> {
     vec![
@@ -100,5 +101,12 @@ async fn deleted_on_time(ns: TestNamespace) -> Result<()> {
     runs.create(&PostParams::default(), &run).await?;
     let finished = now_second();
     finish_buildrun(&ns, "run", true, finished).await?;
-    expect_deleted_on_time(&ns, "run", finished + SignedDuration::from_secs(4)).await
+    // The chart's default: no stamp, one request per deletion.
+    expect_deleted_on_time(
+        &ns,
+        "run",
+        finished + SignedDuration::from_secs(4),
+        Stamp::Absent,
+    )
+    .await
 }
