@@ -10,6 +10,7 @@ use jiff::SignedDuration;
 use k8s_openapi::api::batch::v1::Job;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, ResourceExt};
+use kube_retention_common::annotations::EXPIRES_AT;
 use kube_retention_e2e::components::{self, WEBHOOK};
 use kube_retention_e2e::process::tracked;
 use libtest_mimic::Trial;
@@ -21,7 +22,6 @@ use crate::workloads::{
     sleep_until,
 };
 
-const EXPIRES_AT: &str = "retention.dev/expires-at";
 /// The namespace the webhook configurations exclude.
 const SKIPPED_NAMESPACE: &str = "kube-system";
 

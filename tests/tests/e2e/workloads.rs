@@ -4,11 +4,12 @@
 
 use std::time::Duration;
 
-use anyhow::{Result, ensure};
+use anyhow::{Context, Result, ensure};
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
-use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
+use kube_retention_common::annotations::EXPIRES_AT;
 use serde_json::{Value, json};
 
 use crate::support::{TestNamespace, object, shipwright};
@@ -129,21 +130,14 @@ pub enum Stamp {
     Absent,
 }
 
-/// The expires-at annotation on the BuildRun `name`, if it is there.
-async fn expires_at(
-    runs: &kube::Api<kube::api::DynamicObject>,
-    name: &str,
-) -> Result<Option<Option<String>>> {
-    Ok(runs.get_opt(name).await?.map(|run| {
-        run.metadata
-            .annotations
-            .and_then(|mut annotations| annotations.remove("retention.dev/expires-at"))
-    }))
+/// The run's `retention.dev/expires-at` stamp, if it has one.
+fn expires_at(run: &DynamicObject) -> Option<&str> {
+    run.annotations().get(EXPIRES_AT).map(String::as_str)
 }
 
 /// The BuildRun `name` gets `retention.dev/expires-at` = `expiry` (with [`Stamp::Deadline`]; no
-/// stamp at all with [`Stamp::Absent`]), still exists 300 ms before it and is gone within a
-/// second after.
+/// stamp at all with [`Stamp::Absent`]), still exists 300 ms before it and is gone within 3 s
+/// after.
 pub async fn expect_deleted_on_time(
     ns: &TestNamespace,
     name: &str,
@@ -152,18 +146,25 @@ pub async fn expect_deleted_on_time(
 ) -> Result<()> {
     let runs = ns.dynamic(&shipwright("BuildRun"));
     if stamp == Stamp::Deadline {
+        let deadline = expiry.to_string();
         eventually(Duration::from_secs(5), "expires-at stamped", || async {
-            Ok(expires_at(&runs, name).await? == Some(Some(expiry.to_string())))
+            Ok(runs
+                .get_opt(name)
+                .await?
+                .is_some_and(|run| expires_at(&run) == Some(deadline.as_str())))
         })
         .await?;
     }
     sleep_until(expiry - jiff::SignedDuration::from_millis(300)).await;
-    let there = expires_at(&runs, name).await?;
-    ensure!(there.is_some(), "deleted before its expiry {expiry}");
+    let run = runs
+        .get_opt(name)
+        .await?
+        .with_context(|| format!("deleted before its expiry {expiry}"))?;
     if stamp == Stamp::Absent {
         ensure!(
-            there == Some(None),
-            "stamped, though the controller writes no stamps: {there:?}"
+            expires_at(&run).is_none(),
+            "stamped, though the controller writes no stamps: {:?}",
+            expires_at(&run)
         );
     }
     eventually(Duration::from_secs(3), "deleted", || async {
