@@ -40,7 +40,7 @@ SHIPPED_BINARIES := --package kube-retention-controller --package kube-retention
 	--bin kube-retention-certs --bin kubectl-retention
 LOCAL_CLUSTER = $(CARGO) run --quiet --package kube-retention-e2e --bin local-cluster -- --state $(STATE)
 
-.PHONY: book book-check book-tools test-matrix e2e-core e2e-oldest cluster-binaries-oldest release release-packages release-test help toolchain drop-go-caches cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-memcpy bench-controller bench-peers bench-cel fuzz-cel fuzz-cel-short bench-cel-stack
+.PHONY: book book-check book-tools test-matrix e2e-core e2e-oldest cluster-binaries-oldest release release-packages release-test help toolchain drop-go-caches cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-memcpy bench-controller bench-peers bench-cel fuzz-cel fuzz-cel-short fuzz-cel-process bench-cel-stack bench-baseline
 
 help:
 	@echo "make demo    start the local cluster and walk through what kube-retention does"
@@ -51,6 +51,7 @@ help:
 	@echo "make book   the book (docs/) into target/book/html, its generated reference rewritten"
 	@echo "make chaos   the chaos suite and fuzzing at full size; writes docs/reliability.md"
 	@echo "make fuzz-cel  a million hostile CEL expressions, each held to its time, memory and cost bounds"
+	@echo "make fuzz-cel-process  ten million through the controller's evaluator process, against in process"
 	@echo "make up      start the local cluster ($(STATE)/kubeconfig); make down stops it"
 	@echo "make up-node the local cluster with a node running the image and the chart, as shipped"
 	@echo "             KUBERNETES=1.33 runs either (and make test) at another pinned minor: $$(tests/cluster/kubernetes/minors.sh | tr '\n' ' ')"
@@ -225,6 +226,17 @@ fuzz-cel: toolchain
 fuzz-cel-short: toolchain
 	FUZZ_CEL_CASES=3000 $(MUSL_CARGO) test --release --target $(MUSL) \
 		--package kube-retention-common --test cel_fuzz -- --nocapture
+	CEL_CAMPAIGN_CASES=20000 $(MUSL_CARGO) test --release --target $(MUSL) \
+		--package kube-retention-evaluator --test cel_campaign -- --nocapture
+
+# The campaign through the controller's evaluator process (evaluator/tests/cel_campaign.rs):
+# generated hostile expressions, issue 57's families among them, each evaluated in the process
+# the operating system bounds and, where it answered, again in process to compare. Ten million
+# by default; `make test` runs 20,000. CEL_CAMPAIGN_SEED picks other cases.
+CEL_CAMPAIGN_CASES ?= 10000000
+fuzz-cel-process: toolchain
+	CEL_CAMPAIGN_CASES=$(CEL_CAMPAIGN_CASES) $(MUSL_CARGO) test --release --target $(MUSL) \
+		--package kube-retention-evaluator --test cel_campaign -- --nocapture
 
 # The stack CEL's deepest admitted expressions use, in a debug and a release build, printed
 # (common/src/cel/stack.rs says what it bounds).
@@ -310,14 +322,27 @@ bench-memcpy: cluster-binaries
 		--without-memcpy $(MEMCPY_BENCH)/kube-retention-webhook-musl-memcpy $(BENCH_ARGS)
 
 bench-cel:
-	$(CARGO) build --release --package kube-retention-bench --bin cel-bench
+	$(CARGO) build --release --package kube-retention-bench --bin cel-bench \
+		--package kube-retention-controller --bin kube-retention-controller
 	target/release/cel-bench
 
-bench-controller: cluster-binaries
+# BASELINE=<commit> (b59abb3, the last before the CEL sandbox, by default) builds that commit's
+# static controller in a worktree under target/baseline/, for the parts that measure against it
+# in the same run (the one-label policy's); BASELINE= runs without one.
+BASELINE ?= b59abb3
+BASELINE_DIR = target/baseline/$(BASELINE)
+bench-controller: cluster-binaries $(if $(BASELINE),bench-baseline)
 	$(SHIPPED)
 	$(CARGO) build --release --package kube-retention-bench
 	$(BENCH) KUBE_RETENTION_AUDIT_POLICY=$(CURDIR)/bench/audit-policy.yaml \
+		$(if $(BASELINE),KUBE_RETENTION_BASELINE=$(CURDIR)/$(BASELINE_DIR)/target/$(MUSL)/release \
+		KUBE_RETENTION_BASELINE_REVISION=$(BASELINE)) \
 		target/release/controller-bench $(BENCH_ARGS)
+
+# The baseline's static controller, built once per commit in a worktree of its own.
+bench-baseline: toolchain
+	@test -d $(BASELINE_DIR) || git worktree add --detach $(BASELINE_DIR) $(BASELINE)
+	cd $(BASELINE_DIR) && $(MUSL_BUILD) --package kube-retention-controller --bin kube-retention-controller
 
 # kube-retention against the cleanup tools admins install instead, each built from its own pinned
 # module by bench/peers/build.sh (not part of make test): docs/benchmarks/peers.md. Sized for about

@@ -83,13 +83,28 @@ fn define(cluster: &LocalCluster, kinds: usize) -> Result<()> {
 }
 
 async fn create(client: &Client, objects: usize, kinds: usize) -> Result<()> {
+    create_in(client, NAMESPACE, objects, kinds, false).await
+}
+
+/// Creates `objects` objects in `namespace`, spread over `kinds`; `labelled`, each carries
+/// the label the one-label policy reads.
+async fn create_in(
+    client: &Client,
+    namespace: &str,
+    objects: usize,
+    kinds: usize,
+    labelled: bool,
+) -> Result<()> {
     stream::iter(0..objects)
         .map(|index| {
             let resource = kind(index % kinds);
             let api: Api<DynamicObject> =
-                Api::namespaced_with(client.clone(), NAMESPACE, &resource);
+                Api::namespaced_with(client.clone(), namespace, &resource);
             async move {
                 let mut object = DynamicObject::new(&format!("g-{index:06}"), &resource);
+                if labelled {
+                    object.metadata.labels = Some([("tier".into(), "batch".into())].into());
+                }
                 object.data = json!({"spec": {"size": index}});
                 api.create(&PostParams::default(), &object).await?;
                 Ok::<(), anyhow::Error>(())
@@ -251,5 +266,135 @@ pub fn section(figures: &Figures) -> String {
         figures.change_after.as_secs_f64(),
         requests.join(", "),
         build = crate::measured_build(),
+    )
+}
+
+/// The namespace of the one-label policy's objects.
+const LABELLED_NAMESPACE: &str = "bench-policies-cel";
+/// Its RetentionPolicy.
+const LABEL_POLICY: &str = "one-label";
+
+/// How long one controller took to judge every object with a one-label policy.
+pub struct Judging {
+    pub deleter: Deleter,
+    /// From its start until the policy's status counted every object matched.
+    pub governing_after: Duration,
+    /// The peak resident memory of the controller and its evaluator process, added up.
+    pub peak_rss_kib: u64,
+}
+
+/// Judging `objects` labelled objects with a one-label policy (a RetentionPolicy whose `match`
+/// reads one label, in the objects' namespace): each of `deleters` starts fresh, `rounds`
+/// times in turn, and is timed until the policy's status counts every object matched. The
+/// baseline, where given ([`Deleter::KubeRetentionBaseline`]), evaluated CEL in process; this
+/// controller evaluates it in its evaluator process.
+pub async fn measure_one_label(
+    cluster: &LocalCluster,
+    client: &Client,
+    objects: usize,
+    kinds: usize,
+    metrics_port: u16,
+    deleters: &[Deleter],
+    rounds: usize,
+) -> Result<Vec<Judging>> {
+    crate::namespace(client, LABELLED_NAMESPACE).await?;
+    define(cluster, kinds)?;
+    println!("creating {objects} labelled objects over {kinds} kinds");
+    create_in(client, LABELLED_NAMESPACE, objects, kinds, true).await?;
+    let resources: Vec<Value> = (0..kinds)
+        .map(|index| json!({"apiVersion": format!("{GROUP}/v1"), "kind": kind(index).kind}))
+        .collect();
+    apply(
+        cluster,
+        &json!({"apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
+               "metadata": {"name": LABEL_POLICY, "namespace": LABELLED_NAMESPACE},
+               "spec": {"resources": resources, "ttlAfterSucceeded": "720h",
+                        "match": "object.metadata.labels[\"tier\"] == \"batch\""}}),
+    )?;
+    let policies: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        LABELLED_NAMESPACE,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("retention.dev", "v1alpha1", "RetentionPolicy"),
+            "retentionpolicies",
+        ),
+    );
+    let mut judged = Vec::new();
+    for _ in 0..rounds {
+        for &deleter in deleters {
+            let started = Instant::now();
+            let running =
+                deleters::start(cluster, deleter, Some(50), metrics_port, Work::Deleting)?;
+            let pid = running.pid().context("the controller's pid")?;
+            let mut peak = 0;
+            let governing_after = loop {
+                let status = policies.get(LABEL_POLICY).await?.data["status"].clone();
+                peak = peak.max(crate::peak_rss_with_children_kib(pid).unwrap_or(0));
+                if status["matched"] == objects {
+                    break started.elapsed();
+                }
+                ensure!(
+                    started.elapsed() < Duration::from_secs(3600),
+                    "{}: not every object matched: {status}",
+                    deleter.label()
+                );
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            };
+            println!("{}: {governing_after:?}", deleter.label());
+            judged.push(Judging {
+                deleter,
+                governing_after,
+                peak_rss_kib: peak,
+            });
+            drop(running);
+        }
+    }
+    Ok(judged)
+}
+
+/// The `controller-policies-cel` section.
+pub fn one_label_section(objects: usize, kinds: usize, judged: &[Judging]) -> String {
+    let mut rows = String::new();
+    for judging in judged {
+        rows.push_str(&format!(
+            "| {} | {:.1} s | {:.1} |\n",
+            judging.deleter.label(),
+            judging.governing_after.as_secs_f64(),
+            crate::mib(judging.peak_rss_kib)
+        ));
+    }
+    let mean = |deleter: Deleter| {
+        let times: Vec<f64> = judged
+            .iter()
+            .filter(|judging| judging.deleter == deleter)
+            .map(|judging| judging.governing_after.as_secs_f64())
+            .collect();
+        (!times.is_empty()).then(|| times.iter().sum::<f64>() / times.len() as f64)
+    };
+    let ratio = match (
+        mean(Deleter::KubeRetention),
+        mean(Deleter::KubeRetentionBaseline),
+    ) {
+        (Some(now), Some(before)) => format!(
+            "\nThis controller took {:.2}× the baseline's time on average (the goal: at most \
+             1.25×).\n",
+            now / before
+        ),
+        _ => "\nNo baseline was given (`make bench-controller BASELINE=<commit>`).\n".to_owned(),
+    };
+    format!(
+        "### Judging objects with a one-label policy\n\n\
+         Measured with `make bench-controller` (`bench/src/policies.rs`): {objects} labelled \
+         custom objects over {kinds} kinds in one namespace, under a RetentionPolicy whose `match` \
+         reads one label; each controller starts fresh, the contenders in turn, and is timed \
+         until the policy's status counts every object matched (statuses are written every \
+         5 s). The baseline is kube-retention's controller built at an earlier commit, which \
+         evaluated CEL in process; this one evaluates it in its evaluator process, bounded by \
+         the operating system. Both are the image's static build; the peak is the controller's \
+         and its evaluator process's, added up. One namespace's objects are judged within its \
+         share of the evaluator (a twentieth of a core), so the time is mostly that share's.\n\n\
+         | controller | matching all after start | peak RSS (MiB) |\n\
+         | --- | --- | --- |\n\
+         {rows}{ratio}"
     )
 }

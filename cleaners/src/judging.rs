@@ -1,19 +1,21 @@
-//! A Cleaner's conditions judged as evaluator [`Work`], through the same evaluator, shares and
-//! limits as retention policies' expressions: its targets converted to CEL in one step, then one
-//! condition at one time per step ([`Judge::step`]) — the monotonic search included, which is
-//! what let one Cleaner hold the Cleaners' loop for seconds — and the verdict sent back to the
-//! Cleaners' loop. Shed, it leaves a token that asks the loop to prepare it again.
+//! A Cleaner's conditions judged as evaluator [`Work`], through the same evaluator, sandbox,
+//! shares and limits as retention policies' expressions: its targets made into the JSON its
+//! conditions read in one step, then one condition at one time per step in the sandbox
+//! ([`Judge::step_in`]; the targets bound there with the first) — the monotonic search
+//! included, which is what let one Cleaner hold the Cleaners' loop for seconds — and the
+//! verdict sent back to the Cleaners' loop. Shed, it leaves a token that asks the loop to
+//! prepare it again.
 
 use std::sync::Arc;
 
 use kube::api::DynamicObject;
-use kube_retention_common::cel::Variables;
+use kube_retention_common::cel::ConversionError;
 use kube_retention_common::cleaner::{Judge, Judging, Verdict};
-use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::book::{Clean, CleanerKey, CompiledSpec};
 use super::status::Problem;
+use kube_retention_evaluator::sandbox::{Handle, Sandbox};
 use kube_retention_evaluator::work::Token;
 use kube_retention_evaluator::work::json_bytes;
 use kube_retention_evaluator::{Progress, Work, WorkKey};
@@ -51,12 +53,13 @@ pub enum CleanerOutcome {
     },
 }
 
-/// How much more than their JSON the targets hold once converted (the JSON values and CEL's).
+/// How much more than their JSON the targets hold once converted (their text here, CEL's
+/// values in the sandbox).
 const CONVERTED_FACTOR: usize = 3;
 
 enum Stage {
     Fresh,
-    Converted(Variables),
+    Converted(Handle),
     Decided(Result<Verdict, Problem>),
 }
 
@@ -104,19 +107,27 @@ impl CleanerWork {
     }
 }
 
-/// The targets as their conditions see them: `{items: [...]}` by name.
-fn convert(targets: &[(String, Vec<Arc<DynamicObject>>)]) -> Result<Variables, Problem> {
-    let values: Vec<(&str, Value)> = targets
+/// The targets as their conditions see them, `{items: [...]}` by name: each one's JSON text.
+fn texts(targets: &[(String, Vec<Arc<DynamicObject>>)]) -> Result<Vec<(String, Vec<u8>)>, Problem> {
+    targets
         .iter()
         .map(|(name, objects)| {
-            let items: Vec<Value> = objects
-                .iter()
-                .map(|object| serde_json::to_value(object.as_ref()).unwrap_or(Value::Null))
-                .collect();
-            (name.as_str(), json!({ "items": items }))
+            let mut text = b"{\"items\":[".to_vec();
+            for (index, object) in objects.iter().enumerate() {
+                if index > 0 {
+                    text.push(b',');
+                }
+                serde_json::to_writer(&mut text, object.as_ref()).map_err(|error| {
+                    Problem::Values(ConversionError::Variable {
+                        name: name.clone(),
+                        reason: error.to_string(),
+                    })
+                })?;
+            }
+            text.extend_from_slice(b"]}");
+            Ok((name.clone(), text))
         })
-        .collect();
-    Variables::new(values.iter().map(|(name, value)| (*name, value))).map_err(Problem::Values)
+        .collect()
 }
 
 impl Work for CleanerWork {
@@ -128,7 +139,7 @@ impl Work for CleanerWork {
         WorkKey::Cleaner(Arc::from(self.pending.key.name.as_str()))
     }
 
-    fn step(&mut self) -> Progress {
+    fn step(&mut self, sandbox: &mut Sandbox) -> Progress {
         let Pending {
             judge,
             judging,
@@ -136,14 +147,14 @@ impl Work for CleanerWork {
             ..
         } = &mut self.pending;
         let decided = match &self.stage {
-            Stage::Fresh => match convert(targets) {
-                Ok(variables) => {
-                    self.stage = Stage::Converted(variables);
+            Stage::Fresh => match texts(targets) {
+                Ok(texts) => {
+                    self.stage = Stage::Converted(sandbox.variables(texts));
                     None
                 }
                 Err(problem) => Some(Err(problem)),
             },
-            Stage::Converted(variables) => judge.step(judging, variables).map(Ok),
+            Stage::Converted(targets) => judge.step_in(sandbox, judging, targets).map(Ok),
             Stage::Decided(_) => return Progress::Done,
         };
         match decided {

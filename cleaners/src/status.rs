@@ -4,6 +4,7 @@
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube_retention_common::cel::Exceeded;
 use kube_retention_common::cleaner::{CleanerSpec, CleanerStatus, Verdict};
 
 use kube_retention_helm::storage::HelmError;
@@ -58,6 +59,13 @@ pub fn status(
     now: Timestamp,
 ) -> CleanerStatus {
     let ready = match verdict {
+        Ok(Verdict::Failed {
+            condition, error, ..
+        }) if matches!(error.exceeded(), Some(Exceeded::Process(_))) => (
+            "False",
+            "EvaluatorLimitExceeded",
+            format!("spec.conditions[{condition}]: {error}"),
+        ),
         Ok(Verdict::Failed {
             condition, error, ..
         }) if error.exceeded().is_some() => (

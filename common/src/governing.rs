@@ -89,18 +89,31 @@ impl Judgement {
     }
 }
 
-/// Judges `subject` under `candidates` (namespaced and cluster policies in name order).
+/// Judges `subject` under `candidates` (namespaced and cluster policies in name order), the
+/// expressions of a candidate that comes without answers evaluated here, now.
 pub fn judge(
     subject: &Subject<'_>,
     candidates: &[CandidatePolicy<'_>],
     now: Timestamp,
+) -> Judgement {
+    judge_with(subject, candidates, now, Answers::compute)
+}
+
+/// Like [`judge`], a candidate without answers answered by `unanswered`: the controller,
+/// which evaluates tenants' expressions only in its sandbox, answers them as not evaluated
+/// ([`Answers::not_evaluated`]) rather than evaluate them on its loop.
+pub fn judge_with(
+    subject: &Subject<'_>,
+    candidates: &[CandidatePolicy<'_>],
+    now: Timestamp,
+    unanswered: impl Fn(&Rules, &Value) -> Answers,
 ) -> Judgement {
     let (own, _) = OwnSettings::read_as(subject.entry, subject.object);
     let computed: Vec<OnceCell<Answers>> = candidates.iter().map(|_| OnceCell::new()).collect();
     let answers = |index: usize| -> &Answers {
         let candidate = &candidates[index];
         candidate.answers.unwrap_or_else(|| {
-            computed[index].get_or_init(|| Answers::compute(candidate.rules, subject.object))
+            computed[index].get_or_init(|| unanswered(candidate.rules, subject.object))
         })
     };
     let applicable: Vec<usize> = (0..candidates.len())

@@ -244,3 +244,44 @@ fn a_copy_that_would_end_past_the_time_limit_fails_before_it_starts() {
     );
     assert!(took < copy, "took {took:?}, the copy alone {copy:?}");
 }
+
+/// Issue 57's first reproduction: a list or a map literal of the object. The interpreter
+/// copies the object whole at each mention (200 mentions of a tenant's ~800 KB Job took
+/// 3,086 MiB, charged 203 units). Each mention of a variable the expression was given is now
+/// measured and charged before it is copied, as a select is, so on an object of many values
+/// the meter stops it within a few copies. (A copy of a few large strings is cheap in units and
+/// in time yet not in memory: there the controller's evaluator process holds it to its memory
+/// bound — `kube-retention-evaluator`'s sandbox tests.)
+#[test]
+fn a_literal_of_copies_of_the_object_is_stopped_before_it_copies_much() {
+    let _alone = alone();
+    let annotations: serde_json::Map<String, serde_json::Value> = (0..40_000)
+        .map(|index| (format!("example.com/a{index}"), json!("v")))
+        .collect();
+    let object =
+        Converted::new(&json!({"metadata": {"name": "j", "annotations": annotations}})).unwrap();
+    let list = format!("[{}] != []", vec!["object"; 200].join(", "));
+    let map = format!(
+        "{{{}}} != {{}}",
+        (0..200)
+            .map(|index| format!("{index}: object"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for source in [list, map] {
+        let expression = compile(&source).unwrap();
+        let ((result, spent), usage) =
+            measured(|| expression.condition_costing_converted(&object, cost_only()));
+        let error = result.expect_err("stopped");
+        assert_eq!(
+            error.exceeded(),
+            Some(Exceeded::Cost { limit: COST_LIMIT }),
+            "{error}"
+        );
+        assert!(spent > COST_LIMIT, "each copy is charged: {spent}");
+        // About 25 copies (each some 40,000 units) before the limit, where 200 were made
+        // before: about 106 MiB at the most.
+        let peak = usage.peak.unwrap_or(0);
+        assert!(peak < 160 * 1024 * 1024, "peak {peak} bytes: {usage:?}");
+    }
+}

@@ -221,8 +221,12 @@ impl Controller {
         );
         supervisor.add(delivering);
         // One evaluator for every tenant's CEL: policies' and Cleaners' share its time.
-        let (evaluator, evaluating) =
-            Evaluator::spawn(metrics.evaluator.clone()).map_err(Error::Evaluator)?;
+        let (evaluator, evaluating) = Evaluator::spawn(
+            metrics.evaluator.clone(),
+            config.evaluator.program.clone(),
+            config.evaluator.limits,
+        )
+        .map_err(Error::Evaluator)?;
         supervisor.add(evaluating);
         if config.cleaners {
             let cleaning = Cleaning {

@@ -172,6 +172,17 @@ pub struct Args {
     /// Kubeconfig (default: in-cluster, then $KUBECONFIG).
     #[arg(help_heading = "Process", long, env = "KUBE_RETENTION_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
+    /// The address space of the process tenants' CEL runs in, in MiB: the operating system's
+    /// bound on it, whatever an expression does (the container's memory limit must cover it and
+    /// the controller's own).
+    #[arg(
+        help_heading = "Process",
+        long,
+        env = "KUBE_RETENTION_EVALUATOR_MEMORY",
+        default_value_t = kube_retention_evaluator::sandbox::limits::DEFAULT_MEMORY / (1024 * 1024),
+        value_parser = clap::value_parser!(u64).range(64..)
+    )]
+    pub evaluator_memory: u64,
     #[arg(help_heading = "Process", long, env = "KUBE_RETENTION_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
     pub log_format: LogFormat,
 }

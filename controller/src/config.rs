@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use kube::api::PropagationPolicy;
 use kube_retention_common::kinds::KindSelection;
+use kube_retention_evaluator::{Limits, Program};
 use kube_retention_io::initial_list::{InitialList, PAGE_SIZE};
 use kube_retention_runtime::SinkPolicyFlags;
 use kube_retention_state::Stamping;
@@ -36,6 +37,15 @@ pub struct Config {
     /// The API server's URL, from the client's configuration: CloudEvents may not be sent to
     /// it. [`Args::run`](crate::args::Args::run) sets it; a test without one denies none.
     pub api_server: Option<http::Uri>,
+    pub evaluator: Evaluator,
+}
+
+/// The process tenants' CEL runs in: how to start it, and its bounds.
+#[derive(Debug, Clone)]
+pub struct Evaluator {
+    /// This binary's hidden subcommand, by default; a test names the built binary.
+    pub program: Program,
+    pub limits: Limits,
 }
 
 /// Which kinds are watched, and how further ones are found.
@@ -149,6 +159,17 @@ impl Config {
             sink_policy: args.sink_policy.clone(),
             pod_ip: args.pod_ip,
             api_server: None,
+            evaluator: Evaluator {
+                // The running binary itself, whatever became of its file since it started.
+                program: Program {
+                    path: "/proc/self/exe".into(),
+                    args: vec![crate::EVALUATE.into()],
+                },
+                limits: Limits {
+                    memory: args.evaluator_memory.saturating_mul(1024 * 1024),
+                    ..Limits::default()
+                },
+            },
         }
     }
 }

@@ -34,3 +34,6 @@ pub use error::{Error, Result};
 
 /// The controller's name: its binary, its Events' reporter, its default Lease and identity.
 pub const NAME: &str = "kube-retention-controller";
+
+/// The hidden subcommand that runs the CEL evaluator process the controller starts itself.
+pub const EVALUATE: &str = "evaluate";

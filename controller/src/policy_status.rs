@@ -138,16 +138,22 @@ fn readiness(inputs: &Inputs<'_>) -> (&'static str, &'static str, String) {
     if !loaded.errors.is_empty() {
         return ("False", "InvalidSpec", summary(&loaded.errors));
     }
-    if let Some((count, key, how)) = &inputs.summary.exceeded {
-        let more = match count {
+    if let Some(report) = &inputs.summary.exceeded {
+        let more = match report.count {
             1 => String::new(),
             n => format!(" (and {} more)", n - 1),
         };
         let message = format!(
-            "on {}/{}{more}, {how}; such objects are treated as not matching",
-            key.namespace, key.name
+            "on {}/{}{more}, {}; such objects are treated as not matching",
+            report.first.namespace, report.first.name, report.overran.how
         );
-        return ("False", "CostLimitExceeded", message);
+        // A bound of the evaluator's process, which stops the expression until the policy
+        // changes, reads apart from the meter's limits, which stop one evaluation.
+        let reason = match report.overran.process {
+            true => "EvaluatorLimitExceeded",
+            false => "CostLimitExceeded",
+        };
+        return ("False", reason, message);
     }
     let Some(scan) = inputs.scan else {
         return (

@@ -34,6 +34,7 @@ use std::sync::Arc;
 
 use super::bounds::{Bounds, Dropped};
 use super::lane::{self, Entry, Kind, Lane};
+use super::sandbox::Sandbox;
 use super::work::{Progress, Work};
 
 /// One step taken: whose, and the work if that step completed it.
@@ -112,7 +113,11 @@ impl Backlog {
     /// or may start (room under way, and for a token, room for one more work to come back).
     /// That namespace goes to the back of the round; those held back keep their order. `None`
     /// when none may go.
-    pub fn step(&mut self, mut ready: impl FnMut(&Arc<str>) -> bool) -> Option<Turn> {
+    pub fn step(
+        &mut self,
+        mut ready: impl FnMut(&Arc<str>) -> bool,
+        sandbox: &mut Sandbox,
+    ) -> Option<Turn> {
         let room = self.started < self.bounds.started_bytes;
         let returns = self.outstanding < self.bounds.returns;
         let start = move |entry: &Entry| match entry.kind {
@@ -146,7 +151,7 @@ impl Backlog {
             self.started -= entry.weight;
         }
         entry.kind = Kind::Started;
-        let progress = entry.work.step();
+        let progress = entry.work.step(sandbox);
         entry.weight = entry.work.weight();
         let done = match progress {
             Progress::More => {

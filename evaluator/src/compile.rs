@@ -17,6 +17,7 @@ use kube_retention_common::field_error::FieldError;
 use kube_retention_common::policies::{PolicyKey, Rules, RulesSource};
 use tokio::sync::mpsc;
 
+use super::sandbox::Sandbox;
 use super::work::{Progress, Work, WorkKey};
 
 /// The lane ClusterRetentionPolicies are compiled in.
@@ -125,7 +126,7 @@ impl<C: Compile> Work for Compilation<C> {
         self.key.clone()
     }
 
-    fn step(&mut self) -> Progress {
+    fn step(&mut self, _: &mut Sandbox) -> Progress {
         if let Some(source) = self.source.take() {
             self.output = Some(source.compile());
         }

@@ -11,13 +11,18 @@
 //! namespace's time while the others' turns go on, so it gets no more of the machine by writing
 //! them.
 //!
-//! A thread rather than tokio's blocking pool: evaluation is CPU work that never awaits. The thread
-//! takes at most [`CPU_SHARE`] of one core, whatever tenants ask: after each step it rests in
-//! proportion to the time it took (rests shorter than [`MIN_REST`] are added up first), so everyday
-//! expressions, which take microseconds, never wait, and expressions stopped at their limit cannot
-//! keep a core busy. Steps are charged in the thread's CPU time. It also runs at the lowest
-//! priority (nice 19), so that where cores are contended the loops, the executor and the API server
-//! come first.
+//! The expressions themselves run in a child process that the operating system holds to its
+//! memory, CPU time and stack ([`sandbox`]): whatever an expression makes the interpreter do, it
+//! can end that process, never the controller. The thread drives it one step at a time.
+//!
+//! A thread rather than tokio's blocking pool: driving the process is blocking work that never
+//! awaits. The thread and its process take at most [`CPU_SHARE`] of one core, whatever tenants
+//! ask: after each step the thread rests in proportion to the time the step took in both (rests
+//! shorter than [`MIN_REST`] are added up first), so everyday expressions, which take
+//! microseconds, never wait, and expressions stopped at their limit cannot keep a core busy.
+//! Steps are charged in CPU time, the thread's and the process's. Both run at the lowest
+//! priority (nice 19), so that where cores are contended the loops, the executor and the API
+//! server come first.
 
 use std::sync::Arc;
 use std::sync::mpsc as channel;
@@ -37,13 +42,15 @@ pub mod bounds;
 pub mod compile;
 mod lane;
 pub mod policy;
+pub mod sandbox;
 pub mod work;
 
 pub use backlog::Backlog;
 pub use bounds::{Bounds, Dropped};
 pub use compile::{Compilation, Compile, Compiled, Deliver, PolicyCompile};
 pub use lane::YIELD_EVERY;
-pub use policy::{Evaluated, Job, PolicyOutcome, PolicyWork, evaluate};
+pub use policy::{Evaluated, Job, PolicyOutcome, PolicyWork};
+pub use sandbox::{Limits, Program, Sandbox, SandboxMetrics};
 pub use work::{Progress, Work, WorkKey};
 
 /// A namespace's share of one core: what its evaluations may take, over time.
@@ -66,11 +73,15 @@ pub struct EvaluatorMetrics {
     pub shed: Counter,
     pub queued_bytes: Gauge,
     pub started_bytes: Gauge,
+    pub sandbox: SandboxMetrics,
 }
 
 impl EvaluatorMetrics {
     pub fn register(registry: &mut Registry) -> Self {
-        let metrics = Self::default();
+        let metrics = Self {
+            sandbox: SandboxMetrics::register(registry),
+            ..Self::default()
+        };
         registry.register(
             "evaluations_superseded",
             "Queued CEL evaluations replaced by a newer version of their object or Cleaner before they were done",
@@ -129,13 +140,19 @@ pub struct Evaluator {
 }
 
 impl Evaluator {
-    /// Starts the thread, `cel-evaluator`, and answers it for a supervisor: it ends once every
-    /// [`Evaluator`] is dropped and the work queued is done.
-    pub fn spawn(metrics: EvaluatorMetrics) -> std::io::Result<(Self, Supervised)> {
+    /// Starts the thread, `cel-evaluator`, evaluating in a process started from `program`
+    /// held to `limits`, and answers it for a supervisor: it ends once every [`Evaluator`] is
+    /// dropped and the work queued is done.
+    pub fn spawn(
+        metrics: EvaluatorMetrics,
+        program: Program,
+        limits: Limits,
+    ) -> std::io::Result<(Self, Supervised)> {
         Self::spawn_with(
             metrics,
             TimeShares::new(NAMESPACE_SHARE, NAMESPACE_BURST),
             Bounds::default(),
+            (program, limits),
         )
     }
 
@@ -145,13 +162,15 @@ impl Evaluator {
         metrics: EvaluatorMetrics,
         shares: TimeShares<Arc<str>>,
         bounds: Bounds,
+        (program, limits): (Program, Limits),
     ) -> std::io::Result<(Self, Supervised)> {
         let (work, queued) = channel::channel();
         let thread = supervise::thread("cel-evaluator", move || {
             if let Err(error) = set_current_thread_priority(ThreadPriority::Min) {
                 tracing::warn!(%error, "could not lower the CEL evaluator's priority");
             }
-            serve(&queued, shares, bounds, &metrics);
+            let sandbox = Sandbox::new(program, limits, metrics.sandbox.clone());
+            serve(&queued, shares, bounds, sandbox, &metrics);
         })?;
         Ok((Self { work }, thread))
     }
@@ -170,12 +189,13 @@ impl Evaluator {
 }
 
 /// The thread's body: serves what `queued` brings until it closes and the backlog is done, a
-/// step at a time, each namespace's time shared by `shares`, the backlog within `bounds`;
-/// public so that tests can drive it.
+/// step at a time in `sandbox`, each namespace's time shared by `shares`, the backlog within
+/// `bounds`; public so that tests can drive it.
 pub fn serve(
     queued: &channel::Receiver<Submission>,
     mut shares: TimeShares<Arc<str>>,
     bounds: Bounds,
+    mut sandbox: Sandbox,
     metrics: &EvaluatorMetrics,
 ) {
     let mut backlog = Backlog::new(bounds);
@@ -194,7 +214,10 @@ pub fn serve(
         }
         let now = Instant::now();
         let started = ThreadTime::now();
-        let turn = backlog.step(|namespace| shares.ready_at(namespace, now).is_none());
+        let turn = backlog.step(
+            |namespace| shares.ready_at(namespace, now).is_none(),
+            &mut sandbox,
+        );
         let Some(turn) = turn else {
             metrics.observe(&backlog, &mut counted);
             // Every namespace with work is in debt, or waits for room: wait for the first to
@@ -232,10 +255,10 @@ pub fn serve(
             }
             continue;
         };
-        // Charged the CPU time the step took, not the time it was away: at the lowest priority
-        // on a loaded machine, the thread waits many times longer than it runs, and a tenant
-        // charged for that wait would get far less than its share.
-        let took = started.elapsed();
+        // Charged the CPU time the step took, here and in the process, not the time it was
+        // away: at the lowest priority on a loaded machine, the step waits many times longer
+        // than it runs, and a tenant charged for that wait would get far less than its share.
+        let took = started.elapsed() + sandbox.take_cpu();
         shares.charge(&turn.namespace, took, Instant::now());
         if let Some(done) = turn.done {
             done.finish();

@@ -1,19 +1,20 @@
-//! Retention policies' expressions on one object, as evaluator [`Work`]: the object converted
-//! to CEL in one step, then each policy's expressions one per step (`match` first, the others
-//! only where it held: [`Answers::next_part`]), and the answers sent back to the loop. Shed, it
-//! leaves a token that asks the loop to fetch the object again ([`PolicyOutcome::Shed`]).
+//! Retention policies' expressions on one object, as evaluator [`Work`]: the object made into
+//! the JSON the model reads in one step, then each policy's expressions one per step in the
+//! sandbox (`match` first, the others only where it held: [`Answers::next_part`]; the object
+//! bound there with the first), and the answers sent back to the loop. Shed, it leaves a token
+//! that asks the loop to fetch the object again ([`PolicyOutcome::Shed`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube::api::DynamicObject;
-use kube_retention_common::cel::Converted;
 use kube_retention_common::governing::Answers;
 use kube_retention_common::kinds::Resource;
 use kube_retention_common::model::object_value;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::sandbox::{Handle, Sandbox};
 use super::work::{Progress, Token, Work, WorkKey, json_bytes};
 use kube_retention_state::{ObjectKey, PolicyAnswers, Unevaluated};
 
@@ -49,15 +50,16 @@ pub enum PolicyOutcome {
     },
 }
 
-/// How much more than its JSON an object holds once converted: the model's JSON value and
-/// CEL's, beside the object itself.
+/// How much more than its JSON an object holds once converted: the model's JSON value and its
+/// text here, CEL's values in the sandbox, beside the object itself.
 const CONVERTED_FACTOR: usize = 4;
 
 enum Stage {
     Fresh,
     Converted {
         value: Option<Value>,
-        converted: Option<Converted>,
+        /// The object for the sandbox: `None` where nothing is to be evaluated.
+        bound: Option<Handle>,
         answers: Vec<Answers>,
     },
 }
@@ -93,30 +95,29 @@ impl PolicyWork {
     }
 
     /// One step: the conversion, or one expression of the first policy with any left.
-    fn advance(&mut self) -> Progress {
-        let Stage::Converted {
-            value,
-            converted,
-            answers,
-        } = &mut self.stage
-        else {
+    fn advance(&mut self, sandbox: &mut Sandbox) -> Progress {
+        let Stage::Converted { bound, answers, .. } = &mut self.stage else {
             let value = object_value(&self.job.resource, &self.job.object);
-            let converted = value.as_ref().and_then(|value| Converted::new(value).ok());
+            let evaluated = self
+                .job
+                .policies
+                .iter()
+                .any(|(_, rules)| rules.has_expressions());
+            let bound = value
+                .as_ref()
+                .filter(|_| evaluated)
+                .and_then(|value| serde_json::to_vec(value).ok())
+                .map(|text| sandbox.object(text));
             let answers = vec![Answers::default(); self.job.policies.len()];
-            let done = value.is_none()
-                || !self
-                    .job
-                    .policies
-                    .iter()
-                    .any(|(_, rules)| rules.has_expressions());
+            let done = bound.is_none();
             self.stage = Stage::Converted {
                 value,
-                converted,
+                bound,
                 answers,
             };
             return if done { Progress::Done } else { Progress::More };
         };
-        let Some(value) = value else {
+        let Some(bound) = bound else {
             return Progress::Done;
         };
         let next = self
@@ -126,11 +127,7 @@ impl PolicyWork {
             .zip(answers.iter_mut())
             .find_map(|((_, rules), answers)| Some((rules, answers.next_part(rules)?, answers)));
         if let Some((rules, part, answers)) = next {
-            match converted {
-                Some(converted) => answers.answer(rules, part, converted),
-                // Not representable in CEL: every expression fails on it, saying why, at once.
-                None => *answers = Answers::compute(rules, value),
-            }
+            answers.answer_in(sandbox, rules, part, bound);
         }
         let more = self
             .job
@@ -151,9 +148,9 @@ impl Work for PolicyWork {
         WorkKey::Object(self.job.key.clone())
     }
 
-    fn step(&mut self) -> Progress {
+    fn step(&mut self, sandbox: &mut Sandbox) -> Progress {
         let started = Instant::now();
-        let progress = self.advance();
+        let progress = self.advance(sandbox);
         self.took += started.elapsed();
         progress
     }
@@ -222,19 +219,4 @@ fn object_bytes(object: &DynamicObject) -> usize {
         .saturating_add(texts(&metadata.labels))
         .saturating_add(texts(&metadata.annotations))
         .saturating_add(1024)
-}
-
-/// Each policy's answers for `value`, every step at once (converted to CEL once for all).
-pub fn evaluate(value: &Value, policies: &Unevaluated) -> PolicyAnswers {
-    let converted = Converted::new(value);
-    policies
-        .iter()
-        .map(|(key, rules)| {
-            let answers = match &converted {
-                Ok(converted) => Answers::compute_converted(rules, converted),
-                Err(_) => Answers::compute(rules, value),
-            };
-            (key.clone(), answers)
-        })
-        .collect()
 }

@@ -13,6 +13,8 @@ use std::sync::Arc;
 
 use kube_retention_state::ObjectKey;
 
+use crate::sandbox::Sandbox;
+
 /// Which work a newer one replaces: the same object, the same Cleaner's evaluation, or the
 /// compilation of the same policy or Cleaner (within a namespace).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -39,8 +41,9 @@ pub trait Work: Send {
     /// What a newer work of the same key supersedes.
     fn key(&self) -> WorkKey;
 
-    /// Runs one unit: one expression on one object, or the conversion the expressions need.
-    fn step(&mut self) -> Progress;
+    /// Runs one unit: one expression on one object, or the conversion the expressions need,
+    /// evaluating in `sandbox`.
+    fn step(&mut self, sandbox: &mut Sandbox) -> Progress;
 
     /// About how many bytes it holds now: what the backlog bounds.
     fn weight(&self) -> usize;
@@ -92,7 +95,7 @@ impl Work for Token {
         self.key.clone()
     }
 
-    fn step(&mut self) -> Progress {
+    fn step(&mut self, _: &mut Sandbox) -> Progress {
         Progress::Done
     }
 

@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use kube_retention_common::cel::Exceeded as Limit;
 use kube_retention_common::governing::Answers;
 use kube_retention_common::policies::{PolicyKey, Rules};
 
@@ -28,9 +29,27 @@ pub fn answers_current(policies: &Unevaluated, answered: &Unevaluated) -> bool {
             .all(|((key, rules), (was, then))| key == was && Arc::ptr_eq(rules, then))
 }
 
+/// What a policy's expressions went past on one object, and how it reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overran {
+    /// The field paths and errors, as the status says them.
+    pub how: String,
+    /// Whether a bound of the evaluator's process was among them (not just the meter's).
+    pub process: bool,
+}
+
+/// A policy's objects on which its expressions went past a limit: how many, and the first by
+/// name with how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExceededReport {
+    pub count: usize,
+    pub first: ObjectKey,
+    pub overran: Overran,
+}
+
 /// Per policy, the objects on which its expressions went past a limit, and how.
 #[derive(Debug, Default)]
-pub(super) struct Exceeded(HashMap<Arc<PolicyKey>, BTreeMap<ObjectKey, String>>);
+pub(super) struct Exceeded(HashMap<Arc<PolicyKey>, BTreeMap<ObjectKey, Overran>>);
 
 impl Exceeded {
     pub(super) fn is_empty(&self) -> bool {
@@ -44,17 +63,25 @@ impl Exceeded {
             objects.remove(key);
         }
         for (policy, answers) in answers.into_iter().flatten() {
-            let exceeded: Vec<String> = answers
-                .exceeded()
+            let exceeded = answers.exceeded();
+            if exceeded.is_empty() {
+                continue;
+            }
+            let process = exceeded
+                .iter()
+                .any(|(_, error)| matches!(error.exceeded(), Some(Limit::Process(_))));
+            let how: Vec<String> = exceeded
                 .into_iter()
                 .map(|(path, error)| format!("{path}: {error}"))
                 .collect();
-            if !exceeded.is_empty() {
-                self.0
-                    .entry(policy.clone())
-                    .or_default()
-                    .insert(key.clone(), exceeded.join("; "));
-            }
+            let overran = Overran {
+                how: how.join("; "),
+                process,
+            };
+            self.0
+                .entry(policy.clone())
+                .or_default()
+                .insert(key.clone(), overran);
         }
         self.0.retain(|_, objects| !objects.is_empty());
     }
@@ -64,12 +91,15 @@ impl Exceeded {
     }
 
     /// Per policy: how many objects, and the first by name with what went wrong.
-    pub(super) fn first_each(
-        &self,
-    ) -> impl Iterator<Item = (&Arc<PolicyKey>, usize, &ObjectKey, &str)> {
+    pub(super) fn first_each(&self) -> impl Iterator<Item = (&Arc<PolicyKey>, ExceededReport)> {
         self.0.iter().filter_map(|(policy, objects)| {
-            let (key, how) = objects.first_key_value()?;
-            Some((policy, objects.len(), key, how.as_str()))
+            let (first, overran) = objects.first_key_value()?;
+            let report = ExceededReport {
+                count: objects.len(),
+                first: first.clone(),
+                overran: overran.clone(),
+            };
+            Some((policy, report))
         })
     }
 }

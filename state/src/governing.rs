@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use compact_str::CompactString;
 use jiff::Timestamp;
-use kube_retention_common::governing::{Judgement, Subject, judge};
+use kube_retention_common::governing::{Answers, Judgement, Subject, judge_with};
 use kube_retention_common::kinds::Entry;
 
 use super::groups::Limits;
@@ -46,7 +46,7 @@ pub(super) fn govern(
         namespace_labels: book.namespace_labels(&seen.namespace),
         created,
     };
-    let judgement = judge(&subject, &candidates, now);
+    let judgement = judge_with(&subject, &candidates, now, Answers::not_evaluated);
     let Some(index) = judgement.policy else {
         return Governed {
             judgement,

@@ -43,7 +43,7 @@ mod tracker;
 
 pub use action::{Action, EventTarget, Governance, Ledgered, Reason, Warning};
 pub use counts::Gauges;
-pub use evaluation::{PolicyAnswers, Unevaluated, answers_current};
+pub use evaluation::{ExceededReport, Overran, PolicyAnswers, Unevaluated, answers_current};
 pub use failures::{FIRST_RETRY, Failure, MAX_RETRY, retry_delay};
 pub use guard::{GuardReport, HELD_SHOWN, Standing};
 pub use keys::ObjectKey;

@@ -16,7 +16,7 @@ use kube_retention_common::kinds::{Entry, Role};
 pub use kube_retention_common::policies::PolicyKey;
 
 use super::Reason;
-use super::evaluation::{Exceeded, PolicyAnswers, Unevaluated};
+use super::evaluation::{Exceeded, ExceededReport, PolicyAnswers, Unevaluated};
 use super::guard::{GuardReport, Guards};
 use super::keys::ObjectKey;
 pub use super::loaded::{Approval, LoadedPolicy};
@@ -34,7 +34,7 @@ pub struct Summary {
     pub would_delete: Vec<(ObjectKey, Timestamp, Reason)>,
     /// Objects on which its expressions went past their cost or time limit: how many, and
     /// the first by name with what went wrong.
-    pub exceeded: Option<(usize, ObjectKey, String)>,
+    pub exceeded: Option<ExceededReport>,
     /// Where its generation stands with the blast-radius guard.
     pub guard: Option<GuardReport>,
 }
@@ -261,9 +261,9 @@ impl PolicyBook {
                 summaries.entry((**key).clone()).or_default().guard = Some(report);
             }
         }
-        for (policy, count, key, how) in self.exceeded.first_each() {
+        for (policy, report) in self.exceeded.first_each() {
             let summary = summaries.entry((**policy).clone()).or_default();
-            summary.exceeded = Some((count, key.clone(), how.to_owned()));
+            summary.exceeded = Some(report);
         }
         summaries
     }

@@ -115,8 +115,20 @@ pub fn start_controller(
     metrics_port: u16,
     extra: &[String],
 ) -> Result<Tracked> {
+    let binary = cluster.layout.cargo_binary(CONTROLLER);
+    start_controller_binary(cluster, &binary, name, metrics_port, extra)
+}
+
+/// [`start_controller`] from `binary` (a benchmark's baseline: the controller built at another
+/// commit).
+pub fn start_controller_binary(
+    cluster: &LocalCluster,
+    binary: &std::path::Path,
+    name: &str,
+    metrics_port: u16,
+    extra: &[String],
+) -> Result<Tracked> {
     let layout = &cluster.layout;
-    let binary = layout.cargo_binary(CONTROLLER);
     ensure!(
         binary.is_file(),
         "{} is missing: run `cargo build --workspace --bins`",

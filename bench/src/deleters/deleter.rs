@@ -25,6 +25,9 @@ pub enum Deleter {
     KubeRetentionStamped,
     /// kube-retention announcing every deletion to a deletion-ledger sink (`--ledger-sink`).
     KubeRetentionLedger,
+    /// kube-retention's controller built at another commit (its binary in
+    /// [`BASELINE_ENV`]'s folder): what a change is measured against, in the same run.
+    KubeRetentionBaseline,
     /// kube-controller-manager's TTL controller with its default 5 workers.
     Peer,
     /// The same with [`TUNED_WORKERS`] workers (`--concurrent-ttl-after-finished-syncs`).
@@ -38,6 +41,18 @@ pub enum Deleter {
     KyvernoPolicy,
 }
 
+/// The folder of the baseline controller's binary (`make bench-controller` builds it at
+/// `BASELINE`, a commit, and says which in [`BASELINE_REVISION_ENV`]).
+pub const BASELINE_ENV: &str = "KUBE_RETENTION_BASELINE";
+/// The commit the baseline was built at.
+pub const BASELINE_REVISION_ENV: &str = "KUBE_RETENTION_BASELINE_REVISION";
+
+/// The baseline controller's binary, if the run was given one.
+pub fn baseline_binary() -> Option<std::path::PathBuf> {
+    let folder = std::env::var_os(BASELINE_ENV)?;
+    Some(std::path::Path::new(&folder).join(CONTROLLER))
+}
+
 /// The tuned peer's workers.
 pub const TUNED_WORKERS: u32 = 50;
 
@@ -48,6 +63,10 @@ impl Deleter {
             Self::KubeRetentionEventEach => "kube-retention, an Event per deletion".into(),
             Self::KubeRetentionStamped => "kube-retention, --stamp=finished".into(),
             Self::KubeRetentionLedger => "kube-retention, --ledger-sink".into(),
+            Self::KubeRetentionBaseline => format!(
+                "kube-retention at {}",
+                std::env::var(BASELINE_REVISION_ENV).unwrap_or_else(|_| "the baseline".into())
+            ),
             Self::Peer => "kube-controller-manager ttl-after-finished".into(),
             Self::PeerTuned => {
                 format!("kube-controller-manager ttl-after-finished, {TUNED_WORKERS} workers")
@@ -65,6 +84,7 @@ impl Deleter {
             Self::KubeRetentionEventEach => "kr-each",
             Self::KubeRetentionStamped => "kr-stamped",
             Self::KubeRetentionLedger => "kr-ledger",
+            Self::KubeRetentionBaseline => "kr-baseline",
             Self::Peer => "peer",
             Self::PeerTuned => "peer-tuned",
             Self::Ceiling => "ceiling",
@@ -93,6 +113,7 @@ impl Deleter {
                 | Self::KubeRetentionEventEach
                 | Self::KubeRetentionStamped
                 | Self::KubeRetentionLedger
+                | Self::KubeRetentionBaseline
         )
     }
 

@@ -17,7 +17,10 @@ mod deleter;
 
 pub use crate::kubeconfigs::{CEILING_USER, PEER_USER};
 use deleter::PEER;
-pub use deleter::{CEILING_CONCURRENCY, Deleter, TUNED_WORKERS};
+pub use deleter::{
+    BASELINE_ENV, BASELINE_REVISION_ENV, CEILING_CONCURRENCY, Deleter, TUNED_WORKERS,
+    baseline_binary,
+};
 
 /// A running deleter; stopped on drop, and the control plane's kube-controller-manager started
 /// again if the deleter replaced it.
@@ -165,7 +168,20 @@ pub fn start_with(
                 flags.push("--events=0s".into());
             }
             flags.extend(extra.iter().cloned());
-            let tracked = components::start_controller(cluster, CONTROLLER, metrics_port, &flags)?;
+            let tracked = if deleter == Deleter::KubeRetentionBaseline {
+                let binary = deleter::baseline_binary().with_context(|| {
+                    format!("no baseline controller: set {}", deleter::BASELINE_ENV)
+                })?;
+                components::start_controller_binary(
+                    cluster,
+                    &binary,
+                    CONTROLLER,
+                    metrics_port,
+                    &flags,
+                )?
+            } else {
+                components::start_controller(cluster, CONTROLLER, metrics_port, &flags)?
+            };
             first_to_go_out_of_memory(&tracked)?;
             // Ready once every kind is listed: minutes at a million Jobs.
             components::wait_for_controller(cluster, metrics_port, Duration::from_secs(900))?;

@@ -18,7 +18,7 @@ use jiff::Timestamp;
 use kube_cel::cel::{Context, Value as CelValue};
 use serde_json::Value;
 
-use super::conversion::to_cel;
+use super::conversion::{from_json, to_cel};
 use super::{VARIABLE, contained, root, stack};
 
 /// A value CEL cannot represent, and why.
@@ -50,7 +50,7 @@ impl Bound {
 
 /// An object converted to CEL once, and bound as `object`, for every expression that judges it.
 #[derive(Clone)]
-pub struct Converted(pub(super) Arc<Bound>);
+pub struct Converted(Variables);
 
 impl fmt::Debug for Converted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -63,9 +63,27 @@ impl Converted {
     pub fn new(object: &Value) -> Result<Self, ConversionError> {
         let value = stack::deep(|| to_cel(object))
             .map_err(|error| ConversionError::Object(error.to_string()))?;
+        Self::of_value(value)
+    }
+
+    /// The object from its JSON text, read straight into CEL's values (no JSON tree between).
+    pub fn from_json(text: &[u8]) -> Result<Self, ConversionError> {
+        let value = stack::deep(|| from_json(text)).map_err(ConversionError::Object)?;
+        Self::of_value(value)
+    }
+
+    fn of_value(value: CelValue) -> Result<Self, ConversionError> {
         let bound = Bound::new(vec![(VARIABLE.to_owned(), value)])
             .map_err(|(_, reason)| ConversionError::Object(reason))?;
-        Ok(Converted(Arc::new(bound)))
+        Ok(Converted(Variables {
+            bound: Arc::new(bound),
+            names: vec![VARIABLE.to_owned()],
+        }))
+    }
+
+    /// The object as the one variable `object`.
+    pub fn variables(&self) -> &Variables {
+        &self.0
     }
 }
 
@@ -106,6 +124,31 @@ impl Variables {
                         reason: error.to_string(),
                     })?;
                 Ok((name.to_owned(), converted))
+            })
+            .collect::<Result<Vec<_>, ConversionError>>()?;
+        let names = values.iter().map(|(name, _)| name.clone()).collect();
+        let bound = Bound::new(values)
+            .map_err(|(name, reason)| ConversionError::Variable { name, reason })?;
+        Ok(Self {
+            bound: Arc::new(bound),
+            names,
+        })
+    }
+
+    /// Named values from their JSON texts, each read straight into CEL's values.
+    pub fn from_json<'a>(
+        texts: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+    ) -> Result<Self, ConversionError> {
+        let values = texts
+            .into_iter()
+            .map(|(name, text)| {
+                let value = stack::deep(|| from_json(text)).map_err(|reason| {
+                    ConversionError::Variable {
+                        name: name.to_owned(),
+                        reason,
+                    }
+                })?;
+                Ok((name.to_owned(), value))
             })
             .collect::<Result<Vec<_>, ConversionError>>()?;
         let names = values.iter().map(|(name, _)| name.clone()).collect();

@@ -84,9 +84,30 @@ pub struct EvalError {
 }
 
 impl EvalError {
+    /// An evaluation of the expression `source_text` that failed for `reason`, or because it
+    /// went past `exceeded`: as an interpreter elsewhere (the controller's sandbox) reports it.
+    pub fn new(source_text: &str, reason: String, exceeded: Option<Exceeded>) -> Self {
+        Self {
+            source_text: source_text.to_owned(),
+            reason,
+            exceeded,
+        }
+    }
+
+    /// An evaluation that went past one of its process's bounds.
+    pub fn overrun(source_text: &str, overrun: super::Overrun) -> Self {
+        let exceeded = Exceeded::Process(overrun);
+        Self::new(source_text, exceeded.to_string(), Some(exceeded))
+    }
+
     /// The limit the evaluation went past, when that is why it failed.
     pub fn exceeded(&self) -> Option<Exceeded> {
         self.exceeded
+    }
+
+    /// Why it failed, without the expression.
+    pub fn reason(&self) -> &str {
+        &self.reason
     }
 }
 

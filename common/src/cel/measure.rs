@@ -76,13 +76,18 @@ pub(super) fn copied_along(value: &dyn Val, fields: &[(&str, bool)]) -> Copying 
     let Some(Ok(selected)) = value.as_indexer().map(|indexer| indexer.get(&key)) else {
         return Copying::default();
     };
-    let copy = copying_up_to(selected.as_ref(), COST_LIMIT.saturating_add(1));
-    let charged = if copy.units > FREE_COPY {
+    copied_whole(selected.as_ref()).add(copied_along(selected.as_ref(), rest))
+}
+
+/// What copying `value` whole costs, where that is beyond [`FREE_COPY`] (a variable read whole:
+/// [`super::cost`]'s guard of it).
+pub(super) fn copied_whole(value: &dyn Val) -> Copying {
+    let copy = copying_up_to(value, COST_LIMIT.saturating_add(1));
+    if copy.units > FREE_COPY {
         copy
     } else {
         Copying::default()
-    };
-    charged.add(copied_along(selected.as_ref(), rest))
+    }
 }
 
 fn count(n: usize) -> u64 {

@@ -24,7 +24,7 @@ use kube_cel::cel::{ExecutionError, FunctionContext, ResolveResult, Value};
 
 use super::cost::rules::{self, Extent, Rule};
 use super::cost::{CHARGE, COST_LIMIT, OPERAND, SELECT, Site, chain};
-use super::measure::{copied_along, copying, extent};
+use super::measure::{copied_along, copied_whole, copying, extent};
 use super::{sorting, speed};
 
 /// How long one evaluation may run, in the evaluating thread's CPU time. The cost limit is what
@@ -65,8 +65,54 @@ impl Default for Budget {
 /// Which limit an evaluation went past.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exceeded {
-    Cost { limit: u64 },
-    Time { limit: Duration },
+    Cost {
+        limit: u64,
+    },
+    Time {
+        limit: Duration,
+    },
+    /// A bound the operating system holds the evaluating process to, whatever the meter
+    /// foretold: the process was ended, and the expression is not evaluated again.
+    Process(Overrun),
+}
+
+/// Which of the evaluating process's own bounds an evaluation went past (the controller's
+/// sandbox: its limits are the evaluator crate's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overrun {
+    /// Its address space (`RLIMIT_AS`), in bytes.
+    Memory { limit: u64 },
+    /// Its CPU time for one step (`RLIMIT_CPU`).
+    Cpu { limit: Duration },
+    /// Its stack, in bytes.
+    Stack { limit: u64 },
+    /// It ended otherwise, by this signal (or exit status).
+    Ended { code: i32 },
+}
+
+impl fmt::Display for Overrun {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mib = |bytes: u64| bytes / (1024 * 1024);
+        match self {
+            Overrun::Memory { limit } => {
+                write!(
+                    f,
+                    "went past the evaluator's memory limit of {} MiB",
+                    mib(*limit)
+                )
+            }
+            Overrun::Cpu { limit } => {
+                write!(
+                    f,
+                    "went past the evaluator's CPU time limit of {limit:?} a step"
+                )
+            }
+            Overrun::Stack { limit } => {
+                write!(f, "went past the evaluator's stack of {} MiB", mib(*limit))
+            }
+            Overrun::Ended { code } => write!(f, "ended the evaluator ({code})"),
+        }
+    }
 }
 
 impl fmt::Display for Exceeded {
@@ -81,6 +127,11 @@ impl fmt::Display for Exceeded {
             Exceeded::Time { limit } => write!(
                 f,
                 "ran longer than the limit of {limit:?} on this object: simplify the expression"
+            ),
+            Exceeded::Process(overrun) => write!(
+                f,
+                "{overrun} on this object, so its process was ended: the expression is not \
+                 evaluated again until its policy or Cleaner changes; simplify it"
             ),
         }
     }
@@ -293,17 +344,24 @@ pub(super) fn operand(ftx: &FunctionContext) -> ResolveResult {
 /// paid for. A chain that will fail (a missing field, a variable that is not there) is charged
 /// what it copies before it fails and left to fail with its own error.
 pub(super) fn select(ftx: &FunctionContext) -> ResolveResult {
-    let Some(Expr::Select(select)) = ftx.args.first().map(|arg| &arg.expr) else {
-        return Err(ExecutionError::function_error(SELECT, "malformed"));
+    let copy = match ftx.args.first().map(|arg| &arg.expr) {
+        Some(Expr::Select(select)) => {
+            let Some((root, fields)) = chain(select) else {
+                return Err(ExecutionError::function_error(SELECT, "malformed"));
+            };
+            ftx.ptx
+                .get_variable(root)
+                .map(|value| copied_along(value.as_ref(), &fields))
+                .unwrap_or_default()
+        }
+        // A variable read whole: its copy, beyond what is free, like a select's.
+        Some(Expr::Ident(name)) => ftx
+            .ptx
+            .get_variable(name)
+            .map(|value| copied_whole(value.as_ref()))
+            .unwrap_or_default(),
+        _ => return Err(ExecutionError::function_error(SELECT, "malformed")),
     };
-    let Some((root, fields)) = chain(select) else {
-        return Err(ExecutionError::function_error(SELECT, "malformed"));
-    };
-    let copy = ftx
-        .ptx
-        .get_variable(root)
-        .map(|value| copied_along(value.as_ref(), &fields))
-        .unwrap_or_default();
     spend(copy.units, copy.nanos)?;
     Ok(Value::Bool(true))
 }

@@ -7,16 +7,20 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use kube_cel::KubeCelExt;
 use kube_cel::cel::common::ast::IdedExpr;
 use kube_cel::cel::{Context, Program};
 
+/// The next [`Expression::id`].
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
 /// The only variable an expression may use.
 pub const VARIABLE: &str = "object";
 
 /// What an expression must produce.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Expect {
     /// True or false (`match`, `finished.succeeded`, `finished.failed`).
     Condition,
@@ -25,7 +29,14 @@ pub enum Expect {
 }
 
 pub struct Expression {
+    /// Which compilation this is: a process-wide number, never reused, by which an evaluator
+    /// elsewhere (the controller's sandbox) knows the expression it compiled from the same
+    /// source once, and one overrun stops this compilation only (a policy's next generation
+    /// compiles afresh).
+    id: u64,
     source: String,
+    /// The variables it was compiled over.
+    declared: Arc<[String]>,
     /// The program with the cost meter's charges written in: what is evaluated.
     metered: IdedExpr,
     /// Its costed calls, which the meter charges before they run.
@@ -54,6 +65,7 @@ pub mod cost;
 mod errors;
 mod evaluation;
 pub mod hostile;
+mod interpreter;
 mod measure;
 pub mod meter;
 mod patterns;
@@ -69,8 +81,9 @@ use checks::{has_function, is_operator, wrong_result};
 use cost::Site;
 pub use cost::{ASSUMED_BYTES, ASSUMED_ITEMS, COST_LIMIT};
 pub use errors::{CompileError, EvalError};
+pub use interpreter::{Answer, InProcess, Interpreter};
 pub use measure::{COPY_NANOS, CopyNanos};
-pub use meter::{Budget, Exceeded, NANOS_PER_UNIT, TIME_BOUND, TIME_LIMIT, thousands};
+pub use meter::{Budget, Exceeded, NANOS_PER_UNIT, Overrun, TIME_BOUND, TIME_LIMIT, thousands};
 pub use patterns::PATTERN_SIZE_LIMIT;
 pub use shape::{MAX_DEPTH, MAX_SOURCE_BYTES, MAX_TOKENS};
 
@@ -169,7 +182,9 @@ impl Expression {
             });
         }
         Ok(Self {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             source: source.to_owned(),
+            declared: declared.iter().map(|name| (*name).to_owned()).collect(),
             metered: metered.expr,
             sites: metered.sites.into(),
             estimate: metered.estimate,
@@ -179,6 +194,21 @@ impl Expression {
 
     pub fn source(&self) -> &str {
         &self.source
+    }
+
+    /// This compilation's number, unique in the process ([`Expression::id`]'s field says why).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The variables it was compiled over.
+    pub fn declared(&self) -> &[String] {
+        &self.declared
+    }
+
+    /// What it must produce.
+    pub fn expect(&self) -> Expect {
+        self.expect
     }
 
     /// The most an evaluation can cost on an object within the assumed sizes ([`cost`]).

@@ -8,7 +8,7 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 
 use super::{CleanerSpec, TIME, checked};
-use crate::cel::{Check, EvalError, Expression, Variables};
+use crate::cel::{Check, EvalError, Expression, InProcess, Interpreter, Variables};
 use crate::duration;
 use crate::field_error::FieldError;
 
@@ -98,7 +98,7 @@ impl Judge {
             Err(judging) => judging,
         };
         loop {
-            if let Some(verdict) = self.step(&mut judging, variables) {
+            if let Some(verdict) = self.step_in(&mut InProcess, &mut judging, variables) {
                 return verdict;
             }
         }
@@ -130,11 +130,21 @@ impl Judge {
     /// binary search between the two for the moment they all hold: at most
     /// [`Judge::most_steps`] in all.
     pub fn step(&self, judging: &mut Judging, variables: &Variables) -> Option<Verdict> {
+        self.step_in(&mut InProcess, judging, variables)
+    }
+
+    /// [`Judge::step`] with the conditions evaluated by `interpreter` on `targets`.
+    pub fn step_in<I: Interpreter>(
+        &self,
+        interpreter: &mut I,
+        judging: &mut Judging,
+        targets: &I::Bound,
+    ) -> Option<Verdict> {
         let Some(condition) = self.conditions.get(judging.next) else {
             return Some(Verdict::Clean);
         };
         judging.steps += 1;
-        let holds = condition.condition_in(variables, Some((TIME, judging.time())));
+        let holds = interpreter.condition(condition, targets, Some((TIME, judging.time())));
         let all = judging.next + 1 == self.conditions.len();
         let horizon = judging.horizon;
         match (judging.phase, holds) {

@@ -4,7 +4,7 @@
 use jiff::Timestamp;
 use serde_json::Value;
 
-use crate::cel::{Converted, EvalError, Expression};
+use crate::cel::{Converted, EvalError, Expression, InProcess, Interpreter};
 use crate::policies::Rules;
 
 /// What a policy's expressions say of one object. `None` where the policy has no such
@@ -76,6 +76,24 @@ impl Answers {
         }
     }
 
+    /// `rules`' expressions, every one answered as not evaluated: what the controller's judge
+    /// takes for answers its evaluator has not given yet (none match, none finished, all hold).
+    pub fn not_evaluated(rules: &Rules, _: &Value) -> Self {
+        fn unanswered<T>(expression: &Option<Expression>) -> Option<Result<T, EvalError>> {
+            let reason = || "not evaluated yet".to_owned();
+            let error =
+                |expression: &Expression| EvalError::new(expression.source(), reason(), None);
+            expression.as_ref().map(|expression| Err(error(expression)))
+        }
+        Self {
+            matches: unanswered(&rules.matches),
+            succeeded: unanswered(&rules.finished.succeeded),
+            failed: unanswered(&rules.finished.failed),
+            at: unanswered(&rules.finished.at),
+            hold: unanswered(&rules.hold_while),
+        }
+    }
+
     /// Evaluates `rules`' expressions on an object converted already, one [`Part`] after
     /// another: the computation the controller's evaluator runs a part per turn.
     pub fn compute_converted(rules: &Rules, object: &Converted) -> Self {
@@ -101,17 +119,30 @@ impl Answers {
             .find(|part| part.expression(rules).is_some() && !self.answered(*part))
     }
 
-    /// Evaluates `part` of `rules` on `object`, and keeps its answer.
+    /// Evaluates `part` of `rules` on `object` here, and keeps its answer.
     pub fn answer(&mut self, rules: &Rules, part: Part, object: &Converted) {
+        self.answer_in(&mut InProcess, rules, part, object.variables());
+    }
+
+    /// Evaluates `part` of `rules` on `object` with `interpreter`, and keeps its answer: the
+    /// one step the controller's evaluator runs at a turn, wherever the expression runs.
+    pub fn answer_in<I: Interpreter>(
+        &mut self,
+        interpreter: &mut I,
+        rules: &Rules,
+        part: Part,
+        object: &I::Bound,
+    ) {
         let Some(expression) = part.expression(rules) else {
             return;
         };
+        let mut condition = || interpreter.condition(expression, object, None);
         match part {
-            Part::Match => self.matches = Some(expression.condition_of(object)),
-            Part::Succeeded => self.succeeded = Some(expression.condition_of(object)),
-            Part::Failed => self.failed = Some(expression.condition_of(object)),
-            Part::At => self.at = Some(expression.time_of(object)),
-            Part::Hold => self.hold = Some(expression.condition_of(object)),
+            Part::Match => self.matches = Some(condition()),
+            Part::Succeeded => self.succeeded = Some(condition()),
+            Part::Failed => self.failed = Some(condition()),
+            Part::Hold => self.hold = Some(condition()),
+            Part::At => self.at = Some(interpreter.time(expression, object)),
         }
     }
 

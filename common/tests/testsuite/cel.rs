@@ -35,3 +35,25 @@ fn declared_variables_are_named_when_another_is_used() {
         "uses `x`, which is not a variable here: the variables are `pods`, `time`"
     );
 }
+
+/// kube-cel's quantity arithmetic overflows past what its `i128` holds; the workspace builds it
+/// with overflow checks in every profile, so the evaluation answers an error rather than a
+/// wrapped number (issue 57, read in code).
+#[test]
+fn quantity_arithmetic_past_its_range_fails_rather_than_wraps() {
+    use kube_retention_common::cel::{Expect, Expression};
+    for source in [
+        r#"quantity("1e30").add(quantity("1n")).isGreaterThan(quantity("1"))"#,
+        r#"quantity("1e30").sub(quantity("1n")).isLessThan(quantity("1"))"#,
+        r#"quantity("1e30").compareTo(quantity("1n")) > 0"#,
+    ] {
+        let expression = Expression::compile(source, Expect::Condition).expect("compiles");
+        let answer = expression.condition(&serde_json::json!({}));
+        assert!(
+            answer
+                .as_ref()
+                .is_err_and(|error| error.to_string().contains("overflow")),
+            "{source}: {answer:?}"
+        );
+    }
+}

@@ -145,7 +145,11 @@ fn the_work_compiles_in_one_step_in_its_namespace_lane_and_its_token_asks_again(
         work.weight() > 0,
         "a queued compilation weighs its conditions"
     );
-    assert_eq!(work.step(), Progress::Done, "one step compiles it all");
+    assert_eq!(
+        work.step(&mut crate::support::sandbox()),
+        Progress::Done,
+        "one step compiles it all"
+    );
     work.finish();
     match outcomes.try_recv().unwrap() {
         CleanerOutcome::Compiled { seq, judge, .. } => {
@@ -157,7 +161,7 @@ fn the_work_compiles_in_one_step_in_its_namespace_lane_and_its_token_asks_again(
     let work: Box<dyn Work> = Box::new(cleaner_compile(request.clone(), results, false));
     let mut token = work.shed();
     assert_eq!(token.weight(), 0);
-    assert_eq!(token.step(), Progress::Done);
+    assert_eq!(token.step(&mut crate::support::sandbox()), Progress::Done);
     token.finish();
     match outcomes.try_recv().unwrap() {
         CleanerOutcome::Compiled { seq, judge, .. } => {
@@ -174,8 +178,13 @@ async fn a_namespace_in_debt_compiles_once_paid_coalesced_and_others_go_first() 
     let mut shares = TimeShares::new(0.05, Duration::ZERO);
     let started = Instant::now();
     shares.charge(&Arc::from("team-a"), debt.mul_f64(0.05), started);
-    let (evaluator, _thread) =
-        Evaluator::spawn_with(metrics.clone(), shares, Bounds::default()).unwrap();
+    let (evaluator, _thread) = Evaluator::spawn_with(
+        metrics.clone(),
+        shares,
+        Bounds::default(),
+        crate::support::evaluator_process(),
+    )
+    .unwrap();
     let (results, mut outcomes) = mpsc::unbounded_channel();
     let mut book = cleaners_book(&[
         cleaner("team-a", "settings.items.size() == 0"),

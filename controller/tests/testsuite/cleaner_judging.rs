@@ -62,6 +62,7 @@ fn a_long_search_holds_another_namespace_up_by_one_step_not_by_its_whole() {
     let mut book = cleaners_book(&[slow, quick]);
     let (results, mut judged) = mpsc::unbounded_channel();
     let mut backlog = Backlog::new(Bounds::default());
+    let mut sandbox = crate::support::sandbox();
     backlog.push(Box::new(CleanerWork::new(
         prepared(&mut book, "a"),
         results.clone(),
@@ -72,7 +73,7 @@ fn a_long_search_holds_another_namespace_up_by_one_step_not_by_its_whole() {
     )));
     let mut steps = 0;
     let mut order = Vec::new();
-    while let Some(turn) = backlog.step(|_| true) {
+    while let Some(turn) = backlog.step(|_| true, &mut sandbox) {
         steps += 1;
         if let Some(done) = turn.done {
             done.finish();
@@ -121,8 +122,9 @@ fn only_the_latest_evaluation_of_a_cleaner_counts_and_a_shed_one_is_asked_for_ag
     assert_ne!(first.seq, second.seq);
     let stale = CleanerWork::new(first, results.clone());
     let mut backlog = Backlog::new(Bounds::default());
+    let mut sandbox = crate::support::sandbox();
     backlog.push(Box::new(stale));
-    while let Some(turn) = backlog.step(|_| true) {
+    while let Some(turn) = backlog.step(|_| true, &mut sandbox) {
         turn.done.into_iter().for_each(Work::finish);
     }
     let Ok(CleanerOutcome::Judged { pending, verdict }) = judged.try_recv() else {
@@ -183,8 +185,9 @@ fn a_verdict_on_targets_that_changed_since_is_reported_but_decides_nothing() {
     let (results, mut judged) = mpsc::unbounded_channel();
     let stale = Box::new(CleanerWork::new(first, results));
     let mut backlog = Backlog::new(Bounds::default());
+    let mut sandbox = crate::support::sandbox();
     backlog.push(stale);
-    while let Some(turn) = backlog.step(|_| true) {
+    while let Some(turn) = backlog.step(|_| true, &mut sandbox) {
         turn.done.into_iter().for_each(Work::finish);
     }
     let Ok(CleanerOutcome::Judged { pending, verdict }) = judged.try_recv() else {

@@ -62,7 +62,12 @@ async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_ref
         ledger: None,
         clock: kube_retention_io::clock::Clock::System,
     };
-    let (evaluator, evaluating) = Evaluator::spawn(EvaluatorMetrics::default()).unwrap();
+    let (evaluator, evaluating) = Evaluator::spawn(
+        EvaluatorMetrics::default(),
+        crate::support::evaluator_program(),
+        Default::default(),
+    )
+    .unwrap();
     let (tasks, _watching) = kube_retention_runtime::supervise::group("watches");
     let watching = Watching {
         lists: Lists::new(InitialList::Pages, 500),

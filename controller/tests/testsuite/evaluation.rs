@@ -5,6 +5,7 @@
 use crate::support;
 
 use kube_retention_common::model::object_value;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,8 +14,8 @@ use kube_retention_common::cel::EvalError;
 use kube_retention_common::governing::Answers;
 use kube_retention_controller::policy_status::{self, Inputs};
 use kube_retention_evaluator::{
-    Bounds, Evaluated, EvaluatorMetrics, Job, PolicyOutcome, PolicyWork, Submission, Work,
-    evaluate, serve,
+    Bounds, Evaluated, EvaluatorMetrics, Job, PolicyOutcome, PolicyWork, Progress, Submission,
+    Work, serve,
 };
 use kube_retention_runtime::time_shares::TimeShares;
 use kube_retention_state::{LoadedPolicy, ObjectKey, PolicyAnswers, PolicyKey, State};
@@ -141,8 +142,13 @@ fn an_expression_past_its_limit_never_matches_and_the_policy_says_why() {
         "not matching: never deleted for it"
     );
     let summary = state.summaries().remove(&key).unwrap();
-    let (count, object, how) = summary.exceeded.clone().unwrap();
-    assert_eq!((count, object.name.as_str()), (1, "ci-1"));
+    let report = summary.exceeded.clone().unwrap();
+    assert_eq!((report.count, report.first.name.as_str()), (1, "ci-1"));
+    assert!(
+        !report.overran.process,
+        "the meter's limit, not the process's"
+    );
+    let how = report.overran.how;
     assert!(how.starts_with("spec.match: "), "{how}");
     assert!(
         how.contains("exceeded the cost limit of 1 on this object"),
@@ -180,6 +186,86 @@ fn an_expression_past_its_limit_never_matches_and_the_policy_says_why() {
     assert_eq!(state.summaries()[&key].exceeded, None);
 }
 
+/// Issue 57's first reproduction's class, through the controller's own evaluator process: a
+/// policy whose `match` copies a large value of a tenant's Job at each mention (twenty copies of
+/// a 1.5 MB annotation, each within what the meter lets a select copy free). With the process's
+/// bound 24 MiB above what it needs to start, the process is ended by it (twice: once more
+/// alone, to be sure whose it was), the expression answered as past that bound and stopped,
+/// the policy `EvaluatorLimitExceeded`; the next namespace's object, evaluated after it,
+/// matches.
+#[test]
+fn an_expression_past_the_processs_bound_is_stopped_and_the_policy_says_which() {
+    let mut state = leader();
+    let copies = vec!["object.metadata.annotations.big"; 20].join(", ");
+    let (key, loaded) = policy("a", jobs_spec(&format!("[{copies}] != []")));
+    state.policy_applied(key.clone(), loaded);
+    let (other, loaded) = policy("b", jobs_spec("object.metadata.name.startsWith(\"ci-\")"));
+    state.policy_applied(other.clone(), loaded);
+    let mut big = job("a", "ci-1");
+    big.metadata.annotations = Some([("big".to_owned(), "x".repeat(1_500_000))].into());
+    let metrics = kube_retention_evaluator::SandboxMetrics::default();
+    let memory = started_address_space() + 24 * 1024 * 1024;
+    let mut sandbox = kube_retention_evaluator::Sandbox::new(
+        support::evaluator_program(),
+        kube_retention_evaluator::Limits {
+            memory,
+            ..Default::default()
+        },
+        metrics.clone(),
+    );
+    let mut run = |job: Job| {
+        let (results, mut answered) = tokio::sync::mpsc::unbounded_channel();
+        let mut work: Box<dyn Work> = Box::new(PolicyWork::new(job, results));
+        while work.step(&mut sandbox) == Progress::More {}
+        work.finish();
+        evaluated(answered.try_recv().unwrap())
+    };
+    let hostile = run(job_of(&state, 1, big));
+    let value = hostile.value.clone().unwrap();
+    judge(&mut state, &hostile.job.object, &value, &hostile.answers);
+    assert_eq!(
+        state.next_deadline(),
+        None,
+        "not matching: never deleted for it"
+    );
+    let quiet = run(job_of(&state, 2, job("b", "ci-1")));
+    assert_eq!(quiet.answers[&other].matches, Some(Ok(true)));
+    assert_eq!(metrics.stopped.get(), 1);
+    let summary = state.summaries().remove(&key).unwrap();
+    let report = summary.exceeded.clone().unwrap();
+    assert!(report.overran.process, "{report:?}");
+    assert!(
+        report.overran.how.contains(&format!(
+            "went past the evaluator's memory limit of {} MiB",
+            memory >> 20
+        )),
+        "{report:?}"
+    );
+    let loaded = state.policies().get(&key).unwrap();
+    let status = policy_status::compute(&Inputs {
+        key: &key,
+        loaded,
+        scan: None,
+        summary,
+        deletions: 0,
+        kinds: state.kinds(),
+        now: jiff::Timestamp::UNIX_EPOCH,
+        previous: None,
+    });
+    let ready = &status.conditions[0];
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "EvaluatorLimitExceeded")
+    );
+    assert!(
+        ready
+            .message
+            .contains("not evaluated again until its policy or Cleaner changes"),
+        "{}",
+        ready.message
+    );
+}
+
 #[test]
 fn the_evaluator_serves_namespaces_in_turn_and_only_the_latest_version() {
     let mut state = leader();
@@ -200,7 +286,13 @@ fn the_evaluator_serves_namespaces_in_turn_and_only_the_latest_version() {
     send(job_of(&state, seq + 1, job("b", "ci-1")));
     send(job_of(&state, seq + 2, job("b", "ci-1")));
     drop(jobs);
-    serve(&queued, unlimited_time(), Bounds::default(), &metrics);
+    serve(
+        &queued,
+        unlimited_time(),
+        Bounds::default(),
+        crate::support::sandbox(),
+        &metrics,
+    );
     let mut order = Vec::new();
     while let Ok(outcome) = answered.try_recv() {
         let evaluated = evaluated(outcome);
@@ -234,14 +326,16 @@ fn a_namespace_whose_evaluations_cost_past_its_time_share_waits_while_the_others
             .unwrap();
     }
     let evaluator = std::thread::spawn(move || {
-        // A tenth of a core each and 5 ms of credit ahead: b's prefix tests and every
+        // A fiftieth of a core each and 5 ms of credit ahead: b's prefix tests and every
         // conversion (microseconds) stay within it, a's loops (tens of milliseconds) put a in
-        // debt for hundreds of milliseconds.
-        let shares = TimeShares::new(0.1, Duration::from_millis(5));
+        // debt for seconds — far longer than b's four steps take, each a round trip to the
+        // evaluator process at the lowest priority on what may be a busy machine.
+        let shares = TimeShares::new(0.02, Duration::from_millis(5));
         serve(
             &queued,
             shares,
             Bounds::default(),
+            crate::support::sandbox(),
             &EvaluatorMetrics::default(),
         );
     });
@@ -257,6 +351,20 @@ fn a_namespace_whose_evaluations_cost_past_its_time_share_waits_while_the_others
         order.push(evaluated(outcome).job.key.name.to_string());
     }
     assert_eq!(order, ["a-1", "ci-1", "ci-2", "ci-3", "a-2"]);
+}
+
+/// The address space the evaluator process needs once started and bound to a small object.
+fn started_address_space() -> u64 {
+    let mut sandbox = support::sandbox();
+    let bound = sandbox.object(br#"{"kind": "Job"}"#.to_vec());
+    let everyday = kube_retention_common::cel::Expression::compile(
+        "object.kind == 'Job'",
+        kube_retention_common::cel::Expect::Condition,
+    )
+    .unwrap();
+    use kube_retention_common::cel::Interpreter;
+    assert_eq!(sandbox.condition(&everyday, &bound, None), Ok(true));
+    sandbox.peak_address_space().unwrap()
 }
 
 /// `job` as evaluator work, answering on `results`.
@@ -290,8 +398,24 @@ fn evaluating_converts_once_and_answers_every_policy() {
     cluster.0.namespace = None;
     state.policy_applied(cluster.0.clone(), cluster.1);
     let job = job_of(&state, 1, job("a", "ci-1"));
-    let value = object_value(&state.kinds()[job.key.kind].resource, &job.object).unwrap();
-    let answers = evaluate(&value, &job.policies);
+    let (results, mut answered) = tokio::sync::mpsc::unbounded_channel();
+    let mut work: Box<dyn Work> = Box::new(PolicyWork::new(job, results));
+    // In the controller's own evaluator process: the object converted, then one expression a
+    // step, one process for all of them.
+    let metrics = kube_retention_evaluator::SandboxMetrics::default();
+    let mut sandbox = kube_retention_evaluator::Sandbox::new(
+        support::evaluator_program(),
+        kube_retention_evaluator::Limits::default(),
+        metrics.clone(),
+    );
+    let mut steps = 1;
+    while work.step(&mut sandbox) == Progress::More {
+        steps += 1;
+    }
+    assert_eq!(steps, 3, "the conversion, then each policy's match");
+    assert_eq!(metrics.started.get(), 1);
+    work.finish();
+    let answers = evaluated(answered.try_recv().unwrap()).answers;
     assert_eq!(answers.len(), 2);
     assert_eq!(answers[&key].matches, Some(Ok(true)));
     assert_eq!(answers[&cluster.0].matches, Some(Ok(true)));

@@ -63,7 +63,9 @@ fn a_newer_version_of_the_work_under_way_waits_its_turn_and_the_first_finishes()
     let log = Log::default();
     let mut backlog = Backlog::new(roomy());
     backlog.push(probe(&log, "a", "hot", 3, (1, 1)));
-    backlog.step(|_| true).unwrap();
+    backlog
+        .step(|_| true, &mut crate::support::sandbox())
+        .unwrap();
     // Edited while it runs: the version under way still finishes, then the new one runs.
     backlog.push(probe(&log, "a", "hot", 1, (1, 1)));
     assert_eq!(backlog.len(), 2);
@@ -134,7 +136,9 @@ fn past_the_total_the_heaviest_namespace_pays_and_work_under_way_is_never_shed()
     let mut backlog = Backlog::new(bounds);
     backlog.push(probe(&log, "heavy", "h-1", 3, (300, 300)));
     // Under way: h-1 holds its bytes as work started, not as waiting work.
-    backlog.step(|_| true).unwrap();
+    backlog
+        .step(|_| true, &mut crate::support::sandbox())
+        .unwrap();
     backlog.push(probe(&log, "light", "l-1", 1, (100, 100)));
     for name in ["h-2", "h-3"] {
         backlog.push(probe(&log, "heavy", name, 1, (200, 200)));
@@ -187,10 +191,17 @@ fn work_heavier_than_its_lane_comes_back_once_and_goes_and_few_come_back_at_once
         2,
         "each alone past its lane's bound"
     );
-    backlog.step(|_| true).unwrap().done.unwrap().finish();
+    backlog
+        .step(|_| true, &mut crate::support::sandbox())
+        .unwrap()
+        .done
+        .unwrap()
+        .finish();
     assert_eq!(backlog.outstanding(), 1);
     assert!(
-        backlog.step(|_| true).is_none(),
+        backlog
+            .step(|_| true, &mut crate::support::sandbox())
+            .is_none(),
         "b's token waits: one work may be asked back at a time"
     );
     let back = Probe {
@@ -244,7 +255,7 @@ impl Work for Waiting {
         WorkKey::Cleaner(self.name.as_str().into())
     }
 
-    fn step(&mut self) -> Progress {
+    fn step(&mut self, _: &mut kube_retention_evaluator::Sandbox) -> Progress {
         std::thread::sleep(std::time::Duration::from_millis(200));
         Progress::Done
     }
@@ -282,7 +293,13 @@ fn a_namespace_is_charged_the_cpu_time_its_steps_took_not_the_time_they_were_awa
         // A thousandth of a core and no credit ahead: charged the 200 ms the first step was
         // away, the namespace would wait 200 s before its second.
         let shares = TimeShares::new(0.001, std::time::Duration::ZERO);
-        serve(&queued, shares, roomy(), &EvaluatorMetrics::default());
+        serve(
+            &queued,
+            shares,
+            roomy(),
+            crate::support::sandbox(),
+            &EvaluatorMetrics::default(),
+        );
     });
     let patience = std::time::Duration::from_secs(60);
     assert_eq!(finished.recv_timeout(patience).unwrap(), "first");

@@ -121,10 +121,13 @@ proptest! {
                     // namespace may go: no round is owed.
                     let room = backlog.bytes().1 < bounds.started_bytes
                         && backlog.outstanding() < bounds.returns;
-                    let turn = backlog.step(|namespace| {
-                        let index: u8 = namespace.parse().unwrap();
-                        held & (1 << index) == 0
-                    });
+                    let turn = backlog.step(
+                        |namespace| {
+                            let index: u8 = namespace.parse().unwrap();
+                            held & (1 << index) == 0
+                        },
+                        &mut crate::support::sandbox(),
+                    );
                     // A namespace with work that was let go waits at most a round: no other
                     // goes twice before it.
                     let served = turn.as_ref().map(|turn| turn.namespace.clone());
@@ -151,7 +154,7 @@ proptest! {
         }
         // The submitters answer everything asked, and the backlog drains.
         loop {
-            while let Some(turn) = backlog.step(|_| true) {
+            while let Some(turn) = backlog.step(|_| true, &mut crate::support::sandbox()) {
                 if let Some(done) = turn.done {
                     done.finish();
                     ended += 1;

@@ -50,7 +50,12 @@ impl Harness {
     fn start() -> Self {
         let start: Timestamp = START.parse().unwrap();
         let (client, server) = kube_retention_apimock::pair();
-        let evaluator = Evaluator::spawn(EvaluatorMetrics::default()).unwrap();
+        let evaluator = Evaluator::spawn(
+            EvaluatorMetrics::default(),
+            crate::support::evaluator_program(),
+            Default::default(),
+        )
+        .unwrap();
         let running = loop_support::start(
             client,
             Clock::following_tokio(start),

@@ -67,7 +67,13 @@ async fn shed_run(fetch: fn(&str) -> Result<Value, u16>, done: fn(&Seen) -> bool
     };
     let metrics = EvaluatorMetrics::default();
     let shares = TimeShares::new(0.5, Duration::ZERO);
-    let (evaluator, evaluating) = Evaluator::spawn_with(metrics.clone(), shares, bounds).unwrap();
+    let (evaluator, evaluating) = Evaluator::spawn_with(
+        metrics.clone(),
+        shares,
+        bounds,
+        crate::support::evaluator_process(),
+    )
+    .unwrap();
     // The policy comes through the stream the Jobs' watch starts with, is compiled on the
     // evaluator, and its change then lists the Jobs of its namespace afresh, from the mocked
     // API server. Before that list is answered, a gate holds the evaluator's thread: the four
@@ -191,7 +197,7 @@ impl Work for GateWork {
         WorkKey::Cleaner(Arc::from("gate"))
     }
 
-    fn step(&mut self) -> Progress {
+    fn step(&mut self, _: &mut kube_retention_evaluator::Sandbox) -> Progress {
         self.held.send(()).ok();
         let (opened, waiting) = &*self.gate.opened;
         let mut open = opened.lock().unwrap();

@@ -55,7 +55,11 @@ fn a_policy_compiles_in_one_step_in_its_namespace_lane() {
     assert_eq!(&**work.namespace(), "team-a");
     assert_eq!(work.key(), WorkKey::Policy(Arc::from("nightly")));
     assert!(work.weight() > 0, "a queued compilation weighs its spec");
-    assert_eq!(work.step(), Progress::Done, "one step compiles it all");
+    assert_eq!(
+        work.step(&mut crate::support::sandbox()),
+        Progress::Done,
+        "one step compiles it all"
+    );
     work.finish();
     let Compiled {
         key: came,
@@ -83,7 +87,7 @@ fn an_invalid_policy_comes_back_with_every_error() {
         bad,
         results,
     ));
-    work.step();
+    work.step(&mut crate::support::sandbox());
     work.finish();
     let (_, errors) = compiled.try_recv().unwrap().read.unwrap();
     let fields: Vec<&str> = errors.iter().map(|error| error.path.as_str()).collect();
@@ -114,7 +118,7 @@ fn a_shed_compilation_weighs_nothing_and_asks_for_its_policy_again() {
     let mut token = work.shed();
     assert_eq!(token.weight(), 0);
     assert_eq!(token.key(), WorkKey::Policy(Arc::from("nightly")));
-    assert_eq!(token.step(), Progress::Done);
+    assert_eq!(token.step(&mut crate::support::sandbox()), Progress::Done);
     token.finish();
     let asked = compiled.try_recv().unwrap();
     assert_eq!((asked.seq, asked.read.is_none()), (3, true));
@@ -126,8 +130,13 @@ fn evaluator_owing(debt: Duration) -> (Evaluator, EvaluatorMetrics, Instant, imp
     let mut shares = TimeShares::new(0.05, Duration::ZERO);
     let now = Instant::now();
     shares.charge(&Arc::from("team-a"), debt.mul_f64(0.05), now);
-    let (evaluator, thread) =
-        Evaluator::spawn_with(metrics.clone(), shares, Bounds::default()).unwrap();
+    let (evaluator, thread) = Evaluator::spawn_with(
+        metrics.clone(),
+        shares,
+        Bounds::default(),
+        crate::support::evaluator_process(),
+    )
+    .unwrap();
     (evaluator, metrics, now + debt, thread)
 }
 
@@ -168,7 +177,12 @@ async fn a_namespace_in_debt_compiles_once_paid_its_edits_coalesced_and_others_g
 
 #[tokio::test]
 async fn the_loop_takes_back_only_the_latest_generation_and_asks_again_for_what_was_shed() {
-    let (evaluator, _thread) = Evaluator::spawn(EvaluatorMetrics::default()).unwrap();
+    let (evaluator, _thread) = Evaluator::spawn(
+        EvaluatorMetrics::default(),
+        crate::support::evaluator_program(),
+        Default::default(),
+    )
+    .unwrap();
     let mut compiles = Compiles::new(evaluator);
     let nightly = key(Some("team-a"), "nightly");
     let approval = Approval::default();

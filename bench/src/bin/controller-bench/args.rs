@@ -151,4 +151,7 @@ pub enum Part {
     Restart,
     Discovery,
     Policies,
+    /// Judging objects with a one-label policy, this controller against the baseline
+    /// (`KUBE_RETENTION_BASELINE`) where one is given.
+    PolicyCel,
 }

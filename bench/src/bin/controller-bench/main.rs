@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Parser;
-use kube_retention_bench::deleters::Deleter;
+use kube_retention_bench::deleters::{self, Deleter};
 use kube_retention_bench::deletion::{self, Scenario, Shape};
 use kube_retention_bench::{discovery, envelope, memory, metrics_port, policies, report, restart};
 use kube_retention_e2e::LocalCluster;
@@ -181,6 +181,29 @@ async fn bench(
             &root.join(&args.report),
             "controller-policies",
             &policies::section(&figures),
+        )?;
+    }
+    if runs(Part::PolicyCel) {
+        let _timer = Timer::new("one-label policy");
+        let mut contenders = vec![Deleter::KubeRetention];
+        if deleters::baseline_binary().is_some() {
+            contenders.insert(0, Deleter::KubeRetentionBaseline);
+        }
+        let objects = args.policy_objects();
+        let judged = policies::measure_one_label(
+            cluster,
+            client,
+            objects,
+            args.policy_kinds,
+            metrics_port()?,
+            &contenders,
+            2,
+        )
+        .await?;
+        report::write_section(
+            &root.join(&args.report),
+            "controller-policies-cel",
+            &policies::one_label_section(objects, args.policy_kinds, &judged),
         )?;
     }
     Ok(())

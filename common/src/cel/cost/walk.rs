@@ -17,7 +17,7 @@ impl Walk {
         unit.nodes = unit.nodes.saturating_add(1);
         let (metered, known) = match &expr.expr {
             Expr::Literal(literal) => (expr.expr.clone(), Known::sized(literal_size(literal))),
-            Expr::Ident(name) => (expr.expr.clone(), self.variable(name)),
+            Expr::Ident(name) => self.ident(name),
             Expr::Select(select) => self.select(select, unit),
             Expr::Call(call) => self.call(call, unit),
             Expr::Comprehension(loop_) => self.comprehension(loop_, unit),
@@ -59,6 +59,23 @@ impl Walk {
             expr: metered,
         };
         (metered, known)
+    }
+
+    /// A variable read whole. One the expression was given (`object`, a Cleaner's targets) is
+    /// copied whole where it is read — in a list or map literal, once per mention: issue 57's
+    /// `[object, object, …] != []` — so it is guarded as a select chain is, its copy measured
+    /// and charged before it is made ([`SELECT`]). A loop's variables are the loop's items,
+    /// charged with the loop, and its accumulator is charged by the rules of `map` and `filter`.
+    fn ident(&self, name: &str) -> (Expr, Known) {
+        let known = self.variable(name);
+        let native = IdedExpr {
+            id: 0,
+            expr: Expr::Ident(name.to_owned()),
+        };
+        if self.bound.iter().any(|(bound, _)| bound == name) {
+            return (native.expr, known);
+        }
+        (guarded(native), known)
     }
 
     fn variable(&self, name: &str) -> Known {
@@ -115,17 +132,7 @@ impl Walk {
             id: 0,
             expr: Expr::Select(select.clone()),
         };
-        let guard = internal(SELECT, vec![native.clone()]);
-        let null = IdedExpr {
-            id: 0,
-            expr: Expr::Literal(LiteralValue::Null),
-        };
-        let guarded = CallExpr {
-            func_name: CONDITIONAL.to_owned(),
-            target: None,
-            args: vec![guard, native, null],
-        };
-        (Expr::Call(guarded), known)
+        (guarded(native), known)
     }
 
     fn entries(
@@ -264,4 +271,19 @@ pub(in crate::cel) fn chain(select: &SelectExpr) -> Option<(&str, Vec<(&str, boo
             _ => return None,
         }
     }
+}
+
+/// `native` (a select chain or a variable) behind [`SELECT`]: `SELECT(native) ? native : null`,
+/// its copy charged before it is made.
+fn guarded(native: IdedExpr) -> Expr {
+    let guard = internal(SELECT, vec![native.clone()]);
+    let null = IdedExpr {
+        id: 0,
+        expr: Expr::Literal(LiteralValue::Null),
+    };
+    Expr::Call(CallExpr {
+        func_name: CONDITIONAL.to_owned(),
+        target: None,
+        args: vec![guard, native, null],
+    })
 }

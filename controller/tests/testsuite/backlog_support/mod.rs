@@ -75,7 +75,7 @@ impl Work for Probe {
         WorkKey::Cleaner(self.name.as_str().into())
     }
 
-    fn step(&mut self) -> Progress {
+    fn step(&mut self, _: &mut kube_retention_evaluator::Sandbox) -> Progress {
         self.taken += 1;
         self.log.lock().unwrap().push(Seen::Step(self.name.clone()));
         if self.taken >= self.steps {
@@ -141,7 +141,7 @@ impl Work for Token {
         WorkKey::Cleaner(self.name.as_str().into())
     }
 
-    fn step(&mut self) -> Progress {
+    fn step(&mut self, _: &mut kube_retention_evaluator::Sandbox) -> Progress {
         Progress::Done
     }
 
@@ -164,7 +164,7 @@ impl Work for Token {
 
 /// Steps the backlog, every namespace ready, until it is empty; finishes what is done.
 pub fn drain(backlog: &mut Backlog) {
-    while let Some(turn) = backlog.step(|_| true) {
+    while let Some(turn) = backlog.step(|_| true, &mut crate::support::sandbox()) {
         if let Some(done) = turn.done {
             done.finish();
         }

@@ -18,7 +18,8 @@ pub fn evaluate(book: &mut Book, key: &CleanerKey, now: Timestamp) -> Option<Eva
             Prepared::Conditions(pending) => {
                 let (results, mut judged) = mpsc::unbounded_channel();
                 let mut work: Box<dyn Work> = Box::new(CleanerWork::new(pending, results));
-                while work.step() == Progress::More {}
+                let mut sandbox = crate::support::sandbox();
+                while work.step(&mut sandbox) == Progress::More {}
                 work.finish();
                 let Ok(CleanerOutcome::Judged { pending, verdict }) = judged.try_recv() else {
                     panic!("a judged work sends its verdict");

@@ -143,3 +143,31 @@ pub fn cleaners_book(cleaners: &[Cleaner]) -> Book {
     }
     book
 }
+
+/// How the controller starts its CEL evaluator process: the built binary's hidden subcommand.
+pub fn evaluator_program() -> kube_retention_evaluator::Program {
+    kube_retention_evaluator::Program {
+        path: env!("CARGO_BIN_EXE_kube-retention-controller").into(),
+        args: vec![kube_retention_controller::EVALUATE.into()],
+    }
+}
+
+/// A sandbox on that process, started when first needed, with the default bounds.
+pub fn sandbox() -> kube_retention_evaluator::Sandbox {
+    kube_retention_evaluator::Sandbox::new(
+        evaluator_program(),
+        kube_retention_evaluator::Limits::default(),
+        kube_retention_evaluator::SandboxMetrics::default(),
+    )
+}
+
+/// The evaluator's process as the controller starts it: [`evaluator_program`], default bounds.
+pub fn evaluator_process() -> (
+    kube_retention_evaluator::Program,
+    kube_retention_evaluator::Limits,
+) {
+    (
+        evaluator_program(),
+        kube_retention_evaluator::Limits::default(),
+    )
+}

@@ -1,0 +1,237 @@
+//! The adversarial campaign through the controller's real evaluator path: generated hostile
+//! expressions (common's grammar, with issue 57's families — literals of the object's copies,
+//! comparisons of nested values, quantities at the ends of their range, loops in loops — each
+//! as large as admission lets through), each compiled as admission compiles it, and each
+//! admitted one evaluated in the sandbox's process on an object from small to etcd's 1.5 MiB,
+//! bound there once. Asserted for every case:
+//! - no crash of the caller, whatever the process did: the campaign runs in this process, and
+//!   its memory stays within [`CALLER_BOUND`];
+//! - no wrong verdict: where the process answered, the same expression evaluated here on the
+//!   same object answers the same (both true, both false, or both an error); where either
+//!   stopped at the meter's time limit, which depends on the machine, the case is counted apart;
+//! - no answer past a limit: an evaluation the process ended is answered as an error naming
+//!   the bound, never as true, and its expression is stopped.
+//!
+//! `CEL_CAMPAIGN_CASES` sets the number of cases (`make test` runs 20,000 in a release build,
+//! `make fuzz-cel-process` ten million), `CEL_CAMPAIGN_SEED` the seed. Two workers share the
+//! cases, each with its own process.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a campaign: its setup may fail loudly
+
+#[path = "../../common/tests/fuzz/mod.rs"]
+mod fuzz;
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use fuzz::{Generator, objects};
+use kube_retention_common::cel::{Exceeded, Expect, Expression, Interpreter, Overrun};
+use kube_retention_evaluator::{Limits, Program, Sandbox, SandboxMetrics};
+
+/// The most this process may hold: the campaign's objects, converted here for the differential,
+/// and what the in-process evaluations of answered cases make.
+const CALLER_BOUND: u64 = 512 * 1024 * 1024;
+
+fn cases() -> u64 {
+    let default = if cfg!(debug_assertions) { 500 } else { 20_000 };
+    std::env::var("CEL_CAMPAIGN_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(default)
+}
+
+fn seed() -> u64 {
+    std::env::var("CEL_CAMPAIGN_SEED")
+        .ok()
+        .and_then(|seed| seed.parse().ok())
+        .unwrap_or(57)
+}
+
+/// What the cases came to, by family.
+#[derive(Default, Debug)]
+struct Tally {
+    generated: BTreeMap<&'static str, u64>,
+    refused: u64,
+    answered_true: u64,
+    answered_false: u64,
+    failed: u64,
+    stopped_by_meter: u64,
+    /// Ended by one of the process's bounds, by bound.
+    overran: BTreeMap<&'static str, u64>,
+    /// Answers that differ where the meter's time limit decided one side.
+    timing: u64,
+    faults: Vec<String>,
+}
+
+impl Tally {
+    fn add(&mut self, other: Tally) {
+        for (family, count) in other.generated {
+            *self.generated.entry(family).or_default() += count;
+        }
+        for (bound, count) in other.overran {
+            *self.overran.entry(bound).or_default() += count;
+        }
+        self.refused += other.refused;
+        self.answered_true += other.answered_true;
+        self.answered_false += other.answered_false;
+        self.failed += other.failed;
+        self.stopped_by_meter += other.stopped_by_meter;
+        self.timing += other.timing;
+        self.faults.extend(other.faults);
+    }
+}
+
+fn bound_name(overrun: Overrun) -> &'static str {
+    match overrun {
+        Overrun::Memory { .. } => "memory",
+        Overrun::Cpu { .. } => "cpu",
+        Overrun::Stack { .. } => "stack",
+        Overrun::Ended { .. } => "ended",
+    }
+}
+
+fn timed_out(result: &Result<bool, kube_retention_common::cel::EvalError>) -> bool {
+    matches!(result, Err(error) if matches!(error.exceeded(), Some(Exceeded::Time { .. })))
+}
+
+/// One worker: `cases` cases from `seed`, in a process of its own.
+fn worker(seed: u64, cases: u64) -> Tally {
+    let objects = objects();
+    let mut sandbox = Sandbox::new(
+        Program {
+            path: env!("CARGO_BIN_EXE_kube-retention-evaluator").into(),
+            args: Vec::new(),
+        },
+        Limits::default(),
+        SandboxMetrics::default(),
+    );
+    let handles: Vec<_> = objects
+        .iter()
+        .map(|object| sandbox.object(serde_json::to_vec(&object.value).unwrap()))
+        .collect();
+    let mut generator = Generator::new(seed);
+    let mut tally = Tally::default();
+    for _ in 0..cases {
+        let (source, family) = generator.against_the_process();
+        *tally.generated.entry(family).or_default() += 1;
+        let pick = generator.below(objects.len());
+        let (object, handle) = (&objects[pick], &handles[pick]);
+        let expression = match Expression::compile(&source, Expect::Condition) {
+            Ok(expression) => expression,
+            Err(error) => {
+                if error.to_string().contains("panic") {
+                    tally.faults.push(format!("compiling {source:?}: {error}"));
+                }
+                tally.refused += 1;
+                continue;
+            }
+        };
+        let there = sandbox.condition(&expression, handle, None);
+        if let Err(error) = &there
+            && let Some(Exceeded::Process(overrun)) = error.exceeded()
+        {
+            *tally.overran.entry(bound_name(overrun)).or_default() += 1;
+            if sandbox.stopped(&expression).is_none() {
+                tally
+                    .faults
+                    .push(format!("{source:?}: ended the process, not stopped"));
+            }
+            continue;
+        }
+        match &there {
+            Ok(true) => tally.answered_true += 1,
+            Ok(false) => tally.answered_false += 1,
+            Err(error) if error.exceeded().is_some() => tally.stopped_by_meter += 1,
+            Err(error) => {
+                tally.failed += 1;
+                if error.to_string().contains("inside the interpreter")
+                    && !error.to_string().contains("overflow")
+                {
+                    tally
+                        .faults
+                        .push(format!("{source:?} on {}: {error}", object.name));
+                }
+            }
+        }
+        // The same here, where the process answered within its bounds.
+        let here = expression.condition_of(&object.converted);
+        let agree = match (&there, &here) {
+            (Ok(a), Ok(b)) => a == b,
+            (Err(_), Err(_)) => true,
+            _ => false,
+        };
+        if !agree {
+            if timed_out(&there) || timed_out(&here) {
+                tally.timing += 1;
+            } else {
+                tally.faults.push(format!(
+                    "{source:?} on {}: the process said {there:?}, here {here:?}",
+                    object.name
+                ));
+            }
+        }
+        if tally.faults.len() >= 20 {
+            break;
+        }
+    }
+    tally
+}
+
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.split_whitespace().next()?.parse::<u64>().ok())
+        .unwrap()
+        * 1024
+}
+
+#[test]
+fn hostile_expressions_through_the_evaluator_process() {
+    let cases = cases();
+    let started = Instant::now();
+    let workers: Vec<_> = (0..2u64)
+        .map(|index| {
+            let seed = seed().wrapping_add(index.wrapping_mul(0x5851_F42D_4C95_7F2D));
+            let share = cases / 2 + (cases % 2) * (1 - index.min(1));
+            std::thread::spawn(move || worker(seed, share))
+        })
+        .collect();
+    let mut tally = Tally::default();
+    for worker in workers {
+        tally.add(worker.join().expect("a worker"));
+    }
+    let elapsed = started.elapsed();
+    let peak = peak_rss();
+    let admitted = cases - tally.refused;
+    println!(
+        "{cases} cases (seed {}) in {elapsed:?}, {:.0} a second; generated {:?}; {} refused at \
+         admission, {admitted} admitted: {} true, {} false, {} failed, {} stopped by the meter, \
+         {:?} ended the process (each stopped), {} differing only by the time limit; this \
+         process peaked at {} MiB",
+        seed(),
+        cases as f64 / elapsed.as_secs_f64(),
+        tally.generated,
+        tally.refused,
+        tally.answered_true,
+        tally.answered_false,
+        tally.failed,
+        tally.stopped_by_meter,
+        tally.overran,
+        tally.timing,
+        peak / (1024 * 1024),
+    );
+    assert!(
+        tally.faults.is_empty(),
+        "{} faults:\n{}",
+        tally.faults.len(),
+        tally.faults.join("\n")
+    );
+    assert!(peak < CALLER_BOUND, "this process peaked at {peak} bytes");
+    assert!(admitted > cases / 10, "too few admitted to test anything");
+    assert!(
+        tally.answered_true > 0 && tally.answered_false > 0 && tally.stopped_by_meter > 0,
+        "no answers or no limits reached: {tally:?}"
+    );
+}
