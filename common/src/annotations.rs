@@ -6,7 +6,7 @@
 //! | `retention.dev/ttl-after-succeeded` | delete this long after finishing successfully |
 //! | `retention.dev/ttl-after-failed` | delete this long after failing |
 //! | `retention.dev/ttl-after-finished` | both of the above (the specific ones win) |
-//! | `retention.dev/expires-at` | delete at this RFC 3339 time; stamped by kube-retention when a TTL applies |
+//! | `retention.dev/expires-at` | delete at this RFC 3339 time ([`crate::rfc3339`]); stamped by kube-retention when a TTL applies |
 //! | `retention.dev/stamped` | the `expires-at` kube-retention wrote: while the two agree, `expires-at` is its stamp |
 //! | `retention.dev/keep` | `"true"`: never delete; wins over everything |
 //! | `retention.dev/snoozed-until` | not deleted before this RFC 3339 time, whatever decides the deadline (`kubectl retention snooze`) |
@@ -24,6 +24,7 @@ use serde_json::Value;
 
 use crate::duration;
 use crate::field_error::FieldError;
+use crate::rfc3339;
 
 pub const PREFIX: &str = "retention.dev/";
 pub const TTL: &str = "retention.dev/ttl";
@@ -131,15 +132,11 @@ pub fn parse(annotations: &BTreeMap<String, String>) -> (AnnotationPolicy, Vec<F
             TTL_AFTER_FAILED => duration(&mut policy.after_failed),
             TTL_AFTER_FINISHED => duration(&mut policy.after_finished),
             NOTIFY_BEFORE => duration(&mut policy.notify_before),
-            EXPIRES_AT | STAMPED | SNOOZED_UNTIL => match value.parse::<Timestamp>() {
-                Ok(at) if key == EXPIRES_AT => policy.expires_at = Some(at),
-                Ok(at) if key == STAMPED => policy.stamped = Some(at),
-                Ok(at) => policy.snoozed_until = Some(at),
-                Err(_) => errors.push(FieldError::new(
-                    path(key),
-                    &json,
-                    "is not an RFC 3339 time: write e.g. \"2026-12-31T23:00:00Z\"",
-                )),
+            EXPIRES_AT | STAMPED | SNOOZED_UNTIL => match rfc3339::parse(value) {
+                Some(at) if key == EXPIRES_AT => policy.expires_at = Some(at),
+                Some(at) if key == STAMPED => policy.stamped = Some(at),
+                Some(at) => policy.snoozed_until = Some(at),
+                None => errors.push(FieldError::new(path(key), &json, rfc3339::RULE)),
             },
             KEEP => match value.as_str() {
                 "true" => policy.keep = true,

@@ -21,6 +21,7 @@ pub mod model;
 pub mod own_settings;
 pub mod policies;
 pub mod progress;
+pub mod rfc3339;
 pub mod schema_bounds;
 pub mod schema_rules;
 pub mod selector;

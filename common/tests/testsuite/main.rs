@@ -21,6 +21,7 @@ mod policies;
 mod policy;
 mod policy_candidates;
 mod progress;
+mod rfc3339;
 mod schema_rules;
 mod setting;
 mod setting_agrees;
