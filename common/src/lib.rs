@@ -28,6 +28,7 @@ pub mod selector;
 pub mod setting;
 pub mod sink_policy;
 pub mod tightening;
+pub mod writer_policy;
 
 pub use expiry::{Expiry, StampChange};
 pub use field_error::FieldError;

@@ -1,7 +1,7 @@
 //! The times kube-retention's annotations accept (`retention.dev/expires-at`, `stamped`,
 //! `snoozed-until`): RFC 3339 as Go's `time.Parse(time.RFC3339, …)` reads it, which is what the
 //! API server's CEL `timestamp()` calls, and no wider. The writer check runs in the API server
-//! too (the writer policy), where a time the model read but CEL could not would be a
+//! too ([`crate::writer_policy`]), where a time the model read but CEL could not would be a
 //! setting the one check sees and the other does not; so the grammar is one pattern, matched by
 //! [`parse`] here and by the policy's CEL there, and every string it matches reads as the same
 //! instant in jiff, in Go and in CEL (held on generated strings by

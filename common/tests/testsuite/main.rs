@@ -31,3 +31,4 @@ mod sink_policy_input;
 mod sink_policy_learned;
 mod sink_policy_metadata;
 mod tightening;
+mod writer_policy;
