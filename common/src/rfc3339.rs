@@ -37,6 +37,10 @@ pub const PATTERN: &str = concat!(
     "(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])$",
 );
 
+/// The longest time [`PATTERN`] matches (`9998-12-31T23:59:59.123456789-23:59`): a longer
+/// string is no time, read no further.
+pub const MAX_CHARS: usize = 35;
+
 /// What a time must be, as every denial says it.
 pub const RULE: &str = "is not an RFC 3339 time: write e.g. \"2026-12-31T23:00:00Z\" or \
                         \"2026-12-31T23:00:00.5+02:00\" (upper-case T and Z, seconds, an offset \
@@ -70,11 +74,17 @@ mod tests {
                 "2000-02-29T12:00:00.123456789Z",
             ),
             ("9998-12-31T23:59:59-23:59", "9999-01-01T23:58:59Z"),
+            // The longest: MAX_CHARS.
+            (
+                "9998-12-31T23:59:59.123456789-23:59",
+                "9999-01-01T23:58:59.123456789Z",
+            ),
             ("1000-01-01T00:00:00+23:59", "0999-12-31T00:01:00Z"),
         ] {
             let expected: Timestamp = instant.parse().unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(parse(text), Some(expected), "{text}");
         }
+        assert_eq!("9998-12-31T23:59:59.123456789-23:59".len(), MAX_CHARS);
         for text in [
             "2026-12-31 23:00:00Z",
             "2026-12-31t23:00:00z",

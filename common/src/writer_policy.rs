@@ -21,13 +21,17 @@
 //! - `keep: "true"` taken away from an object that then deletes itself.
 //!
 //! Invalid values are the validator's to deny: like the model, the policy reads a value only
-//! when its grammar's pattern matches, and otherwise as absent, so a parse error never decides.
-//! One difference is left: a duration past Go's 292 years (`2562047h47m16.854775807s`) matches
-//! the pattern, and CEL's `duration()` fails on it; where the policy must compare it, the
-//! failure refuses the write (`failurePolicy: Fail`) from a writer who may not delete the object,
-//! where the model would call it invalid (the webhook's validator refuses it too). A writer who
-//! may delete it is admitted either way: the authorizer's answer is enough when the comparison
-//! fails.
+//! when its grammar's pattern matches (a duration of at most
+//! [`crate::annotations::DURATION_CHARS`] characters, a time of [`crate::rfc3339::PATTERN`]),
+//! and otherwise as absent, so a parse error never decides; and a duration past Go's 292 years,
+//! which the model calls invalid and CEL's `duration()` fails on, reads as absent too, told by
+//! a floating-point sum of its components ([`RANGE_BOUND`]). One difference is left: a duration
+//! past Go's largest by less than that sum's margin (a part in 10^12, about 10 ms) is read with
+//! `duration()`, which fails, and the failure refuses the write (`failurePolicy: Fail`) from a
+//! writer who may not delete the object, where the model would call the value invalid (and the
+//! webhook's validator refuses a new one from anyone). It fails closed: an error in any
+//! expression the verdict needs refuses, and a writer who may delete is admitted all the same
+//! (`!tightened || mayDelete` holds with the authorizer's yes whatever `tightened` is).
 //!
 //! The `retention.dev/managed` label is not checked: it sets nothing. The controller deletes an
 //! object on its settings or a policy's, never because of the label; the label only lets it see
@@ -47,12 +51,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
 
+use crate::annotations::DURATION_CHARS;
 use crate::annotations::{
     EXPIRES_AT, KEEP, PREFIX, SNOOZED_UNTIL, STAMPED, TTL, TTL_AFTER_FAILED, TTL_AFTER_FINISHED,
     TTL_AFTER_SUCCEEDED, path,
 };
+use crate::duration::{MAX_NANOS, UNITS};
 use crate::rfc3339;
-use crate::schema_rules::{DURATION_PATTERN, NEGATIVE_ZERO_PATTERN, matches};
+use crate::schema_rules::{
+    DURATION_COMPONENT_PATTERN, DURATION_PATTERN, NEGATIVE_ZERO_PATTERN, matches,
+};
 use crate::tightening::{NOT_YOURS, SET_THEIR_RETENTION};
 
 /// The policy's name, and its binding's.
@@ -243,15 +251,20 @@ fn variables() -> Vec<Variable> {
     );
     for side in Side::BOTH {
         for (key, stem) in DURATIONS {
+            let written = format!("{stem}Written");
+            add(
+                format!("{}{written}", side.name()),
+                read(side, key, DURATION_CHARS, &duration_valid),
+            );
             add(
                 format!("{}{stem}", side.name()),
-                read(side, key, &duration_valid),
+                in_range(&side.var(&written)),
             );
         }
         for (key, stem) in TIMES {
             add(
                 format!("{}{stem}", side.name()),
-                read(side, key, &time_valid),
+                read(side, key, rfc3339::MAX_CHARS, &time_valid),
             );
         }
         let annotations = side.var("Annotations");
@@ -307,16 +320,49 @@ fn variables() -> Vec<Variable> {
     variables
 }
 
-/// The annotation `key` of `side` where `valid` says its value is, else `''` (which no grammar
-/// accepts: absent and invalid read alike, as in the model).
-fn read(side: Side, key: &str, valid: &dyn Fn(&str) -> String) -> String {
+/// The annotation `key` of `side` where it has at most `chars` characters and `valid` says its
+/// value is of its grammar, else `''` (which no grammar accepts: absent and invalid read alike,
+/// as in the model). The length is asked first: a pattern costs the API server in proportion
+/// to the string it reads, and annotations may hold 256 KiB.
+fn read(side: Side, key: &str, chars: usize, valid: &dyn Fn(&str) -> String) -> String {
     let value = format!("{}['{key}']", side.var("Annotations"));
     format!(
-        "'{key}' in {annotations} &&\n{}\n? {value} : ''",
+        "'{key}' in {annotations} && size({value}) <= {chars} &&\n{}\n? {value} : ''",
         valid(&value),
         annotations = side.var("Annotations"),
     )
 }
+
+/// A duration of Go's grammar in `written`, where it is within Go's 292 years, else `''`: the
+/// model calls a longer one invalid, and CEL's `duration()` fails on it. Its length is summed
+/// in floating point first, one component at a time (in nanoseconds, to within a part in 10^14
+/// for the 64 characters a duration may have); past [`RANGE_BOUND`] it is out of range without
+/// asking `duration()`. Within it `duration()` is asked, and fails only for a duration less
+/// than a part in 10^12 (10 ms) past Go's largest, where the failure refuses the write
+/// (`failurePolicy: Fail`) from a writer who may not delete the object.
+fn in_range(written: &str) -> String {
+    let units: Vec<String> = UNITS
+        .iter()
+        .map(|(unit, nanos)| format!("'{unit}': {nanos}.0"))
+        .collect();
+    format!(
+        "{written} != '' &&\n\
+         ([0.0] + {written}.findAll(r'{DURATION_COMPONENT_PATTERN}')\n\
+         .map(c, double(c.find(r'{NUMBER}')) *\n\
+         {{{units}}}[c.substring(size(c.find(r'{NUMBER}')))])).sum() <= {RANGE_BOUND:e} &&\n\
+         duration({written}) >= duration('0s')\n\
+         ? {written} : ''",
+        units = units.join(", "),
+    )
+}
+
+/// The number that begins a duration's component.
+const NUMBER: &str = r"^[0-9]*(\.[0-9]*)?";
+
+/// Go's largest duration, in nanoseconds, and a part in 10^12 more: a floating-point sum of a
+/// duration's components past it is past Go's largest.
+#[allow(clippy::cast_precision_loss)] // 2^63 - 1 as the nearest double, then a margin
+pub const RANGE_BOUND: f64 = MAX_NANOS as f64 * (1.0 + 1e-12);
 
 /// Go's duration grammar, and no sign `-` but on zero ([`crate::duration::parse`]).
 fn duration_valid(value: &str) -> String {
@@ -395,13 +441,17 @@ const NAMED: [&str; 7] = [
 ];
 
 /// Each annotation a refusal can name, by key: its new value as a JSON string (`''` where it
-/// was taken away). Backslashes, quotes and the line breaks are escaped as JSON escapes them (a
+/// was taken away), of no more than its first characters a refusal shows (escaping only
+/// lengthens, so the cut [`rendered`] makes is the same, and the cost is bounded whatever the
+/// value's length). Backslashes, quotes and the line breaks are escaped as JSON escapes them (a
 /// message must be one line); other control characters are left as they are.
 fn quoted() -> String {
+    let max = crate::field_error::RENDERED_CHARS;
     let entries: Vec<String> = NAMED
         .iter()
         .map(|key| {
-            let value = format!("variables.newAnnotations['{key}']");
+            let whole = format!("variables.newAnnotations['{key}']");
+            let value = format!("(size({whole}) <= {max} ? {whole} : {whole}.substring(0, {max}))");
             let escaped = [
                 (r"'\\'", r"'\\\\'"),
                 (r#"'"'"#, r#"'\\"'"#),
@@ -413,7 +463,10 @@ fn quoted() -> String {
             .fold(value, |text, (from, to)| {
                 format!("{text}.replace({from}, {to})")
             });
-            format!("'{key}': '{key}' in variables.newAnnotations\n? '\"' + {escaped} + '\"' : ''")
+            format!(
+                "'{key}': '{key}' in variables.newAnnotations\n\
+                 ? '\"' + {escaped} + (size({whole}) <= {max} ? '\"' : '') : ''"
+            )
         })
         .collect();
     format!("{{\n{}\n}}", entries.join(",\n"))

@@ -4,7 +4,7 @@
 //! matches them. That Go reads each as the same instant is the e2e differential test's.
 
 use jiff::Timestamp;
-use kube_retention_common::rfc3339::{PATTERN, parse};
+use kube_retention_common::rfc3339::{MAX_CHARS, PATTERN, parse};
 use proptest::prelude::*;
 use regex::Regex;
 
@@ -19,6 +19,7 @@ proptest! {
         prop_assert!(at.is_some(), "{text:?} matches the pattern but jiff refuses it");
         let jiff: Timestamp = text.parse().unwrap();
         prop_assert_eq!(at, Some(jiff));
+        prop_assert!(text.chars().count() <= MAX_CHARS, "{text:?} is longer than MAX_CHARS");
     }
 
     #[test]

@@ -158,13 +158,33 @@ fn webhook_refusal(old: Option<&Value>, new: &Value) -> Option<String> {
     }
 }
 
-/// Durations the interpreter here reads as Go does, and some no grammar accepts.
+/// Durations the interpreter here reads as Go does, some past Go's 292 years or past the
+/// annotations' 64 characters, and some no grammar accepts.
 fn duration() -> impl Strategy<Value = String> {
     prop::sample::select(vec![
-        "0", "-0s", "+1h", "1s", "59s", "30m", "1h", "2h", "90m", "1h30m", "24h", "100h", "1d",
-        "soon", "-1h", "", "1h ", "h",
+        "0".to_owned(),
+        "-0s".to_owned(),
+        "+1h".to_owned(),
+        "1s".to_owned(),
+        "59s".to_owned(),
+        "30m".to_owned(),
+        "1h".to_owned(),
+        "2h".to_owned(),
+        "90m".to_owned(),
+        "1h30m".to_owned(),
+        "24h".to_owned(),
+        "100h".to_owned(),
+        "2562048h".to_owned(),
+        "99999999999999999999h".to_owned(),
+        "1s".repeat(32),
+        "1s".repeat(33),
+        "1d".to_owned(),
+        "soon".to_owned(),
+        "-1h".to_owned(),
+        String::new(),
+        "1h ".to_owned(),
+        "h".to_owned(),
     ])
-    .prop_map(str::to_owned)
 }
 
 /// Times the interpreter here reads as Go does (the same instants spelled differently among
@@ -331,7 +351,8 @@ fn listed_writes_are_refused_naming_each_annotation_once() {
         "you may not delete configmaps in namespace {NAMESPACE}, so you may not set their retention"
     );
     let stamp = "2026-12-01T00:00:00Z";
-    let cases: [Case; 8] = [
+    let long = format!("{}\"\n", "x".repeat(200));
+    let cases: [Case; 10] = [
         (
             None,
             set(&[(TTL, "2s")]),
@@ -383,6 +404,31 @@ fn listed_writes_are_refused_naming_each_annotation_once() {
             set(&[(TTL, "1h"), (KEEP, "no \"way\"\n")]),
             Some(format!(
                 "metadata.annotations[retention.dev/keep]: \"no \\\"way\\\"\\n\" {lacking}"
+            )),
+        ),
+        // A success TTL past Go's 292 years is no setting: the general one applies, and is
+        // new (the e2e differential test found the policy once read it as the setting).
+        (
+            Some(set(&[
+                (TTL_AFTER_FAILED, "1ns"),
+                (TTL_AFTER_SUCCEEDED, "99999999999999999999h"),
+            ])),
+            set(&[
+                (TTL_AFTER_FAILED, "1ns"),
+                (TTL_AFTER_SUCCEEDED, "99999999999999999999h"),
+                (TTL_AFTER_FINISHED, "60s"),
+            ]),
+            Some(format!(
+                "metadata.annotations[retention.dev/ttl-after-finished]: \"60s\" {lacking}"
+            )),
+        ),
+        // A long value is cut as every denial cuts it.
+        (
+            Some(set(&[(KEEP, "true"), (TTL, "1h")])),
+            set(&[(TTL, "1h"), (KEEP, &long)]),
+            Some(format!(
+                "metadata.annotations[retention.dev/keep]: \"{}… {lacking}",
+                "x".repeat(79)
             )),
         ),
     ];
