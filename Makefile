@@ -40,7 +40,7 @@ SHIPPED_BINARIES := --package kube-retention-controller --package kube-retention
 	--bin kube-retention-certs --bin kubectl-retention
 LOCAL_CLUSTER = $(CARGO) run --quiet --package kube-retention-e2e --bin local-cluster -- --state $(STATE)
 
-.PHONY: book book-check book-tools test-matrix e2e-core e2e-oldest cluster-binaries-oldest release release-packages release-test help toolchain drop-go-caches cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds monitoring monitoring-check image image-test bench-webhook bench-memcpy bench-controller bench-peers bench-cel fuzz-cel fuzz-cel-short fuzz-cel-process bench-cel-stack bench-baseline
+.PHONY: book book-check book-tools test-matrix e2e-core e2e-oldest cluster-binaries-oldest release release-packages release-test help toolchain drop-go-caches cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds admission-policy writer-policy-long monitoring monitoring-check image image-test bench-webhook bench-memcpy bench-controller bench-peers bench-cel fuzz-cel fuzz-cel-short fuzz-cel-process bench-cel-stack bench-baseline
 
 help:
 	@echo "make demo    start the local cluster and walk through what kube-retention does"
@@ -50,6 +50,8 @@ help:
 	@echo "             and the newest); writes docs/compatibility.md"
 	@echo "make book   the book (docs/) into target/book/html, its generated reference rewritten"
 	@echo "make chaos   the chaos suite and fuzzing at full size; writes docs/reliability.md"
+	@echo "make writer-policy-long  the API server's writer policy against the webhook's writer check,"
+	@echo "             on 20,000 generated writes (WRITER_POLICY_CASES)"
 	@echo "make fuzz-cel  a million hostile CEL expressions, each held to its time, memory and cost bounds"
 	@echo "make fuzz-cel-process  ten million through the controller's evaluator process, against in process"
 	@echo "make up      start the local cluster ($(STATE)/kubeconfig); make down stops it"
@@ -61,6 +63,8 @@ help:
 	@echo "make bench-peers  kube-retention against Kyverno's cleanup controller, built from its module;"
 	@echo "             writes docs/benchmarks/peers.md"
 	@echo "make crds    regenerate deploy/crds and the chart's crds/ from the Rust types in common/"
+	@echo "make admission-policy  regenerate the writer check's ValidatingAdmissionPolicy (deploy/admission"
+	@echo "             and the chart's files/) from the model in common/"
 	@echo "make monitoring  write deploy/monitoring's PrometheusRule and the chart's copies from the rule file"
 
 # rustfmt and clippy come with rustup's default profile; add them where a minimal profile left them out.
@@ -114,6 +118,14 @@ drop-go-caches:
 crds: toolchain
 	$(CARGO) run --quiet --package kube-retention-controller --bin kube-retention-crdgen \
 		| tee deploy/crds/retention.dev.yaml > charts/kube-retention/crds/retention.dev.yaml
+
+# The writer check's ValidatingAdmissionPolicy from the model (common/src/writer_policy.rs): deploy/'s
+# objects and the chart's copy of the policy's spec; `make unit` fails while either is stale.
+admission-policy: toolchain
+	$(CARGO) run --quiet --package kube-retention-controller --bin kube-retention-admission-policy \
+		-- deploy > deploy/admission/writers.yaml
+	$(CARGO) run --quiet --package kube-retention-controller --bin kube-retention-admission-policy \
+		-- chart > charts/kube-retention/files/writers-policy.yaml
 
 # deploy/monitoring/kube-retention.rules.yaml is the source; `make unit` fails while these are stale.
 monitoring:
@@ -248,6 +260,14 @@ bench-cel-stack: toolchain
 E2E_SUITE = $(CARGO) test --package kube-retention-e2e --features e2e --test e2e
 e2e: cluster-binaries build
 	$(E2E_SUITE)
+
+# The writer policy against the webhook's writer check on the real API server, on
+# WRITER_POLICY_CASES generated writes (`make e2e` runs 300); KUBE_RETENTION_WRITER_SEED replays
+# a run's.
+WRITER_POLICY_CASES ?= 20000
+writer-policy-long: cluster-binaries build
+	KUBE_RETENTION_WRITER_CASES=$(WRITER_POLICY_CASES) $(E2E_SUITE) -- --nocapture \
+		the_writer_policy_judges_generated_writes
 
 # The suite's core (tests/tests/e2e/main.rs says what it holds), at KUBERNETES.
 e2e-core: cluster-binaries build

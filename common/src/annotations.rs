@@ -2,11 +2,11 @@
 //!
 //! | annotation | meaning |
 //! | --- | --- |
-//! | `retention.dev/ttl` | delete this long after creation |
+//! | `retention.dev/ttl` | delete this long after creation (every duration: Go's grammar, at most [`DURATION_CHARS`] characters) |
 //! | `retention.dev/ttl-after-succeeded` | delete this long after finishing successfully |
 //! | `retention.dev/ttl-after-failed` | delete this long after failing |
 //! | `retention.dev/ttl-after-finished` | both of the above (the specific ones win) |
-//! | `retention.dev/expires-at` | delete at this RFC 3339 time; stamped by kube-retention when a TTL applies |
+//! | `retention.dev/expires-at` | delete at this RFC 3339 time ([`crate::rfc3339`]); stamped by kube-retention when a TTL applies |
 //! | `retention.dev/stamped` | the `expires-at` kube-retention wrote: while the two agree, `expires-at` is its stamp |
 //! | `retention.dev/keep` | `"true"`: never delete; wins over everything |
 //! | `retention.dev/snoozed-until` | not deleted before this RFC 3339 time, whatever decides the deadline (`kubectl retention snooze`) |
@@ -24,6 +24,7 @@ use serde_json::Value;
 
 use crate::duration;
 use crate::field_error::FieldError;
+use crate::rfc3339;
 
 pub const PREFIX: &str = "retention.dev/";
 pub const TTL: &str = "retention.dev/ttl";
@@ -121,9 +122,9 @@ pub fn parse(annotations: &BTreeMap<String, String>) -> (AnnotationPolicy, Vec<F
             break;
         };
         let json = Value::String(value.clone());
-        let mut duration = |slot: &mut Option<Duration>| match duration::parse(value) {
+        let mut duration = |slot: &mut Option<Duration>| match duration_of(value) {
             Ok(parsed) => *slot = Some(parsed),
-            Err(error) => errors.push(FieldError::new(path(key), &json, error)),
+            Err(rule) => errors.push(FieldError::new(path(key), &json, rule)),
         };
         match key.as_str() {
             TTL => duration(&mut policy.ttl),
@@ -131,15 +132,11 @@ pub fn parse(annotations: &BTreeMap<String, String>) -> (AnnotationPolicy, Vec<F
             TTL_AFTER_FAILED => duration(&mut policy.after_failed),
             TTL_AFTER_FINISHED => duration(&mut policy.after_finished),
             NOTIFY_BEFORE => duration(&mut policy.notify_before),
-            EXPIRES_AT | STAMPED | SNOOZED_UNTIL => match value.parse::<Timestamp>() {
-                Ok(at) if key == EXPIRES_AT => policy.expires_at = Some(at),
-                Ok(at) if key == STAMPED => policy.stamped = Some(at),
-                Ok(at) => policy.snoozed_until = Some(at),
-                Err(_) => errors.push(FieldError::new(
-                    path(key),
-                    &json,
-                    "is not an RFC 3339 time: write e.g. \"2026-12-31T23:00:00Z\"",
-                )),
+            EXPIRES_AT | STAMPED | SNOOZED_UNTIL => match rfc3339::parse(value) {
+                Some(at) if key == EXPIRES_AT => policy.expires_at = Some(at),
+                Some(at) if key == STAMPED => policy.stamped = Some(at),
+                Some(at) => policy.snoozed_until = Some(at),
+                None => errors.push(FieldError::new(path(key), &json, rfc3339::RULE)),
             },
             KEEP => match value.as_str() {
                 "true" => policy.keep = true,
@@ -161,6 +158,22 @@ pub fn parse(annotations: &BTreeMap<String, String>) -> (AnnotationPolicy, Vec<F
         }
     }
     (policy, errors)
+}
+
+/// The most characters a duration annotation may have: the CRDs' bound on a duration field,
+/// generous for any TTL (`2562047h47m16.854775807s`, the longest Go can hold, is 24), and what
+/// keeps the API server's own reading of them cheap ([`crate::writer_policy`]).
+pub const DURATION_CHARS: usize = crate::schema_bounds::DURATION_BYTES as usize;
+
+/// A duration annotation's value, or what is wrong with it.
+fn duration_of(value: &str) -> Result<Duration, String> {
+    if value.chars().count() > DURATION_CHARS {
+        return Err(format!(
+            "is longer than {DURATION_CHARS} characters: {}",
+            duration::GRAMMAR_HINT
+        ));
+    }
+    duration::parse(value).map_err(|error| error.to_string())
 }
 
 /// Reads `metadata.annotations` of a JSON object; anything malformed reads as none.
@@ -267,6 +280,26 @@ mod tests {
         assert!(messages.iter().any(|m| m.starts_with(
             "metadata.annotations[retention.dev/tll]: \"1h\" is not a kube-retention annotation"
         )));
+    }
+
+    #[test]
+    fn durations_past_their_bound_are_refused_saying_it() {
+        let long = "1s".repeat(DURATION_CHARS / 2 + 1);
+        let (policy, errors) = parse(&annotations(&[
+            (TTL, &long),
+            (TTL_AFTER_FINISHED, &"1s".repeat(DURATION_CHARS / 2)),
+        ]));
+        assert_eq!(policy.ttl, None);
+        assert_eq!(
+            policy.after_finished,
+            Some(Duration::from_secs(DURATION_CHARS as u64 / 2))
+        );
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].rule.starts_with("is longer than 64 characters"),
+            "{}",
+            errors[0]
+        );
     }
 
     #[test]

@@ -93,17 +93,24 @@ fn fraction(value: u64, scale: u64) -> String {
     format!("{whole}.{}", digits.trim_end_matches('0'))
 }
 
+/// Go's units and their nanoseconds: "us", and "µs" spelled with U+00B5 (micro sign) or
+/// U+03BC (Greek mu).
+pub const UNITS: [(&str, u64); 8] = [
+    ("ns", 1),
+    ("us", 1_000),
+    ("\u{b5}s", 1_000),
+    ("\u{3bc}s", 1_000),
+    ("ms", 1_000_000),
+    ("s", 1_000_000_000),
+    ("m", 60_000_000_000),
+    ("h", 3_600_000_000_000),
+];
+
 fn unit_nanos(unit: &[u8]) -> Option<u64> {
-    Some(match unit {
-        b"ns" => 1,
-        // "us", and "µs" spelled with U+00B5 (micro sign) or U+03BC (Greek mu).
-        b"us" | b"\xC2\xB5s" | b"\xCE\xBCs" => 1_000,
-        b"ms" => 1_000_000,
-        b"s" => 1_000_000_000,
-        b"m" => 60_000_000_000,
-        b"h" => 3_600_000_000_000,
-        _ => return None,
-    })
+    UNITS
+        .iter()
+        .find(|(name, _)| name.as_bytes() == unit)
+        .map(|(_, nanos)| *nanos)
 }
 
 /// Go's algorithm: `[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+`, returning the sign and the magnitude.

@@ -48,14 +48,16 @@ pub fn listed(errors: &[FieldError], heading: &str) -> String {
     }
 }
 
-/// A value as JSON, cut short past 80 characters.
+/// How many characters of a value's JSON a denial shows.
+pub const RENDERED_CHARS: usize = 80;
+
+/// A value as JSON, cut short past [`RENDERED_CHARS`] characters (with `…`).
 pub fn render(value: &Value) -> String {
-    const MAX: usize = 80;
     let text = value.to_string();
-    if text.chars().count() <= MAX {
+    if text.chars().count() <= RENDERED_CHARS {
         return text;
     }
-    let cut: String = text.chars().take(MAX).collect();
+    let cut: String = text.chars().take(RENDERED_CHARS).collect();
     format!("{cut}…")
 }
 

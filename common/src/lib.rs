@@ -21,12 +21,14 @@ pub mod model;
 pub mod own_settings;
 pub mod policies;
 pub mod progress;
+pub mod rfc3339;
 pub mod schema_bounds;
 pub mod schema_rules;
 pub mod selector;
 pub mod setting;
 pub mod sink_policy;
 pub mod tightening;
+pub mod writer_policy;
 
 pub use expiry::{Expiry, StampChange};
 pub use field_error::FieldError;

@@ -21,10 +21,19 @@ pub(crate) fn edit(schema: &mut Schema, change: impl FnOnce(&mut Value)) {
     *schema = Schema::try_from(value).unwrap_or_default();
 }
 
+macro_rules! duration_component {
+    () => {
+        r"([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)"
+    };
+}
+
+/// One number and its unit (`1.5h`), of a duration: `ms` before `m`, so a search finds each
+/// whole.
+pub const DURATION_COMPONENT_PATTERN: &str = duration_component!();
+
 /// Go's `time.ParseDuration` grammar ([`crate::duration`]): `0`, or numbers with units (`ns`,
 /// `us`, `µs`, `μs`, `ms`, `s`, `m`, `h`), with an optional sign.
-pub const DURATION_PATTERN: &str =
-    r"^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$";
+pub const DURATION_PATTERN: &str = concat!(r"^[-+]?(0|(", duration_component!(), r")+)$");
 
 /// The one negative duration a time to live may be: zero.
 pub const NEGATIVE_ZERO_PATTERN: &str = r"^-(0|((0+(\.0*)?|\.0+)(ns|us|µs|μs|ms|s|m|h))+)$";

@@ -15,9 +15,17 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::annotations;
+use crate::field_error::render;
 use crate::json::field;
 use crate::kinds::{Entry, Fields, Resource, TtlFields};
 use crate::own_settings::{OwnSettings, Ttls};
+
+/// What a writer who may not delete an object may not do with its settings, in a refusal: "you
+/// may not delete configmaps in namespace team-a, so you may not set their retention".
+pub const SET_THEIR_RETENTION: &str = "set their retention";
+
+/// The heading of several refusals of one write.
+pub const NOT_YOURS: &str = "retention settings are not yours to make";
 
 /// Whose deletion a setting governs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -221,7 +229,8 @@ fn reader(fields: Fields) -> Entry {
     }
 }
 
-/// The JSON of the value at `path`: a dotted field path, or `metadata.annotations[KEY]`.
+/// The JSON of the value at `path` (a dotted field path, or `metadata.annotations[KEY]`), cut
+/// short as every denial cuts it.
 fn field_or_annotation(object: &Value, path: &str) -> String {
     let value = match path
         .strip_prefix("metadata.annotations[")
@@ -232,5 +241,5 @@ fn field_or_annotation(object: &Value, path: &str) -> String {
             .and_then(|notes| notes.get(key)),
         None => field(object, path),
     };
-    value.map_or_else(|| "null".to_owned(), Value::to_string)
+    value.map_or_else(|| "null".to_owned(), render)
 }

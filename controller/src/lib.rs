@@ -15,6 +15,7 @@
 //! - [`app`]: everything put together: [`Controller::build`] from a [`Config`], every
 //!   background task supervised, and `Args::run` making both from the flags.
 
+pub mod admission_policy;
 pub mod app;
 pub mod args;
 pub mod config;

@@ -27,10 +27,12 @@ pub use with_node::{CHART_RELEASE, SHIPPED_NAMESPACE, ShippedImage};
 pub const CONTROL_PLANE: [&str; 3] = ["etcd", "kube-apiserver", "kube-controller-manager"];
 
 /// The controllers kube-controller-manager runs: nothing that would set a status or delete a
-/// finished object behind a test's back. ClusterRole aggregation builds the controller's role.
+/// finished object behind a test's back. ClusterRole aggregation builds the controller's role;
+/// the ValidatingAdmissionPolicy status controller reports what the API server's type checking
+/// says of kube-retention's writer policy.
 pub const CONTROLLERS: &str = "garbage-collector-controller,namespace-controller,\
 serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,\
-clusterrole-aggregation-controller";
+clusterrole-aggregation-controller,validatingadmissionpolicy-status-controller";
 
 /// Where kube-retention's own components run and the ServiceAccounts they act as.
 pub const NAMESPACE: &str = "kube-retention";

@@ -123,3 +123,13 @@ run kind is disabled (the hook is then left out). */}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The writer policy binding's excludeResourceRules: the disabled kinds the annotated hook's
+matchConditions keep away (Shipwright's and OpenShift's kinds never reach the policy). */}}
+{{- define "kube-retention.disabledKindResourceRules" -}}
+{{- range (include "kube-retention.disabledKinds" . | fromYaml).kinds -}}
+{{- if not .runs }}
+- {apiGroups: [{{ quote .group }}], apiVersions: ["*"], resources: [{{ quote .resource }}], operations: ["*"], scope: "*"}
+{{- end -}}
+{{- end -}}
+{{- end -}}

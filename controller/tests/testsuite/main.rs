@@ -15,6 +15,7 @@ mod sink_support;
 mod support;
 mod work_support;
 
+mod admission_policy;
 mod breaker;
 mod breaker_store;
 mod budget;

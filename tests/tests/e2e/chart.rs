@@ -7,6 +7,8 @@
 //! `controller.disabledKinds` does to the render is `chart/disabled_kinds.rs`'s; another
 //! namespace, the values schema and the node options are `chart/anywhere.rs`'s; who may reach
 //! the webhook (`webhook.clientAuth`, `webhook.networkPolicy`) is `chart/webhook_access.rs`'s.
+//! The writer policy (`admissionPolicy.enabled`) is rendered unless turned off, its binding
+//! following the namespaces and disabled kinds (`chart/anywhere.rs`, `chart/disabled_kinds.rs`).
 
 mod anywhere;
 mod disabled_kinds;
@@ -32,6 +34,10 @@ pub fn tests(env: &Env) -> Vec<Trial> {
         env.trial(
             "the_helm_chart_is_accepted_by_the_api_server_in_a_server_side_dry_run",
             server_dry_run,
+        ),
+        env.trial(
+            "the_helm_chart_leaves_the_writer_policy_out_only_when_told",
+            writer_policy_toggle,
         ),
     ];
     tests.extend(anywhere::tests(env));
@@ -236,6 +242,28 @@ async fn same_as_deploy(ns: TestNamespace) -> Result<()> {
     Ok(())
 }
 
+/// The writer policy and its binding are rendered by default and only left out with
+/// `admissionPolicy.enabled=false`, which moves nothing else.
+async fn writer_policy_toggle(ns: TestNamespace) -> Result<()> {
+    let mut expected = objects(&render(&ns, &[])?)?;
+    for key in [
+        "ValidatingAdmissionPolicy /kube-retention-writers",
+        "ValidatingAdmissionPolicyBinding /kube-retention-writers",
+    ] {
+        ensure!(
+            expected.remove(key).is_some(),
+            "{key} is not rendered by default"
+        );
+    }
+    let without = objects(&render(&ns, &["--set", "admissionPolicy.enabled=false"])?)?;
+    ensure!(
+        without == expected,
+        "admissionPolicy.enabled=false changed more than the policy: {:?}",
+        without.keys().collect::<Vec<_>>()
+    );
+    Ok(())
+}
+
 async fn server_dry_run(ns: TestNamespace) -> Result<()> {
     install_prometheus_operator_crds(&ns)?;
     let extra_rules = r#"controller.extraRules=[{"apiGroups":["example.com"],"resources":["widgets"],"verbs":["list","watch","delete"]}]"#;
@@ -253,6 +281,8 @@ async fn server_dry_run(ns: TestNamespace) -> Result<()> {
         "prometheusrule.monitoring.coreos.com/kube-retention",
         "podmonitor.monitoring.coreos.com/kube-retention",
         "configmap/kube-retention-dashboard",
+        "validatingadmissionpolicy.admissionregistration.k8s.io/kube-retention-writers",
+        "validatingadmissionpolicybinding.admissionregistration.k8s.io/kube-retention-writers",
     ] {
         ensure!(
             applied.contains(monitored),

@@ -38,8 +38,9 @@ use support::Env;
 /// on the oldest pinned Kubernetes minor (`make e2e-core` on any): the foundation, every seed system,
 /// admission and its denials, the controller, intent, policies with CEL and the guard, the writer
 /// check and Cleaners with Helm; of the trials that stop processes, the breaker, the lists'
-/// fallbacks and the schema without the webhook. Left out: the chart, the plugin, the chaos
-/// suite's short form, and the other restarts (webhook and certificate rotation, lifecycle).
+/// fallbacks, the schema and the writer policy without the webhook. Left out: the chart, the
+/// plugin, the chaos suite's short form, and the other restarts (webhook and certificate
+/// rotation, lifecycle).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Set {
     All,
@@ -103,6 +104,7 @@ fn main() -> ExitCode {
         (intent::disruptive_tests(&env), false),
         (cleaners::disruptive_tests(&env), false),
         (schema::disruptive_tests(&env), true),
+        (writers::disruptive_tests(&env), true),
         (chaos::disruptive_tests(&env), false),
     ];
     let disruptive_tests: Vec<Trial> = disruptive_groups

@@ -130,7 +130,7 @@ const CASES: &[Case] = &[
 ];
 
 /// The configuration as it can be created again: no identity of the deleted one.
-fn anew<K: Resource>(mut object: K) -> K {
+pub(crate) fn anew<K: Resource>(mut object: K) -> K {
     let meta = object.meta_mut();
     *meta = ObjectMeta {
         name: meta.name.clone(),

@@ -151,6 +151,15 @@ impl Env {
         config.default_retry = false;
         Ok(Client::try_from(config)?)
     }
+
+    /// A client acting as `user` (impersonated by the admin, as kubectl `--as` does), a user
+    /// that exists only as RBAC subjects; it takes every refusal as it comes.
+    pub async fn client_as(&self, user: &str) -> Result<Client> {
+        let mut config = config_for(&self.cluster.layout.kubeconfig()).await?;
+        config.auth_info.impersonate = Some(user.to_owned());
+        config.default_retry = false;
+        Ok(Client::try_from(config)?)
+    }
 }
 
 /// The trials that failed and why, said again after the reports: a CI log that keeps only its

@@ -2,6 +2,9 @@
 //! `--as`, impersonated from the admin kubeconfig) may give objects retention settings, and name
 //! kinds in policies, only where they may delete them themselves. A refusal names what they lack;
 //! once granted, the same request is admitted (within the webhook's few seconds of caching).
+//! The check for annotated objects is the API server's own too (the ValidatingAdmissionPolicy
+//! `kube-retention-writers`): with the webhook stopped it still refuses (`writers/policy.rs`),
+//! and on generated writes it answers as the webhook's check does (`writers/differential.rs`).
 
 use std::process::Command;
 use std::time::Duration;
@@ -11,6 +14,8 @@ use libtest_mimic::Trial;
 
 use crate::support::{Env, TestNamespace};
 
+mod differential;
+mod policy;
 mod resources;
 
 /// How long a permission granted takes to count: the webhook caches answers for 5 s.
@@ -37,6 +42,20 @@ pub fn tests(env: &Env) -> Vec<Trial> {
         env.trial(
             "a_cleaner_uninstalling_a_helm_release_needs_delete_on_every_kind_a_release_may_hold",
             resources::cleaner_helm_needs_delete_on_every_kind,
+        ),
+    ]
+}
+
+/// Trials that stop the webhook or remove its registrations: run after all others, one at a time.
+pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
+    vec![
+        env.trial(
+            "with_the_webhook_stopped_the_api_server_refuses_a_ttl_from_a_user_who_may_not_delete",
+            policy::refused_with_the_webhook_stopped,
+        ),
+        env.trial(
+            "the_writer_policy_judges_generated_writes_as_the_webhooks_writer_check",
+            differential::judged_as_the_webhook_judges,
         ),
     ]
 }

@@ -18,6 +18,14 @@
 //! [`CONCURRENT_QUESTIONS`] at once; a field refused on several resources is refused once,
 //! naming them all. If the API server cannot answer, the write is refused with the reason: a
 //! check that fails open is no check.
+//!
+//! For annotated objects the API server makes the same check itself, before this webhook is
+//! called and whether or not it answers: the ValidatingAdmissionPolicy of
+//! [`kube_retention_common::writer_policy`], which restates the same rule and words its refusal
+//! alike. This check stays: it answers where that policy is turned off (the chart's
+//! `admissionPolicy.enabled`), and where the policy is on it asks only about writes the policy
+//! admitted that tighten, i.e. writes by someone who may delete the object, at one cached
+//! review each.
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;

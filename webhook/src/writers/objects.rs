@@ -3,7 +3,7 @@
 
 use kube::api::DynamicObject;
 use kube::core::admission::AdmissionRequest;
-use kube_retention_common::tightening::{Reach, tightenings};
+use kube_retention_common::tightening::{Reach, SET_THEIR_RETENTION, tightenings};
 use kube_retention_common::{OwnSettings, Ttls};
 use serde_json::Value;
 
@@ -31,7 +31,7 @@ pub(super) fn object_needs(
                     resource.resource.clone(),
                     Some(request.name.clone()),
                 )],
-                "set their retention",
+                SET_THEIR_RETENTION,
             ),
             Reach::Runs => (
                 run_resources(context, object),

@@ -96,6 +96,16 @@ async fn another_namespace(ns: TestNamespace) -> Result<()> {
             excluding >= 3,
             "the hooks that leave namespaces out: {excluding}"
         );
+        let binding = rendered
+            .get("ValidatingAdmissionPolicyBinding /kube-retention-writers")
+            .ok_or_else(|| anyhow::anyhow!("no writer policy binding"))?;
+        let excluded = &binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]
+            [0]["values"];
+        ensure!(
+            *excluded == json!(["kube-system", namespace]),
+            "the writer policy's binding leaves out kube-system and {namespace}, as strings: \
+             {excluded}"
+        );
     }
     let applied = apply_dry_run(&ns, &render_in(&ns, &ns.name, &[])?)?;
     ensure!(

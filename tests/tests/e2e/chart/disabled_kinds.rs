@@ -1,7 +1,8 @@
 //! The chart's `controller.disabledKinds`, which shapes the admission registrations as well as
 //! the flags: a disabled built-in kind loses its resource in the Shipwright and OpenShift rules
 //! and gets a matchCondition keeping it from the `*` rule, the controller and the webhook get
-//! `--disable-kind`, the API server accepts the render and, once it is registered, sends the
+//! `--disable-kind`, the writer policy's binding excludes it, the API server accepts the render
+//! and, once it is registered, sends the
 //! webhook neither disabled kind while still sending their neighbours, and the controller loses
 //! their grants; an unknown kind fails the render, naming it and the accepted ones. The everyday
 //! kinds' grants, one by one (`controller.objectKinds`), are here too.
@@ -140,6 +141,18 @@ async fn rendered(ns: TestNamespace) -> Result<()> {
              rendered: {actual}"
         );
     }
+    // The writer policy's binding leaves Jobs out too (BuildRuns never reach it).
+    let key = "ValidatingAdmissionPolicyBinding /kube-retention-writers";
+    let mut expected = defaults.get(key).context(key)?.clone();
+    expected["spec"]["matchResources"]["excludeResourceRules"] = json!([{
+        "apiGroups": ["batch"], "apiVersions": ["*"], "resources": ["jobs"],
+        "operations": ["*"], "scope": "*"}]);
+    ensure!(
+        disabled.get(key) == Some(&expected),
+        "{key} with Job.batch and BuildRun.shipwright.io disabled:\nexpected: {expected}\n\
+         rendered: {:?}",
+        disabled.get(key)
+    );
     for (deployment, container) in [("controller", "controller"), ("webhook", "webhook")] {
         let key = format!("Deployment kube-retention/kube-retention-{deployment}");
         let flags = disable_kind_flags(disabled.get(&key).context(key.clone())?, container)?;
