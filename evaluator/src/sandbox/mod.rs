@@ -532,3 +532,58 @@ impl Interpreter for Sandbox {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ending(signal: Option<i32>, code: Option<i32>, words: &[&str]) -> Ending {
+        Ending {
+            signal,
+            code,
+            last_words: words.iter().map(|word| (*word).to_owned()).collect(),
+            cpu: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn how_a_process_ended_names_the_bound_it_went_past() {
+        let limits = Limits::default();
+        let memory = Overrun::Memory {
+            limit: limits.memory,
+        };
+        let stack = Overrun::Stack {
+            limit: limits::STACK_BYTES as u64,
+        };
+        let abort = Some(nix::sys::signal::Signal::SIGABRT as i32);
+        for (ended, expected) in [
+            (
+                ending(abort, None, &["memory allocation of 1048576 bytes failed"]),
+                Some(memory),
+            ),
+            (
+                ending(abort, None, &["thread 'evaluate' has overflowed its stack"]),
+                Some(stack),
+            ),
+            (
+                ending(Some(nix::sys::signal::Signal::SIGXCPU as i32), None, &[]),
+                Some(Overrun::Cpu {
+                    limit: Limits::step_cpu(),
+                }),
+            ),
+            (
+                ending(Some(nix::sys::signal::Signal::SIGSEGV as i32), None, &[]),
+                Some(stack),
+            ),
+            (ending(abort, None, &[]), Some(Overrun::Ended { code: 6 })),
+            (ending(None, Some(1), &[]), Some(Overrun::Ended { code: 1 })),
+            // Replaced because its life's CPU time was spent: no bound of the step's.
+            (ending(None, Some(i32::from(child::SPENT)), &[]), None),
+        ] {
+            assert_eq!(classify(&ended, false, &limits), expected, "{ended:?}");
+        }
+        // Ended for using no CPU for a whole deadline: stuck, nobody's bound.
+        let killed = ending(Some(9), None, &[]);
+        assert_eq!(classify(&killed, true, &limits), None);
+    }
+}
