@@ -14,7 +14,9 @@
 //!
 //! `CEL_CAMPAIGN_CASES` sets the number of cases (`make test` runs 20,000 in a release build,
 //! `make fuzz-cel-process` ten million), `CEL_CAMPAIGN_SEED` the seed. Two workers share the
-//! cases, each with its own process.
+//! cases, each with its own process: one held to the controller's default bounds, the other to
+//! a memory bound 32 MiB above what it needs to start, so that the process's ends, restarts and
+//! stopped expressions are exercised under generated input as often as its answers.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a campaign: its setup may fail loudly
 
@@ -60,6 +62,12 @@ struct Tally {
     overran: BTreeMap<&'static str, u64>,
     /// Answers that differ where the meter's time limit decided one side.
     timing: u64,
+    /// Where the time went: compiling, in the process, here.
+    compiling: std::time::Duration,
+    in_the_process: std::time::Duration,
+    here: std::time::Duration,
+    /// The first failure of each family, for the report.
+    first_failure: BTreeMap<&'static str, String>,
     faults: Vec<String>,
 }
 
@@ -77,7 +85,13 @@ impl Tally {
         self.failed += other.failed;
         self.stopped_by_meter += other.stopped_by_meter;
         self.timing += other.timing;
+        self.compiling += other.compiling;
+        self.in_the_process += other.in_the_process;
+        self.here += other.here;
         self.faults.extend(other.faults);
+        for (family, failure) in other.first_failure {
+            self.first_failure.entry(family).or_insert(failure);
+        }
     }
 }
 
@@ -94,17 +108,31 @@ fn timed_out(result: &Result<bool, kube_retention_common::cel::EvalError>) -> bo
     matches!(result, Err(error) if matches!(error.exceeded(), Some(Exceeded::Time { .. })))
 }
 
-/// One worker: `cases` cases from `seed`, in a process of its own.
-fn worker(seed: u64, cases: u64) -> Tally {
-    let objects = objects();
-    let mut sandbox = Sandbox::new(
-        Program {
-            path: env!("CARGO_BIN_EXE_kube-retention-evaluator").into(),
-            args: Vec::new(),
-        },
-        Limits::default(),
-        SandboxMetrics::default(),
-    );
+fn program() -> Program {
+    Program {
+        path: env!("CARGO_BIN_EXE_kube-retention-evaluator").into(),
+        args: Vec::new(),
+    }
+}
+
+/// A bound of memory 32 MiB above what the process needs to start: where copies the meter
+/// lets through end the process, to exercise its ends and restarts as often as its answers.
+fn tight() -> Limits {
+    let mut sandbox = Sandbox::new(program(), Limits::default(), SandboxMetrics::default());
+    let bound = sandbox.object(br#"{"kind": "Job"}"#.to_vec());
+    let everyday = Expression::compile("object.kind == 'Job'", Expect::Condition).unwrap();
+    assert_eq!(sandbox.condition(&everyday, &bound, None), Ok(true));
+    Limits {
+        memory: sandbox.peak_address_space().unwrap() + 32 * 1024 * 1024,
+        ..Limits::default()
+    }
+}
+
+/// One worker: `cases` cases from `seed`, in a process of its own held to `limits`.
+fn worker(seed: u64, cases: u64, limits: Limits) -> Tally {
+    let mut objects = objects();
+    objects.push(fuzz::with_a_large_string());
+    let mut sandbox = Sandbox::new(program(), limits, SandboxMetrics::default());
     let handles: Vec<_> = objects
         .iter()
         .map(|object| sandbox.object(serde_json::to_vec(&object.value).unwrap()))
@@ -114,14 +142,20 @@ fn worker(seed: u64, cases: u64) -> Tally {
     for _ in 0..cases {
         let (source, family) = generator.against_the_process();
         *tally.generated.entry(family).or_default() += 1;
-        // The 1.5 MiB object one case in ten (its evaluations are the slowest by far), the
-        // others evenly.
-        let pick = match generator.below(10) {
-            0 => objects.len() - 1,
-            _ => generator.below(objects.len() - 1),
+        // Copies of a large string on the object that holds one at its top (the meter lets
+        // them through, so the process's bound is what stops them); the 1.5 MiB Job one other
+        // case in fifty (its evaluations are the slowest by far); the others evenly.
+        let (large, huge) = (objects.len() - 1, objects.len() - 2);
+        let pick = match (family, generator.below(50)) {
+            ("large copies", _) => large,
+            (_, 0) => huge,
+            _ => generator.below(huge),
         };
         let (object, handle) = (&objects[pick], &handles[pick]);
-        let expression = match Expression::compile(&source, Expect::Condition) {
+        let started = Instant::now();
+        let compiled = Expression::compile(&source, Expect::Condition);
+        tally.compiling += started.elapsed();
+        let expression = match compiled {
             Ok(expression) => expression,
             Err(error) => {
                 if error.to_string().contains("panic") {
@@ -131,7 +165,9 @@ fn worker(seed: u64, cases: u64) -> Tally {
                 continue;
             }
         };
+        let started = Instant::now();
         let there = sandbox.condition(&expression, handle, None);
+        tally.in_the_process += started.elapsed();
         if let Err(error) = &there
             && let Some(Exceeded::Process(overrun)) = error.exceeded()
         {
@@ -149,6 +185,10 @@ fn worker(seed: u64, cases: u64) -> Tally {
             Err(error) if error.exceeded().is_some() => tally.stopped_by_meter += 1,
             Err(error) => {
                 tally.failed += 1;
+                tally
+                    .first_failure
+                    .entry(family)
+                    .or_insert_with(|| error.reason().chars().take(160).collect());
                 if error.to_string().contains("inside the interpreter")
                     && !error.to_string().contains("overflow")
                 {
@@ -164,7 +204,9 @@ fn worker(seed: u64, cases: u64) -> Tally {
         let Ok(answer) = &there else {
             continue;
         };
+        let started = Instant::now();
         let here = expression.condition_of(&object.converted);
+        tally.here += started.elapsed();
         let agree = here.as_ref().is_ok_and(|here| here == answer);
         if !agree {
             if timed_out(&there) || timed_out(&here) {
@@ -200,11 +242,14 @@ fn hostile_expressions_through_the_evaluator_process() {
     std::panic::set_hook(Box::new(|info| eprintln!("panic: {info}")));
     let cases = cases();
     let started = Instant::now();
+    // One worker's process held to the controller's default bound, the other's to a tight one.
+    let bounds = [Limits::default(), tight()];
     let workers: Vec<_> = (0..2u64)
-        .map(|index| {
+        .zip(bounds)
+        .map(|(index, limits)| {
             let seed = seed().wrapping_add(index.wrapping_mul(0x5851_F42D_4C95_7F2D));
             let share = cases / 2 + (cases % 2) * (1 - index.min(1));
-            std::thread::spawn(move || worker(seed, share))
+            std::thread::spawn(move || worker(seed, share, limits))
         })
         .collect();
     let mut tally = Tally::default();
@@ -231,6 +276,13 @@ fn hostile_expressions_through_the_evaluator_process() {
         tally.timing,
         peak / (1024 * 1024),
     );
+    println!(
+        "time: compiling {:?}, in the process {:?}, here {:?}",
+        tally.compiling, tally.in_the_process, tally.here
+    );
+    for (family, failure) in &tally.first_failure {
+        println!("the first failure of {family}: {failure}");
+    }
     assert!(
         tally.faults.is_empty(),
         "{} faults:\n{}",

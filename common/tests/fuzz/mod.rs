@@ -74,13 +74,15 @@ impl Generator {
     pub fn against_the_process(&mut self) -> (String, &'static str) {
         self.bound.clear();
         self.depth = 0;
-        match self.below(24) {
-            0 => (self.chain(), "chain"),
-            1 => (self.nested(), "nested"),
-            2..=4 => (self.copies(), "literal of copies"),
-            5..=6 => (self.nested_comparison(), "nested comparison"),
-            7..=8 => (self.quantities(), "quantity"),
-            9 => (self.loops_in_loops(), "loops in loops"),
+        match self.below(48) {
+            0..=1 => (self.chain(), "chain"),
+            2..=3 => (self.nested(), "nested"),
+            4..=9 => (self.copies(), "literal of copies"),
+            // Each runs to the meter's time limit or the process's bound: fewer, for pace.
+            10 => (self.large_copies(), "large copies"),
+            11..=14 => (self.nested_comparison(), "nested comparison"),
+            15..=18 => (self.quantities(), "quantity"),
+            19..=20 => (self.loops_in_loops(), "loops in loops"),
             _ => (self.of(Kind::Bool), "typed"),
         }
     }
@@ -114,6 +116,24 @@ impl Generator {
                 vec![what; count / 2].join(", ")
             ),
             _ => format!("{what} in [{}]", vec![what; count].join(", ")),
+        }
+    }
+
+    /// Copies of a 1.4 MB string at the top of an object ([`with_a_large_string`]), each
+    /// within what the meter lets a select copy free, up to as many as admission lets through:
+    /// past the evaluating process's memory bound from some 140 on, unless the meter's time
+    /// limit stops them first.
+    fn large_copies(&mut self) -> String {
+        let count = 20 + self.below(380);
+        match self.below(3) {
+            0 => format!("[{}] != []", vec!["object.big"; count].join(", ")),
+            1 => {
+                let entries: Vec<String> = (0..count.min(250))
+                    .map(|i| format!("{i}: object.big"))
+                    .collect();
+                format!("{{{}}} != {{}}", entries.join(", "))
+            }
+            _ => format!("size([{}]) > 0", vec!["object.big"; count].join(", ")),
         }
     }
 
@@ -484,4 +504,13 @@ pub fn objects() -> Vec<Object> {
         object("a Job within the assumed sizes", &assumed, true),
         object("a 1.5 MiB Job", &huge, false),
     ]
+}
+
+/// An object at etcd's limit whose bulk is one string at its top, `big`: a select of it copies
+/// the string alone, cheap in the meter's units, not in memory.
+pub fn with_a_large_string() -> Object {
+    let value = json!({"apiVersion": "batch/v1", "kind": "Job",
+                       "metadata": {"name": "ci-1234", "labels": {"team": "a"}},
+                       "big": "a".repeat(1_400_000)});
+    object("a Job with a 1.4 MB string at its top", &value, false)
 }
