@@ -86,7 +86,8 @@ pub fn compare(objects: usize, controller: &Path) -> Result<(Judged, Judged)> {
             let mut matched = 0;
             for object in slice {
                 let value = object_value(&resource, object).context("the model's JSON")?;
-                let bound = sandbox.object(serde_json::to_vec(&value)?);
+                let read = expression.reads().project(&value);
+                let bound = sandbox.object(serde_json::to_vec(&read)?);
                 if sandbox.condition(&expression, &bound, None)? {
                     matched += 1;
                 }

@@ -1,13 +1,15 @@
 //! Retention policies' expressions on one object, as evaluator [`Work`]: the object made into
 //! the JSON the model reads in one step, then each policy's expressions one per step in the
 //! sandbox (`match` first, the others only where it held: [`Answers::next_part`]; the object
-//! bound there with the first), and the answers sent back to the loop. Shed, it leaves a token
+//! bound there with the first, cut down to what the expressions read of it: [`Reads`]), and
+//! the answers sent back to the loop. Shed, it leaves a token
 //! that asks the loop to fetch the object again ([`PolicyOutcome::Shed`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube::api::DynamicObject;
+use kube_retention_common::cel::Reads;
 use kube_retention_common::governing::Answers;
 use kube_retention_common::kinds::Resource;
 use kube_retention_common::model::object_value;
@@ -103,10 +105,15 @@ impl PolicyWork {
                 .policies
                 .iter()
                 .any(|(_, rules)| rules.has_expressions());
+            // The process is sent only what the policies' expressions read of the object.
+            let mut reads = Reads::default();
+            for (_, rules) in &self.job.policies {
+                reads.union(&rules.reads());
+            }
             let bound = value
                 .as_ref()
                 .filter(|_| evaluated)
-                .and_then(|value| serde_json::to_vec(value).ok())
+                .and_then(|value| serde_json::to_vec(&reads.project(value)).ok())
                 .map(|text| sandbox.object(text));
             let answers = vec![Answers::default(); self.job.policies.len()];
             let done = bound.is_none();

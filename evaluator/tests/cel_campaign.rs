@@ -6,8 +6,9 @@
 //! bound there once. Asserted for every case:
 //! - no crash of the caller, whatever the process did: the campaign runs in this process, and
 //!   its memory stays within [`CALLER_BOUND`];
-//! - no wrong verdict: where the process answered true or false, the same expression evaluated
-//!   here on the same object answers the same; where this side stopped at the meter's time
+//! - no wrong verdict: where the process answered true or false — on the object cut down to
+//!   what the expression reads, as the controller sends it — the same expression evaluated here
+//!   on the whole object answers the same; where this side stopped at the meter's time
 //!   limit, which depends on the machine, the case is counted apart;
 //! - no answer past a limit: an evaluation the process ended is answered as an error naming
 //!   the bound, never as true, and its expression is stopped.
@@ -23,11 +24,12 @@
 #[path = "../../common/tests/fuzz/mod.rs"]
 mod fuzz;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use fuzz::{Generator, objects};
-use kube_retention_common::cel::{Exceeded, Expect, Expression, Interpreter, Overrun};
+use kube_retention_common::cel::{Exceeded, Expect, Expression, Interpreter, Overrun, Reads};
+use kube_retention_evaluator::sandbox::Handle;
 use kube_retention_evaluator::{Limits, Program, Sandbox, SandboxMetrics};
 
 /// The most this process may hold: the campaign's objects, converted here for the differential,
@@ -133,10 +135,10 @@ fn worker(seed: u64, cases: u64, limits: Limits) -> Tally {
     let mut objects = objects();
     objects.push(fuzz::with_a_large_string());
     let mut sandbox = Sandbox::new(program(), limits, SandboxMetrics::default());
-    let handles: Vec<_> = objects
-        .iter()
-        .map(|object| sandbox.object(serde_json::to_vec(&object.value).unwrap()))
-        .collect();
+    // Each object bound as the controller binds it, cut down to what the expression reads
+    // (`Reads`), once per object and cut; so the differential holds the cut object's answers to
+    // the whole object's.
+    let mut handles: HashMap<(usize, Reads), Handle> = HashMap::new();
     let mut generator = Generator::new(seed);
     let mut tally = Tally::default();
     for _ in 0..cases {
@@ -151,7 +153,7 @@ fn worker(seed: u64, cases: u64, limits: Limits) -> Tally {
             (_, 0) => huge,
             _ => generator.below(huge),
         };
-        let (object, handle) = (&objects[pick], &handles[pick]);
+        let object = &objects[pick];
         let started = Instant::now();
         let compiled = Expression::compile(&source, Expect::Condition);
         tally.compiling += started.elapsed();
@@ -165,6 +167,13 @@ fn worker(seed: u64, cases: u64, limits: Limits) -> Tally {
                 continue;
             }
         };
+        let reads = expression.reads().clone();
+        let handle = handles
+            .entry((pick, reads))
+            .or_insert_with_key(|(_, reads)| {
+                let cut = reads.project(&object.value);
+                sandbox.object(serde_json::to_vec(&cut).unwrap())
+            });
         let started = Instant::now();
         let there = sandbox.condition(&expression, handle, None);
         tally.in_the_process += started.elapsed();

@@ -191,8 +191,9 @@ fn sandbox_section() -> Result<String> {
          one-label policy (`{source}`), the way the controller's evaluator judges each object: \
          made into the JSON the model reads, then *in process* (the controller before issue 57) \
          converted to CEL and evaluated on the evaluating thread, or *in the evaluator process* \
-         (the controller now) its JSON text sent to the process the operating system bounds, \
-         bound there and evaluated there, a round trip each. In rounds, the two ways taking \
+         (the controller now) the JSON text of what the expression reads of it (its labels) sent to \
+         the process the operating system bounds, bound there and evaluated there, a round trip \
+         each. In rounds, the two ways taking \
          turns, in this release build (glibc). CPU time is the thread's and the process's \
          together: what a namespace's share of the evaluator is charged, so what sets how fast \
          a namespace's objects are judged.\n\n\

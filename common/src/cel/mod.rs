@@ -37,6 +37,8 @@ pub struct Expression {
     source: String,
     /// The variables it was compiled over.
     declared: Arc<[String]>,
+    /// What of `object` it reads.
+    reads: Reads,
     /// The program with the cost meter's charges written in: what is evaluated.
     metered: IdedExpr,
     /// Its costed calls, which the meter charges before they run.
@@ -69,6 +71,7 @@ mod interpreter;
 mod measure;
 pub mod meter;
 mod patterns;
+mod reads;
 pub mod shape;
 mod sorting;
 pub mod speed;
@@ -85,6 +88,7 @@ pub use interpreter::{Answer, InProcess, Interpreter};
 pub use measure::{COPY_NANOS, CopyNanos};
 pub use meter::{Budget, Exceeded, NANOS_PER_UNIT, Overrun, TIME_BOUND, TIME_LIMIT, thousands};
 pub use patterns::PATTERN_SIZE_LIMIT;
+pub use reads::Reads;
 pub use shape::{MAX_DEPTH, MAX_SOURCE_BYTES, MAX_TOKENS};
 
 /// A context with every function an expression may call and the meter's own: what
@@ -185,6 +189,7 @@ impl Expression {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             source: source.to_owned(),
             declared: declared.iter().map(|name| (*name).to_owned()).collect(),
+            reads: Reads::of(&program.expression().expr),
             metered: metered.expr,
             sites: metered.sites.into(),
             estimate: metered.estimate,
@@ -209,6 +214,11 @@ impl Expression {
     /// What it must produce.
     pub fn expect(&self) -> Expect {
         self.expect
+    }
+
+    /// What of `object` it reads.
+    pub fn reads(&self) -> &Reads {
+        &self.reads
     }
 
     /// The most an evaluation can cost on an object within the assumed sizes ([`cost`]).

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::api::{PolicyRules, ResourceRef};
-use crate::cel::{Check, Expect, Expression};
+use crate::cel::{Check, Expect, Expression, Reads};
 use crate::field_error::FieldError;
 use crate::kinds::group_of;
 use crate::own_settings::Ttls;
@@ -189,6 +189,25 @@ impl Rules {
             || finished.succeeded.is_some()
             || finished.failed.is_some()
             || finished.at.is_some()
+    }
+
+    /// What of an object its expressions read, together ([`Reads`]).
+    pub fn reads(&self) -> Reads {
+        let finished = &self.finished;
+        let mut reads = Reads::default();
+        for expression in [
+            &self.matches,
+            &self.hold_while,
+            &finished.succeeded,
+            &finished.failed,
+            &finished.at,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            reads.union(expression.reads());
+        }
+        reads
     }
 
     /// Whether it governs objects of `api_version`/`kind` (any version of the group).

@@ -57,3 +57,49 @@ fn quantity_arithmetic_past_its_range_fails_rather_than_wraps() {
         );
     }
 }
+
+/// What an expression reads of `object`, and the object cut down to it: select chains read
+/// their paths; `object` read any other way (bare, indexed, a macro's range) reads it whole,
+/// unless a loop rebinds the name.
+#[test]
+fn an_expression_reads_its_select_chains_or_the_whole_object() {
+    use kube_retention_common::cel::{Expect, Expression};
+    let object = serde_json::json!({
+        "kind": "Job",
+        "metadata": {"name": "a", "labels": {"tier": "batch", "team": "x"},
+                     "annotations": {"big": "x"}},
+        "spec": {"x": 1, "y": [1, 2]},
+        "status": {"succeeded": 1}
+    });
+    let cut = |source: &str| {
+        let expression = Expression::compile(source, Expect::Condition).expect(source);
+        expression.reads().project(&object)
+    };
+    assert_eq!(
+        cut(r#"object.metadata.labels["tier"] == "batch""#),
+        serde_json::json!({"metadata": {"labels": {"tier": "batch", "team": "x"}}})
+    );
+    assert_eq!(
+        cut("has(object.spec.x) && object.status.succeeded == 1"),
+        serde_json::json!({"spec": {"x": 1}, "status": {"succeeded": 1}})
+    );
+    assert_eq!(cut("has(object.spec.z)"), serde_json::json!({"spec": {}}));
+    // A shorter path covers a longer one.
+    assert_eq!(
+        cut("object.spec.x == 1 && size(object.spec) > 0"),
+        serde_json::json!({"spec": {"x": 1, "y": [1, 2]}})
+    );
+    for whole in [
+        "object != null",
+        r#"object["kind"] == "Job""#,
+        "[object, object] != []",
+        "object.exists(k, k == 'kind')",
+    ] {
+        assert_eq!(cut(whole), object, "{whole}");
+    }
+    // A loop's own `object` is not the object.
+    assert_eq!(
+        cut("[1].all(object, object > 0) && object.kind == 'Job'"),
+        serde_json::json!({"kind": "Job"})
+    );
+}
