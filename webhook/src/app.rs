@@ -2,7 +2,8 @@
 //! sink policy, the access and writer checks, the bounds on admission work, the TLS
 //! configuration (clients verified with `--client-ca-file`) with its supervised reload
 //! (`tls-reload`), the plain probes and metrics server (`--metrics-address`, supervised as
-//! `metrics-server`), and the server until SIGTERM, draining after the endpoints catch up.
+//! `metrics-server`), and the server within its connections' bounds until SIGTERM, draining
+//! after the endpoints catch up.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -12,6 +13,7 @@ use kube_retention_runtime::supervise::{self, Supervisor};
 
 use crate::access::Reviews;
 use crate::args::Args;
+use crate::connections::Connections;
 use crate::limits::Limits;
 use crate::parents::ApiParents;
 use crate::tls::{CertificateFiles, client_verifier, server_config};
@@ -30,11 +32,13 @@ impl Args {
         }
         .registry()?;
         let sink_policy = args.sink_policy.policy()?;
-        let limits = Limits::new(args.admission_timeout.into(), args.max_admissions_in_flight);
+        let limits = Limits::new(args.admission_timeout.into(), args.max_admissions_in_flight)
+            .decoding_at_most(args.max_decoded_bytes);
         let mut context = Context::new(Arc::new(ApiParents(client.clone())))
             .with_kinds(kinds)
             .with_sink_policy(sink_policy)
-            .with_limits(limits, args.compile_limits());
+            .with_limits(limits, args.compile_limits())
+            .with_memory(args.max_admission_memory);
         let reviews = Arc::new(Reviews::new(client, &args.controller_user));
         if !args.controller_user.is_empty() {
             context = context.with_access(reviews.clone());
@@ -50,6 +54,7 @@ impl Args {
             .map(client_verifier)
             .transpose()?;
         let verifying = clients.is_some();
+        let connection_bounds = args.connection_bounds();
         let (tls, reloading) = server_config(
             CertificateFiles {
                 cert: args.tls_cert,
@@ -86,6 +91,7 @@ impl Args {
         })?;
         tracing::info!(%address, verifying_clients = verifying, "serving admission webhook");
         let router = router::router(context.clone(), args.max_body_bytes);
+        let connections = Arc::new(Connections::new(connection_bounds, context.metrics.clone()));
         let shutdown = async move {
             kube_retention_runtime::shutdown_signal().await;
             context.draining.store(true, Ordering::Relaxed);
@@ -94,7 +100,14 @@ impl Args {
             tracing::info!("draining in-flight requests");
         };
         supervisor
-            .watch(server::serve(listener, tls, router, shutdown))
+            .watch(server::serve(
+                listener,
+                tls,
+                router,
+                connections,
+                args.max_streams_per_connection,
+                shutdown,
+            ))
             .await?
             .map_err(Error::Serve)?;
         tracing::info!("stopped");
