@@ -16,7 +16,7 @@ use serde::de::IgnoredAny;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::lean::{self, Account, Budget, Exceeded, Keep, NODE};
+use super::lean::{self, Account, Budget, ENTRY, Exceeded, Keep, NODE, heap};
 use super::reads;
 use crate::validate;
 
@@ -179,7 +179,7 @@ fn typed(
     };
     let api_version = api_version(kind);
     budget
-        .charge(2 * NODE + api_version.len() + kind.kind.len())
+        .charge(2 * (NODE + ENTRY) + heap(api_version.len()) + heap(kind.kind.len()))
         .map_err(serde::de::Error::custom)?;
     fields.insert("apiVersion".into(), Value::String(api_version));
     fields.insert("kind".into(), Value::String(kind.kind.clone()));

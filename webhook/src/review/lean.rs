@@ -8,11 +8,15 @@
 //! past the rest without keeping it (serde's `IgnoredAny`, which allocates nothing).
 //!
 //! What it does keep is charged to a [`Budget`] as it is built, before it is allocated: each
-//! value [`NODE`] bytes (a `Value`, and as much again for the room its map or list keeps
-//! for it) plus the bytes of its text. A review whose kept parts would pass the budget is not
+//! value [`NODE`] bytes (a `Value`, and as much again for the room its list keeps for it),
+//! each map entry [`ENTRY`] more (its share of the map's B-tree nodes), each list and map
+//! that holds anything the first allocation it makes ([`FIRST_LIST`], [`FIRST_MAP`]), each text
+//! its bytes as the allocator rounds them ([`heap`]). A review whose kept parts would pass the budget is not
 //! decoded further: the caller answers it without judging it ([`Exceeded`]). The charge is an
-//! upper bound on what the decoded parts allocate, whatever their shape (the tests hold it to
-//! the allocator's own count).
+//! upper bound on what the decoded parts allocate, whatever their shape, by the layouts of
+//! `Value`, `Vec` and `BTreeMap` (serde_json keeps maps in B-trees here); the port's campaign
+//! (`tests/testsuite/campaign.rs`) holds the webhook to its memory limit with the densest
+//! bodies.
 //!
 //! The parts are kept exactly as they were, so the model's verdict on them is its verdict on the
 //! whole object, and a JSON patch computed between two of them applies to the whole object: a
@@ -26,9 +30,28 @@ use std::fmt;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
-/// What one `Value` is charged besides its text: itself, and the room its container keeps
-/// for it (a list's spare capacity, a map's node).
+/// What one `Value` is charged besides its text: itself, and the room its list keeps for it
+/// (a list's capacity doubles, so up to twice what it holds).
 pub const NODE: usize = 2 * std::mem::size_of::<Value>();
+/// What one map entry is charged besides its key's text and its value: its share of the
+/// B-tree's nodes (a node of eleven entries, at least half full once split, and the parent's
+/// edges to it).
+pub const ENTRY: usize = 128;
+/// A map's first node, allocated whole with its first entry (eleven keys and values).
+pub const FIRST_MAP: usize =
+    11 * (std::mem::size_of::<String>() + std::mem::size_of::<Value>()) + 32;
+/// A list's first allocation, room for four values.
+pub const FIRST_LIST: usize = 4 * std::mem::size_of::<Value>();
+
+/// What a text of `len` bytes costs on the heap: nothing when empty, else its bytes rounded
+/// up as an allocator rounds them, and as much as its smallest class again.
+pub fn heap(len: usize) -> usize {
+    if len == 0 {
+        0
+    } else {
+        len.next_multiple_of(16) + 16
+    }
+}
 
 /// What of a JSON value is kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -312,7 +335,7 @@ impl<'de> Visitor<'de> for Lean<'_, '_, '_> {
     }
 
     fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Value, E> {
-        self.budget.charge_for(NODE + value.len())?;
+        self.budget.charge_for(NODE + heap(value.len()))?;
         Ok(Value::String(value.to_owned()))
     }
 
@@ -336,6 +359,9 @@ impl<'de> Visitor<'de> for Lean<'_, '_, '_> {
             plan: element,
             budget: &mut *self.budget,
         })? {
+            if items.is_empty() {
+                self.budget.charge_for(FIRST_LIST)?;
+            }
             items.push(item);
         }
         Ok(Value::Array(items))
@@ -352,7 +378,8 @@ impl<'de> Visitor<'de> for Lean<'_, '_, '_> {
                     continue;
                 }
             };
-            self.budget.charge_for(NODE + key.len())?;
+            let first = if kept.is_empty() { FIRST_MAP } else { 0 };
+            self.budget.charge_for(first + ENTRY + heap(key.len()))?;
             let value = map.next_value_seed(Lean {
                 plan,
                 budget: &mut *self.budget,

@@ -98,12 +98,23 @@ pub async fn answer(
     deadline: tokio::time::Instant,
     started: Instant,
 ) -> Answer {
+    let now = whole_seconds(Timestamp::now());
+    answer_at(context, hook, request, deadline, started, now).await
+}
+
+/// As [`answer`], a mutation computing deadlines from `now`.
+pub async fn answer_at(
+    context: &Context,
+    hook: Hook,
+    request: &Request,
+    deadline: tokio::time::Instant,
+    started: Instant,
+    now: Timestamp,
+) -> Answer {
     let answering = async {
         match hook {
             Hook::Validate => validating::answer(context, request).await,
-            Hook::Mutate => {
-                mutating::answer(context, request, whole_seconds(Timestamp::now())).await
-            }
+            Hook::Mutate => mutating::answer(context, request, now).await,
         }
     };
     let (response, outcome) = tokio::time::timeout_at(deadline, answering)

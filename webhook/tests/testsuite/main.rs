@@ -12,6 +12,7 @@ mod admission_calls;
 mod cleaner_sinks;
 mod client_auth;
 mod compilations;
+mod lean_reviews;
 mod limits;
 mod policies;
 mod properties;
