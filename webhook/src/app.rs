@@ -20,32 +20,40 @@ use crate::tls::{CertificateFiles, client_verifier, server_config};
 use crate::{Context, Error, Result, router, server};
 
 impl Args {
+    /// What every admission is answered with, as these flags say, asking the API server
+    /// through `client`: the webhook's own, and the campaign's in-process oracle
+    /// (`tests/testsuite/campaign.rs`).
+    pub fn context(&self, client: kube::Client) -> Result<Context> {
+        let kinds = KindSelection {
+            disabled_kinds: self.disabled_kinds.clone(),
+            ..KindSelection::default()
+        }
+        .registry()?;
+        let sink_policy = self.sink_policy.policy()?;
+        let limits = Limits::new(self.admission_timeout.into(), self.max_admissions_in_flight)
+            .decoding_at_most(self.max_decoded_bytes);
+        let mut context = Context::new(Arc::new(ApiParents::new(client.clone())))
+            .with_kinds(kinds)
+            .with_sink_policy(sink_policy)
+            .with_limits(limits, self.compile_limits())
+            .with_memory(self.max_admission_memory);
+        let reviews = Arc::new(Reviews::new(client, &self.controller_user));
+        if !self.controller_user.is_empty() {
+            context = context.with_access(reviews.clone());
+        }
+        if self.check_writers {
+            context = context.with_writers(reviews, &self.controller_user);
+        }
+        Ok(context)
+    }
+
     /// Serves admission until SIGTERM, or until the certificate's reload ends
     /// ([`Error::TaskEnded`]).
     pub async fn run(self) -> Result<()> {
         let args = self;
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = kube_retention_runtime::client(args.kubeconfig.as_deref()).await?;
-        let kinds = KindSelection {
-            disabled_kinds: args.disabled_kinds.clone(),
-            ..KindSelection::default()
-        }
-        .registry()?;
-        let sink_policy = args.sink_policy.policy()?;
-        let limits = Limits::new(args.admission_timeout.into(), args.max_admissions_in_flight)
-            .decoding_at_most(args.max_decoded_bytes);
-        let mut context = Context::new(Arc::new(ApiParents(client.clone())))
-            .with_kinds(kinds)
-            .with_sink_policy(sink_policy)
-            .with_limits(limits, args.compile_limits())
-            .with_memory(args.max_admission_memory);
-        let reviews = Arc::new(Reviews::new(client, &args.controller_user));
-        if !args.controller_user.is_empty() {
-            context = context.with_access(reviews.clone());
-        }
-        if args.check_writers {
-            context = context.with_writers(reviews, &args.controller_user);
-        }
+        let context = args.context(client)?;
         let context = Arc::new(context);
         let mut supervisor = Supervisor::default();
         let clients = args

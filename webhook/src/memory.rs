@@ -6,14 +6,17 @@
 //! A full budget must not let slow or many bodies refuse the API server's reviews. A body the
 //! API server sends arrives whole within milliseconds; one held open costs its sender nothing
 //! but the bytes it has sent. So a charge that does not fit cuts off the bodies that have been
-//! arriving longest, oldest first, until it fits: their bytes are freed at once (the buffer is
-//! taken from them here, not when their task next runs), their requests are answered 503 and
-//! counted (`admission_bodies_cut_off_total`). Bodies already whole, and reviews being answered,
+//! arriving slowest, until it fits: the body with the fewest bytes per second since its first
+//! (the oldest of equals) goes first, so a body held open loses to one sent at the network's
+//! speed, and bodies arriving side by side at that speed (an HTTP/2 connection's streams) are
+//! left to finish. Their bytes are freed at once (the buffer is taken from them here, not when
+//! their task next runs), their requests answered 503 and counted
+//! (`admission_bodies_cut_off_total`). Bodies already whole, and reviews being answered,
 //! are never cut: they finish within the admission's deadline. A charge that still does not fit
 //! is refused, and its request with it (503, the API server then applies the registration's
 //! failurePolicy). To take the budget from the API server's reviews, then, a sender would have
-//! to keep it filled with bodies younger than theirs, which is sending the whole budget again
-//! every few milliseconds.
+//! to keep it filled with bodies arriving as fast as theirs, which is sending the whole budget
+//! again every few milliseconds (each body must end within the admission's deadline anyway).
 //!
 //! Hand-written: a semaphore (tokio's, or a crate's) counts bytes but cannot take them back
 //! from a holder, which is what lets a fresh review in.
@@ -27,9 +30,9 @@ use tokio::sync::Notify;
 
 use crate::review::lean::{Account, Exceeded};
 
-/// The default budget: room for four of the largest reviews (`--max-body-bytes`) arriving
-/// and as many decoded, with the webhook within the chart's 128 MiB.
-pub const DEFAULT_CAPACITY: usize = 32 * 1024 * 1024;
+/// The default budget: room for sixteen UPDATEs of objects as large as etcd stores (two of
+/// 1.5 MiB each) arriving at once, with the webhook within the chart's 128 MiB.
+pub const DEFAULT_CAPACITY: usize = 64 * 1024 * 1024;
 
 /// The bytes every admission holds, shared.
 pub struct Memory {
@@ -47,10 +50,19 @@ struct State {
     arriving: BTreeMap<u64, Arriving>,
 }
 
-/// A body still arriving: what it holds, and its buffer, which a cut takes away.
+/// A body still arriving: what it holds, since when, and its buffer, which a cut takes away.
 struct Arriving {
     held: usize,
+    since: std::time::Instant,
     body: Arc<Body>,
+}
+
+impl Arriving {
+    /// Bytes per second since its first, the millisecond its least measure.
+    fn rate(&self, now: std::time::Instant) -> f64 {
+        let elapsed = now.duration_since(self.since).as_secs_f64().max(0.001);
+        self.held as f64 / elapsed
+    }
 }
 
 /// The buffer of a body still arriving; `None` once it has been cut off.
@@ -97,6 +109,7 @@ impl Memory {
             id,
             Arriving {
                 held: 0,
+                since: std::time::Instant::now(),
                 body: body.clone(),
             },
         );
@@ -116,7 +129,7 @@ impl Memory {
     }
 
     /// Takes `bytes` more for `holder` (`Some`: a body arriving, never cut to make room for
-    /// itself), cutting off the oldest bodies still arriving where they do not fit.
+    /// itself), cutting off the slowest bodies still arriving where they do not fit.
     fn take(&self, bytes: usize, holder: Option<u64>) -> Result<(), Refused> {
         let mut state = self.lock();
         if let Some(holder) = holder
@@ -124,18 +137,27 @@ impl Memory {
         {
             return Err(Refused::CutOff);
         }
+        let now = std::time::Instant::now();
         while state.used + bytes > self.capacity {
-            let oldest = state
+            // The slowest; of equals, the first (the map is in arrival order).
+            let slowest = state
                 .arriving
-                .keys()
-                .copied()
-                .find(|&id| Some(id) != holder);
-            let Some(oldest) = oldest else {
+                .iter()
+                .filter(|&(&id, arriving)| Some(id) != holder && arriving.held > 0)
+                .fold(None, |slowest: Option<(u64, f64)>, (&id, arriving)| {
+                    let rate = arriving.rate(now);
+                    match slowest {
+                        Some((_, least)) if least <= rate => slowest,
+                        _ => Some((id, rate)),
+                    }
+                })
+                .map(|(id, _)| id);
+            let Some(slowest) = slowest else {
                 return Err(Refused::Full(Exceeded::Shared {
                     capacity: self.capacity,
                 }));
             };
-            let cut = state.arriving.remove(&oldest).expect("found above");
+            let cut = state.arriving.remove(&slowest).expect("found above");
             state.used -= cut.held;
             // Freed now, under the lock: the room is real before anyone takes it.
             drop(cut.body.take());
@@ -311,7 +333,7 @@ mod tests {
     }
 
     #[test]
-    fn the_oldest_body_arriving_is_cut_off_for_a_younger_one() {
+    fn the_slowest_body_arriving_is_cut_off_for_another() {
         let (memory, cut_off) = memory(100 * 1024);
         let mut old = memory.arriving();
         old.append(&[1; 10], 128 * 1024).unwrap();
@@ -322,6 +344,21 @@ mod tests {
         assert_eq!(old.append(&[1], 128 * 1024), Err(Refused::CutOff));
         assert!(old.finish().is_err());
         assert_eq!(young.finish().unwrap().0, [2; 10]);
+    }
+
+    #[test]
+    fn a_body_held_open_loses_to_one_arriving_fast() {
+        let (memory, cut_off) = memory(150 * 1024);
+        let mut slow = memory.arriving();
+        slow.append(&[1; 10], 128 * 1024).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut fast = memory.arriving();
+        fast.append(&[2; 10], 128 * 1024).unwrap();
+        let mut third = memory.arriving();
+        third.append(&[3; 10], 128 * 1024).unwrap();
+        assert_eq!(cut_off.get(), 1);
+        assert_eq!(slow.append(&[1], 128 * 1024), Err(Refused::CutOff));
+        assert_eq!(fast.finish().unwrap().0, [2; 10]);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use support::Rbac;
 
-const KINDS: [(&str, &str, &str, &str); 8] = [
+pub const KINDS: [(&str, &str, &str, &str); 8] = [
     ("batch", "v1", "Job", "jobs"),
     ("", "v1", "Pod", "pods"),
     ("shipwright.io", "v1beta1", "BuildRun", "buildruns"),
@@ -175,7 +175,7 @@ fn ttl() -> impl Strategy<Value = Option<(&'static str, &'static str)>> {
     )
 }
 
-fn object() -> impl Strategy<Value = Value> {
+pub fn object() -> impl Strategy<Value = Value> {
     (
         (
             ttl(),

@@ -9,6 +9,7 @@ mod support;
 mod access_reviews;
 mod access_served;
 mod admission_calls;
+mod campaign;
 mod cleaner_sinks;
 mod client_auth;
 mod compilations;
