@@ -7,14 +7,15 @@
 //! neither by itself: its HTTP/1 header timeout covers one request's wait, and HTTP/2 has no
 //! idle timeout at all); the API server opens another when it next calls. When all are taken,
 //! the connection idle longest is asked to close at once, so an idle connection never keeps
-//! the API server's new one waiting.
+//! the API server's new one waiting; where none is idle, the connection whose oldest request
+//! began first is dropped, so connections held by bodies that trickle in cannot keep it
+//! waiting either.
 //!
 //! Hand-written: tokio's semaphore bounds the count, but what a connection is doing (whether
 //! it is idle, and since when) is the server's own to know.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -24,12 +25,18 @@ use tokio::time::Instant;
 use crate::metrics::Metrics;
 
 /// The default bound on connections open at once: far above the API servers' (one or a few
-/// HTTP/2 connections each), far below what their memory and descriptors would cost.
-pub const DEFAULT_MAX: usize = 1024;
-/// The default bound on one address's connections.
-pub const DEFAULT_MAX_PER_PEER: usize = 128;
+/// HTTP/2 connections each, 64 streams apiece), and what their buffers cost (about 100 KiB
+/// each at most: TLS records, HTTP/1 headers, HTTP/2 windows) within the chart's memory limit
+/// beside the admissions' own budget.
+pub const DEFAULT_MAX: usize = 256;
+/// The default bound on one address's connections: a quarter of all.
+pub const DEFAULT_MAX_PER_PEER: usize = 64;
 /// The default time a connection may stay without a request.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a connection is left alone after it was accepted or began a request before it may
+/// be closed to make room: time for a handshake, a request and its answer.
+pub const SETTLING: Duration = Duration::from_secs(1);
 
 /// The connections' bounds.
 #[derive(Debug, Clone, Copy)]
@@ -64,55 +71,85 @@ struct State {
     open: BTreeMap<u64, Arc<Activity>>,
 }
 
-/// What one connection is doing: its requests in flight, since when it has had none, and the
-/// signal that asks it to close.
+/// What one connection is doing: its requests in flight and since when each, since when it
+/// has had none, and the signals that ask it to close (gracefully, once idle) or to drop
+/// (at once, its requests with it).
 pub struct Activity {
-    in_flight: AtomicUsize,
-    idle_since: Mutex<Instant>,
+    state: Mutex<Requests>,
     close: Notify,
+    drop: Notify,
+}
+
+struct Requests {
+    next: u64,
+    /// When each request in flight began.
+    in_flight: BTreeMap<u64, Instant>,
+    idle_since: Instant,
 }
 
 impl Activity {
     fn new() -> Self {
         Self {
-            in_flight: AtomicUsize::new(0),
-            idle_since: Mutex::new(Instant::now()),
+            state: Mutex::new(Requests {
+                next: 0,
+                in_flight: BTreeMap::new(),
+                idle_since: Instant::now(),
+            }),
             close: Notify::new(),
+            drop: Notify::new(),
         }
     }
 
-    fn idle_since(&self) -> MutexGuard<'_, Instant> {
-        self.idle_since
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, Requests> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Since when the connection has had no request; `None` while one is in flight.
     pub fn idle(&self) -> Option<Instant> {
-        let since = *self.idle_since();
-        (self.in_flight.load(Ordering::Acquire) == 0).then_some(since)
+        let state = self.lock();
+        state.in_flight.is_empty().then_some(state.idle_since)
+    }
+
+    /// When its oldest request in flight began; `None` while it has none.
+    fn oldest_request(&self) -> Option<Instant> {
+        self.lock().in_flight.values().min().copied()
     }
 
     /// A request begins; it ends when the guard is dropped.
     pub fn request(self: &Arc<Self>) -> InRequest {
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
-        InRequest(self.clone())
+        let mut state = self.lock();
+        let id = state.next;
+        state.next += 1;
+        state.in_flight.insert(id, Instant::now());
+        InRequest {
+            activity: self.clone(),
+            id,
+        }
     }
 
-    /// Resolves when the connection is asked to close.
+    /// Resolves when the connection is asked to close once its requests are answered.
     pub async fn asked_to_close(&self) {
         self.close.notified().await;
+    }
+
+    /// Resolves when the connection is asked to drop at once, its requests unanswered.
+    pub async fn asked_to_drop(&self) {
+        self.drop.notified().await;
     }
 }
 
 /// A request in flight on a connection.
-pub struct InRequest(Arc<Activity>);
+pub struct InRequest {
+    activity: Arc<Activity>,
+    id: u64,
+}
 
 impl Drop for InRequest {
     fn drop(&mut self) {
-        let mut since = self.0.idle_since();
-        if self.0.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
-            *since = Instant::now();
+        let mut state = self.activity.lock();
+        state.in_flight.remove(&self.id);
+        if state.in_flight.is_empty() {
+            state.idle_since = Instant::now();
         }
     }
 }
@@ -140,13 +177,13 @@ impl Connections {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A free place; when none is, the connection idle longest is asked to close, and this
-    /// waits for one to.
+    /// A free place; when none is, a connection is asked to make room ([`Self::make_room`])
+    /// and this waits for one to close.
     pub async fn slot(&self) -> Slot {
         if let Ok(permit) = self.slots.clone().try_acquire_owned() {
             return Slot { _permit: permit };
         }
-        self.close_idlest();
+        self.make_room();
         let permit = self
             .slots
             .clone()
@@ -156,16 +193,33 @@ impl Connections {
         Slot { _permit: permit }
     }
 
-    /// Asks the connection idle longest, if any, to close.
-    fn close_idlest(&self) {
+    /// Asks the connection idle longest to close; where none is idle, drops the one whose
+    /// oldest request began first. The API server's requests are answered in milliseconds, so
+    /// the connections that hold their requests longest are the ones whose bodies trickle in
+    /// (their requests end at the admission's deadline anyway). Neither for less than
+    /// [`SETTLING`]: a connection just accepted is in its handshake, or about to send its
+    /// request, and may be the API server's; until one has settled, the next waits.
+    fn make_room(&self) {
         let state = self.lock();
+        let settled = Instant::now() - SETTLING;
         let idlest = state
             .open
             .values()
             .filter_map(|activity| Some((activity.idle()?, activity)))
+            .filter(|(since, _)| *since <= settled)
             .min_by_key(|(since, _)| *since);
         if let Some((_, activity)) = idlest {
             activity.close.notify_one();
+            return;
+        }
+        let slowest = state
+            .open
+            .values()
+            .filter_map(|activity| Some((activity.oldest_request()?, activity)))
+            .filter(|(since, _)| *since <= settled)
+            .min_by_key(|(since, _)| *since);
+        if let Some((_, activity)) = slowest {
+            activity.drop.notify_one();
         }
     }
 
@@ -283,6 +337,7 @@ mod tests {
         tokio::time::advance(Duration::from_secs(1)).await;
         let second = connections.open(connections.slot().await, PEER).unwrap();
         let _busy = second.activity.request();
+        tokio::time::advance(SETTLING).await;
         let waiting = tokio::spawn({
             let connections = connections.clone();
             async move { connections.slot().await }
@@ -292,6 +347,39 @@ mod tests {
         drop(first);
         let slot = waiting.await.unwrap();
         assert!(connections.open(slot, OTHER).is_some());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn when_none_is_idle_the_one_holding_its_request_longest_is_dropped() {
+        let connections = connections(2, 2);
+        let trickling = connections.open(connections.slot().await, PEER).unwrap();
+        let _held = trickling.activity.request();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let busy = connections.open(connections.slot().await, OTHER).unwrap();
+        let _answered_soon = busy.activity.request();
+        tokio::time::advance(Duration::from_millis(10)).await;
+        let waiting = tokio::spawn({
+            let connections = connections.clone();
+            async move { connections.slot().await }
+        });
+        trickling.activity.asked_to_drop().await;
+        drop(trickling);
+        assert!(waiting.await.is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_just_accepted_is_left_to_settle() {
+        let connections = connections(1, 1);
+        let fresh = connections.open(connections.slot().await, PEER).unwrap();
+        let waiting = tokio::spawn({
+            let connections = connections.clone();
+            async move { connections.slot().await }
+        });
+        tokio::task::yield_now().await;
+        let asked = tokio::time::timeout(Duration::from_millis(1), fresh.activity.asked_to_close());
+        assert!(asked.await.is_err(), "not asked to close before it settled");
+        drop(fresh);
+        assert!(waiting.await.is_ok());
     }
 
     #[tokio::test(start_paused = true)]

@@ -30,9 +30,12 @@ use tokio::sync::Notify;
 
 use crate::review::lean::{Account, Exceeded};
 
-/// The default budget: room for sixteen UPDATEs of objects as large as etcd stores (two of
-/// 1.5 MiB each) arriving at once, with the webhook within the chart's 128 MiB.
-pub const DEFAULT_CAPACITY: usize = 64 * 1024 * 1024;
+/// The default budget: room for a dozen UPDATEs of objects as large as etcd stores (two of
+/// 1.5 MiB each) arriving at once, with the webhook within the chart's 128 MiB whatever
+/// arrives (the campaign's slow bodies from two hundred connections peak at 114 MiB with it:
+/// the budget, the connections' buffers, and the allocator's pages freed but not yet
+/// returned).
+pub const DEFAULT_CAPACITY: usize = 48 * 1024 * 1024;
 
 /// The bytes every admission holds, shared.
 pub struct Memory {
@@ -174,6 +177,17 @@ impl Memory {
         Ok(())
     }
 
+    /// Gives back `bytes` of what the body `holder` holds, if it is still arriving (a cut
+    /// gave back all it held).
+    fn release(&self, bytes: usize, holder: u64) {
+        let mut state = self.lock();
+        if let Some(arriving) = state.arriving.get_mut(&holder) {
+            arriving.held -= bytes;
+            state.used -= bytes;
+            self.held.set(gauge(state.used));
+        }
+    }
+
     fn give_back(&self, bytes: usize) {
         let mut state = self.lock();
         state.used -= bytes;
@@ -225,10 +239,17 @@ impl Incoming {
             }
         };
         if let Some((now, grown)) = capacity {
-            self.memory.take(grown - now, Some(self.id))?;
-            let mut bytes = self.body.lock();
-            let bytes = bytes.as_mut().ok_or(Refused::CutOff)?;
-            bytes.reserve_exact(grown - bytes.len());
+            // Growing copies into a new buffer before the old one is freed: both are held
+            // until then.
+            self.memory.take(grown, Some(self.id))?;
+            let grew = {
+                let mut bytes = self.body.lock();
+                bytes
+                    .as_mut()
+                    .map(|bytes| bytes.reserve_exact(grown - bytes.len()))
+            };
+            self.memory.release(now, self.id);
+            grew.ok_or(Refused::CutOff)?;
         }
         let mut bytes = self.body.lock();
         let bytes = bytes.as_mut().ok_or(Refused::CutOff)?;

@@ -44,7 +44,7 @@ const HEADER_READ_TIMEOUT: Duration = HANDSHAKE_TIMEOUT;
 
 /// An HTTP/1 connection's read buffer: headers larger than this are refused (431). The API
 /// server's are a few hundred bytes.
-const HTTP1_BUFFER: usize = 64 * 1024;
+const HTTP1_BUFFER: usize = 16 * 1024;
 
 /// How much an HTTP/2 client may send on one connection, and on one stream, before the
 /// webhook has read it: what the connection holds beyond the bodies the memory budget counts.
@@ -201,6 +201,8 @@ struct Serving {
 enum Closing {
     Idle,
     ForRoom,
+    /// Dropped for room: its requests held it longest.
+    Dropped,
     ShuttingDown,
 }
 
@@ -251,10 +253,12 @@ impl Serving {
         let ended = tokio::select! {
             ended = serving.as_mut() => Some(ended),
             closing = until_closing(&connection, &mut self.stop) => {
-                if let Closing::Idle = closing {
-                    connection.closed_idle();
-                }
                 tracing::debug!(%peer, ?closing, "closing the connection");
+                match closing {
+                    Closing::Dropped => return,
+                    Closing::Idle => connection.closed_idle(),
+                    Closing::ForRoom | Closing::ShuttingDown => {}
+                }
                 serving.as_mut().graceful_shutdown();
                 tokio::time::timeout(DRAIN_TIMEOUT, serving.as_mut()).await.ok()
             }
@@ -280,6 +284,7 @@ async fn until_closing(connection: &Connection, stop: &mut watch::Receiver<bool>
     tokio::select! {
         closing = idle => closing,
         () = connection.activity.asked_to_close() => Closing::ForRoom,
+        () = connection.activity.asked_to_drop() => Closing::Dropped,
         _ = stop.wait_for(|stopping| *stopping) => Closing::ShuttingDown,
     }
 }

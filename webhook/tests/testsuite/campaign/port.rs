@@ -141,9 +141,14 @@ impl Webhook {
             "--log-format=text".to_owned(),
         ];
         all.extend(flags.iter().map(|flag| (*flag).to_owned()));
+        // Flags to try besides (measuring another setting): WEBHOOK_CAMPAIGN_FLAGS.
+        if let Ok(extra) = std::env::var("WEBHOOK_CAMPAIGN_FLAGS") {
+            all.extend(extra.split_whitespace().map(str::to_owned));
+        }
         // Another build of the webhook where asked (the figures before a change, measured by
         // the same test): WEBHOOK_CAMPAIGN_BINARY.
         let binary = std::env::var_os("WEBHOOK_CAMPAIGN_BINARY")
+            .filter(|binary| !binary.is_empty())
             .unwrap_or_else(|| env!("CARGO_BIN_EXE_kube-retention-webhook").into());
         let child = Command::new(binary)
             .args(&all)
@@ -229,6 +234,11 @@ impl Webhook {
         http2(&self.tls, self.address).await
     }
 
+    /// An HTTP/2 connection from the API server's address ([`API_SERVER`]).
+    pub async fn api_server(&self) -> std::io::Result<Http2> {
+        http2_from(&self.tls, self.address, Some(API_SERVER)).await
+    }
+
     /// The in-process oracle: the library's context from the same flags, asking the same
     /// stand-in API server.
     pub async fn oracle(&self) -> Context {
@@ -249,13 +259,35 @@ impl Drop for Webhook {
     }
 }
 
+/// The address the API server's requests come from in the campaign: another loopback address
+/// than the attackers' (127.0.0.1), as the API server's is another than a pod's.
+pub const API_SERVER: std::net::IpAddr =
+    std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 2));
+
 /// A TLS connection to `address` through `connector`, offering `alpn`.
 pub async fn tls(
     connector: &TlsConnector,
     address: SocketAddr,
     alpn: &[u8],
 ) -> std::io::Result<TlsStream<TcpStream>> {
-    let stream = TcpStream::connect(address).await?;
+    tls_from(connector, address, alpn, None).await
+}
+
+/// As [`tls`], from the loopback address `source` where given.
+pub async fn tls_from(
+    connector: &TlsConnector,
+    address: SocketAddr,
+    alpn: &[u8],
+    source: Option<std::net::IpAddr>,
+) -> std::io::Result<TlsStream<TcpStream>> {
+    let stream = match source {
+        None => TcpStream::connect(address).await?,
+        Some(source) => {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.bind(SocketAddr::new(source, 0))?;
+            socket.connect(address).await?
+        }
+    };
     let mut config = (**connector.config()).clone();
     config.alpn_protocols = vec![alpn.to_vec()];
     TlsConnector::from(Arc::new(config))
@@ -273,7 +305,16 @@ pub async fn http1(connector: &TlsConnector, address: SocketAddr) -> std::io::Re
 }
 
 pub async fn http2(connector: &TlsConnector, address: SocketAddr) -> std::io::Result<Http2> {
-    let tls = tls(connector, address, b"h2").await?;
+    http2_from(connector, address, None).await
+}
+
+/// An HTTP/2 connection from the loopback address `source` where given.
+pub async fn http2_from(
+    connector: &TlsConnector,
+    address: SocketAddr,
+    source: Option<std::net::IpAddr>,
+) -> std::io::Result<Http2> {
+    let tls = tls_from(connector, address, b"h2", source).await?;
     let (sender, connection) =
         hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
             .await
