@@ -50,8 +50,8 @@ pub struct Args {
     pub max_body_bytes: usize,
     /// The bytes admissions may hold at once, in all: bodies arriving or not yet decoded, and
     /// what is kept of each review once decoded. Where a body or a review needs room, the
-    /// bodies that have been arriving longest are cut off (503) to make it; past that a
-    /// review is refused unjudged (503), and the API server applies the registration's
+    /// bodies arriving slowest (fewest bytes a second) are cut off (503) to make it; past that
+    /// a review is refused unjudged (503), and the API server applies the registration's
     /// failurePolicy. Keep it at least twice --max-body-bytes, and within the container's
     /// memory limit with room to spare.
     #[arg(long, env = "KUBE_RETENTION_MAX_ADMISSION_MEMORY", default_value_t = memory::DEFAULT_CAPACITY)]
@@ -86,8 +86,9 @@ pub struct Args {
     #[arg(long, env = "KUBE_RETENTION_NAMESPACE_COMPILE_BURST", default_value_t = DEFAULT_NAMESPACE_BURST.into())]
     pub namespace_compile_burst: humantime::Duration,
     /// Connections open at once on the HTTPS address, TLS handshakes included. Past it, the
-    /// connection idle longest is closed and the next waits (in the kernel's accept queue)
-    /// for a place.
+    /// connection idle longest is closed (where none is idle, the one whose request has been
+    /// in flight longest is dropped) and the next waits, in the kernel's accept queue, for
+    /// its place.
     #[arg(long, env = "KUBE_RETENTION_MAX_CONNECTIONS", default_value_t = connections::DEFAULT_MAX)]
     pub max_connections: usize,
     /// Connections one address may have open at once; past it, a new one is closed as soon

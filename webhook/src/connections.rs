@@ -177,7 +177,7 @@ impl Connections {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A free place; when none is, a connection is asked to make room ([`Self::make_room`])
+    /// A free place; when none is, a connection is asked to make room (`make_room`)
     /// and this waits for one to close.
     pub async fn slot(&self) -> Slot {
         if let Ok(permit) = self.slots.clone().try_acquire_owned() {

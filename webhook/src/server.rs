@@ -3,13 +3,13 @@
 //! letting in-flight requests finish. Accept errors (out of file descriptors, most often) back
 //! off instead of spinning on the error.
 //!
-//! Every connection's cost is bounded: its handshake by [`HANDSHAKE_TIMEOUT`]; an HTTP/1
-//! request's headers by [`HEADER_READ_TIMEOUT`] and its buffer by [`HTTP1_BUFFER`]; an HTTP/2
+//! Every connection's cost is bounded: its handshake by `HANDSHAKE_TIMEOUT`; an HTTP/1
+//! request's headers by `HEADER_READ_TIMEOUT` and its buffer by `HTTP1_BUFFER`; an HTTP/2
 //! connection's streams by `--max-streams-per-connection`, the data it may have sent ahead of
-//! what the webhook has read by [`HTTP2_WINDOW`] (a stream's by [`HTTP2_STREAM_WINDOW`]), its
-//! headers by [`HEADER_LIST_SIZE`], the streams a client may reset before they are answered
-//! by [`PENDING_RESETS`]; a peer that stops answering pings is dropped after
-//! [`KEEP_ALIVE_TIMEOUT`], and any connection without a request for
+//! what the webhook has read by `HTTP2_WINDOW` (a stream's by `HTTP2_STREAM_WINDOW`), its
+//! headers by `HEADER_LIST_SIZE`, the streams a client may reset before they are answered
+//! by `PENDING_RESETS`; a peer that stops answering pings is dropped after
+//! `KEEP_ALIVE_TIMEOUT`, and any connection without a request for
 //! `--idle-connection-timeout` is closed. A body's bytes are the memory budget's
 //! ([`crate::memory`]).
 
@@ -129,7 +129,7 @@ fn http(max_streams: u32) -> Builder<TokioExecutor> {
 
 /// Serves `router` over TLS on `listener` until `shutdown`, within `connections`' bounds and
 /// `max_streams` streams per HTTP/2 connection; then lets the connections finish their
-/// requests, for at most [`DRAIN_TIMEOUT`].
+/// requests, for at most `DRAIN_TIMEOUT`.
 pub async fn serve(
     listener: TcpListener,
     tls: Arc<ServerConfig>,

@@ -222,7 +222,7 @@ impl Account for () {
 }
 
 /// What one review may still keep. Charges are taken from the shared [`Account`] in steps of
-/// [`Budget::STEP`], so most charges touch nothing shared.
+/// 64 KiB, so most charges touch nothing shared.
 pub struct Budget<'a> {
     limit: usize,
     used: usize,

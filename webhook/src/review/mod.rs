@@ -3,7 +3,7 @@
 //! (`validating.rs`) or mutation (`mutating.rs`) within the request's deadline, encode the
 //! answer. Malformed bodies get an `InvalidRequest` review and HTTP 400, never a panic or a
 //! 500; a review whose decoded parts would pass their budget is answered unjudged
-//! ([`unjudged`]); a review not answered by its
+//! (`unjudged`); a review not answered by its
 //! deadline ([`crate::limits`]) gets an explicit answer: a validation is refused (a check that
 //! could not finish is no check), a mutation admitted unchanged with a warning (mutation never
 //! blocks a write).
@@ -60,7 +60,7 @@ pub async fn handle_until(
 }
 
 /// Reads one AdmissionReview body, its decoded parts charged to `account`; a body that is no
-/// review gets its answer (400), and so does one whose parts did not fit ([`unjudged`]).
+/// review gets its answer (400), and so does one whose parts did not fit (`unjudged`).
 pub fn read(
     context: &Context,
     hook: Hook,

@@ -5,7 +5,7 @@
 //! the labels admission reads or writes, its owners' uids, its names and times), the retention
 //! fields of its kind, the status its finish rule reads and the field naming its parent.
 //!
-//! The finish rules are code in `kube_retention_common::progress`; [`finish_rule`] restates the
+//! The finish rules are code in `kube_retention_common::progress`; `finish_rule` restates the
 //! fields each reads, and the differential test (`tests/testsuite/lean_reviews.rs`) holds both
 //! to the same verdicts on generated objects of every kind.
 
