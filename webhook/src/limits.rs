@@ -27,10 +27,12 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
 /// ([`crate::memory`]).
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 128;
 
-/// The most admission keeps of one review once decoded ([`crate::review::lean`]'s charge):
-/// as much as the largest body. What it reads of an object the API server sends is a few
-/// kilobytes; of a policy or a Cleaner, whose lists and texts their CRD bounds, some hundreds.
-pub const DEFAULT_DECODED_PER_REVIEW: usize = 4 * 1024 * 1024;
+/// The most admission keeps of one review once decoded ([`crate::review::lean`]'s charge).
+/// What it reads of an object the API server sends is a few kilobytes; of a policy or a
+/// Cleaner, whose lists and texts their CRD bounds, tens. At 4 MiB, eight reviews dense with
+/// what admission reads, and mutation's copy of each, took the webhook past 128 MiB in the
+/// campaign's long run.
+pub const DEFAULT_DECODED_PER_REVIEW: usize = 1024 * 1024;
 
 /// The deadline and the in-flight bound, shared by every request.
 #[derive(Clone)]

@@ -281,6 +281,7 @@ async fn generated_bodies_are_answered_as_the_handler_answers_them_within_the_li
         started.elapsed().as_secs_f64()
     );
     tally.lock().unwrap().print();
+    println!("{} answered otherwise than the handler", failures.len());
     held(&mut webhook, "the generated bodies");
     assert!(webhook.fds() < 64, "{} descriptors open", webhook.fds());
     assert!(
