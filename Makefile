@@ -40,7 +40,7 @@ SHIPPED_BINARIES := --package kube-retention-controller --package kube-retention
 	--bin kube-retention-certs --bin kubectl-retention
 LOCAL_CLUSTER = $(CARGO) run --quiet --package kube-retention-e2e --bin local-cluster -- --state $(STATE)
 
-.PHONY: book book-check book-tools test-matrix e2e-core e2e-oldest cluster-binaries-oldest release release-packages release-test help toolchain drop-go-caches cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds admission-policy writer-policy-long monitoring monitoring-check image image-test bench-webhook bench-memcpy bench-controller bench-peers bench-cel fuzz-cel fuzz-cel-short fuzz-cel-process bench-cel-stack bench-baseline
+.PHONY: book book-check book-tools test-matrix e2e-core e2e-oldest cluster-binaries-oldest release release-packages release-test help toolchain drop-go-caches cluster-binaries node-packages build up up-node down status demo test test-shipped image-faults fmt-check clippy doc-check unit peer-test e2e chaos crds admission-policy writer-policy-long monitoring monitoring-check image image-test bench-webhook bench-memcpy bench-controller bench-peers bench-cel fuzz-cel fuzz-cel-short fuzz-cel-process bench-cel-stack bench-baseline fuzz-webhook fuzz-webhook-short
 
 help:
 	@echo "make demo    start the local cluster and walk through what kube-retention does"
@@ -54,6 +54,8 @@ help:
 	@echo "             on 20,000 generated writes (WRITER_POLICY_CASES)"
 	@echo "make fuzz-cel  a million hostile CEL expressions, each held to its time, memory and cost bounds"
 	@echo "make fuzz-cel-process  ten million through the controller's evaluator process, against in process"
+	@echo "make fuzz-webhook  100,000 generated requests, slow bodies, connections and HTTP/2 floods"
+	@echo "             against the webhook binary: no crash, no limit passed, no wrong verdict"
 	@echo "make up      start the local cluster ($(STATE)/kubeconfig); make down stops it"
 	@echo "make up-node the local cluster with a node running the image and the chart, as shipped"
 	@echo "             KUBERNETES=1.33 runs either (and make test) at another pinned minor: $$(tests/cluster/kubernetes/minors.sh | tr '\n' ' ')"
@@ -106,7 +108,7 @@ demo: up
 # What a fresh clone's run costs on two cores, and why the oldest minor's e2e core
 # (`make e2e-oldest`) and the Go peer's tests (`make peer-test`, run by `make bench-webhook`) are
 # no longer in it: docs/how-to/development.md#what-make-test-costs.
-test: fmt-check clippy doc-check unit book-check monitoring-check $(if $(DROP_GO_CACHES),drop-go-caches) e2e image-faults image-test fuzz-cel-short release-test test-shipped
+test: fmt-check clippy doc-check unit book-check monitoring-check $(if $(DROP_GO_CACHES),drop-go-caches) e2e image-faults image-test fuzz-cel-short fuzz-webhook-short release-test test-shipped
 
 # Go's build and module caches hold about 7 GB once Kubernetes is built, and serve only rebuilds,
 # which a fresh clone's CI run never makes: dropped, they leave the release builds after them the
@@ -249,6 +251,21 @@ CEL_CAMPAIGN_CASES ?= 10000000
 fuzz-cel-process: toolchain
 	CEL_CAMPAIGN_CASES=$(CEL_CAMPAIGN_CASES) $(MUSL_CARGO) test --release --target $(MUSL) \
 		--package kube-retention-evaluator --test cel_campaign -- --nocapture
+
+# The campaign against the webhook's port (webhook/tests/testsuite/campaign): the release binary
+# on 127.0.0.1 sent generated bodies over HTTP/1.1 and HTTP/2, each answered as its own handler
+# answers it in process; slow bodies held while bad policies are denied; 9,000 connections;
+# HTTP/2 floods; its peak RSS under the chart's 128 MiB throughout. Each of issue 57's
+# reproductions is a test of it. The short form (2,000 requests, about two minutes) is in
+# `make test`, built like fuzz-cel-short for the image's target with musl's allocator replaced
+# as the image replaces it; one test at a time, as each measures the process it starts.
+WEBHOOK_CAMPAIGN = $(MUSL_CARGO) test --release --target $(MUSL) --package kube-retention-webhook \
+	--test testsuite -- campaign:: --ignored --nocapture --test-threads 1
+fuzz-webhook: toolchain
+	WEBHOOK_CAMPAIGN_REQUESTS=100000 $(WEBHOOK_CAMPAIGN)
+
+fuzz-webhook-short: toolchain
+	WEBHOOK_CAMPAIGN_REQUESTS=2000 $(WEBHOOK_CAMPAIGN)
 
 # The stack CEL's deepest admitted expressions use, in a debug and a release build, printed
 # (common/src/cel/stack.rs says what it bounds).

@@ -10,8 +10,11 @@ use kube_retention_runtime::LogFormat;
 use crate::compilations::{
     CompileLimits, DEFAULT_MAX_COMPILATIONS, DEFAULT_NAMESPACE_BURST, DEFAULT_NAMESPACE_SHARE,
 };
-use crate::limits::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT};
+use crate::connections;
+use crate::limits::{DEFAULT_DECODED_PER_REVIEW, DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT};
+use crate::memory;
 use crate::router::DEFAULT_MAX_BODY_BYTES;
+use crate::server::DEFAULT_MAX_STREAMS;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -45,14 +48,29 @@ pub struct Args {
     /// Largest AdmissionReview body accepted, in bytes.
     #[arg(long, env = "KUBE_RETENTION_MAX_BODY_BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
+    /// The bytes admissions may hold at once, in all: bodies arriving or not yet decoded, and
+    /// what is kept of each review once decoded. Where a body or a review needs room, the
+    /// bodies arriving slowest (fewest bytes a second) are cut off (503) to make it; past that
+    /// a review is refused unjudged (503), and the API server applies the registration's
+    /// failurePolicy. Keep it at least twice --max-body-bytes, and within the container's
+    /// memory limit with room to spare.
+    #[arg(long, env = "KUBE_RETENTION_MAX_ADMISSION_MEMORY", default_value_t = memory::DEFAULT_CAPACITY)]
+    pub max_admission_memory: usize,
+    /// The most admission keeps of one review once decoded, in bytes: the fields it reads of
+    /// an object (its metadata and retention fields), a policy or a Cleaner whole. A review
+    /// past it is not judged: a validation is refused, a mutation admitted unchanged, both
+    /// saying why.
+    #[arg(long, env = "KUBE_RETENTION_MAX_DECODED_BYTES", default_value_t = DEFAULT_DECODED_PER_REVIEW)]
+    pub max_decoded_bytes: usize,
     /// The longest an admission may take, from its first byte to its answer: keep it below the
     /// registrations' timeoutSeconds (3). A validation not finished by then is refused, a
     /// mutation admitted unchanged, both with a message saying so; a body not received by then
     /// is cut off.
     #[arg(long, env = "KUBE_RETENTION_ADMISSION_TIMEOUT", default_value_t = DEFAULT_TIMEOUT.into())]
     pub admission_timeout: humantime::Duration,
-    /// Admissions answered at once; beyond them a request is refused unread (503), and the API
-    /// server applies the registration's failurePolicy.
+    /// Admissions answered at once, counted from when a body has arrived whole; beyond them a
+    /// review is refused unjudged (503), and the API server applies the registration's
+    /// failurePolicy.
     #[arg(long, env = "KUBE_RETENTION_MAX_ADMISSIONS_IN_FLIGHT", default_value_t = DEFAULT_MAX_IN_FLIGHT)]
     pub max_admissions_in_flight: usize,
     /// Admissions whose CEL expressions (policies, Cleaners) are compiled at once, each on a
@@ -67,6 +85,24 @@ pub struct Args {
     /// The most compile time a namespace may use at once before its share applies.
     #[arg(long, env = "KUBE_RETENTION_NAMESPACE_COMPILE_BURST", default_value_t = DEFAULT_NAMESPACE_BURST.into())]
     pub namespace_compile_burst: humantime::Duration,
+    /// Connections open at once on the HTTPS address, TLS handshakes included. Past it, the
+    /// connection idle longest is closed (where none is idle, the one whose request has been
+    /// in flight longest is dropped) and the next waits, in the kernel's accept queue, for
+    /// its place.
+    #[arg(long, env = "KUBE_RETENTION_MAX_CONNECTIONS", default_value_t = connections::DEFAULT_MAX)]
+    pub max_connections: usize,
+    /// Connections one address may have open at once; past it, a new one is closed as soon
+    /// as it is accepted. The API server needs a few.
+    #[arg(long, env = "KUBE_RETENTION_MAX_CONNECTIONS_PER_PEER", default_value_t = connections::DEFAULT_MAX_PER_PEER)]
+    pub max_connections_per_peer: usize,
+    /// How long a connection (HTTP/1 or HTTP/2) may stay open without a request before it is
+    /// closed; the API server opens another when it next calls.
+    #[arg(long, env = "KUBE_RETENTION_IDLE_CONNECTION_TIMEOUT", default_value_t = connections::DEFAULT_IDLE_TIMEOUT.into())]
+    pub idle_connection_timeout: humantime::Duration,
+    /// Streams one HTTP/2 connection may have open at once; the API server opens another
+    /// connection past it.
+    #[arg(long, env = "KUBE_RETENTION_MAX_STREAMS_PER_CONNECTION", default_value_t = DEFAULT_MAX_STREAMS)]
+    pub max_streams_per_connection: u32,
     /// After SIGTERM, how long to keep serving (not ready, closing each connection after its
     /// response) while the Service's endpoints catch up, before draining and exiting.
     #[arg(long, env = "KUBE_RETENTION_SHUTDOWN_DELAY", default_value = "5s", value_parser = humantime::parse_duration)]
@@ -105,6 +141,15 @@ pub struct Args {
 }
 
 impl Args {
+    /// The bounds on the HTTPS address's connections.
+    pub fn connection_bounds(&self) -> connections::Bounds {
+        connections::Bounds {
+            max: self.max_connections,
+            max_per_peer: self.max_connections_per_peer,
+            idle_timeout: self.idle_connection_timeout.into(),
+        }
+    }
+
     /// How much compiling admissions may do.
     pub fn compile_limits(&self) -> CompileLimits {
         CompileLimits {

@@ -4,17 +4,21 @@
 //! - [`mutate`]: copies Build (and BuildConfig) TTLs into new runs and stamps
 //!   `retention.dev/expires-at` wherever admission can compute it.
 //! - [`review`]: decodes AdmissionReviews and dispatches them; malformed input gets a clear error.
-//! - [`limits`] and [`compilations`]: the bounds on admission work — a deadline per request,
-//!   the requests in flight, CEL compiled off the async workers a few at a time, each namespace
-//!   within its share of the time.
+//! - [`limits`], [`memory`] and [`compilations`]: the bounds on admission work — a deadline per
+//!   request, the reviews answered at once, the bytes they hold (bodies arriving and decoded
+//!   parts, in one budget that takes room back from the slowest bodies), CEL compiled off the
+//!   async workers a few at a time, each namespace within its share of the time.
 //! - [`sink_warnings`]: warns about a Cleaner's CloudEvent sink the sink policy refuses.
 //! - [`tls`] and [`server`]: HTTPS over rustls with certificate hot-reload (a supervised task).
 
 pub mod access;
 pub mod app;
 pub mod args;
+pub mod body;
 pub mod compilations;
+pub mod connections;
 pub mod limits;
+pub mod memory;
 pub mod metrics;
 pub mod mutate;
 pub mod parents;
@@ -49,6 +53,8 @@ pub struct Context {
     pub metrics: metrics::Metrics,
     /// The deadline of each request and the bound on requests in flight.
     pub limits: limits::Limits,
+    /// The bytes every admission holds, bodies and decoded parts alike.
+    pub memory: Arc<memory::Memory>,
     /// Where policies' and Cleaners' expressions are compiled, a few at a time, each namespace
     /// within its share.
     pub compilations: compilations::Compilations,
@@ -72,6 +78,7 @@ impl Context {
                 metrics.compilations_running.clone(),
             ),
             limits: limits::Limits::default(),
+            memory: Arc::new(metrics.memory(memory::DEFAULT_CAPACITY)),
             metrics,
             draining: AtomicBool::new(false),
         }
@@ -84,6 +91,14 @@ impl Context {
         Self {
             limits,
             compilations,
+            ..self
+        }
+    }
+
+    /// With `bytes` of memory for admissions ([`memory`]).
+    pub fn with_memory(self, bytes: usize) -> Self {
+        Self {
+            memory: Arc::new(self.metrics.memory(bytes)),
             ..self
         }
     }

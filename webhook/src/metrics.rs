@@ -1,6 +1,7 @@
 //! The webhook's Prometheus metrics: requests by hook, kind, operation and outcome, a latency
-//! histogram, and how much of its bounded capacity is in use (admissions in flight, CEL
-//! compilations running). Outcomes are exported in lower case (`denied`, `timeout`), as the
+//! histogram, and how much of its bounded capacity is in use (admissions in flight, the memory
+//! they hold and the bodies cut off for room, CEL compilations running, connections open,
+//! refused and closed idle). Outcomes are exported in lower case (`denied`, `timeout`), as the
 //! alerts ask for them.
 
 use std::sync::Arc;
@@ -45,6 +46,21 @@ pub struct Metrics {
     pub admissions_in_flight: Gauge,
     /// CEL compilations running on blocking threads: at most `--max-compilations`.
     pub compilations_running: Gauge,
+    /// Bytes admissions hold: at most `--max-admission-memory`.
+    admission_memory: Gauge,
+    /// Bodies cut off while arriving to make room for others.
+    bodies_cut_off: Counter,
+    /// Connections open: at most `--max-connections`.
+    pub connections_open: Gauge,
+    /// Connections refused at accept, by why.
+    connections_refused: Family<RefusedLabels, Counter>,
+    /// Connections closed by the webhook after a time idle.
+    pub connections_idle_closed: Counter,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RefusedLabels {
+    reason: &'static str,
 }
 
 impl Default for Metrics {
@@ -78,12 +94,47 @@ impl Default for Metrics {
             "Admissions whose CEL expressions are being compiled, each on a blocking thread",
             compilations_running.clone(),
         );
+        let admission_memory = Gauge::default();
+        registry.register(
+            "admission_memory_bytes",
+            "Bytes admissions hold: bodies arriving or not yet decoded, and decoded reviews",
+            admission_memory.clone(),
+        );
+        let bodies_cut_off = Counter::default();
+        registry.register(
+            "admission_bodies_cut_off",
+            "Bodies cut off while arriving, to make room for reviews that arrived faster",
+            bodies_cut_off.clone(),
+        );
+        let connections_open = Gauge::default();
+        registry.register(
+            "connections_open",
+            "Connections open on the admission port, TLS handshakes included",
+            connections_open.clone(),
+        );
+        let connections_refused = Family::<RefusedLabels, Counter>::default();
+        registry.register(
+            "connections_refused",
+            "Connections closed as soon as accepted: past the bound on all, or on one peer's",
+            connections_refused.clone(),
+        );
+        let connections_idle_closed = Counter::default();
+        registry.register(
+            "connections_idle_closed",
+            "Connections closed after a time with no request",
+            connections_idle_closed.clone(),
+        );
         Self {
             registry: Arc::new(registry),
             requests,
             duration,
             admissions_in_flight,
             compilations_running,
+            admission_memory,
+            bodies_cut_off,
+            connections_open,
+            connections_refused,
+            connections_idle_closed,
         }
     }
 }
@@ -112,6 +163,22 @@ impl Metrics {
         self.duration
             .get_or_create(&HookLabels { hook })
             .observe(started.elapsed().as_secs_f64());
+    }
+
+    /// The memory admissions share, of `capacity` bytes, its use and its cuts counted here.
+    pub fn memory(&self, capacity: usize) -> crate::memory::Memory {
+        crate::memory::Memory::new(
+            capacity,
+            self.admission_memory.clone(),
+            self.bodies_cut_off.clone(),
+        )
+    }
+
+    /// Counts a connection refused at accept for `reason` (`connections`, `peer`).
+    pub fn connection_refused(&self, reason: &'static str) {
+        self.connections_refused
+            .get_or_create(&RefusedLabels { reason })
+            .inc();
     }
 
     /// The OpenMetrics text exposition.

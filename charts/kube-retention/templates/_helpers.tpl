@@ -133,3 +133,34 @@ matchConditions keep away (Shipwright's and OpenShift's kinds never reach the po
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{- /* The NetworkPolicy peers the API server calls the webhook from, as YAML ({peers: [...],
+learned: bool}): webhook.networkPolicy.apiServerCIDRs where given; else, at install and
+upgrade, the addresses of the `kubernetes` Service's EndpointSlice in `default` (each a /32 or
+/128), with a konnectivity proxy's agent pods in kube-system where one runs (the API server
+then reaches pods through them). Empty where neither is known: `helm template` and renderers
+without a cluster (Argo CD) look nothing up. */ -}}
+{{- define "kube-retention.webhookCallers" -}}
+{{- $peers := list -}}
+{{- range .Values.webhook.networkPolicy.apiServerCIDRs -}}
+{{- $peers = append $peers (dict "ipBlock" (dict "cidr" .)) -}}
+{{- end -}}
+{{- $learned := false -}}
+{{- if not $peers -}}
+{{- $slice := lookup "discovery.k8s.io/v1" "EndpointSlice" "default" "kubernetes" -}}
+{{- range ($slice.endpoints | default list) -}}
+{{- range .addresses -}}
+{{- $peers = append $peers (dict "ipBlock" (dict "cidr" (printf "%s/%s" . (ternary "128" "32" (contains ":" .))))) -}}
+{{- end -}}
+{{- end -}}
+{{- if $peers -}}
+{{- $learned = true -}}
+{{- range $kind := list "DaemonSet" "Deployment" -}}
+{{- with lookup "apps/v1" $kind "kube-system" "konnectivity-agent" -}}
+{{- $peers = append $peers (dict "namespaceSelector" (dict "matchLabels" (dict "kubernetes.io/metadata.name" "kube-system")) "podSelector" .spec.selector) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml (dict "peers" $peers "learned" $learned) -}}
+{{- end -}}

@@ -1,6 +1,9 @@
-//! AdmissionReview handling: decode, dispatch to validation (`validating.rs`) or mutation
-//! (`mutating.rs`) within the request's deadline, encode the answer. Malformed bodies get an
-//! `InvalidRequest` review and HTTP 400, never a panic or a 500; a review not answered by its
+//! AdmissionReview handling: decode what admission reads of it (`envelope.rs`, by the plans of
+//! `reads.rs`, within the budget of `lean.rs`: never the objects whole), dispatch to validation
+//! (`validating.rs`) or mutation (`mutating.rs`) within the request's deadline, encode the
+//! answer. Malformed bodies get an `InvalidRequest` review and HTTP 400, never a panic or a
+//! 500; a review whose decoded parts would pass their budget is answered unjudged
+//! (`unjudged`); a review not answered by its
 //! deadline ([`crate::limits`]) gets an explicit answer: a validation is refused (a check that
 //! could not finish is no check), a mutation admitted unchanged with a warning (mutation never
 //! blocks a write).
@@ -10,15 +13,18 @@ use std::time::Instant;
 use axum::http::StatusCode;
 use jiff::Timestamp;
 use kube::api::DynamicObject;
-use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
-use serde_json::Value;
+use kube::core::admission::{AdmissionResponse, AdmissionReview};
 
 use crate::Context;
 
+mod envelope;
+pub mod lean;
 mod mutating;
 mod outcome;
+pub mod reads;
 mod validating;
 
+pub use envelope::{Request, Unread, api_version};
 pub use outcome::AdmissionOutcome;
 
 /// Which webhook endpoint was called.
@@ -28,33 +34,44 @@ pub enum Hook {
     Mutate,
 }
 
+/// An answer: the HTTP status and the review to send.
+pub type Answer = (StatusCode, AdmissionReview<DynamicObject>);
+
 /// Answers one AdmissionReview body within the context's `--admission-timeout` from now.
-pub async fn handle(
-    context: &Context,
-    hook: Hook,
-    body: &[u8],
-) -> (StatusCode, AdmissionReview<DynamicObject>) {
+pub async fn handle(context: &Context, hook: Hook, body: &[u8]) -> Answer {
     let deadline = tokio::time::Instant::now() + context.limits.timeout;
     handle_until(context, hook, body, deadline).await
 }
 
-/// Answers one AdmissionReview body, by `deadline` at the latest.
+/// Answers one AdmissionReview body, by `deadline` at the latest, its decoded parts held in
+/// the context's memory ([`crate::memory`]) until answered.
 pub async fn handle_until(
     context: &Context,
     hook: Hook,
     body: &[u8],
     deadline: tokio::time::Instant,
-) -> (StatusCode, AdmissionReview<DynamicObject>) {
+) -> Answer {
     let started = Instant::now();
-    let request = serde_json::from_slice::<AdmissionReview<DynamicObject>>(body)
-        .map_err(|error| format!("malformed AdmissionReview: {error}"))
-        .and_then(|review| {
-            let request: Result<AdmissionRequest<DynamicObject>, _> = review.try_into();
-            request.map_err(|_| "AdmissionReview has no request".to_owned())
-        });
-    let request = match request {
-        Ok(request) => request,
-        Err(reason) => {
+    let mut held = context.memory.hold();
+    match read(context, hook, body, &mut held, started) {
+        Ok(request) => answer(context, hook, &request, deadline, started).await,
+        Err(refused) => *refused,
+    }
+}
+
+/// Reads one AdmissionReview body, its decoded parts charged to `account`; a body that is no
+/// review gets its answer (400), and so does one whose parts did not fit (`unjudged`).
+pub fn read(
+    context: &Context,
+    hook: Hook,
+    body: &[u8],
+    account: &mut dyn lean::Account,
+    started: Instant,
+) -> Result<Request, Box<Answer>> {
+    let limit = context.limits.decoded_per_review;
+    match envelope::read(body, &context.kinds, limit, account) {
+        Ok(request) => Ok(request),
+        Err(Unread::Malformed(reason)) => {
             context.metrics.observe(
                 hook,
                 "unknown",
@@ -62,39 +79,110 @@ pub async fn handle_until(
                 AdmissionOutcome::Malformed,
                 started,
             );
-            return (
+            Err(Box::new((
                 StatusCode::BAD_REQUEST,
                 AdmissionResponse::invalid(reason).into_review(),
-            );
+            )))
         }
-    };
+        Err(Unread::Exceeded { about, exceeded }) => {
+            Err(Box::new(unjudged(context, hook, &about, exceeded, started)))
+        }
+    }
+}
+
+/// Answers a review read, by `deadline` at the latest.
+pub async fn answer(
+    context: &Context,
+    hook: Hook,
+    request: &Request,
+    deadline: tokio::time::Instant,
+    started: Instant,
+) -> Answer {
+    let now = whole_seconds(Timestamp::now());
+    answer_at(context, hook, request, deadline, started, now).await
+}
+
+/// As [`answer`], a mutation computing deadlines from `now`.
+pub async fn answer_at(
+    context: &Context,
+    hook: Hook,
+    request: &Request,
+    deadline: tokio::time::Instant,
+    started: Instant,
+    now: Timestamp,
+) -> Answer {
     let answering = async {
         match hook {
-            Hook::Validate => validating::answer(context, &request).await,
-            Hook::Mutate => {
-                mutating::answer(context, &request, whole_seconds(Timestamp::now())).await
-            }
+            Hook::Validate => validating::answer(context, request).await,
+            Hook::Mutate => mutating::answer(context, request, now).await,
         }
     };
     let (response, outcome) = tokio::time::timeout_at(deadline, answering)
         .await
-        .unwrap_or_else(|_| timed_out(context, hook, &request));
-    let operation = format!("{:?}", request.operation).to_uppercase();
+        .unwrap_or_else(|_| timed_out(context, hook, request));
+    let about = &request.about;
+    let operation = format!("{:?}", about.operation).to_uppercase();
     context
         .metrics
-        .observe(hook, &request.kind.kind, &operation, outcome, started);
+        .observe(hook, &about.kind.kind, &operation, outcome, started);
     (StatusCode::OK, response.into_review())
+}
+
+/// The answer to a review whose decoded parts did not fit: past its own limit, a validation
+/// is refused (a check that could not be made is no check) and a mutation admitted unchanged,
+/// both saying why; past the memory every admission shares, refused unjudged (503), as a
+/// review past `--max-admissions-in-flight` is, and the API server applies the registration's
+/// failurePolicy.
+fn unjudged(
+    context: &Context,
+    hook: Hook,
+    about: &kube::core::admission::AdmissionRequest<DynamicObject>,
+    exceeded: lean::Exceeded,
+    started: Instant,
+) -> Answer {
+    let operation = format!("{:?}", about.operation).to_uppercase();
+    let kind = &about.kind.kind;
+    let mut response = AdmissionResponse::from(about);
+    let (status, outcome) = match exceeded {
+        lean::Exceeded::Review { .. } => {
+            let said = format!(
+                "kube-retention did not judge this write: {exceeded} \
+                 (--max-decoded-bytes)"
+            );
+            match hook {
+                Hook::Validate => {
+                    response = response.deny(said);
+                    response.result.code = 413;
+                    response.result.reason = "RequestEntityTooLarge".into();
+                }
+                Hook::Mutate => response.warnings = Some(vec![said]),
+            }
+            (StatusCode::OK, AdmissionOutcome::TooLarge)
+        }
+        lean::Exceeded::Shared { .. } => {
+            let said = format!("kube-retention's webhook is busy: {exceeded}: try again");
+            response = response.deny(said);
+            response.result.code = 503;
+            response.result.reason = "ServiceUnavailable".into();
+            (StatusCode::SERVICE_UNAVAILABLE, AdmissionOutcome::Shed)
+        }
+    };
+    context
+        .metrics
+        .observe(hook, kind, &operation, outcome, started);
+    (status, response.into_review())
 }
 
 /// The answer to a review not answered by its deadline.
 fn timed_out(
     context: &Context,
     hook: Hook,
-    request: &AdmissionRequest<DynamicObject>,
+    request: &Request,
 ) -> (AdmissionResponse, AdmissionOutcome) {
     let limit = humantime::format_duration(context.limits.timeout);
-    tracing::warn!(?hook, uid = %request.uid, %limit, "an admission was not answered in time");
-    let mut response = AdmissionResponse::from(request);
+    let uid = &request.about.uid;
+    tracing::warn!(?hook, %uid, %limit, "an admission was not answered in time");
+    let mut response = AdmissionResponse::from(&request.about);
     match hook {
         Hook::Validate => {
             response = response.deny(format!(
@@ -113,25 +201,6 @@ fn timed_out(
         }
     }
     (response, AdmissionOutcome::Timeout)
-}
-
-/// The request's object as JSON with its apiVersion and kind filled in from the request, so the
-/// model recognises its kind even when a client left them out.
-fn object_json(
-    request: &AdmissionRequest<DynamicObject>,
-    object: Option<&DynamicObject>,
-) -> Option<Value> {
-    let mut value = serde_json::to_value(object?).ok()?;
-    let gvk = &request.kind;
-    let api_version = if gvk.group.is_empty() {
-        gvk.version.clone()
-    } else {
-        format!("{}/{}", gvk.group, gvk.version)
-    };
-    let map = value.as_object_mut()?;
-    map.insert("apiVersion".into(), Value::String(api_version));
-    map.insert("kind".into(), Value::String(gvk.kind.clone()));
-    Some(value)
 }
 
 /// The API server stores times in whole seconds (an object's creationTimestamp is set just after

@@ -4,38 +4,37 @@
 //! or a Cleaner's expressions are only bounded here, never compiled.
 
 use jiff::Timestamp;
-use kube::api::DynamicObject;
-use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
+use kube::core::admission::{AdmissionResponse, Operation};
 use kube_retention_common::annotations::MANAGED_LABEL;
 use kube_retention_common::cel::Check;
 use kube_retention_common::kinds::qualified;
 use serde_json::Value;
 
-use super::AdmissionOutcome;
-use super::object_json;
+use super::{AdmissionOutcome, Request, api_version};
 use crate::{Context, mutate, validate};
 
 pub(super) async fn answer(
     context: &Context,
-    request: &AdmissionRequest<DynamicObject>,
+    request: &Request,
     now: Timestamp,
 ) -> (AdmissionResponse, AdmissionOutcome) {
-    let response = AdmissionResponse::from(request);
-    let creating = match request.operation {
+    let about = &request.about;
+    let response = AdmissionResponse::from(about);
+    let creating = match about.operation {
         Operation::Create => true,
         Operation::Update => false,
         Operation::Delete | Operation::Connect => return (response, AdmissionOutcome::Allowed),
     };
-    let Some(object) = object_json(request, request.object.as_ref()) else {
+    let Some(object) = &request.object else {
         return (response, AdmissionOutcome::Allowed);
     };
     // Invalid settings are the validating webhook's to deny; mutating them would only confuse.
-    if !validate::new_errors_checking(&context.kinds, &object, None, Check::Shape).is_empty() {
+    if !validate::new_errors_checking(&context.kinds, object, None, Check::Shape).is_empty() {
         return (response, AdmissionOutcome::Allowed);
     }
-    let namespace = request.namespace.as_deref();
-    let mutated = mutate::mutate(context.lookups(), &object, namespace, creating, now).await;
-    let patch = json_patch::diff(&object, &mutated.object);
+    let namespace = about.namespace.as_deref();
+    let mutated = mutate::mutate(context.lookups(), object, namespace, creating, now).await;
+    let patch = json_patch::diff(object, &mutated.object);
     let mut response = if patch.0.is_empty() {
         response
     } else {
@@ -43,7 +42,7 @@ pub(super) async fn answer(
             Ok(patched) => patched,
             Err(error) => {
                 tracing::error!(%error, "could not encode a patch");
-                return (AdmissionResponse::from(request), AdmissionOutcome::Allowed);
+                return (AdmissionResponse::from(about), AdmissionOutcome::Allowed);
             }
         }
     };
@@ -64,22 +63,19 @@ pub(super) async fn answer(
 
 /// A warning for an object with retention settings that kube-retention will not act on: of a
 /// cluster-scoped kind, or of a kind the controller may not list, watch, patch and delete.
-async fn unhandled_warning(
-    context: &Context,
-    request: &AdmissionRequest<DynamicObject>,
-    object: &Value,
-) -> Option<String> {
+async fn unhandled_warning(context: &Context, request: &Request, object: &Value) -> Option<String> {
+    let request = &request.about;
     let managed = object
         .pointer("/metadata/labels")
         .and_then(|labels| labels.get(MANAGED_LABEL))
         .is_some();
     let types = &request.kind;
-    let api_version = if types.group.is_empty() {
-        types.version.clone()
-    } else {
-        format!("{}/{}", types.group, types.version)
-    };
-    if !managed || context.kinds.find(&api_version, &types.kind).is_some() {
+    if !managed
+        || context
+            .kinds
+            .find(&api_version(types), &types.kind)
+            .is_some()
+    {
         return None;
     }
     if request.namespace.is_none() {

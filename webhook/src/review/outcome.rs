@@ -14,8 +14,14 @@ pub enum AdmissionOutcome {
     /// Not answered within `--admission-timeout`: a validation refused, a mutation admitted
     /// unchanged, a body that never finished cut off.
     Timeout,
-    /// Refused unread: `--max-admissions-in-flight` were already in flight.
+    /// Refused unjudged: `--max-admissions-in-flight` were already being answered, or the
+    /// memory admissions share (`--max-admission-memory`) had no room for it.
     Shed,
+    /// Cut off while its body arrived, to make room for reviews that arrived faster.
+    CutOff,
+    /// Its body above `--max-body-bytes`, or what admission reads of it above
+    /// `--max-decoded-bytes`: a validation refused, a mutation admitted unchanged.
+    TooLarge,
     /// Refused uncompiled: its namespace had used its share of the compile time.
     Throttled,
 }
@@ -32,6 +38,8 @@ impl AdmissionOutcome {
             Self::Malformed => "malformed",
             Self::Timeout => "timeout",
             Self::Shed => "shed",
+            Self::CutOff => "cut_off",
+            Self::TooLarge => "too_large",
             Self::Throttled => "throttled",
         }
     }

@@ -10,6 +10,8 @@
 
 use kube::api::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
+
+use super::Request;
 use kube::core::response::{StatusCause, StatusDetails};
 use kube_retention_common::FieldError;
 use kube_retention_common::cel::Check;
@@ -17,46 +19,46 @@ use kube_retention_common::field_error::listed;
 use serde_json::Value;
 
 use super::AdmissionOutcome;
-use super::object_json;
 use crate::compilations::Refused;
 use crate::validate::{self, bounds};
 use crate::{Context, writers};
 
 pub(super) async fn answer(
     context: &Context,
-    request: &AdmissionRequest<DynamicObject>,
+    review: &Request,
 ) -> (AdmissionResponse, AdmissionOutcome) {
+    let request = &review.about;
     let response = AdmissionResponse::from(request);
     if !matches!(request.operation, Operation::Create | Operation::Update) {
         return (response, AdmissionOutcome::Allowed);
     }
-    let Some(object) = object_json(request, request.object.as_ref()) else {
+    let Some(object) = &review.object else {
         return (
             response.deny("the request carries no object to validate"),
             AdmissionOutcome::Malformed,
         );
     };
-    let old = object_json(request, request.old_object.as_ref());
-    let policy = validate::is_policy(&object);
-    let cleaner = validate::is_cleaner(&object);
+    let old = review.old_object.as_ref();
+    let policy = validate::is_policy(object);
+    let cleaner = validate::is_cleaner(object);
     let checked = if policy || cleaner {
-        checked_ours(context, request, &object, old.as_ref(), cleaner).await
+        checked_ours(context, request, object, old, cleaner).await
     } else {
-        checked_object(context, request, &object, old.as_ref()).await
+        checked_object(context, request, object, old).await
     };
     if let Err(refusal) = checked {
         return refusal.answer(response, request);
     }
     let mut response = response;
     let warnings = if policy {
-        let mut warnings = crate::policy_warnings::of(context, &object).await;
+        let mut warnings = crate::policy_warnings::of(context, object).await;
         warnings.extend(crate::sink_warnings::of_policy(
             &context.sink_policy,
-            &object,
+            object,
         ));
         warnings
     } else if cleaner {
-        crate::sink_warnings::of(&context.sink_policy, &object)
+        crate::sink_warnings::of(&context.sink_policy, object)
     } else {
         Vec::new()
     };

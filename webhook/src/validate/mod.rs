@@ -15,6 +15,7 @@ use kube_retention_common::cel::Check;
 use kube_retention_common::kinds::group_of;
 use kube_retention_common::policies::{Rules, approved_generation};
 use kube_retention_common::{FieldError, OwnSettings, Registry, cleaner};
+use serde::Deserialize;
 use serde_json::Value;
 
 pub mod bounds;
@@ -81,12 +82,13 @@ fn is_ours(object: &Value, kinds: &[&str]) -> bool {
 /// Every error of a RetentionPolicy or ClusterRetentionPolicy: its spec (its expressions
 /// compiled or bounded as `check` says), and the generation its approval names.
 pub fn policy_errors(object: &Value, check: Check) -> Vec<FieldError> {
-    let spec = object.get("spec").cloned().unwrap_or(Value::Null);
-    let mut errors = match serde_json::from_value::<PolicyRules>(spec.clone()) {
+    let spec = object.get("spec").unwrap_or(&Value::Null);
+    // Read from the object in place: a policy's spec is the largest part admission keeps.
+    let mut errors = match PolicyRules::deserialize(spec) {
         Ok(rules) => Rules::read_checking(&rules, spec.get("namespaceSelector"), check).1,
         Err(error) => vec![FieldError::new(
             "spec",
-            &spec,
+            spec,
             format!("is malformed: {error}"),
         )],
     };

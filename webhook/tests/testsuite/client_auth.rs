@@ -13,6 +13,8 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use kube_retention_certs::{CertificateAuthority, CertifiedKey};
+use kube_retention_webhook::connections::{Bounds, Connections};
+use kube_retention_webhook::server::DEFAULT_MAX_STREAMS;
 use kube_retention_webhook::tls::{CertificateFiles, client_verifier, server_config};
 use kube_retention_webhook::{Context, router, server};
 use rustls::pki_types::pem::PemObject;
@@ -54,7 +56,15 @@ async fn serve(clients_ca: &CertificateAuthority) -> Served {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let routes = router::router(context.clone(), router::DEFAULT_MAX_BODY_BYTES);
-    tokio::spawn(server::serve(listener, tls, routes, std::future::pending()));
+    let connections = Arc::new(Connections::new(Bounds::default(), context.metrics.clone()));
+    tokio::spawn(server::serve(
+        listener,
+        tls,
+        routes,
+        connections,
+        DEFAULT_MAX_STREAMS,
+        std::future::pending(),
+    ));
     Served {
         address,
         context,

@@ -14,6 +14,8 @@ use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use kube_retention_certs::CertificateAuthority;
+use kube_retention_webhook::connections::{Bounds, Connections};
+use kube_retention_webhook::server::DEFAULT_MAX_STREAMS;
 use kube_retention_webhook::tls::{CertificateFiles, server_config};
 use kube_retention_webhook::{Context, router, server};
 use rustls::pki_types::ServerName;
@@ -112,7 +114,9 @@ async fn rotated_certificate_is_served_without_failing_a_request() {
     let server = tokio::spawn(server::serve(
         listener,
         tls,
-        router::router(context, 1 << 20),
+        router::router(context.clone(), 1 << 20),
+        Arc::new(Connections::new(Bounds::default(), context.metrics.clone())),
+        DEFAULT_MAX_STREAMS,
         async {
             stopped.await.ok();
         },

@@ -1,13 +1,14 @@
 //! The chart's `webhook.clientAuth` and `webhook.networkPolicy`, which decide who may reach the
-//! webhook: off by default (the defaults render deploy/, `chart.rs`); on, the webhook gets
-//! `--client-ca-file` from the named ConfigMap and a NetworkPolicy admits its HTTPS port from
-//! the API server's CIDRs alone and its metrics port from the named peers alone; the render
-//! lints and the API server accepts it; either turned on without what it needs fails the render,
-//! saying what to give.
+//! webhook. Client certificates are off by default; the NetworkPolicy is `auto`, on where the
+//! chart learns the API server's addresses, which `helm template` never does (so the defaults
+//! still render deploy/, `chart.rs`). On, the webhook gets `--client-ca-file` from the named
+//! ConfigMap and a NetworkPolicy admits its HTTPS port from the API server's CIDRs alone and its
+//! metrics port from the named peers alone; the render lints and the API server accepts it;
+//! either turned on (`true`) without what it needs fails the render, saying what to give.
 
 use anyhow::{Context, Result, ensure};
 use libtest_mimic::Trial;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{CHART, apply_dry_run, args_of, container_of, objects, pod_of, refuses, render};
 use crate::cleaners::helm;
@@ -22,6 +23,10 @@ pub(super) fn tests(env: &Env) -> Vec<Trial> {
         env.trial(
             "the_helm_chart_refuses_client_auth_or_a_network_policy_without_what_they_need",
             refused,
+        ),
+        env.trial(
+            "the_helm_chart_fences_the_webhook_by_default_to_the_api_servers_addresses_it_looks_up",
+            learned,
         ),
     ]
 }
@@ -122,7 +127,64 @@ async fn refused(ns: TestNamespace) -> Result<()> {
     let defaults = objects(&render(&ns, &[])?)?;
     ensure!(
         !defaults.keys().any(|key| key.starts_with("NetworkPolicy ")),
-        "no NetworkPolicy by default"
+        "no NetworkPolicy where the chart cannot learn the API server's addresses"
+    );
+    Ok(())
+}
+
+/// Rendered against the cluster (`--dry-run=server`, as `helm install` renders), the default
+/// NetworkPolicy admits the HTTPS port from the addresses of the `kubernetes` EndpointSlice
+/// alone; `enabled=false` renders none.
+async fn learned(ns: TestNamespace) -> Result<()> {
+    let slice: Value = serde_json::from_str(&kube_retention_e2e::run(ns.env.kubectl().args([
+        "get",
+        "endpointslice",
+        "kubernetes",
+        "-n",
+        "default",
+        "-o",
+        "json",
+    ]))?)?;
+    let from: Vec<Value> = slice["endpoints"]
+        .as_array()
+        .context("the API server's endpoints")?
+        .iter()
+        .flat_map(|endpoint| {
+            endpoint["addresses"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|address| {
+            let address = address.as_str().unwrap_or_default();
+            let bits = if address.contains(':') { 128 } else { 32 };
+            json!({"ipBlock": {"cidr": format!("{address}/{bits}")}})
+        })
+        .collect();
+    ensure!(
+        !from.is_empty(),
+        "the kubernetes EndpointSlice has addresses: {slice}"
+    );
+    let rendered = objects(&render(&ns, &["--dry-run=server"])?)?;
+    let policy = rendered
+        .get("NetworkPolicy kube-retention/kube-retention-webhook")
+        .context("a NetworkPolicy by default where the chart can look the API server up")?;
+    let expected = json!([{"from": from, "ports": [{"protocol": "TCP", "port": "https"}]}]);
+    ensure!(
+        policy["spec"]["ingress"] == expected,
+        "the NetworkPolicy: {policy}, expected ingress {expected}"
+    );
+    let off = objects(&render(
+        &ns,
+        &[
+            "--dry-run=server",
+            "--set",
+            "webhook.networkPolicy.enabled=false",
+        ],
+    )?)?;
+    ensure!(
+        !off.keys().any(|key| key.starts_with("NetworkPolicy ")),
+        "no NetworkPolicy when it is turned off"
     );
     Ok(())
 }
