@@ -14,7 +14,8 @@
 //! - `executor-dispatch` and `event-digest`: the [`Executor`]'s requests and deletion Events.
 //! - `cleaner-loop` (with `--cleaners`): the Cleaners.
 //! - `cel-evaluator`: the thread evaluating policies' CEL.
-//! - `circuit-breaker` (unless `--circuit-breaker=off`): the breaker's ConfigMap.
+//! - `circuit-breaker` (unless `--circuit-breaker` and `--cluster-circuit-breaker` are both off):
+//!   the breakers' ConfigMaps.
 //! - `watches`: the group of watch tasks, one per kind and the policies' (`watches/<kind>`).
 //! - `status-writer`: policies' and Cleaners' status writes, and their retries.
 //! - `sink-policy`: the cluster's insides learned for the sink policy (`sinks::cluster`).
@@ -118,9 +119,11 @@ impl Controller {
             .election
             .then_some(config.lease.namespace.as_str());
         let breaker_name = breaker::store::name_for(&config.lease.name);
-        let breaker_store = (config.breaker.deletions > 0).then_some(startup::BreakerStore {
+        let namespaces_name = breaker::store::namespaces_name_for(&config.lease.name);
+        let breaker_store = config.breaker.is_on().then_some(startup::BreakerStore {
             namespace: &config.lease.namespace,
             name: &breaker_name,
+            namespaces_name: &namespaces_name,
         });
         startup::await_permissions(
             &client,
@@ -187,18 +190,20 @@ impl Controller {
             StatusWrites::spawn(client.clone(), status_writes::RETRY, leadership.clone());
         supervisor.add(writing);
         let budget = Budget::per_second(NonZeroU32::new(config.deletions.qps));
-        let breaker = Breaker::new(config.breaker.deletions, config.breaker.window, clock);
-        if config.breaker.deletions > 0 {
+        let limits = config.breaker;
+        let breaker = Breaker::new(limits.cluster, limits.per_namespace, clock);
+        if limits.is_on() {
             let store = breaker::store::Store {
                 client: client.clone(),
                 namespace: config.lease.namespace.clone(),
                 name: breaker_name.clone(),
+                namespaces_name: namespaces_name.clone(),
                 breaker: breaker.clone(),
                 leadership: leadership.clone(),
                 recorder: recorder.clone(),
                 metrics: metrics.breaker.clone(),
             };
-            let storing = store.run(config.breaker.deletions, config.breaker.window);
+            let storing = store.run(limits.cluster, limits.per_namespace);
             supervisor.add(supervise::spawn("circuit-breaker", storing));
         }
         // Every CloudEvent is judged by the admin's policy with the cluster's insides denied too,

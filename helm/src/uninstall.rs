@@ -42,7 +42,7 @@ pub trait Deleter {
         params: &DeleteParams,
     ) -> kube::Result<Sent>
     where
-        K: Clone + serde::de::DeserializeOwned + std::fmt::Debug;
+        K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug;
 }
 
 /// Why an uninstall did not happen, or stopped.
