@@ -1,11 +1,10 @@
 //! How a Cleaner deletes: what cleaning needs ([`Cleaning`]: the client, the shared request
-//! budget and circuit breakers, the ledger and the clock), and the one DELETE every clean sends:
+//! budget and circuit breakers, the ledger, through which its CloudEvent goes too, and the
+//! clock), and the one DELETE every clean sends:
 //! [`Cleaning`] is the [`Deleter`] both the clean of a group ([`super::act`]) and a Helm
 //! release's uninstall ([`kube_retention_helm::uninstall`]) delete through, the breakers'
 //! admission (the Cleaner's namespace's, then the cluster's) and the budget's share first, so
 //! neither goes around the breakers or the budget.
-
-use std::sync::Arc;
 
 use kube::Client;
 use kube::api::{Api, DeleteParams, PropagationPolicy};
@@ -15,7 +14,6 @@ use kube_retention_io::breaker::Breaker;
 use kube_retention_io::budget::Budget;
 use kube_retention_io::clock::Clock;
 pub use kube_retention_io::deletion::Sent;
-use kube_retention_sinks as sinks;
 use kube_retention_sinks::ledger::Ledger;
 
 use super::metrics::CleanerMetrics;
@@ -30,10 +28,9 @@ pub struct Cleaning {
     pub budget: Budget,
     /// The circuit breakers, shared with the executor: every DELETE asks them first.
     pub breaker: Breaker,
-    /// Sends CloudEvents where the sink policy allows.
-    pub sender: Arc<sinks::Sender>,
-    /// The deletion ledger: each target deleted is announced to `--ledger-sink`.
-    pub ledger: Option<Ledger>,
+    /// The deletion ledger: each target deleted is announced to `--ledger-sink`, and the
+    /// Cleaner's CloudEvent goes through its lanes.
+    pub ledger: Ledger,
     /// The controller's clock.
     pub clock: Clock,
 }

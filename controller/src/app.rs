@@ -19,6 +19,8 @@
 //! - `watches`: the group of watch tasks, one per kind and the policies' (`watches/<kind>`).
 //! - `status-writer`: policies' and Cleaners' status writes, and their retries.
 //! - `sink-policy`: the cluster's insides learned for the sink policy (`sinks::cluster`).
+//! - `ledger-delivery`: tenants' CloudEvents (policies' sinks, Cleaners'), and
+//!   `ledger-cluster-delivery` (with `--ledger-sink`): the admin's, apart.
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -218,13 +220,13 @@ impl Controller {
         supervisor.add(learning);
         let sender = Arc::new(Sender::new(sink_policy));
         let (ledger, delivering) = Ledger::spawn(
-            sender.clone(),
+            sender,
             config.ledger.sink.as_deref().map(Arc::from),
             config.ledger.queue,
             Delivery::default(),
             metrics.ledger.clone(),
         );
-        supervisor.add(delivering);
+        supervisor.extend(delivering);
         // One evaluator for every tenant's CEL: policies' and Cleaners' share its time.
         let (evaluator, evaluating) =
             Evaluator::spawn(metrics.evaluator.clone()).map_err(Error::Evaluator)?;
@@ -237,8 +239,7 @@ impl Controller {
                 recorder: recorder.clone(),
                 metrics: metrics.cleaners.clone(),
                 propagation: propagation.clone(),
-                sender,
-                ledger: Some(ledger.clone()),
+                ledger: ledger.clone(),
                 clock,
             };
             let cleaners = Cleaners::new(

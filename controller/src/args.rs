@@ -155,9 +155,11 @@ pub struct Args {
         env = "KUBE_RETENTION_LEDGER_SINK"
     )]
     pub ledger_sink: Option<String>,
-    /// Ledger announcements waiting for delivery at most; beyond it they are dropped and counted
-    /// (`kube_retention_ledger_events_dropped_total`). Policies with `archiveBeforeDelete` never
-    /// lose one: their objects wait instead.
+    /// CloudEvents held for delivery at most, waiting or under way, in each of two sets of
+    /// queues: the tenants' (policies' sinks, Cleaners') and the admin's (`--ledger-sink`), which
+    /// share nothing. Beyond it the oldest of the longest queue (a namespace's for a sink) is
+    /// dropped and counted (`kube_retention_ledger_events_dropped_total`). Policies with
+    /// `archiveBeforeDelete` never lose one: their objects wait instead.
     #[arg(
         help_heading = "Cleaners and CloudEvents",
         long,

@@ -4,20 +4,16 @@
 //! evaluator's thread, the verdict written to its status by the status writer, which retries a
 //! write the API server failed.
 
-use std::sync::Arc;
-
 use kube::api::PropagationPolicy;
 use kube::runtime::events::{Recorder, Reporter};
 use kube_retention_cleaners::Cleaners;
 use kube_retention_cleaners::act::Cleaning;
-use kube_retention_common::sink_policy::SinkPolicy;
 use kube_retention_controller::executor::Budget;
 use kube_retention_evaluator::{Evaluator, EvaluatorMetrics};
 use kube_retention_io::initial_list::{InitialList, Lists};
 use kube_retention_io::list_turns::ListTurns;
 use kube_retention_io::status_writes::{self, StatusWrites};
 use kube_retention_io::watch_set::Watching;
-use kube_retention_sinks::Sender;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -58,8 +54,7 @@ async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_ref
         metrics: Default::default(),
         propagation: PropagationPolicy::Background,
         budget: Budget::unlimited(),
-        sender: Arc::new(Sender::new(Arc::new(SinkPolicy::default()))),
-        ledger: None,
+        ledger: crate::sink_support::ledger(),
         clock: kube_retention_io::clock::Clock::System,
     };
     let (evaluator, evaluating) = Evaluator::spawn(EvaluatorMetrics::default()).unwrap();

@@ -50,6 +50,7 @@ mod intent;
 mod leader_election;
 mod lean_decoding;
 mod ledger;
+mod ledger_lanes;
 mod lifecycle;
 mod loop_paused;
 mod loop_shed;

@@ -14,9 +14,7 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube_retention_cleaners::act::{Cleaned, Cleaning, clean, retire};
 use kube_retention_cleaners::book::{self, Clean, Doomed};
 use kube_retention_cleaners::status::Problem;
-use kube_retention_common::sink_policy::SinkPolicy;
 use kube_retention_controller::executor::Budget;
-use kube_retention_sinks::Sender;
 use serde_json::{Value, json};
 
 /// A request the API server saw: `METHOD path?query`, and its body.
@@ -59,8 +57,7 @@ pub async fn cleaning(group: Clean, answers: Answers) -> (Result<Cleaned, Proble
         metrics: Default::default(),
         propagation: PropagationPolicy::Foreground,
         budget: Budget::unlimited(),
-        sender: Arc::new(Sender::new(Arc::new(SinkPolicy::default()))),
-        ledger: None,
+        ledger: crate::sink_support::ledger(),
         clock: kube_retention_io::clock::Clock::System,
     });
     let outcome = clean(cleaning.clone(), group.clone()).await;
