@@ -177,8 +177,9 @@ impl Controller {
             },
         );
         let propagation = config.deletions.propagation.clone();
-        // One way of listing and its turns, one status writer, one request budget and one
-        // circuit breaker for the retention loop and the Cleaners alike.
+        // One way of listing and its turns, one request budget (the status writer's too), one
+        // status writer and one set of circuit breakers for the retention loop and the Cleaners
+        // alike.
         let lists = Lists::new(config.lists.initial_list, config.lists.page_size)
             .counting_fallbacks(metrics.list_fallbacks.clone());
         let (tasks, watching) = supervise::group("watches");
@@ -188,10 +189,14 @@ impl Controller {
             turns: ListTurns::new(config.lists.concurrency),
             tasks,
         };
-        let (statuses, writing) =
-            StatusWrites::spawn(client.clone(), status_writes::RETRY, leadership.clone());
-        supervisor.add(writing);
         let budget = Budget::per_second(NonZeroU32::new(config.deletions.qps));
+        let (statuses, writing) = StatusWrites::spawn(
+            client.clone(),
+            status_writes::RETRY,
+            budget.clone(),
+            leadership.clone(),
+        );
+        supervisor.add(writing);
         let limits = config.breaker;
         let breaker = Breaker::new(limits.cluster, limits.per_namespace, clock);
         if limits.is_on() {

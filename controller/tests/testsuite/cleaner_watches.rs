@@ -65,8 +65,12 @@ async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_ref
         tasks,
     };
     let (_leading, leadership) = watch::channel(true);
-    let (statuses, _writing) =
-        StatusWrites::spawn(client.clone(), status_writes::RETRY, leadership.clone());
+    let (statuses, _writing) = StatusWrites::spawn(
+        client.clone(),
+        status_writes::RETRY,
+        Budget::unlimited(),
+        leadership.clone(),
+    );
     let cleaners = Cleaners::new(cleaning, watching, statuses, evaluator);
     let running = tokio::spawn(cleaners.run(leadership, std::future::pending()));
     // The requests in their order, and the watches (which run beside them, in an order of
