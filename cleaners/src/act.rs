@@ -1,7 +1,10 @@
 //! Cleaning a group, in an order that never leaves it half-done for a reason known in advance:
 //! the Helm release is read first (a release with delete hooks, with objects outside the
 //! Cleaner's namespace or of kinds a Cleaner does not uninstall, refuses the whole clean:
-//! [`kube_retention_helm::uninstall`]), then the targets are deleted with uid preconditions, the
+//! [`kube_retention_helm::uninstall`]), then the blast-radius guard counts what the clean would
+//! delete (more than `--max-immediate-deletions`, and the Cleaner's generation not approved,
+//! holds it whole: [`Problem::AwaitingApproval`]), then the targets are deleted with uid
+//! preconditions, the
 //! release uninstalled, the CloudEvent handed to the ledger's lanes, and the Cleaner deletes
 //! itself.
 //! Each DELETE goes through [`super::deleting`]: it waits for the controller's request budget,
@@ -21,8 +24,8 @@ use super::book::{Clean, CleanerKey, Doomed};
 pub use super::deleting::{Cleaned, Cleaning, Sent};
 use super::status::Problem;
 use kube_retention_common::ledger::{DELETED, Entry};
-use kube_retention_helm::uninstall;
 use kube_retention_helm::uninstall::Deleter;
+use kube_retention_helm::uninstall::{self, Release};
 use kube_retention_sinks::{self as sinks, Undelivered};
 
 /// Cleans `clean`'s group; a failure leaves the Cleaner to be evaluated again.
@@ -33,6 +36,8 @@ pub async fn clean(cleaning: Arc<Cleaning>, clean: Clean) -> Result<Cleaned, Pro
         Some(name) => Some(uninstall::read(&*cleaning, name, &namespace).await?),
         None => None,
     };
+    let deletions = clean.objects.len() + release.as_ref().map_or(0, Release::deletions);
+    guard(&cleaning, &clean, deletions)?;
     let mut cleaned = Cleaned::default();
     for doomed in &clean.objects {
         if delete(&cleaning, doomed).await.map_err(failed)? {
@@ -54,6 +59,24 @@ pub async fn clean(cleaning: Arc<Cleaning>, clean: Clean) -> Result<Cleaned, Pro
         cleaned.release = uninstalled.release;
     }
     Ok(cleaned)
+}
+
+/// The blast-radius guard, as for a policy's new generation: a clean that would send more than
+/// `--max-immediate-deletions` DELETEs (its targets, and a release's objects and records) waits
+/// until its generation is approved; one within it, or approved, goes.
+fn guard(cleaning: &Cleaning, clean: &Clean, deletions: usize) -> Result<(), Problem> {
+    let threshold = cleaning.max_immediate_deletions;
+    let within = threshold == 0 || deletions <= usize::try_from(threshold).unwrap_or(usize::MAX);
+    if within || clean.approved {
+        return Ok(());
+    }
+    Err(Problem::AwaitingApproval {
+        deletions,
+        threshold,
+        generation: clean.generation.unwrap_or_default(),
+        namespace: clean.cleaner.namespace.clone(),
+        name: clean.cleaner.name.clone(),
+    })
 }
 
 /// The ledger's entry for `doomed`, deleted by `cleaner` at `now`.

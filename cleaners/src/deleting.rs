@@ -33,6 +33,9 @@ pub struct Cleaning {
     pub ledger: Ledger,
     /// The controller's clock.
     pub clock: Clock,
+    /// The blast-radius guard's threshold (`--max-immediate-deletions`): a clean deleting more
+    /// at once waits for its generation's approval. 0: no guard.
+    pub max_immediate_deletions: u32,
 }
 
 /// What a clean deleted, and what of its Helm release it left, why.

@@ -246,6 +246,7 @@ impl Controller {
                 propagation: propagation.clone(),
                 ledger: ledger.clone(),
                 clock,
+                max_immediate_deletions: config.max_immediate_deletions,
             };
             let cleaners = Cleaners::new(
                 cleaning,

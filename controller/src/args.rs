@@ -64,7 +64,9 @@ pub struct Args {
     pub cluster_circuit_breaker: Limit,
     /// The blast-radius guard: a policy, new or changed, that would delete more objects than this
     /// at once deletes nothing until approved (`kubectl retention approve`), unless it sets its
-    /// own `spec.safety.maxImmediateDeletions`. 0 turns the guard off.
+    /// own `spec.safety.maxImmediateDeletions`; a Cleaner whose clean would delete more (its
+    /// targets, a Helm release's objects and records) cleans nothing until its generation is
+    /// approved. 0 turns the guard off.
     #[arg(
         help_heading = "Safety rails",
         long,

@@ -79,6 +79,14 @@ pub struct Release {
     skipped: Vec<String>,
 }
 
+impl Release {
+    /// How many DELETEs its uninstall sends at most: the objects its latest record lists (those
+    /// Helm's annotations do not give to it are left) and its records.
+    pub fn deletions(&self) -> usize {
+        self.objects.len() + self.records.len()
+    }
+}
+
 /// Reads release `name`'s records in `namespace` and plans its uninstall; refuses a release with
 /// delete hooks, with objects outside `namespace`, or of kinds a Cleaner does not uninstall.
 pub async fn read(

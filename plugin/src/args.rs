@@ -55,10 +55,11 @@ pub enum Command {
     /// finished more than --max-age ago. Running objects, objects annotated retention.dev/keep
     /// and objects already being deleted are never pruned.
     Prune(PruneArgs),
-    /// Approve a RetentionPolicy's (`policy NAME -n NS`) or ClusterRetentionPolicy's
-    /// (`clusterpolicy NAME`) current generation past its blast-radius guard: what it holds
-    /// back is deleted. Needs the permissions writing the policy needs (delete and list on
-    /// what it governs).
+    /// Approve a RetentionPolicy's (`policy NAME -n NS`), ClusterRetentionPolicy's
+    /// (`clusterpolicy NAME`) or Cleaner's (`cleaner NAME -n NS`) current generation past its
+    /// blast-radius guard: what it holds back is deleted. A policy's needs the permissions
+    /// writing the policy needs (delete and list on what it governs); a Cleaner's, patch on the
+    /// Cleaner.
     Approve(ApproveArgs),
     /// The controller's circuit breakers: each namespace's, which stops that namespace's
     /// deletions once more went within its window than its limit (--circuit-breaker), and the

@@ -179,6 +179,17 @@ impl Cleaners {
                     act::record(&self.cleaning, &reference, warning, "RetireFailed", note).await;
                 }
             }
+            Err(problem @ Problem::AwaitingApproval { .. }) => {
+                tracing::warn!(cleaner = %clean.cleaner, %problem, "clean held by the blast-radius guard");
+                self.book.clean_awaits_approval(&clean.cleaner);
+                let resolved = self
+                    .written
+                    .get(&clean.cleaner)
+                    .map(|status| status.resolved_targets.clone());
+                let held = Err(problem);
+                self.report(&clean.cleaner, &held, resolved.unwrap_or_default(), now)
+                    .await;
+            }
             Err(problem) => {
                 tracing::warn!(cleaner = %clean.cleaner, %problem, "clean failed");
                 self.book.clean_done(&clean.cleaner, false, now);
@@ -239,6 +250,8 @@ impl Cleaners {
             let clean = Clean {
                 cleaner: key.clone(),
                 uid,
+                generation: None,
+                approved: false,
                 objects: Vec::new(),
                 release: None,
                 sink: None,

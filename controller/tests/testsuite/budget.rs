@@ -105,6 +105,7 @@ fn cleaning(client: &Client, budget: Budget) -> Arc<Cleaning> {
         budget,
         ledger: crate::sink_support::ledger(),
         clock: kube_retention_io::clock::Clock::System,
+        max_immediate_deletions: 0,
     })
 }
 
@@ -123,6 +124,8 @@ fn five_config_maps() -> Clean {
             name: "cleaner".into(),
         },
         uid: "cleaner-uid".into(),
+        generation: Some(1),
+        approved: false,
         objects,
         release: None,
         sink: None,

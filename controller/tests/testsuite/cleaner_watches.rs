@@ -56,6 +56,7 @@ async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_ref
         budget: Budget::unlimited(),
         ledger: crate::sink_support::ledger(),
         clock: kube_retention_io::clock::Clock::System,
+        max_immediate_deletions: 0,
     };
     let (evaluator, evaluating) = Evaluator::spawn(EvaluatorMetrics::default()).unwrap();
     let (tasks, _watching) = kube_retention_runtime::supervise::group("watches");
