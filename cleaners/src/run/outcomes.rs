@@ -129,6 +129,14 @@ impl Cleaners {
         self.report(key, &evaluation.verdict, evaluation.resolved, now)
             .await;
         if let Some(clean) = evaluation.clean {
+            self.cleans.submit(clean);
+            self.start_cleans();
+        }
+    }
+
+    /// Starts the cleans waiting that have a place, each in a task of its own.
+    pub(super) fn start_cleans(&mut self) {
+        while let Some(clean) = self.cleans.start_next() {
             let (cleaning, finished) = (self.cleaning.clone(), self.finished.0.clone());
             tokio::spawn(async move {
                 let outcome = act::clean(cleaning, clean.clone()).await;
@@ -137,8 +145,21 @@ impl Cleaners {
         }
     }
 
+    /// This replica stopped leading: the cleans waiting start on the new leader instead, and are
+    /// tried here again only if this one leads again.
+    pub(super) fn give_up_waiting_cleans(&mut self) {
+        let now = self.cleaning.clock.now();
+        for clean in self.cleans.drain_waiting() {
+            self.book.clean_done(&clean.cleaner, false, now);
+        }
+    }
+
     /// A clean ended: announced and the Cleaner gone, or Ready=False and evaluated again soon.
     pub(super) async fn finish(&mut self, clean: Clean, outcome: Result<Cleaned, Problem>) {
+        self.cleans.ended(&clean.cleaner.namespace);
+        if self.leading {
+            self.start_cleans();
+        }
         let now = self.cleaning.clock.now();
         let reference = act::reference(&clean);
         match outcome {

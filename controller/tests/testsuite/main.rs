@@ -19,6 +19,7 @@ mod breaker;
 mod breaker_store;
 mod budget;
 mod cleaner_actions;
+mod cleaner_bounds;
 mod cleaner_compile;
 mod cleaner_helm;
 mod cleaner_judging;
