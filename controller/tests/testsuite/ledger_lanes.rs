@@ -391,3 +391,71 @@ async fn a_tenants_sink_that_never_answers_holds_its_own_share_of_slots_only() {
     assert_eq!(count(&metrics.dropped, "policy"), 0);
     assert_eq!(count(&metrics.dropped, "cluster"), 0);
 }
+
+/// The Job `name` of `namespace`, as the API server answers its GET.
+fn job_in(namespace: &str, name: &str) -> serde_json::Value {
+    json!({"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}"),
+                        "resourceVersion": "1"},
+           "status": {"succeeded": 1}})
+}
+
+/// Archives (`archiveBeforeDelete`) to a sink that never answers hold at most their own
+/// namespace's places: another namespace's archive is read and sent meanwhile.
+#[tokio::test]
+async fn a_namespaces_hanging_archive_sink_holds_its_own_places_only() {
+    use kube::Api;
+    use kube::api::{ApiResource, DynamicObject};
+    use kube_retention_common::kinds::Resource;
+    use kube_retention_sinks::ledger::archive::{Archived, PER_NAMESPACE};
+
+    let hanging = Counting::start(false).await;
+    let answering = Counting::start(true).await;
+    let policy = SinkPolicy::from_flags(&["http".into()], &["127.0.0.2/32".into()], &[]).unwrap();
+    let sender = Arc::new(Sender::new(Arc::new(policy)));
+    let archiver = kube_retention_sinks::ledger::archive::Archiver::new(sender);
+    let (client, mut api) = kube_retention_apimock::pair();
+    let resource = Resource::new("batch", "v1", "Job", "jobs");
+    let dynamic = ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("batch", "v1", "Job"),
+        "jobs",
+    );
+    let archive = |namespace: &'static str, name: String, sink: String| {
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &dynamic);
+        let (archiver, resource) = (archiver.clone(), resource.clone());
+        tokio::spawn(async move {
+            let uid = format!("uid-{name}");
+            let entry = entry(namespace, 0);
+            archiver
+                .archive(&api, &resource, &name, (&uid, "1"), &sink, entry)
+                .await
+        })
+    };
+    let mut hung = Vec::new();
+    for index in 0..PER_NAMESPACE + 3 {
+        hung.push(archive(
+            "tenant-a",
+            format!("a-{index}"),
+            hanging.url.clone(),
+        ));
+    }
+    // Tenant A's places: that many GETs, then none while their sends hang.
+    let mut gets = Vec::new();
+    while let Some(get) = api.next_within(Duration::from_millis(500)).await {
+        let name = get.path.rsplit('/').next().unwrap_or_default().to_owned();
+        get.reply(200, &job_in("tenant-a", &name));
+        gets.push(name);
+    }
+    assert_eq!(gets.len(), PER_NAMESPACE, "{gets:?}");
+    // Tenant B's archive goes meanwhile.
+    let other = archive("tenant-b", "b-0".into(), answering.url.clone());
+    let get = api.next().await.expect("tenant B's GET");
+    assert_eq!(get.path, "/apis/batch/v1/namespaces/tenant-b/jobs/b-0");
+    get.reply(200, &job_in("tenant-b", "b-0"));
+    assert!(matches!(other.await.unwrap(), Archived::Acknowledged));
+    assert_eq!(answering.received(), 1);
+    assert_eq!(hanging.received() as usize, PER_NAMESPACE);
+    for task in hung {
+        task.abort();
+    }
+}

@@ -29,7 +29,7 @@ use kube_retention_common::model::object_value;
 /// Archives under way at once.
 pub const IN_FLIGHT: usize = 16;
 /// One namespace's archives under way at once.
-pub const PER_NAMESPACE: usize = 2;
+pub const PER_NAMESPACE: usize = 4;
 /// How long one attempt may take (a failed one takes all of it: see [`crate`]).
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
 
