@@ -1,8 +1,12 @@
 //! Cleaning a group, in an order that never leaves it half-done for a reason known in advance:
 //! the Helm release is read first (a release with delete hooks, with objects outside the
 //! Cleaner's namespace or of kinds a Cleaner does not uninstall, refuses the whole clean:
-//! [`kube_retention_helm::uninstall`]), then the targets are deleted with uid preconditions, the
-//! release uninstalled, the CloudEvent handed to its own task, and the Cleaner deletes itself.
+//! [`kube_retention_helm::uninstall`]), then the blast-radius guard counts what the clean would
+//! delete (more than `--max-immediate-deletions`, and the Cleaner's generation not approved,
+//! holds it whole: [`Problem::AwaitingApproval`]), then the targets are deleted with uid
+//! preconditions, the
+//! release uninstalled, the CloudEvent handed to the ledger's lanes, and the Cleaner deletes
+//! itself.
 //! Each DELETE goes through [`super::deleting`]: it waits for the controller's request budget,
 //! the one the executor's deletions spend, and for the circuit breaker, which counts it and holds
 //! it while open.
@@ -20,8 +24,8 @@ use super::book::{Clean, CleanerKey, Doomed};
 pub use super::deleting::{Cleaned, Cleaning, Sent};
 use super::status::Problem;
 use kube_retention_common::ledger::{DELETED, Entry};
-use kube_retention_helm::uninstall;
 use kube_retention_helm::uninstall::Deleter;
+use kube_retention_helm::uninstall::{self, Release};
 use kube_retention_sinks::{self as sinks, Undelivered};
 
 /// Cleans `clean`'s group; a failure leaves the Cleaner to be evaluated again.
@@ -32,18 +36,14 @@ pub async fn clean(cleaning: Arc<Cleaning>, clean: Clean) -> Result<Cleaned, Pro
         Some(name) => Some(uninstall::read(&*cleaning, name, &namespace).await?),
         None => None,
     };
+    let deletions = clean.objects.len() + release.as_ref().map_or(0, Release::deletions);
+    guard(&cleaning, &clean, deletions)?;
     let mut cleaned = Cleaned::default();
     for doomed in &clean.objects {
         if delete(&cleaning, doomed).await.map_err(failed)? {
             cleaning.metrics.deleted("object");
-            if let Some(ledger) = &cleaning.ledger {
-                ledger.announce(
-                    DELETED,
-                    &ledger_entry(&clean.cleaner, doomed, cleaning.clock.now()),
-                    None,
-                    false,
-                );
-            }
+            let entry = ledger_entry(&clean.cleaner, doomed, cleaning.clock.now());
+            cleaning.ledger.announce(DELETED, &entry, None, false);
             cleaned
                 .deleted
                 .push(format!("{}/{}", doomed.resource.kind, doomed.name));
@@ -59,6 +59,24 @@ pub async fn clean(cleaning: Arc<Cleaning>, clean: Clean) -> Result<Cleaned, Pro
         cleaned.release = uninstalled.release;
     }
     Ok(cleaned)
+}
+
+/// The blast-radius guard, as for a policy's new generation: a clean that would send more than
+/// `--max-immediate-deletions` DELETEs (its targets, and a release's objects and records) waits
+/// until its generation is approved; one within it, or approved, goes.
+fn guard(cleaning: &Cleaning, clean: &Clean, deletions: usize) -> Result<(), Problem> {
+    let threshold = cleaning.max_immediate_deletions;
+    let within = threshold == 0 || deletions <= usize::try_from(threshold).unwrap_or(usize::MAX);
+    if within || clean.approved {
+        return Ok(());
+    }
+    Err(Problem::AwaitingApproval {
+        deletions,
+        threshold,
+        generation: clean.generation.unwrap_or_default(),
+        namespace: clean.cleaner.namespace.clone(),
+        name: clean.cleaner.name.clone(),
+    })
 }
 
 /// The ledger's entry for `doomed`, deleted by `cleaner` at `now`.
@@ -95,8 +113,9 @@ async fn delete(cleaning: &Cleaning, doomed: &Doomed) -> kube::Result<bool> {
     Ok(cleaning.delete(&api, &doomed.name, &params).await? == Sent::Deleted)
 }
 
-/// Sends the CloudEvent in its own task; a refusal or a failure is counted and reported on the
-/// Cleaner (what the Event says: [`Undelivered::note`]).
+/// Hands the CloudEvent to the ledger's lanes as work of the Cleaner's namespace (bounded and
+/// fair between namespaces and sinks, no task of its own); a refusal or a failure is counted and
+/// reported on the Cleaner (what the Event says: [`Undelivered::note`]).
 pub fn announce(cleaning: Arc<Cleaning>, clean: &Clean, cleaned: &Cleaned) {
     let Some(sink) = clean.sink.clone() else {
         return;
@@ -113,36 +132,55 @@ pub fn announce(cleaning: Arc<Cleaning>, clean: &Clean, cleaned: &Cleaned) {
         "skipped": cleaned.skipped,
     });
     let reference = reference(clean);
-    tokio::spawn(async move {
-        let delivered = match sinks::event(
-            kube_retention_common::cleaner::EVENT_TYPE,
-            &uuid::Uuid::new_v4().to_string(),
-            &source,
-            data,
-            cleaning.clock.now(),
-        ) {
-            Ok(event) => {
-                let delivery = sinks::Delivery::default();
-                cleaning.sender.deliver(&sink, event, &delivery).await
-            }
-            Err(error) => Err(Undelivered::Unsendable(error.to_string())),
-        };
-        let Err(undelivered) = delivered else {
+    let event = sinks::event(
+        kube_retention_common::cleaner::EVENT_TYPE,
+        &uuid::Uuid::new_v4().to_string(),
+        &source,
+        data,
+        cleaning.clock.now(),
+    );
+    let event = match event {
+        Ok(event) => event,
+        Err(error) => {
+            let undelivered = Undelivered::Unsendable(error.to_string());
+            report(cleaning, reference, &sink, undelivered);
             return;
-        };
-        let reason = match &undelivered {
-            Undelivered::Refused(refusal) => {
-                tracing::warn!(%sink, %refusal, "CloudEvent refused by the sink policy");
-                cleaning.metrics.sink_refused.inc();
-                "SinkRefused"
-            }
-            Undelivered::Failed { .. } | Undelivered::Unsendable(_) => {
-                tracing::warn!(%sink, ?undelivered, "CloudEvent not delivered");
-                cleaning.metrics.sink_failures.inc();
-                "SinkFailed"
-            }
-        };
-        let note = undelivered.note(&sink);
+        }
+    };
+    let ledger = cleaning.ledger.clone();
+    let reporting = sink.clone();
+    let done = Box::new(move |delivered: Result<(), Undelivered>| {
+        if let Err(undelivered) = delivered {
+            report(cleaning, reference, &reporting, undelivered);
+        }
+    });
+    ledger.send(&key.namespace, &sink, event, done);
+}
+
+/// Counts `undelivered` and records it on the Cleaner `reference` names, in a task of its own:
+/// one Event each, as deliveries end (a bounded number at a time, [`Ledger`]'s).
+///
+/// [`Ledger`]: kube_retention_sinks::ledger::Ledger
+fn report(
+    cleaning: Arc<Cleaning>,
+    reference: ObjectReference,
+    sink: &str,
+    undelivered: Undelivered,
+) {
+    let reason = match &undelivered {
+        Undelivered::Refused(refusal) => {
+            tracing::warn!(%sink, %refusal, "CloudEvent refused by the sink policy");
+            cleaning.metrics.sink_refused.inc();
+            "SinkRefused"
+        }
+        Undelivered::Failed { .. } | Undelivered::Unsendable(_) => {
+            tracing::warn!(%sink, ?undelivered, "CloudEvent not delivered");
+            cleaning.metrics.sink_failures.inc();
+            "SinkFailed"
+        }
+    };
+    let note = undelivered.note(sink);
+    tokio::spawn(async move {
         record(&cleaning, &reference, EventType::Warning, reason, note).await;
     });
 }

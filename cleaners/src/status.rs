@@ -23,6 +23,20 @@ pub enum Problem {
     Helm(#[from] HelmError),
     #[error("cleaning failed, retried: {0}")]
     CleanFailed(String),
+    /// The blast-radius guard holds the clean: more deletions at once than its threshold, and
+    /// the generation not approved.
+    #[error(
+        "would delete {deletions} objects at once, more than the blast-radius guard allows \
+         ({threshold}, --max-immediate-deletions): nothing is deleted until generation \
+         {generation} is approved (kubectl retention approve cleaner {name} -n {namespace})"
+    )]
+    AwaitingApproval {
+        deletions: usize,
+        threshold: u32,
+        generation: i64,
+        namespace: String,
+        name: String,
+    },
 }
 
 impl From<UninstallError> for Problem {
@@ -42,6 +56,7 @@ impl Problem {
             Self::Values(_) => "TargetsUnreadable",
             Self::Helm(error) => error.reason(),
             Self::CleanFailed(_) => "CleanFailed",
+            Self::AwaitingApproval { .. } => "AwaitingApproval",
         }
     }
 }

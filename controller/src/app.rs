@@ -14,10 +14,13 @@
 //! - `executor-dispatch` and `event-digest`: the [`Executor`]'s requests and deletion Events.
 //! - `cleaner-loop` (with `--cleaners`): the Cleaners.
 //! - `cel-evaluator`: the thread evaluating policies' CEL.
-//! - `circuit-breaker` (unless `--circuit-breaker=off`): the breaker's ConfigMap.
+//! - `circuit-breaker` (unless `--circuit-breaker` and `--cluster-circuit-breaker` are both off):
+//!   the breakers' ConfigMaps.
 //! - `watches`: the group of watch tasks, one per kind and the policies' (`watches/<kind>`).
 //! - `status-writer`: policies' and Cleaners' status writes, and their retries.
 //! - `sink-policy`: the cluster's insides learned for the sink policy (`sinks::cluster`).
+//! - `ledger-delivery`: tenants' CloudEvents (policies' sinks, Cleaners'), and
+//!   `ledger-cluster-delivery` (with `--ledger-sink`): the admin's, apart.
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -118,9 +121,11 @@ impl Controller {
             .election
             .then_some(config.lease.namespace.as_str());
         let breaker_name = breaker::store::name_for(&config.lease.name);
-        let breaker_store = (config.breaker.deletions > 0).then_some(startup::BreakerStore {
+        let namespaces_name = breaker::store::namespaces_name_for(&config.lease.name);
+        let breaker_store = config.breaker.is_on().then_some(startup::BreakerStore {
             namespace: &config.lease.namespace,
             name: &breaker_name,
+            namespaces_name: &namespaces_name,
         });
         startup::await_permissions(
             &client,
@@ -172,8 +177,9 @@ impl Controller {
             },
         );
         let propagation = config.deletions.propagation.clone();
-        // One way of listing and its turns, one status writer, one request budget and one
-        // circuit breaker for the retention loop and the Cleaners alike.
+        // One way of listing and its turns, one request budget (the status writer's too), one
+        // status writer and one set of circuit breakers for the retention loop and the Cleaners
+        // alike.
         let lists = Lists::new(config.lists.initial_list, config.lists.page_size)
             .counting_fallbacks(metrics.list_fallbacks.clone());
         let (tasks, watching) = supervise::group("watches");
@@ -183,22 +189,28 @@ impl Controller {
             turns: ListTurns::new(config.lists.concurrency),
             tasks,
         };
-        let (statuses, writing) =
-            StatusWrites::spawn(client.clone(), status_writes::RETRY, leadership.clone());
-        supervisor.add(writing);
         let budget = Budget::per_second(NonZeroU32::new(config.deletions.qps));
-        let breaker = Breaker::new(config.breaker.deletions, config.breaker.window, clock);
-        if config.breaker.deletions > 0 {
+        let (statuses, writing) = StatusWrites::spawn(
+            client.clone(),
+            status_writes::RETRY,
+            budget.clone(),
+            leadership.clone(),
+        );
+        supervisor.add(writing);
+        let limits = config.breaker;
+        let breaker = Breaker::new(limits.cluster, limits.per_namespace, clock);
+        if limits.is_on() {
             let store = breaker::store::Store {
                 client: client.clone(),
                 namespace: config.lease.namespace.clone(),
                 name: breaker_name.clone(),
+                namespaces_name: namespaces_name.clone(),
                 breaker: breaker.clone(),
                 leadership: leadership.clone(),
                 recorder: recorder.clone(),
                 metrics: metrics.breaker.clone(),
             };
-            let storing = store.run(config.breaker.deletions, config.breaker.window);
+            let storing = store.run(limits.cluster, limits.per_namespace);
             supervisor.add(supervise::spawn("circuit-breaker", storing));
         }
         // Every CloudEvent is judged by the admin's policy with the cluster's insides denied too,
@@ -213,13 +225,13 @@ impl Controller {
         supervisor.add(learning);
         let sender = Arc::new(Sender::new(sink_policy));
         let (ledger, delivering) = Ledger::spawn(
-            sender.clone(),
+            sender,
             config.ledger.sink.as_deref().map(Arc::from),
             config.ledger.queue,
             Delivery::default(),
             metrics.ledger.clone(),
         );
-        supervisor.add(delivering);
+        supervisor.extend(delivering);
         // One evaluator for every tenant's CEL: policies' and Cleaners' share its time.
         let (evaluator, evaluating) = Evaluator::spawn(
             metrics.evaluator.clone(),
@@ -236,9 +248,9 @@ impl Controller {
                 recorder: recorder.clone(),
                 metrics: metrics.cleaners.clone(),
                 propagation: propagation.clone(),
-                sender,
-                ledger: Some(ledger.clone()),
+                ledger: ledger.clone(),
                 clock,
+                max_immediate_deletions: config.max_immediate_deletions,
             };
             let cleaners = Cleaners::new(
                 cleaning,

@@ -9,6 +9,7 @@ use clap::{Parser, ValueEnum};
 use kube_retention_common::kinds::KindSelection;
 use kube_retention_runtime::LogFormat;
 
+use kube_retention_io::breaker::Limit;
 use kube_retention_io::initial_list::InitialList;
 
 #[derive(Debug, Parser)]
@@ -50,14 +51,22 @@ pub struct Args {
     /// default window.
     #[arg(help_heading = "Deletions", long, env = "KUBE_RETENTION_EVENTS", default_value = "5s", value_parser = parse_events)]
     pub events: Events,
-    /// The circuit breaker, `DELETIONS/WINDOW`: more DELETEs than this within the window stop
-    /// every deletion until an admin releases it (`kubectl retention breaker release`); `off`
-    /// (or 0 deletions) turns it off.
-    #[arg(help_heading = "Safety rails", long, env = "KUBE_RETENTION_CIRCUIT_BREAKER", default_value = "10000/10m", value_parser = parse_breaker)]
-    pub circuit_breaker: BreakerLimit,
+    /// Each namespace's circuit breaker, `DELETIONS/WINDOW`: more DELETEs in one namespace than
+    /// this within the window stop that namespace's deletions (only its own) until an admin
+    /// releases it (`kubectl retention breaker release -n NAMESPACE`); `off` (or 0 deletions)
+    /// turns it off.
+    #[arg(help_heading = "Safety rails", long, env = "KUBE_RETENTION_CIRCUIT_BREAKER", default_value = "1000/10m", value_parser = parse_breaker)]
+    pub circuit_breaker: Limit,
+    /// The cluster's circuit breaker, `DELETIONS/WINDOW`: more DELETEs across every namespace
+    /// than this within the window stop every deletion until an admin releases it (`kubectl
+    /// retention breaker release`); `off` (or 0 deletions) turns it off.
+    #[arg(help_heading = "Safety rails", long, env = "KUBE_RETENTION_CLUSTER_CIRCUIT_BREAKER", default_value = "10000/10m", value_parser = parse_breaker)]
+    pub cluster_circuit_breaker: Limit,
     /// The blast-radius guard: a policy, new or changed, that would delete more objects than this
     /// at once deletes nothing until approved (`kubectl retention approve`), unless it sets its
-    /// own `spec.safety.maxImmediateDeletions`. 0 turns the guard off.
+    /// own `spec.safety.maxImmediateDeletions`; a Cleaner whose clean would delete more (its
+    /// targets, a Helm release's objects and records) cleans nothing until its generation is
+    /// approved. 0 turns the guard off.
     #[arg(
         help_heading = "Safety rails",
         long,
@@ -148,9 +157,11 @@ pub struct Args {
         env = "KUBE_RETENTION_LEDGER_SINK"
     )]
     pub ledger_sink: Option<String>,
-    /// Ledger announcements waiting for delivery at most; beyond it they are dropped and counted
-    /// (`kube_retention_ledger_events_dropped_total`). Policies with `archiveBeforeDelete` never
-    /// lose one: their objects wait instead.
+    /// CloudEvents held for delivery at most, waiting or under way, in each of two sets of
+    /// queues: the tenants' (policies' sinks, Cleaners') and the admin's (`--ledger-sink`), which
+    /// share nothing. Beyond it the oldest of the longest queue (a namespace's for a sink) is
+    /// dropped and counted (`kube_retention_ledger_events_dropped_total`). Policies with
+    /// `archiveBeforeDelete` never lose one: their objects wait instead.
     #[arg(
         help_heading = "Cleaners and CloudEvents",
         long,
@@ -234,28 +245,25 @@ fn parse_events(text: &str) -> Result<Events, String> {
     }
 }
 
-/// `--circuit-breaker`: more DELETEs than `deletions` within `window` open it (0: off).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BreakerLimit {
-    pub deletions: u32,
-    pub window: std::time::Duration,
-}
-
-fn parse_breaker(text: &str) -> Result<BreakerLimit, String> {
+/// `--circuit-breaker`, `--cluster-circuit-breaker`: more DELETEs than `deletions` within
+/// `window` open it (0: off).
+fn parse_breaker(text: &str) -> Result<Limit, String> {
     const EXPECTED: &str = "expected DELETIONS/WINDOW such as 10000/10m, or off";
     if text.eq_ignore_ascii_case("off") {
-        let window = std::time::Duration::ZERO;
-        return Ok(BreakerLimit {
-            deletions: 0,
-            window,
-        });
+        return Ok(Limit::OFF);
     }
     let (deletions, window) = text.split_once('/').ok_or(EXPECTED)?;
     let deletions = deletions
         .trim()
         .parse()
         .map_err(|error| format!("deletions {deletions:?}: {error}; {EXPECTED}"))?;
-    let window = humantime::parse_duration(window.trim())
-        .map_err(|error| format!("window {window:?}: {error}; {EXPECTED}"))?;
-    Ok(BreakerLimit { deletions, window })
+    let text = window;
+    let window = humantime::parse_duration(text.trim())
+        .map_err(|error| format!("window {text:?}: {error}; {EXPECTED}"))?;
+    if deletions > 0 && window.is_zero() {
+        return Err(format!(
+            "window {text:?}: a window of zero counts nothing; {EXPECTED}"
+        ));
+    }
+    Ok(Limit { deletions, window })
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use kube::api::PropagationPolicy;
 use kube_retention_common::kinds::KindSelection;
 use kube_retention_evaluator::{Limits, Program};
+use kube_retention_io::breaker::Limit;
 use kube_retention_io::initial_list::{InitialList, PAGE_SIZE};
 use kube_retention_runtime::SinkPolicyFlags;
 use kube_retention_state::Stamping;
@@ -81,11 +82,18 @@ pub struct Deletions {
     pub event_window: Duration,
 }
 
-/// The circuit breaker: more deletions than `deletions` within `window` open it (zero: off).
+/// The circuit breakers: each namespace's, and the cluster's over every namespace's total.
 #[derive(Debug, Clone, Copy)]
 pub struct Breaker {
-    pub deletions: u32,
-    pub window: Duration,
+    pub per_namespace: Limit,
+    pub cluster: Limit,
+}
+
+impl Breaker {
+    /// Whether either is on (then their state is stored).
+    pub fn is_on(&self) -> bool {
+        self.per_namespace.is_on() || self.cluster.is_on()
+    }
 }
 
 /// Leader election: the Lease, and who holds it.
@@ -93,7 +101,7 @@ pub struct Breaker {
 pub struct Lease {
     pub election: bool,
     pub name: String,
-    /// The controller's own namespace: the Lease's, the breaker's ConfigMap's.
+    /// The controller's own namespace: the Lease's, the breakers' ConfigMaps'.
     pub namespace: String,
     pub identity: String,
     pub duration: Duration,
@@ -140,8 +148,8 @@ impl Config {
                 },
             },
             breaker: Breaker {
-                deletions: args.circuit_breaker.deletions,
-                window: args.circuit_breaker.window,
+                per_namespace: args.circuit_breaker,
+                cluster: args.cluster_circuit_breaker,
             },
             max_immediate_deletions: args.max_immediate_deletions,
             lease: Lease {

@@ -48,11 +48,13 @@ pub async fn served_kinds(client: &Client, kinds: &Registry) -> Result<Vec<KindI
     Ok(served)
 }
 
-/// Where the circuit breaker keeps its state: a ConfigMap's namespace and name.
+/// Where the circuit breakers keep their state: the namespace and names of their ConfigMaps,
+/// the cluster's and the namespaces'.
 #[derive(Debug, Clone, Copy)]
 pub struct BreakerStore<'a> {
     pub namespace: &'a str,
     pub name: &'a str,
+    pub namespaces_name: &'a str,
 }
 
 /// [`check_permissions`], retried every second while permissions are missing, for up to `grace`
@@ -164,10 +166,14 @@ pub async fn check_permissions(
         }
     }
     if let Some(store) = breaker {
-        for verb in ["get", "list", "watch"] {
-            let needs = Needed::new("", "configmaps", verb).in_namespace(store.namespace);
-            needed.push(needs.named(store.name));
+        for name in [store.name, store.namespaces_name] {
+            for verb in ["get", "list", "watch"] {
+                let needs = Needed::new("", "configmaps", verb).in_namespace(store.namespace);
+                needed.push(needs.named(name));
+            }
         }
+        let patch = Needed::new("", "configmaps", "patch").in_namespace(store.namespace);
+        needed.push(patch.named(store.namespaces_name));
         needed.push(Needed::new("", "configmaps", "create").in_namespace(store.namespace));
     }
     let reviews: Api<SelfSubjectAccessReview> = Api::all(client.clone());

@@ -42,7 +42,7 @@ pub trait Deleter {
         params: &DeleteParams,
     ) -> kube::Result<Sent>
     where
-        K: Clone + serde::de::DeserializeOwned + std::fmt::Debug;
+        K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug;
 }
 
 /// Why an uninstall did not happen, or stopped.
@@ -77,6 +77,14 @@ pub struct Release {
     objects: Vec<(ApiResource, ManifestObject)>,
     /// Secrets labelled as its records but not named as Helm names them: left alone.
     skipped: Vec<String>,
+}
+
+impl Release {
+    /// How many DELETEs its uninstall sends at most: the objects its latest record lists (those
+    /// Helm's annotations do not give to it are left) and its records.
+    pub fn deletions(&self) -> usize {
+        self.objects.len() + self.records.len()
+    }
 }
 
 /// Reads release `name`'s records in `namespace` and plans its uninstall; refuses a release with

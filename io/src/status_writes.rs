@@ -10,8 +10,15 @@
 //! the leader writes: the writer follows leadership itself, dropping every pending write when
 //! this replica stops leading (the new leader writes; retries of ours could land after its) and
 //! any write handed to it while it does not lead.
+//!
+//! Statuses are tenants' objects' (every namespace editor writes policies and Cleaners), so
+//! their writes are bounded like every other write: each waits for the controller's request
+//! budget ([`Budget`], `--qps`, shared with the deletions), at most [`WRITING`] are under way at
+//! once, and at most one of each namespace's, so a tenant whose ten thousand Cleaners change
+//! status takes one place among them, not all of them, and another namespace's status waits for
+//! no more than a round of the others.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
@@ -26,6 +33,8 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
+use crate::budget::Budget;
+
 /// The object whose status is written: its resource, namespace (if any) and name.
 pub type StatusOf = ObjectRef<DynamicObject>;
 
@@ -36,6 +45,9 @@ pub const RETRY: ExponentialBuilder = ExponentialBuilder::new()
     .with_max_delay(Duration::from_secs(300))
     .with_jitter()
     .without_max_times();
+
+/// Status writes under way at once (each waiting for its share of the budget first).
+pub const WRITING: usize = 4;
 
 /// Hands statuses to the writer task; cheap to clone.
 #[derive(Clone)]
@@ -49,22 +61,25 @@ enum Request {
 }
 
 impl StatusWrites {
-    /// Starts the writer task, retrying on `retry`'s schedule and writing while `leadership`
-    /// says this replica leads, and answers it for a supervisor; it ends once every
-    /// [`StatusWrites`] is dropped.
+    /// Starts the writer task, retrying on `retry`'s schedule, each write within `budget`, and
+    /// writing while `leadership` says this replica leads, and answers it for a supervisor; it
+    /// ends once every [`StatusWrites`] is dropped.
     pub fn spawn(
         client: Client,
         retry: ExponentialBuilder,
+        budget: Budget,
         leadership: watch::Receiver<bool>,
     ) -> (Self, Supervised) {
         let (requests, received) = mpsc::unbounded_channel();
         let writer = Writer {
             client,
             retry,
+            budget,
             leadership,
             slots: HashMap::new(),
             next_id: 0,
             writing: FuturesUnordered::new(),
+            namespaces_writing: HashSet::new(),
         };
         let task = supervise::spawn("status-writer", writer.run(received));
         (Self { requests }, task)
@@ -105,21 +120,27 @@ struct Written {
 struct Writer {
     client: Client,
     retry: ExponentialBuilder,
+    /// The request budget every write waits for.
+    budget: Budget,
     /// Whether this replica leads: only the leader writes.
     leadership: watch::Receiver<bool>,
     slots: HashMap<StatusOf, Slot>,
     next_id: u64,
     writing: FuturesUnordered<BoxFuture<'static, Written>>,
+    /// The namespaces with a write under way (`None`: objects outside any).
+    namespaces_writing: HashSet<Option<String>>,
 }
 
 impl Writer {
     async fn run(mut self, mut requests: mpsc::UnboundedReceiver<Request>) {
         loop {
-            self.start_due(Instant::now());
+            let now = Instant::now();
+            self.start_due(now);
+            // Writes due already wait for a place: the end of a write under way wakes them.
             let next_due = self
                 .slots
                 .values()
-                .filter(|slot| slot.pending.is_some() && !slot.writing)
+                .filter(|slot| slot.pending.is_some() && !slot.writing && slot.due > now)
                 .map(|slot| slot.due)
                 .min();
             tokio::select! {
@@ -165,18 +186,25 @@ impl Writer {
         }
     }
 
-    /// Starts the writes that are due, one at a time per object.
+    /// Starts the writes that are due, one at a time per object and per namespace, at most
+    /// [`WRITING`] at once.
     fn start_due(&mut self, now: Instant) {
         for (key, slot) in &mut self.slots {
-            if slot.writing || slot.due > now {
+            if self.writing.len() >= WRITING {
+                return;
+            }
+            if slot.writing || slot.due > now || self.namespaces_writing.contains(&key.namespace) {
                 continue;
             }
             let Some(status) = slot.pending.take() else {
                 continue;
             };
             slot.writing = true;
+            self.namespaces_writing.insert(key.namespace.clone());
             let (client, key, id) = (self.client.clone(), key.clone(), slot.id);
+            let budget = self.budget.clone();
             self.writing.push(Box::pin(async move {
+                budget.acquire().await;
                 let result = patch(client, &key, &status).await;
                 Written {
                     key,
@@ -195,6 +223,7 @@ impl Writer {
             status,
             result,
         } = written;
+        self.namespaces_writing.remove(&key.namespace);
         let Some(slot) = self.slots.get_mut(&key).filter(|slot| slot.id == id) else {
             return; // Forgotten meanwhile.
         };

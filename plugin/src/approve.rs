@@ -1,15 +1,19 @@
-//! `kubectl retention approve`: lets a policy's current generation delete more at once than its
-//! blast-radius guard allows, by naming that generation in its `retention.dev/approved-generation`
-//! annotation. The webhook admits the annotation only from a writer who may delete what the
-//! policy governs; a later change to the spec is a new generation, counted afresh.
+//! `kubectl retention approve`: lets a policy's or a Cleaner's current generation delete more at
+//! once than its blast-radius guard allows, by naming that generation in its
+//! `retention.dev/approved-generation` annotation. The webhook admits a policy's annotation only
+//! from a writer who may delete what the policy governs; a Cleaner's needs what writing the
+//! Cleaner needs (its writer was checked for every target it deletes). A later change to the
+//! spec is a new generation, counted afresh.
 
 use crate::output::Format;
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, Resource};
 use kube_retention_common::annotations::APPROVED_GENERATION;
-use kube_retention_common::api::{ClusterRetentionPolicy, PolicyStatus, RetentionPolicy};
+use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
+use kube_retention_common::cleaner::Cleaner;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -24,13 +28,15 @@ pub struct ApproveArgs {
     pub output: Format,
 }
 
-/// Which kind of policy.
+/// Which kind of object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PolicyKind {
     /// A RetentionPolicy.
     Policy,
     /// A ClusterRetentionPolicy.
     Clusterpolicy,
+    /// A Cleaner.
+    Cleaner,
 }
 
 pub async fn run(client: Client, args: ApproveArgs) -> Result<()> {
@@ -41,13 +47,26 @@ pub async fn run(client: Client, args: ApproveArgs) -> Result<()> {
                 .unwrap_or_else(|| client.default_namespace().to_owned());
             let api: Api<RetentionPolicy> = Api::namespaced(client, &namespace);
             approve(&api, Some(namespace), &args.name, |policy| {
-                policy.status.as_ref()
+                policy.status.as_ref().map(|status| &status.conditions[..])
             })
             .await?
         }
         PolicyKind::Clusterpolicy => {
             let api: Api<ClusterRetentionPolicy> = Api::all(client);
-            approve(&api, None, &args.name, |policy| policy.status.as_ref()).await?
+            approve(&api, None, &args.name, |policy| {
+                policy.status.as_ref().map(|status| &status.conditions[..])
+            })
+            .await?
+        }
+        PolicyKind::Cleaner => {
+            let namespace = args
+                .namespace
+                .unwrap_or_else(|| client.default_namespace().to_owned());
+            let api: Api<Cleaner> = Api::namespaced(client, &namespace);
+            approve(&api, Some(namespace), &args.name, |cleaner| {
+                cleaner.status.as_ref().map(|status| &status.conditions[..])
+            })
+            .await?
         }
     };
     approved.said(args.output)
@@ -62,7 +81,7 @@ struct Approved {
     namespace: Option<String>,
     name: String,
     approved_generation: i64,
-    /// The policy's Ready condition before the approval, as `reason: message`.
+    /// The Ready condition before the approval, as `reason: message`.
     #[serde(skip_serializing_if = "Option::is_none")]
     was: Option<String>,
 }
@@ -95,7 +114,7 @@ async fn approve<K>(
     api: &Api<K>,
     namespace: Option<String>,
     name: &str,
-    status: impl Fn(&K) -> Option<&PolicyStatus>,
+    conditions: impl Fn(&K) -> Option<&[Condition]>,
 ) -> Result<Approved>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
@@ -113,8 +132,8 @@ where
     api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .with_context(|| format!("approving generation {generation} of {shown}"))?;
-    let was = status(&policy)
-        .and_then(|status| status.conditions.iter().find(|c| c.type_ == "Ready"))
+    let was = conditions(&policy)
+        .and_then(|conditions| conditions.iter().find(|c| c.type_ == "Ready"))
         .map(|ready| format!("{}: {}", ready.reason, ready.message));
     Ok(Approved {
         kind,
@@ -181,5 +200,35 @@ mod tests {
             "{error}"
         );
         assert!(error.contains("you may not delete jobs.batch"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn approves_a_cleaners_generation_too() {
+        let (client, mut server) = kube_retention_apimock::pair();
+        let cleaner_args = ApproveArgs {
+            target: PolicyKind::Cleaner,
+            name: "preview".into(),
+            ..args()
+        };
+        let approving = tokio::spawn(run(client, cleaner_args));
+        let path = "/apis/retention.dev/v1alpha1/namespaces/team-a/cleaners/preview";
+        let cleaner = json!({"apiVersion": "retention.dev/v1alpha1", "kind": "Cleaner",
+               "metadata": {"name": "preview", "namespace": "team-a", "generation": 5},
+               "spec": {"targets": []},
+               "status": {"conditions": [{"type": "Ready", "status": "False",
+                   "reason": "AwaitingApproval", "message": "would delete 150 objects at once",
+                   "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+        let get = server.next().await.unwrap();
+        assert_eq!(get.line(), format!("GET {path}"));
+        get.reply(200, &cleaner);
+        let patch = server.next().await.unwrap();
+        assert_eq!(patch.line(), format!("PATCH {path}"));
+        assert_eq!(
+            patch.body,
+            json!({"metadata": {"annotations": {"retention.dev/approved-generation": "5"}}})
+        );
+        patch.reply(200, &cleaner);
+        approving.await.unwrap().unwrap();
+        assert!(server.quiet().await, "nothing else is sent");
     }
 }

@@ -55,14 +55,18 @@ pub enum Command {
     /// finished more than --max-age ago. Running objects, objects annotated retention.dev/keep
     /// and objects already being deleted are never pruned.
     Prune(PruneArgs),
-    /// Approve a RetentionPolicy's (`policy NAME -n NS`) or ClusterRetentionPolicy's
-    /// (`clusterpolicy NAME`) current generation past its blast-radius guard: what it holds
-    /// back is deleted. Needs the permissions writing the policy needs (delete and list on
-    /// what it governs).
+    /// Approve a RetentionPolicy's (`policy NAME -n NS`), ClusterRetentionPolicy's
+    /// (`clusterpolicy NAME`) or Cleaner's (`cleaner NAME -n NS`) current generation past its
+    /// blast-radius guard: what it holds back is deleted. A policy's needs the permissions
+    /// writing the policy needs (delete and list on what it governs); a Cleaner's, patch on the
+    /// Cleaner.
     Approve(ApproveArgs),
-    /// The controller's circuit breaker, which stops every deletion once more went within its
-    /// window than its limit (--circuit-breaker): `status`, or `release` to resume
-    /// (what it held goes first). Releasing needs delete on ConfigMaps in --controller-namespace.
+    /// The controller's circuit breakers: each namespace's, which stops that namespace's
+    /// deletions once more went within its window than its limit (--circuit-breaker), and the
+    /// cluster's, which stops every deletion past the cluster's total
+    /// (--cluster-circuit-breaker). `status`, or `release` to resume (what it held goes first):
+    /// the cluster's, `-n NAMESPACE` a namespace's, `-A` every namespace's. Releasing needs
+    /// delete (patch for `-n`) on ConfigMaps in --controller-namespace.
     Breaker(BreakerArgs),
     /// Keep KIND/NAME at least DURATION longer (e.g. `job/nightly-1 24h`): writes
     /// retention.dev/snoozed-until, which pushes whatever deadline governs it. Needs patch on

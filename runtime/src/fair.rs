@@ -60,6 +60,18 @@ impl<K: Hash + Eq + Clone, T> FairQueue<K, T> {
         self.lanes[lane] += 1;
     }
 
+    /// Puts `item` back ahead of `key`'s others of lane 0 (work taken that must be tried again
+    /// first); a key with nothing queued joins the round at its back.
+    pub fn push_front(&mut self, key: K, item: T) {
+        let lanes = self.lanes.len();
+        let queues = self.queues.entry(key.clone()).or_insert_with(|| {
+            self.turns.push_back(key);
+            (0..lanes).map(|_| VecDeque::new()).collect()
+        });
+        queues[0].push_front(item);
+        self.lanes[0] += 1;
+    }
+
     /// The first item of the key whose turn it is; that key goes to the back of the round.
     pub fn pop(&mut self) -> Option<T> {
         self.pop_valid(|_| true)

@@ -3,8 +3,9 @@
 //! policy at every connection, delivery with retries), under the policy [`policy`] builds from
 //! the admin's flags and what only the controller knows of itself, with the cluster's insides
 //! that [`cluster`] learns from the API denied too, as they change. The deletion [`ledger`] is
-//! what sends most of them: each deletion announced, from a bounded queue, and with
-//! `archiveBeforeDelete` acknowledged before the DELETE.
+//! what sends them: each deletion announced, from bounded lanes fair between namespaces and
+//! sinks (a Cleaner's CloudEvent goes the same way), and with `archiveBeforeDelete`
+//! acknowledged before the DELETE.
 
 pub mod cluster;
 pub mod ledger;
@@ -12,5 +13,5 @@ pub mod metrics;
 pub mod policy;
 
 pub use kube_retention_runtime::sinks::{
-    Delivery, Sender, SharedPolicy, Undelivered, event, guard, ledger_event, request,
+    Attempted, Delivery, Sender, SharedPolicy, Undelivered, event, guard, ledger_event, request,
 };

@@ -106,9 +106,9 @@ pub fn wait_for_admission(cluster: &LocalCluster, timeout: Duration) -> Result<(
 
 /// Starts a controller replica named `name` (its pid file, log and Lease identity) serving its
 /// metrics on `metrics_port`, with the controller ServiceAccount's kubeconfig and `extra` flags
-/// ([`SINK_ALLOW`] unless they set `--cloud-event-sink-allow`, a circuit breaker of a million
-/// deletions unless they set `--circuit-breaker`, the controller's own `expires-at` stamps
-/// unless they set `--stamp`).
+/// ([`SINK_ALLOW`] unless they set `--cloud-event-sink-allow`, circuit breakers of a million
+/// deletions unless they set `--circuit-breaker` or `--cluster-circuit-breaker`, the
+/// controller's own `expires-at` stamps unless they set `--stamp`).
 pub fn start_controller(
     cluster: &LocalCluster,
     name: &str,
@@ -159,13 +159,13 @@ pub fn start_controller_binary(
     {
         command.arg(SINK_ALLOW);
     }
-    // The breaker on, its ConfigMap read and watched with the deploy/ RBAC, but out of reach of
-    // the suites' thousands of deletions: the breaker's own scenario sets its limit.
-    if !extra
-        .iter()
-        .any(|flag| flag.starts_with("--circuit-breaker="))
-    {
-        command.arg("--circuit-breaker=1000000/10m");
+    // The breakers on, their ConfigMaps read and watched with the deploy/ RBAC, but out of reach
+    // of the suites' thousands of deletions: the breakers' own scenarios set their limits.
+    for flag in ["--circuit-breaker", "--cluster-circuit-breaker"] {
+        let set = format!("{flag}=");
+        if !extra.iter().any(|given| given.starts_with(&set)) {
+            command.arg(format!("{flag}=1000000/10m"));
+        }
     }
     // The suites read each deadline off the object, where the controller's stamp (off by
     // default) puts it; the as-shipped suite runs the chart's default.

@@ -152,8 +152,9 @@ pub fn start_with(
             let mut flags = vec![
                 format!("--qps={}", budget.unwrap_or(0)),
                 "--leader-election=false".into(),
-                // Deleting as fast as asked is what is measured; the breaker would stop it.
+                // Deleting as fast as asked is what is measured; the breakers would stop it.
                 "--circuit-breaker=off".into(),
+                "--cluster-circuit-breaker=off".into(),
                 // As installed: the suites' one-second scan for new kinds would be most of an
                 // idle controller's requests.
                 controller_default("discovery-interval")?,

@@ -88,6 +88,8 @@ impl Book {
         let clean = Clean {
             cleaner: key.clone(),
             uid: tracked.uid.clone(),
+            generation: tracked.generation,
+            approved: tracked.generation.is_some() && tracked.approved == tracked.generation,
             objects,
             release: tracked
                 .spec
@@ -216,6 +218,15 @@ impl Book {
             tracked.acting = false;
         }
         self.set_next(key, Some(retry_after_error(now)));
+    }
+
+    /// The blast-radius guard held a clean: the Cleaner waits, unscheduled, for its approval
+    /// (or a new spec, or a change to its targets) to wake it.
+    pub fn clean_awaits_approval(&mut self, key: &CleanerKey) {
+        if let Some(tracked) = self.cleaners.get_mut(key) {
+            tracked.acting = false;
+        }
+        self.set_next(key, None);
     }
 
     fn set_next(&mut self, key: &CleanerKey, next: Option<Timestamp>) {

@@ -11,7 +11,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{ApiResource, GroupVersionKind};
+use kube_retention_common::annotations::APPROVED_GENERATION;
 use kube_retention_common::cleaner::{Cleaner, CleanerSpec, Verdict};
+use kube_retention_common::policies::approved_generation;
 
 use super::status::Problem;
 use super::targets::{KindObjects, kind_of};
@@ -72,6 +74,10 @@ pub struct Doomed {
 pub struct Clean {
     pub cleaner: CleanerKey,
     pub uid: String,
+    /// The Cleaner's generation, and whether it is approved past the blast-radius guard (its
+    /// `retention.dev/approved-generation` names it).
+    pub generation: Option<i64>,
+    pub approved: bool,
     pub objects: Vec<Doomed>,
     pub release: Option<String>,
     pub sink: Option<String>,
@@ -90,6 +96,9 @@ struct Tracked {
     uid: String,
     /// The Cleaner's `metadata.generation`, which its status conditions say they observed.
     generation: Option<i64>,
+    /// The generation its `retention.dev/approved-generation` approves past the blast-radius
+    /// guard, if any.
+    approved: Option<i64>,
     created: Timestamp,
     spec: CleanerSpec,
     /// The judge of its spec, or what is wrong with the spec, once compiled.
@@ -151,11 +160,19 @@ impl Book {
         }
         let uid = cleaner.uid().unwrap_or_default();
         let generation = cleaner.metadata.generation;
+        let approved = cleaner
+            .annotations()
+            .get(APPROVED_GENERATION)
+            .and_then(|value| approved_generation(value).ok());
         if let Some(tracked) = self.cleaners.get_mut(&key)
             && tracked.uid == uid
             && tracked.spec == cleaner.spec
         {
             tracked.generation = generation;
+            // An approval wakes it: the guard may have held its clean.
+            if std::mem::replace(&mut tracked.approved, approved) != approved && !tracked.acting {
+                self.woken.insert(key);
+            }
             return;
         }
         self.forget(&key);
@@ -177,6 +194,7 @@ impl Book {
         let tracked = Tracked {
             uid,
             generation,
+            approved,
             created,
             spec: cleaner.spec.clone(),
             judge: Judgement::Uncompiled,

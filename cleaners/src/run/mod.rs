@@ -4,8 +4,9 @@
 //! leadership — only the leader evaluates and cleans. The watches are the controller's kind:
 //! a [`WatchSet`] whose tasks are supervised with the controller's, whose lists take turns with
 //! its kinds' lists. Conditions are judged on the evaluator's thread, with every tenant's other
-//! CEL ([`crate::judging`]); their verdicts come back here. Statuses go to the controller's
-//! status writer, which retries them.
+//! CEL ([`crate::judging`]); their verdicts come back here. The cleans their verdicts start run
+//! a few at a time and one of a namespace's ([`Cleans`]). Statuses go to the controller's status
+//! writer, which retries them.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -75,6 +76,8 @@ pub struct Cleaners {
     /// What was last written to each Cleaner's status.
     written: HashMap<CleanerKey, CleanerStatus>,
     statuses: StatusWrites,
+    /// The cleans under way, and those waiting for a place.
+    cleans: Cleans,
 }
 
 impl Cleaners {
@@ -106,6 +109,7 @@ impl Cleaners {
             leading: false,
             written: HashMap::new(),
             statuses,
+            cleans: Cleans::default(),
         }
     }
 
@@ -120,6 +124,9 @@ impl Cleaners {
         loop {
             self.follow_kinds();
             self.leading = *leadership.borrow();
+            if !self.leading {
+                self.give_up_waiting_cleans();
+            }
             if self.leading {
                 let now = self.cleaning.clock.now();
                 for key in self.book.take_due(now) {
@@ -212,5 +219,9 @@ fn status_of(key: &CleanerKey) -> StatusOf {
         .erase()
 }
 
+pub mod cleans;
 mod outcomes;
 mod watching;
+
+pub use cleans::Cleans;
+pub use watching::DISCOVERIES;

@@ -129,6 +129,14 @@ impl Cleaners {
         self.report(key, &evaluation.verdict, evaluation.resolved, now)
             .await;
         if let Some(clean) = evaluation.clean {
+            self.cleans.submit(clean);
+            self.start_cleans();
+        }
+    }
+
+    /// Starts the cleans waiting that have a place, each in a task of its own.
+    pub(super) fn start_cleans(&mut self) {
+        while let Some(clean) = self.cleans.start_next() {
             let (cleaning, finished) = (self.cleaning.clone(), self.finished.0.clone());
             tokio::spawn(async move {
                 let outcome = act::clean(cleaning, clean.clone()).await;
@@ -137,8 +145,21 @@ impl Cleaners {
         }
     }
 
+    /// This replica stopped leading: the cleans waiting start on the new leader instead, and are
+    /// tried here again only if this one leads again.
+    pub(super) fn give_up_waiting_cleans(&mut self) {
+        let now = self.cleaning.clock.now();
+        for clean in self.cleans.drain_waiting() {
+            self.book.clean_done(&clean.cleaner, false, now);
+        }
+    }
+
     /// A clean ended: announced and the Cleaner gone, or Ready=False and evaluated again soon.
     pub(super) async fn finish(&mut self, clean: Clean, outcome: Result<Cleaned, Problem>) {
+        self.cleans.ended(&clean.cleaner.namespace);
+        if self.leading {
+            self.start_cleans();
+        }
         let now = self.cleaning.clock.now();
         let reference = act::reference(&clean);
         match outcome {
@@ -178,6 +199,17 @@ impl Cleaners {
                     let warning = EventType::Warning;
                     act::record(&self.cleaning, &reference, warning, "RetireFailed", note).await;
                 }
+            }
+            Err(problem @ Problem::AwaitingApproval { .. }) => {
+                tracing::warn!(cleaner = %clean.cleaner, %problem, "clean held by the blast-radius guard");
+                self.book.clean_awaits_approval(&clean.cleaner);
+                let resolved = self
+                    .written
+                    .get(&clean.cleaner)
+                    .map(|status| status.resolved_targets.clone());
+                let held = Err(problem);
+                self.report(&clean.cleaner, &held, resolved.unwrap_or_default(), now)
+                    .await;
             }
             Err(problem) => {
                 tracing::warn!(cleaner = %clean.cleaner, %problem, "clean failed");
@@ -239,6 +271,8 @@ impl Cleaners {
             let clean = Clean {
                 cleaner: key.clone(),
                 uid,
+                generation: None,
+                approved: false,
                 objects: Vec::new(),
                 release: None,
                 sink: None,

@@ -1,4 +1,6 @@
-//! The Cleaners' loop's watches of their targets: discovery for the kinds they refer to, and
+//! The Cleaners' loop's watches of their targets: discovery for the kinds they refer to (at most
+//! [`DISCOVERIES`] lookups at once, the next started as one answers: a tenant's Cleaners may
+//! name any number of kinds, each a request to the API server), and
 //! one watch per scope the book plans ([`crate::book::Book::plan_watches`]),
 //! restarted at most every [`RESTART_EVERY`], stopped when no Cleaner refers to it. Each is
 //! a watch of the shared [`kube_retention_io::watch_set::WatchSet`]: its list takes a turn.
@@ -16,9 +18,13 @@ use super::{CleanerEvent, Cleaners, RESTART_EVERY, Watched};
 use crate::book::{KindState, Scope, ScopeWatch, Unavailable};
 use kube_retention_io::lean::{self, LeanMeta, LeanObject};
 
+/// Discovery lookups of Cleaners' kinds under way at once.
+pub const DISCOVERIES: usize = 4;
+
 impl Cleaners {
     /// Starts discovery for new kinds, and the watches the book plans; stops the others.
     pub(super) fn follow_kinds(&mut self) {
+        let room = DISCOVERIES.saturating_sub(self.resolving.len());
         let resolve: Vec<GroupVersionKind> = self
             .book
             .kinds()
@@ -26,6 +32,7 @@ impl Cleaners {
                 matches!(state, KindState::Resolving) && !self.resolving.contains(*kind)
             })
             .map(|(kind, _)| kind.clone())
+            .take(room)
             .collect();
         for kind in resolve {
             self.resolving.insert(kind.clone());

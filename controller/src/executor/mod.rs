@@ -10,9 +10,11 @@
 //! backs the object off.
 //!
 //! The budget itself ([`Budget`]) is shared with the Cleaners, whose DELETEs wait on it too. So
-//! does the circuit breaker ([`kube_retention_io::breaker`]): a DELETE it holds is kept aside, not sent,
-//! while stamps and Events still go, and is sent once the breaker is released.
+//! do the circuit breakers ([`kube_retention_io::breaker`]): a DELETE its namespace's breaker or
+//! the cluster's holds is kept aside, not sent, while stamps and Events still go (and other
+//! namespaces' DELETEs, where only its namespace's holds it), and is sent once released.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use digest::{Digest, Digested, Notice};
@@ -25,7 +27,7 @@ use tokio::sync::{Semaphore, mpsc};
 
 use crate::metrics::Metrics;
 use kube_retention_common::kinds::Registry;
-use kube_retention_io::breaker::{Breaker, Position};
+use kube_retention_io::breaker::Breaker;
 use kube_retention_io::clock::Clock;
 use kube_retention_sinks::ledger::Ledger;
 use kube_retention_state::{Action, Failure, ObjectKey, PolicyKey};
@@ -61,7 +63,7 @@ pub enum Feedback {
 pub struct Settings {
     /// The request budget (`--qps`), shared with the Cleaners.
     pub budget: Budget,
-    /// The circuit breaker, shared with the Cleaners: every DELETE asks it first.
+    /// The circuit breakers, shared with the Cleaners: every DELETE asks them first.
     pub breaker: Breaker,
     pub propagation: PropagationPolicy,
     pub concurrency: usize,
@@ -191,13 +193,13 @@ async fn dispatch(
     let mut backlog = Backlog::default();
     let metrics = &shared.parts.metrics;
     let permits = Arc::new(Semaphore::new(shared.parts.settings.concurrency.max(1)));
-    // DELETEs the circuit breaker holds, sent again once it is released.
-    let mut held: Vec<Work> = Vec::new();
-    let mut position = breaker.subscribe();
+    // DELETEs a circuit breaker holds, sent again once it is released.
+    let mut held = Held::default();
+    let mut changes = breaker.subscribe();
     loop {
-        if !held.is_empty() && breaker.position() == Position::Closed {
-            breaker.held_went(held.len());
-            for work in held.drain(..) {
+        if changes.has_changed().unwrap_or(false) {
+            changes.mark_unchanged();
+            for work in held.released(&breaker) {
                 enqueue(&mut backlog, work, metrics);
             }
         }
@@ -207,7 +209,12 @@ async fn dispatch(
                     Some(work) => enqueue(&mut backlog, work, metrics),
                     None => return,
                 },
-                Ok(()) = position.changed(), if !held.is_empty() => continue,
+                Ok(()) = changes.changed(), if !held.is_empty() => {
+                    for work in held.released(&breaker) {
+                        enqueue(&mut backlog, work, metrics);
+                    }
+                    continue;
+                }
             }
         }
         while let Ok(work) = rx.try_recv() {
@@ -223,9 +230,10 @@ async fn dispatch(
         let Some(work) = backlog.next(shared.parts.clock.now()) else {
             continue;
         };
-        if matches!(work, Work::Action(Action::Delete { .. }, _)) && !breaker.admit() {
-            breaker.hold(1);
-            held.push(work);
+        if matches!(work, Work::Action(Action::Delete { .. }, _))
+            && !breaker.admit(&work.namespace())
+        {
+            held.hold(work, &breaker);
             continue;
         }
         let shared = shared.clone();
@@ -241,6 +249,43 @@ async fn dispatch(
             perform(&shared, work).await;
             drop(permit);
         });
+    }
+}
+
+/// The DELETEs a circuit breaker holds, by namespace: a release lets go only those no breaker
+/// holds any more, and looks at no other namespace's.
+#[derive(Default)]
+struct Held {
+    by_namespace: HashMap<Arc<str>, Vec<Work>>,
+}
+
+impl Held {
+    fn is_empty(&self) -> bool {
+        self.by_namespace.is_empty()
+    }
+
+    /// `work`, a DELETE the breaker did not admit, waits.
+    fn hold(&mut self, work: Work, breaker: &Breaker) {
+        let namespace = work.namespace();
+        breaker.hold(&namespace, 1);
+        self.by_namespace.entry(namespace).or_default().push(work);
+    }
+
+    /// The DELETEs no breaker holds any more (a release), taken out.
+    fn released(&mut self, breaker: &Breaker) -> Vec<Work> {
+        let free: Vec<Arc<str>> = self
+            .by_namespace
+            .keys()
+            .filter(|namespace| !breaker.holds(namespace))
+            .cloned()
+            .collect();
+        let mut released = Vec::new();
+        for namespace in free {
+            let works = self.by_namespace.remove(&namespace).unwrap_or_default();
+            breaker.held_went(&namespace, works.len());
+            released.extend(works);
+        }
+        released
     }
 }
 

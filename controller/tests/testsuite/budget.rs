@@ -16,10 +16,8 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube_retention_cleaners::act::{Cleaning, clean};
 use kube_retention_cleaners::book::{self, Clean, Doomed};
 use kube_retention_common::Registry;
-use kube_retention_common::sink_policy::SinkPolicy;
 use kube_retention_controller::executor::{Budget, Executor, Parts, Settings};
 use kube_retention_controller::metrics::Metrics;
-use kube_retention_sinks::Sender;
 use tokio::sync::mpsc;
 use work_support::{deletion, recording_client, warning};
 
@@ -105,9 +103,9 @@ fn cleaning(client: &Client, budget: Budget) -> Arc<Cleaning> {
         metrics: Default::default(),
         propagation: PropagationPolicy::Background,
         budget,
-        sender: Arc::new(Sender::new(Arc::new(SinkPolicy::default()))),
-        ledger: None,
+        ledger: crate::sink_support::ledger(),
         clock: kube_retention_io::clock::Clock::System,
+        max_immediate_deletions: 0,
     })
 }
 
@@ -126,6 +124,8 @@ fn five_config_maps() -> Clean {
             name: "cleaner".into(),
         },
         uid: "cleaner-uid".into(),
+        generation: Some(1),
+        approved: false,
         objects,
         release: None,
         sink: None,

@@ -8,7 +8,8 @@
 use crate::clean_support;
 
 use clean_support::{
-    Answers, cleaning, core_resources, group, object, refusal, requests, secrets, success,
+    Answers, cleaning, cleaning_guarded, core_resources, group, object, refusal, requests, secrets,
+    success,
 };
 use http::StatusCode;
 use serde_json::json;
@@ -111,6 +112,61 @@ async fn a_release_with_a_cluster_scoped_object_is_refused_before_anything_is_de
     assert!(
         seen.iter().all(|(line, _)| line.starts_with("GET ")),
         "nothing deleted: {:?}",
+        requests(&seen)
+    );
+}
+
+/// The Cleaners' blast-radius guard: a clean deleting more at once than the threshold is held
+/// whole, nothing sent, until its generation is approved; the release's objects and records count.
+#[tokio::test]
+async fn a_clean_past_the_guards_threshold_deletes_nothing_until_approved() {
+    let (outcome, seen) = cleaning_guarded(group(3, None), |_, _| success(), 2).await;
+    let problem = outcome.unwrap_err();
+    assert_eq!(problem.reason(), "AwaitingApproval");
+    let message = problem.to_string();
+    assert!(
+        message.starts_with(
+            "would delete 3 objects at once, more than the blast-radius guard allows (2"
+        ) && message.contains("kubectl retention approve cleaner tidy -n team"),
+        "{message}"
+    );
+    assert!(seen.is_empty(), "nothing sent: {:?}", requests(&seen));
+
+    let (outcome, seen) = cleaning_guarded(group(2, None), |_, _| success(), 2).await;
+    assert_eq!(
+        outcome.unwrap().deleted.len(),
+        2,
+        "within it: the clean goes"
+    );
+    assert_eq!(seen.len(), 3, "{:?}", requests(&seen));
+
+    let mut approved = group(3, None);
+    approved.approved = true;
+    let (outcome, _) = cleaning_guarded(approved, |_, _| success(), 2).await;
+    assert_eq!(
+        outcome.unwrap().deleted.len(),
+        3,
+        "approved: the clean goes"
+    );
+}
+
+#[tokio::test]
+async fn a_releases_objects_and_records_count_toward_the_guard() {
+    let answers: Answers = |method, path| match (method, path) {
+        ("GET", "/api/v1/namespaces/team/secrets") => secrets(MANIFEST),
+        ("GET", "/api/v1") => core_resources(),
+        _ => success(),
+    };
+    // One target, the release's Service and its one record: three.
+    let (outcome, seen) = cleaning_guarded(group(1, Some("web")), answers, 2).await;
+    let message = outcome.unwrap_err().to_string();
+    assert!(
+        message.starts_with("would delete 3 objects at once"),
+        "{message}"
+    );
+    assert!(
+        seen.iter().all(|(line, _)| line.starts_with("GET ")),
+        "read, nothing deleted: {:?}",
         requests(&seen)
     );
 }

@@ -4,20 +4,16 @@
 //! evaluator's thread, the verdict written to its status by the status writer, which retries a
 //! write the API server failed.
 
-use std::sync::Arc;
-
 use kube::api::PropagationPolicy;
 use kube::runtime::events::{Recorder, Reporter};
 use kube_retention_cleaners::Cleaners;
 use kube_retention_cleaners::act::Cleaning;
-use kube_retention_common::sink_policy::SinkPolicy;
 use kube_retention_controller::executor::Budget;
 use kube_retention_evaluator::{Evaluator, EvaluatorMetrics};
 use kube_retention_io::initial_list::{InitialList, Lists};
 use kube_retention_io::list_turns::ListTurns;
 use kube_retention_io::status_writes::{self, StatusWrites};
 use kube_retention_io::watch_set::Watching;
-use kube_retention_sinks::Sender;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -58,9 +54,9 @@ async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_ref
         metrics: Default::default(),
         propagation: PropagationPolicy::Background,
         budget: Budget::unlimited(),
-        sender: Arc::new(Sender::new(Arc::new(SinkPolicy::default()))),
-        ledger: None,
+        ledger: crate::sink_support::ledger(),
         clock: kube_retention_io::clock::Clock::System,
+        max_immediate_deletions: 0,
     };
     let (evaluator, evaluating) = Evaluator::spawn(
         EvaluatorMetrics::default(),
@@ -75,8 +71,12 @@ async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_ref
         tasks,
     };
     let (_leading, leadership) = watch::channel(true);
-    let (statuses, _writing) =
-        StatusWrites::spawn(client.clone(), status_writes::RETRY, leadership.clone());
+    let (statuses, _writing) = StatusWrites::spawn(
+        client.clone(),
+        status_writes::RETRY,
+        Budget::unlimited(),
+        leadership.clone(),
+    );
     let cleaners = Cleaners::new(cleaning, watching, statuses, evaluator);
     let running = tokio::spawn(cleaners.run(leadership, std::future::pending()));
     // The requests in their order, and the watches (which run beside them, in an order of

@@ -31,7 +31,7 @@ fn cleaner(name: &str, conditions: &[&str]) -> Cleaner {
     serde_json::from_value(json!({
         "apiVersion": "retention.dev/v1alpha1", "kind": "Cleaner",
         "metadata": {"name": name, "namespace": "previews", "uid": format!("uid-{name}"),
-                     "creationTimestamp": "2026-11-22T10:00:00Z"},
+                     "generation": 3, "creationTimestamp": "2026-11-22T10:00:00Z"},
         "spec": {
             "ttl": "1h", "retry": {"period": "1h"},
             "targets": [
@@ -276,4 +276,47 @@ fn a_target_kind_that_cannot_be_watched_is_a_problem_retried_soon() {
         "nothing is deleted while a target kind is unknown"
     );
     assert_eq!(book.next_deadline(), Some(at("2026-11-22T12:00:30Z")));
+}
+
+#[test]
+fn a_clean_the_guard_holds_waits_unscheduled_for_its_approval_which_wakes_it() {
+    let mut book = listed(&["p42"], Vec::new());
+    book.objects_listed(&here(revision()));
+    book.objects_listed(&here(config_map()));
+    assert_eq!(book.take_due(at(NOW)), vec![key("p42")]);
+    let evaluation = evaluate(&mut book, &key("p42"), at(NOW)).expect("tracked");
+    let clean = evaluation.clean.expect("its conditions hold");
+    assert_eq!((clean.generation, clean.approved), (Some(3), false));
+    book.clean_awaits_approval(&key("p42"));
+    assert_eq!(book.next_deadline(), None, "no retry on a schedule");
+    assert_eq!(
+        book.take_due(at("2026-11-22T18:00:00Z")),
+        Vec::<CleanerKey>::new()
+    );
+    // `kubectl retention approve cleaner p42` names the generation: the Cleaner is evaluated
+    // again, and this time its clean is approved.
+    let mut approved = cleaner("p42", &[NOT_ACTIVE]);
+    approved
+        .metadata
+        .annotations
+        .get_or_insert_default()
+        .insert("retention.dev/approved-generation".into(), "3".into());
+    book.applied(&approved);
+    assert_eq!(book.take_due(at(NOW)), vec![key("p42")]);
+    let again = evaluate(&mut book, &key("p42"), at(NOW)).expect("tracked");
+    assert!(again.clean.expect("it cleans").approved);
+    // A new spec is a new generation: the approval of the one before approves nothing.
+    book.clean_awaits_approval(&key("p42"));
+    let mut changed = cleaner("p42", &[NOT_ACTIVE, "1 == 1"]);
+    changed.metadata.generation = Some(4);
+    changed
+        .metadata
+        .annotations
+        .get_or_insert_default()
+        .insert("retention.dev/approved-generation".into(), "3".into());
+    book.applied(&changed);
+    assert_eq!(book.take_due(at(NOW)), vec![key("p42")]);
+    let changed = evaluate(&mut book, &key("p42"), at(NOW)).expect("tracked");
+    let clean = changed.clean.expect("it cleans");
+    assert_eq!((clean.generation, clean.approved), (Some(4), false));
 }

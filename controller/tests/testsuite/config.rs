@@ -27,6 +27,7 @@ fn every_group_carries_what_its_flags_say() {
         "--stamp=finished",
         "--events=0s",
         "--circuit-breaker=9/2m",
+        "--cluster-circuit-breaker=90/20m",
         "--max-immediate-deletions=11",
         "--kind=example.com/v1/Widget",
         "--disable-kind=Pod",
@@ -48,8 +49,13 @@ fn every_group_carries_what_its_flags_say() {
     assert_eq!(config.deletions.propagation, PropagationPolicy::Foreground);
     assert_eq!(config.deletions.stamping, Stamping::Finished);
     assert_eq!(config.deletions.event_window, Duration::ZERO);
-    assert_eq!(config.breaker.deletions, 9);
-    assert_eq!(config.breaker.window, Duration::from_secs(120));
+    assert_eq!(config.breaker.per_namespace.deletions, 9);
+    assert_eq!(
+        config.breaker.per_namespace.window,
+        Duration::from_secs(120)
+    );
+    assert_eq!(config.breaker.cluster.deletions, 90);
+    assert_eq!(config.breaker.cluster.window, Duration::from_secs(1200));
     assert_eq!(config.max_immediate_deletions, 11);
     assert_eq!(config.kinds.selection.kinds, ["example.com/v1/Widget"]);
     assert_eq!(config.kinds.selection.disabled_kinds, ["Pod"]);
@@ -84,10 +90,19 @@ fn without_flags_the_defaults_decide_and_an_identity_is_found() {
         !config.lease.identity.is_empty(),
         "the host's name, else the controller's"
     );
+    let breaker = config.breaker;
     assert_eq!(
-        (config.breaker.deletions, config.breaker.window),
+        (
+            breaker.per_namespace.deletions,
+            breaker.per_namespace.window
+        ),
+        (1_000, Duration::from_secs(600)),
+        "each namespace's circuit breaker is on unless the admin turns it off"
+    );
+    assert_eq!(
+        (breaker.cluster.deletions, breaker.cluster.window),
         (10_000, Duration::from_secs(600)),
-        "the circuit breaker is on unless the admin turns it off"
+        "the cluster's circuit breaker is on unless the admin turns it off"
     );
 }
 
@@ -101,8 +116,10 @@ fn events_and_the_circuit_breaker_each_take_one_flag() {
     let each = config(&["--events=0s"]).deletions;
     assert!(each.events, "0s: an Event per deletion, not none");
     assert_eq!(each.event_window, Duration::ZERO);
-    assert_eq!(config(&["--circuit-breaker=off"]).breaker.deletions, 0);
-    assert_eq!(config(&["--circuit-breaker=0/1m"]).breaker.deletions, 0);
+    let off = config(&["--circuit-breaker=off"]).breaker;
+    assert!(!off.per_namespace.is_on() && off.cluster.is_on() && off.is_on());
+    let off = config(&["--circuit-breaker=0/1m", "--cluster-circuit-breaker=OFF"]).breaker;
+    assert!(!off.per_namespace.is_on() && !off.cluster.is_on() && !off.is_on());
     for (flag, says) in [
         (
             "--circuit-breaker=10000",
@@ -110,6 +127,10 @@ fn events_and_the_circuit_breaker_each_take_one_flag() {
         ),
         ("--circuit-breaker=many/10m", "deletions \"many\""),
         ("--circuit-breaker=5/soon", "window \"soon\""),
+        (
+            "--cluster-circuit-breaker=5/0s",
+            "a window of zero counts nothing",
+        ),
         (
             "--events=sometimes",
             "expected off, on, or a window such as 5s",

@@ -145,7 +145,7 @@ fn harness(cluster_sink: Option<&str>, capacity: usize) -> (Harness, Ledger) {
         quick(),
         metrics.ledger.clone(),
     );
-    std::mem::forget(_delivering);
+    drop(_delivering);
     let (executor, _tasks) = Executor::spawn(Parts {
         client,
         settings: Settings {

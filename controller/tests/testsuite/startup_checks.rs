@@ -222,7 +222,7 @@ async fn a_controller_with_every_permission_passes() {
 }
 
 #[tokio::test]
-async fn the_circuit_breaker_needs_its_configmap_by_name_and_to_create_it() {
+async fn the_circuit_breakers_need_their_configmaps_by_name_and_to_create_them() {
     let (client, server) = client();
     let refused = |verb: &str, resource: &str| verb == "watch" && resource == "configmaps";
     let answering = tokio::spawn(access_reviews(server, refused, |_, _| false));
@@ -230,6 +230,7 @@ async fn the_circuit_breaker_needs_its_configmap_by_name_and_to_create_it() {
     let store = startup::BreakerStore {
         namespace: "kube-retention",
         name: "kube-retention-controller-circuit-breaker",
+        namespaces_name: "kube-retention-controller-circuit-breaker-namespaces",
     };
     let error = startup::check_permissions(
         &client,
@@ -246,11 +247,13 @@ async fn the_circuit_breaker_needs_its_configmap_by_name_and_to_create_it() {
         error.to_string(),
         "missing RBAC permissions, grant them (see deploy/core/controller-rbac.yaml): watch \
          configmaps (core) named kube-retention-controller-circuit-breaker in namespace \
-         kube-retention"
+         kube-retention; watch configmaps (core) named \
+         kube-retention-controller-circuit-breaker-namespaces in namespace kube-retention"
     );
     for expected in [
         "get configmaps  kube-retention",
         "list configmaps  kube-retention",
+        "patch configmaps  kube-retention",
         "create configmaps  kube-retention",
     ] {
         assert!(

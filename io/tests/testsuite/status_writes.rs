@@ -10,6 +10,7 @@ use backon::ExponentialBuilder;
 use kube::runtime::reflector::ObjectRef;
 use kube_retention_apimock::Received;
 use kube_retention_common::api::{RetentionPolicy, RetentionPolicySpec};
+use kube_retention_io::budget::Budget;
 use kube_retention_io::status_writes::{self as writes, StatusOf, StatusWrites};
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -55,7 +56,7 @@ impl ApiServer {
     fn start(retry: ExponentialBuilder) -> (Self, StatusWrites) {
         let (client, server) = kube_retention_apimock::pair();
         let (leading, leadership) = watch::channel(true);
-        let (writes, _task) = StatusWrites::spawn(client, retry, leadership);
+        let (writes, _task) = StatusWrites::spawn(client, retry, Budget::unlimited(), leadership);
         let server = Self {
             server,
             started: Instant::now(),
@@ -193,4 +194,75 @@ async fn a_replica_that_stops_leading_drops_its_retries_and_writes_nothing_until
     server.answer(200).await;
     assert!(server.quiet().await);
     assert_eq!(server.calls, [call(0, 3), call(7200, 5)]);
+}
+
+/// The status of the policy `name` in `namespace`, as the writer keys it.
+fn key_in(namespace: &str, name: &str) -> StatusOf {
+    ObjectRef::<RetentionPolicy>::new(name)
+        .within(namespace)
+        .erase()
+}
+
+/// The PATCHes that arrive within a second of paused time, left unanswered.
+async fn arriving(server: &mut kube_retention_apimock::ApiServer) -> Vec<Received> {
+    let mut arrived = Vec::new();
+    while let Some(received) = server.next_within(Duration::from_secs(1)).await {
+        arrived.push(received);
+    }
+    arrived
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_write_of_a_namespace_at_a_time_and_a_few_in_all() {
+    let (client, mut server) = kube_retention_apimock::pair();
+    let (_leading, leadership) = watch::channel(true);
+    let (writes, _task) = StatusWrites::spawn(client, EXACT, Budget::unlimited(), leadership);
+    // A tenant's hundred policies change status at once, then another tenant's one.
+    for index in 0..100 {
+        writes.write(key_in("flood", &format!("p-{index}")), status(index));
+    }
+    writes.write(key_in("quiet", "nightly"), status(1));
+    let arrived = arriving(&mut server).await;
+    let namespaces: Vec<&str> = arrived
+        .iter()
+        .map(|received| received.path.split('/').nth(5).unwrap_or_default())
+        .collect();
+    assert_eq!(arrived.len(), 2, "one of each namespace: {namespaces:?}");
+    assert!(namespaces.contains(&"flood") && namespaces.contains(&"quiet"));
+
+    // Many namespaces: at most WRITING under way.
+    for index in 0..10 {
+        writes.write(key_in(&format!("team-{index}"), "nightly"), status(2));
+    }
+    let mut more = arriving(&mut server).await;
+    assert_eq!(arrived.len() + more.len(), writes::WRITING);
+    // One answered: another goes (the others wait, unanswered).
+    let answered = more.pop().expect("a write");
+    answered.refuse(404, "gone");
+    let after: Vec<String> = arriving(&mut server)
+        .await
+        .iter()
+        .map(Received::line)
+        .collect();
+    assert_eq!(after.len(), 1, "{after:?}");
+    drop((arrived, more));
+}
+
+#[tokio::test]
+async fn each_write_waits_for_the_request_budget() {
+    let (client, mut server) = kube_retention_apimock::pair();
+    let (_leading, leadership) = watch::channel(true);
+    let budget = Budget::per_second(std::num::NonZeroU32::new(1));
+    let (writes, _task) = StatusWrites::spawn(client, EXACT, budget.clone(), leadership);
+    budget.acquire().await; // the deletions spent this second's share
+    writes.write(key_in("team-a", "nightly"), status(1));
+    assert!(
+        server
+            .next_within(Duration::from_millis(300))
+            .await
+            .is_none(),
+        "not before the budget has room"
+    );
+    let patch = server.next().await.expect("the write, once it has");
+    assert_eq!(patch.method, "PATCH");
 }

@@ -42,6 +42,20 @@ pub struct Delivery {
     pub timeout: Duration,
 }
 
+impl Delivery {
+    /// The pauses between attempts: `first_backoff` doubling, each with up to as much again of
+    /// jitter, without end.
+    pub fn pauses(&self) -> impl Iterator<Item = Duration> + Send + use<> {
+        ExponentialBuilder::new()
+            .with_min_delay(self.first_backoff)
+            .with_factor(2.0)
+            .with_jitter()
+            .without_max_delay()
+            .without_max_times()
+            .build()
+    }
+}
+
 impl Default for Delivery {
     /// 8 attempts 1 s, 2 s, 4 s … apart, 10 s each: about three and a half minutes in all.
     fn default() -> Self {
@@ -189,6 +203,36 @@ impl Sender {
         Self { policy, client }
     }
 
+    /// Waits until the policy is settled (it has heard from everything it learns from).
+    pub async fn settled(&self) {
+        self.policy.settled().await;
+    }
+
+    /// One attempt to deliver `event` to `sink` within `timeout`, judged by the policy in force
+    /// (not waiting for it to settle: [`Sender::settled`]). It returns as soon as it fails: the
+    /// caller makes a failure last the whole `timeout` ([`Delivery`]), outside whatever it
+    /// shares with other sinks.
+    pub async fn attempt(&self, sink: &str, event: Event, timeout: Duration) -> Attempted {
+        if let Err(refusal) = self.policy.load().check_url(sink) {
+            return Attempted::Refused(refusal);
+        }
+        let request = match request(sink, event) {
+            Ok(request) => request.map(|body| Full::new(Bytes::from(body))),
+            Err(error) => return Attempted::Unsendable(error.to_string()),
+        };
+        match tokio::time::timeout(timeout, self.client.request(request)).await {
+            Ok(Ok(response)) if response.status().is_success() => Attempted::Delivered,
+            Ok(Ok(response)) => {
+                Attempted::Failed(format!("the sink answered {}", response.status()))
+            }
+            Ok(Err(error)) => match guard::refusal(&error) {
+                Some(refusal) => Attempted::Refused(refusal.clone()),
+                None => Attempted::Failed(guard::chain(&error)),
+            },
+            Err(_) => Attempted::Failed(format!("no answer within {timeout:?}")),
+        }
+    }
+
     /// Delivers `event` to `sink`, retrying with backoff unless the policy refuses it; first
     /// waits until the policy is settled (it has heard from everything it learns from).
     pub async fn deliver(
@@ -197,33 +241,20 @@ impl Sender {
         event: Event,
         delivery: &Delivery,
     ) -> Result<(), Undelivered> {
-        self.policy.settled().await;
+        self.settled().await;
         self.policy
             .load()
             .check_url(sink)
             .map_err(Undelivered::Refused)?;
-        let mut pauses = ExponentialBuilder::new()
-            .with_min_delay(delivery.first_backoff)
-            .with_factor(2.0)
-            .with_jitter()
-            .without_max_delay()
-            .without_max_times()
-            .build();
+        let mut pauses = delivery.pauses();
         for attempt in 1..=delivery.attempts {
-            let request = request(sink, event.clone())
-                .map_err(|error| Undelivered::Unsendable(error.to_string()))?
-                .map(|body| Full::new(Bytes::from(body)));
             let started = Instant::now();
-            let error =
-                match tokio::time::timeout(delivery.timeout, self.client.request(request)).await {
-                    Ok(Ok(response)) if response.status().is_success() => return Ok(()),
-                    Ok(Ok(response)) => format!("the sink answered {}", response.status()),
-                    Ok(Err(error)) => match guard::refusal(&error) {
-                        Some(refusal) => return Err(Undelivered::Refused(refusal.clone())),
-                        None => guard::chain(&error),
-                    },
-                    Err(_) => format!("no answer within {:?}", delivery.timeout),
-                };
+            let error = match self.attempt(sink, event.clone(), delivery.timeout).await {
+                Attempted::Delivered => return Ok(()),
+                Attempted::Refused(refusal) => return Err(Undelivered::Refused(refusal)),
+                Attempted::Unsendable(error) => return Err(Undelivered::Unsendable(error)),
+                Attempted::Failed(error) => error,
+            };
             tracing::debug!(sink, attempt, %error, "CloudEvent not delivered");
             tokio::time::sleep_until(started + delivery.timeout).await;
             if attempt < delivery.attempts {
@@ -234,6 +265,19 @@ impl Sender {
             attempts: delivery.attempts,
         })
     }
+}
+
+/// What one attempt to deliver came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attempted {
+    /// The sink answered 2xx.
+    Delivered,
+    /// The sink policy refused the destination: no connection was attempted, none will be.
+    Refused(Refusal),
+    /// No connection, no answer in time, or an answer other than 2xx: why, for the debug log.
+    Failed(String),
+    /// The request could not be built: why.
+    Unsendable(String),
 }
 
 /// `time` as the CloudEvents SDK takes it (chrono's).

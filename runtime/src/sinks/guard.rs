@@ -12,6 +12,19 @@
 //! Both judge by the policy in force when the connection is made ([`SharedPolicy::load`]), so
 //! what the controller learns of the cluster meanwhile counts from its next connection on.
 //!
+//! Names are resolved by hickory-resolver ([`system_lookup`]), not the C library's
+//! `getaddrinfo`: a sink's host name is a tenant's input, and `getaddrinfo` blocks a thread
+//! (tokio's blocking pool) until the resolver's own timeouts end it — with the pod's search
+//! domains, tens of seconds for a name whose nameserver never answers. The attempt's timeout
+//! dropped the waiting future but not the thread, so a tenant whose sink named such a host left a
+//! thread behind at every attempt, up to the pool's 512, which every other blocking task shares.
+//! hickory's lookup is a future on the runtime: dropped with its attempt, it ends there, so the
+//! lookups under way are the attempts under way (the ledger's lanes bound those, per namespace:
+//! `kube_retention_sinks::ledger`) and none outlives its attempt. It reads the same
+//! `/etc/resolv.conf` and `/etc/hosts` the C library would (NSS modules beyond those are not
+//! consulted: a pod has none); its cache keeps answers for their TTL, which changes nothing here,
+//! since every connection is judged by the addresses it is made to.
+//!
 //! Redirects are not followed: hyper's client hands a 3xx back like any other answer, and
 //! delivery counts it as a failure.
 
@@ -21,6 +34,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::future::BoxFuture;
+use hickory_resolver::TokioResolver;
+pub use hickory_resolver::config::{NameServerConfig, ResolverConfig, ResolverOpts};
+use hickory_resolver::net::runtime::TokioRuntimeProvider;
 use http::Uri;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::connect::dns::Name;
@@ -33,17 +49,50 @@ use super::SharedPolicy;
 
 pub type BoxError = Box<dyn StdError + Send + Sync>;
 
-/// Resolves a host name to addresses (the system resolver; tests inject their own).
+/// Resolves a host name to addresses (the system's configuration; tests inject their own).
 pub type Lookup =
     Arc<dyn Fn(String) -> BoxFuture<'static, std::io::Result<Vec<IpAddr>>> + Send + Sync>;
 
-/// The system resolver (`getaddrinfo`, on tokio's blocking pool).
+/// The system's resolver configuration — `/etc/resolv.conf` (its nameservers, search domains,
+/// `ndots`, timeout and attempts, as the kubelet writes them for the pod) and `/etc/hosts` —
+/// asked in the process ([`resolver_lookup`]). Without a readable configuration every name
+/// fails to resolve, saying why; addresses written as such still connect.
 pub fn system_lookup() -> Lookup {
-    Arc::new(|name: String| {
+    match hickory_resolver::system_conf::read_system_conf() {
+        Ok((config, options)) => resolver_lookup(config, options),
+        Err(error) => unresolving(format!("reading /etc/resolv.conf: {error}")),
+    }
+}
+
+/// Names resolved by hickory-resolver as `config` and `options` say: a lookup is a future, and
+/// the attempt's timeout that drops it ends it ([module docs](self)).
+pub fn resolver_lookup(config: ResolverConfig, options: ResolverOpts) -> Lookup {
+    let built = TokioResolver::builder_with_config(config, TokioRuntimeProvider::default())
+        .with_options(options)
+        .build();
+    let resolver = match built {
+        Ok(resolver) => Arc::new(resolver),
+        Err(error) => return unresolving(format!("building the resolver: {error}")),
+    };
+    Arc::new(move |name: String| {
+        let resolver = resolver.clone();
         Box::pin(async move {
-            let resolved = tokio::net::lookup_host((name.as_str(), 0)).await?;
-            Ok(resolved.map(|address| address.ip()).collect())
+            let resolved = resolver
+                .lookup_ip(name.as_str())
+                .await
+                .map_err(std::io::Error::other)?;
+            Ok(resolved.iter().collect())
         })
+    })
+}
+
+/// A lookup that fails every name with `why`: there is no resolver.
+fn unresolving(why: String) -> Lookup {
+    tracing::warn!(%why, "no DNS resolver: CloudEvent sinks named by host name cannot be resolved");
+    let why: Arc<str> = Arc::from(why);
+    Arc::new(move |name: String| {
+        let error = std::io::Error::other(format!("resolving {name}: no DNS resolver: {why}"));
+        Box::pin(std::future::ready(Err(error)))
     })
 }
 

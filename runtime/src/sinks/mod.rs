@@ -9,7 +9,9 @@ mod delivery;
 pub mod guard;
 mod shared;
 
-pub use delivery::{Delivery, LedgerEventError, Sender, Undelivered, event, ledger_event, request};
+pub use delivery::{
+    Attempted, Delivery, LedgerEventError, Sender, Undelivered, event, ledger_event, request,
+};
 pub use shared::{Publisher, SharedPolicy, shared};
 
 /// The addresses `url`'s host stands for now: the address itself, or those its name resolves to

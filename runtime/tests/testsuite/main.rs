@@ -2,5 +2,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: fixtures unwrap
 
 mod discovery;
+mod sink_lookups;
 mod supervise;
 mod time_shares;

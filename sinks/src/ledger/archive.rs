@@ -6,23 +6,30 @@
 //! One attempt per try, its time bounded ([`ATTEMPT_TIMEOUT`]); the retry is the state's backoff
 //! of a failed deletion (1 s doubling to 8 s, as for an unavailable API server), so an object
 //! waits as long as its sink is down and nothing is deleted unannounced. Archives run beside the
-//! executor's requests, [`IN_FLIGHT`] at a time, so a sink that hangs holds up only other
-//! archives, never deletions without one.
+//! executor's requests, [`IN_FLIGHT`] at a time and [`PER_NAMESPACE`] of one namespace's, so a
+//! sink that hangs holds up only other archives, never deletions without one, and one
+//! namespace's sink at most its own share of them. A failed attempt gives its places back at
+//! once; its answer waits out the attempt's whole timeout outside them (a closed port and a
+//! filtered one take as long, and hold a place no longer than it is used).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use kube::Api;
 use kube::api::DynamicObject;
 use kube_retention_common::kinds::Resource;
 use kube_retention_common::ledger::{DELETED, Entry};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 
-use crate::{Delivery, Sender};
+use crate::{Attempted, Sender, Undelivered};
 use kube_retention_common::model::object_value;
 
 /// Archives under way at once.
 pub const IN_FLIGHT: usize = 16;
+/// One namespace's archives under way at once.
+pub const PER_NAMESPACE: usize = 4;
 /// How long one attempt may take (a failed one takes all of it: see [`crate`]).
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -47,6 +54,31 @@ pub enum Archived {
 pub struct Archiver {
     sender: Arc<Sender>,
     permits: Arc<Semaphore>,
+    namespaces: Arc<Mutex<HashMap<Arc<str>, Arc<Semaphore>>>>,
+}
+
+/// A namespace's place among the archives under way; its semaphore is forgotten with the last.
+struct NamespacePlace {
+    permit: Option<OwnedSemaphorePermit>,
+    namespace: Arc<str>,
+    namespaces: Arc<Mutex<HashMap<Arc<str>, Arc<Semaphore>>>>,
+}
+
+impl Drop for NamespacePlace {
+    fn drop(&mut self) {
+        drop(self.permit.take());
+        let mut namespaces = self
+            .namespaces
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // Only the map holds it: nobody has or waits for a place of this namespace.
+        if namespaces
+            .get(&self.namespace)
+            .is_some_and(|semaphore| Arc::strong_count(semaphore) == 1)
+        {
+            namespaces.remove(&self.namespace);
+        }
+    }
 }
 
 impl Archiver {
@@ -54,7 +86,26 @@ impl Archiver {
         Self {
             sender,
             permits: Arc::new(Semaphore::new(IN_FLIGHT)),
+            namespaces: Arc::default(),
         }
+    }
+
+    /// A place among `namespace`'s archives, waiting for one.
+    async fn place_of(&self, namespace: &str) -> Option<NamespacePlace> {
+        let semaphore = self
+            .namespaces
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(Arc::from(namespace))
+            .or_insert_with(|| Arc::new(Semaphore::new(PER_NAMESPACE)))
+            .clone();
+        let mut place = NamespacePlace {
+            permit: None,
+            namespace: Arc::from(namespace),
+            namespaces: self.namespaces.clone(),
+        };
+        place.permit = Some(semaphore.acquire_owned().await.ok()?);
+        Some(place)
     }
 
     /// Reads `name` (of `resource`) through `api` and, if it is still `uid` at
@@ -68,8 +119,14 @@ impl Archiver {
         sink: &str,
         entry: Entry,
     ) -> Archived {
-        let Ok(_permit) = self.permits.acquire().await else {
-            return Archived::Failed("the controller is stopping".into());
+        self.sender.settled().await;
+        let stopping = || Archived::Failed("the controller is stopping".into());
+        // Its namespace's place first: a namespace waiting for its own holds none of the others'.
+        let Some(place) = self.place_of(api.namespace().unwrap_or_default()).await else {
+            return stopping();
+        };
+        let Ok(permit) = self.permits.acquire().await else {
+            return stopping();
         };
         let object = match api.get_opt(name).await {
             Ok(Some(object)) => object,
@@ -92,14 +149,19 @@ impl Archiver {
         let Some(event) = super::event(DELETED, &entry) else {
             return Archived::Failed("the event could not be built".into());
         };
-        let once = Delivery {
-            attempts: 1,
-            first_backoff: Duration::ZERO,
-            timeout: ATTEMPT_TIMEOUT,
+        let started = Instant::now();
+        let attempted = self.sender.attempt(sink, event, ATTEMPT_TIMEOUT).await;
+        drop((permit, place));
+        let undelivered = match attempted {
+            Attempted::Delivered => return Archived::Acknowledged,
+            Attempted::Refused(refusal) => Undelivered::Refused(refusal),
+            Attempted::Unsendable(error) => Undelivered::Unsendable(error),
+            Attempted::Failed(error) => {
+                tracing::debug!(sink, %error, "archive not acknowledged");
+                tokio::time::sleep_until(started + ATTEMPT_TIMEOUT).await;
+                Undelivered::Failed { attempts: 1 }
+            }
         };
-        match self.sender.deliver(sink, event, &once).await {
-            Ok(()) => Archived::Acknowledged,
-            Err(undelivered) => Archived::Failed(undelivered.note(sink)),
-        }
+        Archived::Failed(undelivered.note(sink))
     }
 }

@@ -14,9 +14,7 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube_retention_cleaners::act::{Cleaned, Cleaning, clean, retire};
 use kube_retention_cleaners::book::{self, Clean, Doomed};
 use kube_retention_cleaners::status::Problem;
-use kube_retention_common::sink_policy::SinkPolicy;
 use kube_retention_controller::executor::Budget;
-use kube_retention_sinks::Sender;
 use serde_json::{Value, json};
 
 /// A request the API server saw: `METHOD path?query`, and its body.
@@ -38,6 +36,15 @@ pub fn refusal(code: StatusCode, message: &str) -> (StatusCode, Value) {
 /// Runs `clean` (and the Cleaner's own deletion if it succeeded) against an API server that
 /// answers with `answers`; returns the outcome and every request seen, in order.
 pub async fn cleaning(group: Clean, answers: Answers) -> (Result<Cleaned, Problem>, Vec<Seen>) {
+    cleaning_guarded(group, answers, 0).await
+}
+
+/// [`cleaning`] under a blast-radius guard of `threshold` deletions at once (0: none).
+pub async fn cleaning_guarded(
+    group: Clean,
+    answers: Answers,
+    threshold: u32,
+) -> (Result<Cleaned, Problem>, Vec<Seen>) {
     let (client, mut api) = kube_retention_apimock::pair();
     let server = tokio::spawn(async move {
         let mut seen = Vec::new();
@@ -59,9 +66,9 @@ pub async fn cleaning(group: Clean, answers: Answers) -> (Result<Cleaned, Proble
         metrics: Default::default(),
         propagation: PropagationPolicy::Foreground,
         budget: Budget::unlimited(),
-        sender: Arc::new(Sender::new(Arc::new(SinkPolicy::default()))),
-        ledger: None,
+        ledger: crate::sink_support::ledger(),
         clock: kube_retention_io::clock::Clock::System,
+        max_immediate_deletions: threshold,
     });
     let outcome = clean(cleaning.clone(), group.clone()).await;
     if outcome.is_ok() {
@@ -79,6 +86,8 @@ pub fn group(objects: usize, release: Option<&str>) -> Clean {
             name: "tidy".into(),
         },
         uid: "cleaner-uid".into(),
+        generation: Some(1),
+        approved: false,
         objects: (0..objects)
             .map(|n| Doomed {
                 resource: ApiResource::erase::<ConfigMap>(&()),

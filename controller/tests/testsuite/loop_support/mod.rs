@@ -82,7 +82,9 @@ pub fn start<T: Send + 'static>(
     let evaluations = Evaluations::new(evaluator, client.clone());
     let (scans_tx, scans) = mpsc::channel(1);
     let (leading, leadership) = watch::channel(true);
-    let (statuses, writing) = StatusWrites::spawn(client, writes::RETRY, leadership.clone());
+    let budget = kube_retention_io::budget::Budget::unlimited();
+    let (statuses, writing) =
+        StatusWrites::spawn(client, writes::RETRY, budget, leadership.clone());
     let core = Core {
         state: State::new(kinds),
         served: Vec::new(),

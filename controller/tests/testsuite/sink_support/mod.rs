@@ -148,3 +148,24 @@ pub fn lookup(answers: HashMap<&'static str, Vec<Vec<&'static str>>>) -> (Lookup
     });
     (lookup, calls)
 }
+
+/// A ledger without `--ledger-sink`, judging by the default sink policy: where a Cleaner's
+/// CloudEvent goes. Its delivery task runs on (dropping its handle does not end it).
+pub fn ledger() -> kube_retention_sinks::ledger::Ledger {
+    ledger_with(Arc::new(sinks::Sender::new(
+        Arc::new(SinkPolicy::default()),
+    )))
+}
+
+/// A ledger without `--ledger-sink` sending through `sender`, delivering quickly.
+pub fn ledger_with(sender: Arc<sinks::Sender>) -> kube_retention_sinks::ledger::Ledger {
+    let delivery = Delivery {
+        attempts: 2,
+        first_backoff: Duration::from_millis(10),
+        timeout: Duration::from_secs(2),
+    };
+    let metrics = kube_retention_sinks::ledger::LedgerMetrics::default();
+    let (ledger, _tasks) =
+        kube_retention_sinks::ledger::Ledger::spawn(sender, None, 100, delivery, metrics);
+    ledger
+}
