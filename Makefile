@@ -233,14 +233,16 @@ fuzz-cel: toolchain
 	FUZZ_CEL_CASES=$(FUZZ_CEL_CASES) $(CARGO) test --release --package kube-retention-common \
 		--test cel_fuzz -- --nocapture
 
+# The campaigns' counts are exported: $(MUSL_CARGO) is two commands, and an assignment before it
+# would reach only the first.
 # The campaign's short form, in `make test`: a release build, so that every case is held to its
 # time bound too (a debug build is ten times slower and `make unit` holds it to the rest). Built
 # for the image's target after the image, whose release build compiled every dependency it
 # needs, and with musl's allocator, as the controller ships.
 fuzz-cel-short: toolchain
-	FUZZ_CEL_CASES=3000 $(MUSL_CARGO) test --release --target $(MUSL) \
+	export FUZZ_CEL_CASES=3000; $(MUSL_CARGO) test --release --target $(MUSL) \
 		--package kube-retention-common --test cel_fuzz -- --nocapture
-	CEL_CAMPAIGN_CASES=20000 $(MUSL_CARGO) test --release --target $(MUSL) \
+	export CEL_CAMPAIGN_CASES=20000; $(MUSL_CARGO) test --release --target $(MUSL) \
 		--package kube-retention-evaluator --test cel_campaign -- --nocapture
 
 # The campaign through the controller's evaluator process (evaluator/tests/cel_campaign.rs):
@@ -249,7 +251,7 @@ fuzz-cel-short: toolchain
 # by default; `make test` runs 20,000. CEL_CAMPAIGN_SEED picks other cases.
 CEL_CAMPAIGN_CASES ?= 10000000
 fuzz-cel-process: toolchain
-	CEL_CAMPAIGN_CASES=$(CEL_CAMPAIGN_CASES) $(MUSL_CARGO) test --release --target $(MUSL) \
+	export CEL_CAMPAIGN_CASES=$(CEL_CAMPAIGN_CASES); $(MUSL_CARGO) test --release --target $(MUSL) \
 		--package kube-retention-evaluator --test cel_campaign -- --nocapture
 
 # The campaign against the webhook's port (webhook/tests/testsuite/campaign): the release binary
@@ -262,10 +264,10 @@ fuzz-cel-process: toolchain
 WEBHOOK_CAMPAIGN = $(MUSL_CARGO) test --release --target $(MUSL) --package kube-retention-webhook \
 	--test testsuite -- campaign:: --ignored --nocapture --test-threads 1
 fuzz-webhook: toolchain
-	WEBHOOK_CAMPAIGN_REQUESTS=100000 $(WEBHOOK_CAMPAIGN)
+	export WEBHOOK_CAMPAIGN_REQUESTS=100000; $(WEBHOOK_CAMPAIGN)
 
 fuzz-webhook-short: toolchain
-	WEBHOOK_CAMPAIGN_REQUESTS=2000 $(WEBHOOK_CAMPAIGN)
+	export WEBHOOK_CAMPAIGN_REQUESTS=2000; $(WEBHOOK_CAMPAIGN)
 
 # The stack CEL's deepest admitted expressions use, in a debug and a release build, printed
 # (common/src/cel/stack.rs says what it bounds).
