@@ -215,7 +215,7 @@ fn deny(
             403,
             "Forbidden",
             "FieldValueForbidden",
-            "retention settings are not yours to make",
+            kube_retention_common::tightening::NOT_YOURS,
         ),
     };
     response = response.deny(listed(errors, heading));

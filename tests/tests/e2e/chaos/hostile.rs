@@ -25,6 +25,8 @@
 
 mod attacks;
 mod rows;
+
+pub(super) use rows::builds;
 mod tenant;
 
 use std::collections::HashSet;
@@ -131,7 +133,7 @@ async fn beside_the_tenant(ns: &TestNamespace, tenant: &TestNamespace, count: us
             Tenant::Settings => {
                 beside_the_settings(ns, tenant, &sinks, &prefix, [count / 2], None).await
             }
-            Tenant::Quiet | Tenant::Workload => expiring(ns, &prefix, count / 2)
+            Tenant::Quiet | Tenant::Workload => expiring(ns, &prefix, count / 2, RATE)
                 .await
                 .map(|phase| (phase, String::new())),
         };
@@ -271,7 +273,7 @@ async fn beside_the_settings(
     let added = std::time::Instant::now();
     let mut verdict = Verdict::default();
     for (batch, count) in batches.into_iter().enumerate() {
-        let batch = expiring(ns, &format!("{prefix}-{batch}"), count).await?;
+        let batch = expiring(ns, &format!("{prefix}-{batch}"), count, RATE).await?;
         verdict = verdict.merge(batch);
     }
     let expired = added.elapsed();
@@ -297,9 +299,14 @@ async fn beside_the_settings(
     Ok((verdict, message))
 }
 
-/// `count` Jobs `{prefix}-N` in `ns`, expiring `RATE` a second from a few seconds after they
+/// `count` Jobs `{prefix}-N` in `ns`, expiring `rate` a second from a few seconds after they
 /// all finish; judged once every one is gone.
-async fn expiring(ns: &TestNamespace, prefix: &str, count: usize) -> Result<Verdict> {
+pub(super) async fn expiring(
+    ns: &TestNamespace,
+    prefix: &str,
+    count: usize,
+    rate: usize,
+) -> Result<Verdict> {
     let resource = ApiResource::erase::<Job>(&());
     let ledger = Ledger::start(ns.dynamic(&resource), resource).await;
     let client = &ns.env.client;
@@ -309,7 +316,7 @@ async fn expiring(ns: &TestNamespace, prefix: &str, count: usize) -> Result<Verd
         .map(|index| {
             (
                 format!("{prefix}-{index}"),
-                lead * 1000 + index * 1000 / RATE,
+                lead * 1000 + index * 1000 / rate,
             )
         })
         .collect();
@@ -327,7 +334,7 @@ async fn expiring(ns: &TestNamespace, prefix: &str, count: usize) -> Result<Verd
         .buffer_unordered(PARALLEL)
         .try_collect::<Vec<_>>()
         .await?;
-    let window = Duration::from_secs((lead + count / RATE + 30) as u64);
+    let window = Duration::from_secs((lead + count / rate + 30) as u64);
     let names: HashSet<String> = names.into_iter().map(|(name, _)| name).collect();
     ledger
         .until_deleted(&names, window, "every Job of B deleted")

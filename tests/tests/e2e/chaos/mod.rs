@@ -14,6 +14,7 @@ mod near_expiry;
 mod recreate;
 mod restarts;
 mod sink_down;
+mod tenants;
 mod webhook;
 
 use std::sync::Mutex;
@@ -93,6 +94,7 @@ pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
     let mut trials = restarts::disruptive_tests(env);
     trials.extend(webhook::disruptive_tests(env));
     trials.extend(hostile::disruptive_tests(env));
+    trials.extend(tenants::disruptive_tests(env));
     trials
 }
 
@@ -124,7 +126,9 @@ pub fn write_report(cluster_version: &str) -> anyhow::Result<()> {
     rows.sort_by_key(|row| row.scenario);
     let (hostile, others): (Vec<Row>, Vec<Row>) = rows
         .into_iter()
-        .partition(|row| row.scenario.starts_with("hostile tenant"));
+        .partition(|row| {
+            row.scenario.starts_with("hostile tenant") || row.scenario.starts_with("every attack")
+        });
     let (archive, others): (Vec<Row>, Vec<Row>) = others
         .into_iter()
         .partition(|row| row.scenario == sink_down::SCENARIO);

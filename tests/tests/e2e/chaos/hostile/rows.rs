@@ -108,7 +108,7 @@ pub fn report_all(
 
 /// Which builds of the controller and the webhook ran: the image's (`make chaos`), or the debug
 /// builds of `make test`'s short form.
-fn builds() -> &'static str {
+pub fn builds() -> &'static str {
     match Layout::cargo_profile().ends_with("release") {
         true => "the image's static release builds",
         false => "debug builds",

@@ -1,0 +1,151 @@
+//! The attacker's copying policies (issue 57's first reproduction and generated variants of it):
+//! RetentionPolicies whose `match` copies the attacker's ~800 KB Jobs at each mention — lists
+//! and maps of `object`, nested lists, `in` over copies, comparisons of nested values — each
+//! generated from a seed, rewritten every few seconds into another (a new generation is
+//! evaluated afresh). Admission lets most through (their estimate counts nodes); the meter or
+//! the evaluator process's bound stops each on every object, and the controller stays up.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use k8s_openapi::api::batch::v1::Job;
+use kube::Api;
+use kube::api::{ListParams, Patch, PatchParams};
+use kube_retention_common::api::RetentionPolicy;
+use serde_json::{Value, json};
+
+use crate::support::TestNamespace;
+use crate::workloads::{create_job_in, finish_job, now_second};
+
+/// The label that puts a Job under the copying policies.
+const BIG: &str = "kube-retention.test/big";
+/// Copying policies at once.
+pub const POLICIES: usize = 5;
+
+/// xorshift64*: the variants a seed gives, the same every run.
+pub struct Variants(u64);
+
+impl Variants {
+    pub fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1) as u64) as usize
+    }
+
+    /// A `match` that copies the object (or a large part of it) at each mention, as many
+    /// times as admission's bounds (4,096 bytes, 1,024 tokens) leave room for.
+    pub fn next(&mut self) -> String {
+        let what = ["object", "object.metadata", "object.metadata.annotations"][self.below(3)];
+        // Each mention: its bytes and tokens, with a separator and a map entry's key.
+        let tokens = 2 * what.matches('.').count() + 1 + 3;
+        let most = (3_600 / (what.len() + 7)).min(1_000 / tokens);
+        let count = 10 + self.below(most - 10);
+        let half = (count / 2).max(1);
+        let list = |n: usize| vec![what; n].join(", ");
+        match self.below(6) {
+            0 => format!("[{}] != []", list(count)),
+            1 => {
+                let entries: Vec<String> = (0..count).map(|i| format!("{i}: {what}")).collect();
+                format!("{{{}}} != {{}}", entries.join(", "))
+            }
+            2 => format!("[[{}], [{}]] != []", list(half), list(half)),
+            3 => format!("{what} in [{}]", list(count)),
+            4 => format!("size([{}]) > {count}", list(count)),
+            _ => format!("[{}] == [{}]", list(half), list(half)),
+        }
+    }
+}
+
+/// `count` finished Jobs of about 800 KB each (780 annotations of 1,000 bytes), labelled for
+/// the copying policies; their names.
+pub async fn big_jobs(attacker: &TestNamespace, count: usize) -> Result<Vec<String>> {
+    let annotations: serde_json::Map<String, Value> = (0..780)
+        .map(|index| (format!("example.com/a{index:03}"), json!("v".repeat(1000))))
+        .collect();
+    let jobs: Api<Job> = Api::namespaced(attacker.env.client.clone(), &attacker.name);
+    let mut names = Vec::new();
+    for index in 0..count {
+        let name = format!("big-{index}");
+        create_job_in(
+            &attacker.env.client,
+            &attacker.name,
+            &name,
+            Value::Object(annotations.clone()),
+        )
+        .await?;
+        let label = json!({"metadata": {"labels": {BIG: "true"}}});
+        jobs.patch(&name, &PatchParams::default(), &Patch::Merge(&label))
+            .await?;
+        finish_job(&attacker.env.client, &attacker.name, &name, true, now_second()).await?;
+        names.push(name);
+    }
+    Ok(names)
+}
+
+fn policy(name: &str, matches: &str) -> Value {
+    json!({"apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
+           "metadata": {"name": name},
+           "spec": {"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
+                    "selector": {"matchLabels": {BIG: "true"}},
+                    "ttlAfterSucceeded": "1s", "match": matches}})
+}
+
+/// What the policies came to.
+#[derive(Debug, Default)]
+pub struct Written {
+    /// Variants admitted (each a generation), and refused at admission (their estimate).
+    pub admitted: usize,
+    pub refused: usize,
+}
+
+/// Writes the copying policies, then rewrites one every `every` with the next variant, until
+/// aborted; counts into `written`.
+pub async fn keep_writing(
+    attacker: TestNamespace,
+    mut variants: Variants,
+    every: Duration,
+    written: std::sync::Arc<std::sync::Mutex<Written>>,
+) {
+    let policies: Api<RetentionPolicy> =
+        Api::namespaced(attacker.env.client.clone(), &attacker.name);
+    let params = PatchParams::apply("chaos-tenants").force();
+    for round in 0usize.. {
+        let name = format!("copies-{}", round % POLICIES);
+        let manifest = policy(&name, &variants.next());
+        let applied = policies
+            .patch(&name, &params, &Patch::Apply(&manifest))
+            .await;
+        if let Ok(mut written) = written.lock() {
+            match applied {
+                Ok(_) => written.admitted += 1,
+                Err(_) => written.refused += 1,
+            }
+        }
+        if round >= POLICIES {
+            tokio::time::sleep(every).await;
+        }
+    }
+}
+
+/// Each copying policy's `Ready` condition: (status, reason, message).
+pub async fn readiness(attacker: &TestNamespace) -> Result<Vec<(String, String, String)>> {
+    let policies: Api<RetentionPolicy> =
+        Api::namespaced(attacker.env.client.clone(), &attacker.name);
+    let listed = policies.list(&ListParams::default()).await?;
+    Ok(listed
+        .items
+        .iter()
+        .filter_map(|policy| {
+            let value = serde_json::to_value(policy).ok()?;
+            let conditions = value["status"]["conditions"].as_array()?.clone();
+            let ready = conditions.iter().find(|condition| condition["type"] == "Ready")?;
+            let text = |field: &str| ready[field].as_str().unwrap_or_default().to_owned();
+            Some((text("status"), text("reason"), text("message")))
+        })
+        .collect())
+}
