@@ -107,7 +107,14 @@ impl Tracked {
             .with_context(|| format!("{} is not running", self.name))?;
         kill(pid, Signal::SIGKILL)?;
         let deadline = Instant::now() + Duration::from_secs(5);
-        while self.live_pid().is_some() {
+        // Gone once a zombie, and once its files are closed: a zombie leader's other threads may
+        // still be tearing down, holding its sockets (a port rebound at once was found taken).
+        let holds_files = || {
+            fs::read_dir(format!("/proc/{pid}/fd"))
+                .map(|mut files| files.next().is_some())
+                .unwrap_or(false)
+        };
+        while self.live_pid().is_some() || holds_files() {
             if Instant::now() > deadline {
                 bail!("{} (pid {pid}) survived SIGKILL", self.name);
             }

@@ -124,11 +124,9 @@ pub fn write_report(cluster_version: &str) -> anyhow::Result<()> {
         return Ok(());
     }
     rows.sort_by_key(|row| row.scenario);
-    let (hostile, others): (Vec<Row>, Vec<Row>) = rows
-        .into_iter()
-        .partition(|row| {
-            row.scenario.starts_with("hostile tenant") || row.scenario.starts_with("every attack")
-        });
+    let (hostile, others): (Vec<Row>, Vec<Row>) = rows.into_iter().partition(|row| {
+        row.scenario.starts_with("hostile tenant") || row.scenario.starts_with("every attack")
+    });
     let (archive, others): (Vec<Row>, Vec<Row>) = others
         .into_iter()
         .partition(|row| row.scenario == sink_down::SCENARIO);

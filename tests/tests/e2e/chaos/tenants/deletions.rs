@@ -34,7 +34,12 @@ const CLEANER: &str = "burst";
 
 /// A RetentionPolicy in `ns` deleting its Jobs labelled `label` a second after they finish,
 /// announcing each deletion to `sink`.
-pub async fn announcing_policy(ns: &TestNamespace, name: &str, label: &str, sink: &str) -> Result<()> {
+pub async fn announcing_policy(
+    ns: &TestNamespace,
+    name: &str,
+    label: &str,
+    sink: &str,
+) -> Result<()> {
     let policy = json!({"apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
         "metadata": {"name": name, "namespace": ns.name},
         "spec": {"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
@@ -55,7 +60,9 @@ pub async fn finished_jobs(
     count: usize,
 ) -> Result<Vec<String>> {
     let client = &ns.env.client;
-    let names: Vec<String> = (0..count).map(|index| format!("{prefix}-{index}")).collect();
+    let names: Vec<String> = (0..count)
+        .map(|index| format!("{prefix}-{index}"))
+        .collect();
     let labelled = |name: &String| {
         let name = name.clone();
         async move {
@@ -93,7 +100,9 @@ pub async fn burst(attacker: &TestNamespace, count: usize) -> Result<()> {
             async move {
                 let config_map: ConfigMap = serde_json::from_value(json!({
                     "metadata": {"name": format!("burst-{index}"), "labels": {BURST: "true"}}}))?;
-                config_maps.create(&PostParams::default(), &config_map).await?;
+                config_maps
+                    .create(&PostParams::default(), &config_map)
+                    .await?;
                 anyhow::Ok(())
             }
         })
@@ -101,8 +110,9 @@ pub async fn burst(attacker: &TestNamespace, count: usize) -> Result<()> {
         .try_collect::<Vec<_>>()
         .await?;
     let spec = json!({
-        "targets": [{"name": "maps", "reference": {"version": "v1", "kind": "ConfigMap",
-                     "matchLabels": {BURST: "true"}}}],
+        "targets": [{"name": "maps", "delete": true,
+                     "reference": {"version": "v1", "kind": "ConfigMap",
+                                   "matchLabels": {BURST: "true"}}}],
     });
     create_cleaner(attacker, CLEANER, spec).await?;
     let cleaners: Api<Cleaner> = Api::namespaced(client.clone(), &attacker.name);
@@ -124,7 +134,8 @@ pub async fn burst(attacker: &TestNamespace, count: usize) -> Result<()> {
         .metadata
         .generation
         .context("the Cleaner's generation")?;
-    let approval = json!({"metadata": {"annotations": {APPROVED_GENERATION: generation.to_string()}}});
+    let approval =
+        json!({"metadata": {"annotations": {APPROVED_GENERATION: generation.to_string()}}});
     cleaners
         .patch(CLEANER, &PatchParams::default(), &Patch::Merge(&approval))
         .await?;
@@ -142,9 +153,10 @@ pub async fn burst_left(attacker: &TestNamespace) -> Result<usize> {
 
 /// The namespaces whose circuit breakers are open.
 pub async fn tripped_namespaces(ns: &TestNamespace) -> Result<Vec<String>> {
-    let config_maps: Api<ConfigMap> =
-        Api::namespaced(ns.env.client.clone(), CONTROLLER_NAMESPACE);
-    let stored = config_maps.get_opt(&namespaces_configmap_name(LEASE)).await?;
+    let config_maps: Api<ConfigMap> = Api::namespaced(ns.env.client.clone(), CONTROLLER_NAMESPACE);
+    let stored = config_maps
+        .get_opt(&namespaces_configmap_name(LEASE))
+        .await?;
     let data = stored.and_then(|stored| stored.data).unwrap_or_default();
     Ok(data
         .into_iter()

@@ -3,24 +3,25 @@
 //! and maps of `object`, nested lists, `in` over copies, comparisons of nested values — each
 //! generated from a seed, rewritten every few seconds into another (a new generation is
 //! evaluated afresh). Admission lets most through (their estimate counts nodes); the meter or
-//! the evaluator process's bound stops each on every object, and the controller stays up.
+//! the evaluator process's bound stops them, and the controller stays up.
 
 use std::time::Duration;
 
 use anyhow::Result;
 use k8s_openapi::api::batch::v1::Job;
 use kube::Api;
-use kube::api::{ListParams, Patch, PatchParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube_retention_common::api::RetentionPolicy;
 use serde_json::{Value, json};
 
 use crate::support::TestNamespace;
-use crate::workloads::{create_job_in, finish_job, now_second};
+use crate::workloads::{finish_job, now_second};
 
 /// The label that puts a Job under the copying policies.
 const BIG: &str = "kube-retention.test/big";
-/// Copying policies at once.
+/// Copying policies at once, and their names' prefix.
 pub const POLICIES: usize = 5;
+const COPIES: &str = "copies-";
 
 /// xorshift64*: the variants a seed gives, the same every run.
 pub struct Variants(u64);
@@ -37,54 +38,70 @@ impl Variants {
         (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1) as u64) as usize
     }
 
-    /// A `match` that copies the object (or a large part of it) at each mention, as many
-    /// times as admission's bounds (4,096 bytes, 1,024 tokens) leave room for.
+    /// A `match` that copies the object (or the part of it that holds its bulk) at each
+    /// mention, as many times as admission's bounds (4,096 bytes, 1,024 tokens) leave room
+    /// for. Each is false if it ever completes: a copying policy never matches, so the
+    /// attacker's Jobs are never its to delete, whatever the limits do.
     pub fn next(&mut self) -> String {
-        let what = ["object", "object.metadata", "object.metadata.annotations"][self.below(3)];
+        let what = ["object", "object.spec", "object.spec.template"][self.below(3)];
         // Each mention: its bytes and tokens, with a separator and a map entry's key.
         let tokens = 2 * what.matches('.').count() + 1 + 3;
         let most = (3_600 / (what.len() + 7)).min(1_000 / tokens);
-        let count = 10 + self.below(most - 10);
+        let count = 60 + self.below(most - 60);
         let half = (count / 2).max(1);
         let list = |n: usize| vec![what; n].join(", ");
         match self.below(6) {
-            0 => format!("[{}] != []", list(count)),
+            0 => format!("[{}] == []", list(count)),
             1 => {
                 let entries: Vec<String> = (0..count).map(|i| format!("{i}: {what}")).collect();
-                format!("{{{}}} != {{}}", entries.join(", "))
+                format!("{{{}}} == {{}}", entries.join(", "))
             }
-            2 => format!("[[{}], [{}]] != []", list(half), list(half)),
-            3 => format!("{what} in [{}]", list(count)),
-            4 => format!("size([{}]) > {count}", list(count)),
-            _ => format!("[{}] == [{}]", list(half), list(half)),
+            2 => format!("[[{}], [{}]] == []", list(half), list(half)),
+            3 => format!("size([{}]) < 0", list(count)),
+            4 => format!("[{}] == [{}] && false", list(half), list(half)),
+            _ => format!("{what} in [{}] && false", list(count)),
         }
     }
 }
 
-/// `count` finished Jobs of about 800 KB each (780 annotations of 1,000 bytes), labelled for
-/// the copying policies; their names.
+/// `count` finished Jobs of about 800 KB each (their bulk in the container's environment:
+/// annotations are capped at 256 KiB), labelled for the copying policies; their names.
 pub async fn big_jobs(attacker: &TestNamespace, count: usize) -> Result<Vec<String>> {
-    let annotations: serde_json::Map<String, Value> = (0..780)
-        .map(|index| (format!("example.com/a{index:03}"), json!("v".repeat(1000))))
-        .collect();
-    let jobs: Api<Job> = Api::namespaced(attacker.env.client.clone(), &attacker.name);
     let mut names = Vec::new();
     for index in 0..count {
         let name = format!("big-{index}");
-        create_job_in(
+        bulky_job(attacker, &name, json!({BIG: "true"}), json!({}), 800_000).await?;
+        finish_job(
             &attacker.env.client,
             &attacker.name,
             &name,
-            Value::Object(annotations.clone()),
+            true,
+            now_second(),
         )
         .await?;
-        let label = json!({"metadata": {"labels": {BIG: "true"}}});
-        jobs.patch(&name, &PatchParams::default(), &Patch::Merge(&label))
-            .await?;
-        finish_job(&attacker.env.client, &attacker.name, &name, true, now_second()).await?;
         names.push(name);
     }
     Ok(names)
+}
+
+/// Creates a Job of about `bulk` bytes, which never runs, with `labels` and `annotations`.
+pub async fn bulky_job(
+    ns: &TestNamespace,
+    name: &str,
+    labels: Value,
+    annotations: Value,
+    bulk: usize,
+) -> Result<Job> {
+    let environment: Vec<Value> = (0..bulk / 1_000)
+        .map(|index| json!({"name": format!("BULK_{index:04}"), "value": "v".repeat(990)}))
+        .collect();
+    let job: Job = serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": labels, "annotations": annotations},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+            {"name": "c", "image": "busybox", "env": environment}]}}}}))?;
+    Ok(Api::<Job>::namespaced(ns.env.client.clone(), &ns.name)
+        .create(&PostParams::default(), &job)
+        .await?)
 }
 
 fn policy(name: &str, matches: &str) -> Value {
@@ -115,7 +132,7 @@ pub async fn keep_writing(
         Api::namespaced(attacker.env.client.clone(), &attacker.name);
     let params = PatchParams::apply("chaos-tenants").force();
     for round in 0usize.. {
-        let name = format!("copies-{}", round % POLICIES);
+        let name = format!("{COPIES}{}", round % POLICIES);
         let manifest = policy(&name, &variants.next());
         let applied = policies
             .patch(&name, &params, &Patch::Apply(&manifest))
@@ -140,10 +157,19 @@ pub async fn readiness(attacker: &TestNamespace) -> Result<Vec<(String, String, 
     Ok(listed
         .items
         .iter()
+        .filter(|policy| {
+            policy
+                .metadata
+                .name
+                .as_deref()
+                .is_some_and(|name| name.starts_with(COPIES))
+        })
         .filter_map(|policy| {
             let value = serde_json::to_value(policy).ok()?;
             let conditions = value["status"]["conditions"].as_array()?.clone();
-            let ready = conditions.iter().find(|condition| condition["type"] == "Ready")?;
+            let ready = conditions
+                .iter()
+                .find(|condition| condition["type"] == "Ready")?;
             let text = |field: &str| ready[field].as_str().unwrap_or_default().to_owned();
             Some((text("status"), text("reason"), text("message")))
         })

@@ -37,11 +37,13 @@ pub struct Connections {
 async fn connect(from: IpAddr, port: u16) -> std::io::Result<tokio::net::TcpStream> {
     let socket = TcpSocket::new_v4()?;
     socket.bind(SocketAddr::new(from, 0))?;
-    socket.connect(SocketAddr::from(([127, 0, 0, 1], port))).await
+    socket
+        .connect(SocketAddr::from(([127, 0, 0, 1], port)))
+        .await
 }
 
-/// Opens `count` HTTP/2 connections from `from`, `parallel` at a time, and holds each idle
-/// until the webhook closes it (or the task is aborted).
+/// Opens `count` HTTP/2 connections from `from`, 64 handshakes at a time, and holds each idle
+/// (no request ever sent) until the webhook closes it, or the task is aborted.
 pub async fn idle_http2(
     connector: TlsConnector,
     from: IpAddr,
@@ -49,38 +51,43 @@ pub async fn idle_http2(
     count: usize,
     connections: Arc<Connections>,
 ) {
-    use futures::StreamExt;
-    futures::stream::iter(0..count)
-        .for_each_concurrent(64, |_| {
-            let (connector, connections) = (connector.clone(), connections.clone());
-            async move {
-                let opened = async {
-                    let tcp = connect(from, port).await?;
-                    let name = ServerName::try_from("127.0.0.1")?;
-                    let tls = connector.connect(name, tcp).await?;
-                    let (sender, connection) =
-                        hyper::client::conn::http2::handshake::<_, _, http_body_util::Empty<hyper::body::Bytes>>(
-                            TokioExecutor::new(),
-                            TokioIo::new(tls),
-                        )
-                        .await?;
-                    anyhow::Ok((sender, connection))
-                };
-                match opened.await {
-                    Ok((sender, connection)) => {
-                        connections.opened.fetch_add(1, Ordering::Relaxed);
-                        // Held: no request is ever sent on it.
-                        connection.await.ok();
-                        drop(sender);
-                        connections.closed.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Err(_) => {
-                        connections.refused.fetch_add(1, Ordering::Relaxed);
-                    }
+    let handshakes = Arc::new(tokio::sync::Semaphore::new(64));
+    let mut held = tokio::task::JoinSet::new();
+    for _ in 0..count {
+        let Ok(permit) = handshakes.clone().acquire_owned().await else {
+            return;
+        };
+        let (connector, connections) = (connector.clone(), connections.clone());
+        held.spawn(async move {
+            let opened = async {
+                let tcp = connect(from, port).await?;
+                let name = ServerName::try_from("127.0.0.1")?;
+                let tls = connector.connect(name, tcp).await?;
+                let (sender, connection) =
+                    hyper::client::conn::http2::handshake::<
+                        _,
+                        _,
+                        http_body_util::Empty<hyper::body::Bytes>,
+                    >(TokioExecutor::new(), TokioIo::new(tls))
+                    .await?;
+                anyhow::Ok((sender, connection))
+            }
+            .await;
+            drop(permit);
+            match opened {
+                Ok((sender, connection)) => {
+                    connections.opened.fetch_add(1, Ordering::Relaxed);
+                    connection.await.ok();
+                    drop(sender);
+                    connections.closed.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(_) => {
+                    connections.refused.fetch_add(1, Ordering::Relaxed);
                 }
             }
-        })
-        .await;
+        });
+    }
+    while held.join_next().await.is_some() {}
 }
 
 /// Holds `count` requests to `/validate` from `from`, each sending its headers (a body of a
