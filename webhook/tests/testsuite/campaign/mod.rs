@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::http::StatusCode;
+use jiff::Timestamp;
 use kube_retention_webhook::review::{self, Hook};
 use serde_json::{Value, json};
 
@@ -163,9 +164,26 @@ fn timed_out(status: StatusCode, answer: &Value) -> bool {
     status == StatusCode::REQUEST_TIMEOUT || response["status"]["code"] == 504 || warned
 }
 
-/// Checks the answer to `sent` against the oracle's.
+/// The handler's answer to `body`, a mutation computing deadlines from `now`.
+async fn handled_at(
+    oracle: &kube_retention_webhook::Context,
+    hook: Hook,
+    body: &[u8],
+    now: Timestamp,
+) -> review::Answer {
+    let started = Instant::now();
+    let deadline = tokio::time::Instant::now() + oracle.limits.timeout;
+    let mut held = oracle.memory.hold();
+    match review::read(oracle, hook, body, &mut held, started) {
+        Ok(request) => review::answer_at(oracle, hook, &request, deadline, started, now).await,
+        Err(refused) => *refused,
+    }
+}
+
+/// Checks the answer to `sent`, sent in the second `since` or later, against the oracle's.
 async fn check(
     sent: &Generated,
+    since: i64,
     answer: Result<port::Answered, hyper::Error>,
     oracle: &kube_retention_webhook::Context,
 ) -> Result<String, String> {
@@ -202,8 +220,23 @@ async fn check(
     } else {
         Hook::Mutate
     };
-    let (expected_status, expected) = review::handle(oracle, hook, &sent.body).await;
-    let expected = serde_json::to_value(expected).unwrap();
+    // A mutation stamps deadlines from the second it is answered in, which the webhook and the
+    // handler need not share: the answer is held to the handler's at each second from before
+    // it was sent to now (one or two), and must equal one of them.
+    let mut expected = None;
+    let mut second = since;
+    while second <= Timestamp::now().as_second() {
+        let now = Timestamp::from_second(second).unwrap();
+        let (expected_status, review) = handled_at(oracle, hook, &sent.body, now).await;
+        let review = serde_json::to_value(review).unwrap();
+        let same = status == expected_status && answer == review;
+        expected = Some((expected_status, review));
+        if same || hook == Hook::Validate {
+            break;
+        }
+        second += 1;
+    }
+    let (expected_status, expected) = expected.expect("judged at one second at least");
     if status != expected_status || answer != expected {
         return Err(format!(
             "{:?} to {}: the webhook answered {status} {answer:.400}, the handler {expected_status} {expected:.400}",
@@ -245,6 +278,7 @@ async fn generated_bodies_are_answered_as_the_handler_answers_them_within_the_li
                     // A request the webhook never answered (its connection closed after an
                     // early answer to the one before) is sent again on a new connection.
                     let mut answer = None;
+                    let since = Timestamp::now().as_second();
                     for _ in 0..3 {
                         let open = match connection.as_mut() {
                             Some(open) => open,
@@ -263,7 +297,7 @@ async fn generated_bodies_are_answered_as_the_handler_answers_them_within_the_li
                         }
                     }
                     let answer = answer.expect("sent at least once");
-                    match check(&sent, answer, &oracle).await {
+                    match check(&sent, since, answer, &oracle).await {
                         Ok(outcome) => tally.lock().unwrap().count(sent.class, outcome),
                         Err(failure) => failures.push(failure),
                     }
