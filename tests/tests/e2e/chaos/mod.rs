@@ -257,12 +257,28 @@ fn tenants_section(rows: &[Row]) -> String {
          its limit (`Ready=False` too); while hostile, Cleaners of sixteen 4 KB conditions are sent to\n\
          the webhook one after another, a tenth of a second apart, most of them refused uncompiled\n\
          once A has used its share of the webhook's compile time. Neither the controller nor the webhook may restart or hold\n\
-         more memory than the chart allows (256 MiB, 128 MiB). The workload row against the quiet one is what A's edits and requests alone cost B through\n\
+         more memory than the chart allows (320 MiB for the controller and its evaluator processes,\n\
+         128 MiB for the webhook). The workload row against the quiet one is what A's edits and requests alone cost B through\n\
          the API server and etcd the tenants share, with kube-retention given nothing to evaluate or\n\
          compile; the hostile row against it is what kube-retention's answer to A costs B. The policy's\n\
          evaluations take at most A's share of the evaluator's time (a twentieth of a core,\n\
          `evaluator/src/lib.rs`). On this two-core machine everything (API server, etcd,\n\
          kube-controller-manager, webhook, controller and the test) shares the same cores.\n\n\
+         The rows \"every attack at once\" are written by `make chaos CHAOS_FILTER=chaos_every_attack`\n\
+         (long form, the image's builds) and by `make test` (short form, debug builds): issue 57's\n\
+         reproduced attacks at once, from namespace A and a pod's address, with generated variants.\n\
+         Copying RetentionPolicies (list and map literals of `object`, `object.spec`,\n\
+         `object.spec.template`, tens of copies) over A's Jobs of about 800 KB, a new variant every few\n\
+         seconds; a 1.4 MB Job updated eight at a time; thousands of idle HTTP/2 connections and 128\n\
+         slow bodies sent to the webhook from one address while a policy only the webhook can refuse is\n\
+         written every two seconds; 200 deletions announced to a closed port; a burst of ConfigMaps its\n\
+         own approved Cleaner deletes until A's namespace breaker opens. Beside them B's Jobs expire ten\n\
+         a second. Goals: each of B's Jobs deleted within 3 s of its deadline and none wrongly; every bad\n\
+         policy refused by the webhook itself (not by `failurePolicy`); each deletion of a quiet\n\
+         namespace announced to its sink and to the admin's `--ledger-sink`; A's breaker open and no\n\
+         other; the copying policies `Ready=False` saying which limit; neither process restarted (the\n\
+         controller's evaluator processes may be replaced), the controller's peak with its evaluator's\n\
+         within 320 MiB and the webhook's within 128 MiB.\n\n\
          {}",
         table(rows)
     )
