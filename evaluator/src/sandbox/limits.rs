@@ -12,7 +12,7 @@
 //! | priority | nice 19, below the controller's loops and the API server | |
 //!
 //! The process sets them on itself as the first thing it does, before it reads a byte of
-//! input, and says so ([`super::protocol::Ready`]); lowering one's own limits needs no
+//! input, and says so ([`super::protocol::Reply::Ready`]); lowering one's own limits needs no
 //! privilege, and raising a hard one back is refused. (Setting them between `fork` and `exec`
 //! would take `unsafe`, which this workspace forbids.) An overrun ends the process; the parent
 //! starts another and tells the expression that did it ([`super`]).
