@@ -26,6 +26,7 @@ use kube::api::PostParams;
 use kube::{Api, Client};
 use kube_retention_runtime::discovery::{find, group_version};
 use moka::future::Cache;
+use ring::digest;
 
 pub use kube_retention_common::access::{Request, Subject};
 pub use kube_retention_common::kinds::CONTROLLER_VERBS as VERBS;
@@ -74,7 +75,51 @@ pub struct Reviews {
     group_versions: Cache<String, Option<Arc<[APIResource]>>>,
 }
 
-type Question = (Subject, Request);
+/// A question as the cache keeps it: the SHA-256 of who asks what, so that an entry takes the
+/// same few bytes whatever a review's `userInfo` holds (a pod posting reviews to the webhook may
+/// send a megabyte of groups, and 10,000 entries of those would be gigabytes).
+type Question = [u8; 32];
+
+/// The digest of `subject` asking `request`: every field length-prefixed, in a fixed order, so
+/// no two questions share an encoding.
+fn question(subject: &Subject, request: &Request) -> Question {
+    fn put(digest: &mut digest::Context, bytes: &[u8]) {
+        digest.update(&(bytes.len() as u64).to_le_bytes());
+        digest.update(bytes);
+    }
+    fn put_optional(digest: &mut digest::Context, text: Option<&String>) {
+        match text {
+            Some(text) => {
+                put(digest, b"some");
+                put(digest, text.as_bytes());
+            }
+            None => put(digest, b"none"),
+        }
+    }
+    fn put_list(digest: &mut digest::Context, texts: &[String]) {
+        put(digest, &(texts.len() as u64).to_le_bytes());
+        for text in texts {
+            put(digest, text.as_bytes());
+        }
+    }
+    let mut digest = digest::Context::new(&digest::SHA256);
+    put(&mut digest, subject.user.as_bytes());
+    put_list(&mut digest, &subject.groups);
+    put_optional(&mut digest, subject.uid.as_ref());
+    put(&mut digest, &(subject.extra.len() as u64).to_le_bytes());
+    for (key, values) in &subject.extra {
+        put(&mut digest, key.as_bytes());
+        put_list(&mut digest, values);
+    }
+    put(&mut digest, request.verb.as_bytes());
+    put(&mut digest, request.group.as_bytes());
+    put(&mut digest, request.resource.as_bytes());
+    put_optional(&mut digest, request.namespace.as_ref());
+    put_optional(&mut digest, request.name.as_ref());
+    let mut question = [0; 32];
+    question.copy_from_slice(digest.finish().as_ref());
+    question
+}
 
 /// Beyond this many questions remembered, those least likely to be asked again are dropped.
 const CACHED_ANSWERS: u64 = 10_000;
@@ -104,9 +149,8 @@ impl Reviews {
     /// Whether `subject` may do `request`, from the cache while the answer is fresh; askers of
     /// the same question at once wait for one review, and share its error if it fails.
     pub async fn review(&self, subject: &Subject, request: &Request) -> Result<bool, kube::Error> {
-        let question = (subject.clone(), request.clone());
         self.answers
-            .try_get_with(question, self.ask(subject, request))
+            .try_get_with(question(subject, request), self.ask(subject, request))
             .await
             .map_err(unshared)
     }
@@ -163,5 +207,74 @@ impl ControllerAccess for Reviews {
             }
             Ok(missing)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn texts() -> impl Strategy<Value = Vec<String>> {
+        prop::collection::vec("[ab:]{0,3}", 0..4)
+    }
+
+    prop_compose! {
+        fn subjects()(user in "[ab:]{0,3}", groups in texts(), uid in prop::option::of("[ab]{0,2}"),
+                      extra in prop::collection::btree_map("[ab]{0,2}", texts(), 0..3)) -> Subject {
+            Subject { user, groups, uid, extra: extra.into_iter().collect::<BTreeMap<_, _>>() }
+        }
+    }
+
+    prop_compose! {
+        fn requests()(verb in prop::sample::select(vec!["delete", "list"]), group in "[ab]{0,2}",
+                      resource in "[ab]{0,2}", namespace in prop::option::of("[ab]{0,2}"),
+                      name in prop::option::of("[ab]{0,2}")) -> Request {
+            Request { verb, group, resource, namespace, name }
+        }
+    }
+
+    proptest! {
+        /// The cache's key tells questions apart exactly as the questions do, on texts built
+        /// from few characters so that neighbours ("a", "b" against "ab"; none against "") meet.
+        #[test]
+        fn a_question_s_digest_is_its_identity(
+            first in (subjects(), requests()),
+            second in (subjects(), requests()),
+        ) {
+            let same = first == second;
+            prop_assert_eq!(
+                question(&first.0, &first.1) == question(&second.0, &second.1),
+                same
+            );
+        }
+    }
+
+    #[test]
+    fn neighbouring_questions_differ() {
+        let subject = |groups: &[&str], uid: Option<&str>| Subject {
+            user: "alice".to_owned(),
+            groups: groups.iter().map(|group| (*group).to_owned()).collect(),
+            uid: uid.map(str::to_owned),
+            extra: BTreeMap::new(),
+        };
+        let request = Request {
+            verb: "delete",
+            ..Request::default()
+        };
+        let asked = |subject: &Subject| question(subject, &request);
+        assert_ne!(
+            asked(&subject(&["a", "b"], None)),
+            asked(&subject(&["ab"], None))
+        );
+        assert_ne!(
+            asked(&subject(&["ab", ""], None)),
+            asked(&subject(&["a", "b"], None))
+        );
+        assert_ne!(asked(&subject(&[], None)), asked(&subject(&[], Some(""))));
+        assert_eq!(asked(&subject(&["a"], None)), asked(&subject(&["a"], None)));
     }
 }

@@ -33,6 +33,7 @@ use std::pin::Pin;
 
 use futures::StreamExt;
 
+use k8s_openapi::api::authentication::v1::UserInfo;
 use kube::api::DynamicObject;
 use kube::core::admission::AdmissionRequest;
 use kube_retention_common::kinds::qualified;
@@ -41,6 +42,7 @@ use serde_json::Value;
 
 use crate::Context;
 use crate::access::{Request, Reviews, Subject};
+use crate::review::lean::{Account, Exceeded};
 
 /// The questions one admission has in flight at once: a Cleaner's sixteen targets are asked
 /// about in two rounds, not sixteen.
@@ -73,12 +75,55 @@ impl WriterAccess for Reviews {
 
 /// The review could not be made: the write is refused with this.
 #[derive(Debug, thiserror::Error)]
-#[error("kube-retention could not check that you may {verb} {resource}: {source}")]
-pub struct Unchecked {
-    verb: &'static str,
-    resource: String,
-    #[source]
-    source: kube::Error,
+pub enum Unchecked {
+    #[error("kube-retention could not check that you may {verb} {resource}: {source}")]
+    Unanswered {
+        verb: &'static str,
+        resource: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error(
+        "kube-retention could not check your permissions: asking about a userInfo of {bytes} \
+         bytes holds up to {needs} bytes of the webhook's memory, and {exceeded}"
+    )]
+    NoRoom {
+        bytes: usize,
+        needs: usize,
+        #[source]
+        exceeded: Exceeded,
+    },
+}
+
+/// Copies of the writer's `userInfo` one question in flight may hold: the review sent (1), its
+/// JSON (each byte escaped to at most 6), the API server's answer, which repeats the review's
+/// spec, as JSON (6) and decoded (1).
+const COPIES_PER_QUESTION: usize = 14;
+/// Bytes each string of it may take beyond its text in those copies (its header, its quotes and
+/// separators, the allocator's rounding).
+const BYTES_PER_STRING: usize = 128;
+
+/// What asking about `info` may hold at once, charged to the memory admissions share before the
+/// writer is copied out of the review: its copy, and [`CONCURRENT_QUESTIONS`] questions in
+/// flight. A review's `userInfo` is what its sender says it is (a pod may post one of a
+/// megabyte); charged, it is bounded by `--max-admission-memory` like every other part.
+fn asking_bytes(info: &UserInfo) -> (usize, usize) {
+    let texts = [info.username.as_ref(), info.uid.as_ref()]
+        .into_iter()
+        .flatten()
+        .chain(info.groups.iter().flatten())
+        .chain(
+            info.extra
+                .iter()
+                .flatten()
+                .flat_map(|(key, values)| std::iter::once(key).chain(values)),
+        );
+    let (text, strings) = texts.fold((0usize, 0usize), |(text, strings), string| {
+        (text.saturating_add(string.len()), strings + 1)
+    });
+    let one = text.saturating_add(strings.saturating_mul(BYTES_PER_STRING));
+    let held = one.saturating_mul(1 + CONCURRENT_QUESTIONS * COPIES_PER_QUESTION);
+    (text, held)
 }
 
 /// A permission a setting at `path` needs, with what to tell the writer who lacks it.
@@ -104,10 +149,17 @@ pub async fn refusals(
     let Some(writers) = &context.writers else {
         return Ok(Vec::new());
     };
-    let writer = subject(request);
-    if writer.user == context.controller_user {
+    if request.user_info.username.as_deref().unwrap_or_default() == context.controller_user {
         return Ok(Vec::new());
     }
+    let (bytes, needs) = asking_bytes(&request.user_info);
+    let mut held = context.memory.hold();
+    held.take(needs).map_err(|exceeded| Unchecked::NoRoom {
+        bytes,
+        needs,
+        exceeded,
+    })?;
+    let writer = subject(request);
     let (needs, is_object) = if crate::validate::is_policy(object) {
         (resources::policy_needs(context, object, old).await, false)
     } else if crate::validate::is_cleaner(object) {
@@ -158,7 +210,7 @@ async fn ask(
         .await;
     let mut answered: HashMap<&Request, bool> = HashMap::new();
     for (question, answer) in questions.iter().zip(answers) {
-        let allowed = answer.map_err(|source| Unchecked {
+        let allowed = answer.map_err(|source| Unchecked::Unanswered {
             verb: question.verb,
             resource: qualified(&question.resource, &question.group),
             source,

@@ -184,3 +184,43 @@ async fn invalid_settings_are_denied_before_anyone_is_asked() {
     assert_eq!(body["response"]["status"]["code"], 422);
     assert!(rbac.asked.lock().unwrap().is_empty());
 }
+
+/// A review's `userInfo` is what its sender says. Asking about a writer holds copies of it (the
+/// reviews sent and their answers), so asking is charged to the memory admissions share first:
+/// a writer of a 400 KiB `userInfo` is refused, saying why and asking nothing; one of ordinary
+/// size is asked about as ever, and gives its charge back.
+#[tokio::test]
+async fn asking_about_a_crowded_writer_is_charged_first_and_refused_without_room() {
+    let request = annotated(None, &config_map(json!({"retention.dev/ttl": "1s"})), "bob");
+    let mut crowded = request.clone();
+    let groups: Vec<String> = (0..4000)
+        .map(|group| format!("group-{group:06}-{}", "x".repeat(88)))
+        .collect();
+    crowded["request"]["userInfo"]["groups"] = json!(groups);
+    let rbac = Arc::new(Rbac {
+        allowed: vec![("bob", "delete", "configmaps", Some("team-a"))],
+        ..Rbac::default()
+    });
+    let fresh = || context(rbac.clone()).with_memory(8 * 1024 * 1024);
+    let first = fresh();
+    let memory = first.memory.clone();
+    let (status, body) = send_to(first, "/validate", &crowded).await;
+    assert_eq!(status, StatusCode::OK);
+    let response = &body["response"];
+    assert_eq!(response["allowed"], false, "{body:.400}");
+    let message = response["status"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(
+            "kube-retention could not check your permissions: asking about a userInfo of"
+        ) && message.contains("the webhook's memory for admissions"),
+        "{message}"
+    );
+    assert!(rbac.asked.lock().unwrap().is_empty(), "asked nothing");
+    assert_eq!(memory.used(), 0, "its charges given back");
+    let second = fresh();
+    let memory = second.memory.clone();
+    let (_, body) = send_to(second, "/validate", &request).await;
+    assert_eq!(body["response"]["allowed"], true, "{body}");
+    assert_eq!(rbac.asked.lock().unwrap().len(), 1);
+    assert_eq!(memory.used(), 0, "every charge given back");
+}

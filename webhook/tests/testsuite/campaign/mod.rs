@@ -695,3 +695,108 @@ async fn http2_floods_leave_the_webhook_answering() {
         held(&mut webhook, what);
     }
 }
+
+/// A policy naming sixteen kinds, by a writer whose `userInfo` holds `groups` groups of about
+/// 100 bytes, each review's its own: 32 questions to the API server, none cached before.
+fn policy_by_a_crowded_writer(review: usize, groups: usize) -> Bytes {
+    let resources: Vec<Value> = (0..16)
+        .map(|kind| json!({"apiVersion": format!("g{kind}.example.com/v1"), "kind": "Thing"}))
+        .collect();
+    let policy = json!({"apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
+                        "metadata": {"name": "crowded", "namespace": "team-a"},
+                        "spec": {"resources": resources, "ttl": "1h"}});
+    let mut body = crate::support::review(
+        "retention.dev",
+        "v1alpha1",
+        "RetentionPolicy",
+        "CREATE",
+        &policy,
+        None,
+    );
+    let groups: Vec<String> = (0..groups)
+        .map(|group| format!("review-{review:06}-group-{group:06}-{}", "x".repeat(72)))
+        .collect();
+    body["request"]["userInfo"] = json!({"username": "alice", "groups": groups});
+    Bytes::from(serde_json::to_vec(&body).unwrap())
+}
+
+/// Sends `reviews` of [`policy_by_a_crowded_writer`] from sixteen HTTP/2 connections at once;
+/// what each got, by answer.
+async fn crowded_writers(
+    webhook: &Webhook,
+    reviews: usize,
+    groups: usize,
+) -> BTreeMap<String, usize> {
+    let mut connections = Vec::new();
+    for _ in 0..16 {
+        connections.push(webhook.http2().await.expect("a connection"));
+    }
+    let senders: Vec<_> = connections
+        .into_iter()
+        .enumerate()
+        .map(|(sender, mut connection)| async move {
+            let mut answers = Vec::new();
+            for review in (sender..reviews).step_by(16) {
+                let body = policy_by_a_crowded_writer(review, groups);
+                let (status, answer) = connection.post("/validate", body).await.unwrap();
+                let answer: Value = serde_json::from_slice(&answer).unwrap_or(Value::Null);
+                let message = answer["response"]["status"]["message"]
+                    .as_str()
+                    .unwrap_or_default();
+                let read = match (status, answer["response"]["allowed"].as_bool()) {
+                    (StatusCode::OK, Some(true)) => "allowed".to_owned(),
+                    (StatusCode::OK, Some(false))
+                        if message.contains("could not check your permissions") =>
+                    {
+                        "denied: no room to ask".to_owned()
+                    }
+                    (StatusCode::SERVICE_UNAVAILABLE, _) => "503 shed".to_owned(),
+                    _ => format!("unexpected {status}: {answer:.300}"),
+                };
+                answers.push(read);
+            }
+            answers
+        })
+        .map(tokio::spawn)
+        .collect();
+    let mut tally = BTreeMap::new();
+    for sender in senders {
+        for answer in sender.await.unwrap() {
+            *tally.entry(answer).or_insert(0) += 1;
+        }
+    }
+    tally
+}
+
+/// A review's `userInfo` is what its sender says: a pod posting to the webhook may send each
+/// writer check a different one of a megabyte. Each question about it once kept its own copy
+/// in the answers' cache for 5 s (10,000 of them allowed), so crowded writers' policies of
+/// sixteen kinds held 32 copies each; now the cache keeps a digest, and asking is charged to
+/// the memory admissions share before the writer is copied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "against the release binary: make fuzz-webhook-short"]
+async fn regression_crowded_user_info_is_charged_and_never_cached_whole() {
+    let mut webhook = Webhook::start(&FLAGS).await;
+    for (reviews, groups, what) in [
+        (
+            1600,
+            160,
+            "1,600 policies of 16 kinds by writers of 16 KiB of groups each",
+        ),
+        (
+            160,
+            4000,
+            "160 policies of 16 kinds by writers of 400 KiB of groups each",
+        ),
+    ] {
+        let tally = crowded_writers(&webhook, reviews, groups).await;
+        println!("{what}: {tally:?}");
+        let unexpected: Vec<_> = tally
+            .keys()
+            .filter(|answer| answer.starts_with("unexpected"))
+            .collect();
+        assert!(unexpected.is_empty(), "{unexpected:#?}");
+        held(&mut webhook, what);
+    }
+    bad_policy_denied(&webhook).await;
+}
