@@ -49,6 +49,9 @@ pub struct KindObjects {
     current: BTreeMap<String, Arc<DynamicObject>>,
     /// Filled during a (re)list, and then replacing `current`.
     relisting: Option<BTreeMap<String, Arc<DynamicObject>>>,
+    /// What `current` holds, and `relisting`, in bytes ([`weight`]).
+    current_bytes: usize,
+    relisting_bytes: usize,
 }
 
 impl KindObjects {
@@ -59,7 +62,25 @@ impl KindObjects {
             listed: false,
             current: BTreeMap::new(),
             relisting: None,
+            current_bytes: 0,
+            relisting_bytes: 0,
         }
+    }
+
+    /// What its objects hold, in bytes ([`weight`]), the list under way's included.
+    pub fn bytes(&self) -> usize {
+        self.current_bytes.saturating_add(self.relisting_bytes)
+    }
+
+    /// [`KindObjects::bytes`] weighed afresh from every object held: for tests of the
+    /// accounting.
+    #[cfg(test)]
+    pub(crate) fn weighed_afresh(&self) -> usize {
+        self.current
+            .iter()
+            .chain(self.relisting.iter().flatten())
+            .map(|(name, object)| weight(name, object))
+            .sum()
     }
 
     /// Whether the first LIST has completed: before it, absence means nothing.
@@ -74,12 +95,14 @@ impl KindObjects {
 
     pub fn relist_started(&mut self) {
         self.relisting = Some(BTreeMap::new());
+        self.relisting_bytes = 0;
     }
 
     /// Ends a (re)list: what it did not deliver is gone.
     pub fn relist_done(&mut self) {
         if let Some(fresh) = self.relisting.take() {
             self.current = fresh;
+            self.current_bytes = std::mem::take(&mut self.relisting_bytes);
         }
         self.listed = true;
     }
@@ -95,13 +118,23 @@ impl KindObjects {
             return (None, None);
         };
         let object = Arc::new(if self.bodies { object } else { trimmed(object) });
-        let objects = self.relisting.as_mut().unwrap_or(&mut self.current);
-        let old = objects.insert(name, object.clone());
+        let added = weight(&name, &object);
+        let (objects, bytes) = match self.relisting.as_mut() {
+            Some(relisting) => (relisting, &mut self.relisting_bytes),
+            None => (&mut self.current, &mut self.current_bytes),
+        };
+        let old = objects.insert(name.clone(), object.clone());
+        let removed = old.as_ref().map_or(0, |old| weight(&name, old));
+        *bytes = bytes.saturating_sub(removed).saturating_add(added);
         (Some(object), old)
     }
 
     pub fn deleted(&mut self, name: &str) -> Option<Arc<DynamicObject>> {
-        self.current.remove(name)
+        let gone = self.current.remove(name);
+        if let Some(gone) = &gone {
+            self.current_bytes = self.current_bytes.saturating_sub(weight(name, gone));
+        }
+        gone
     }
 
     /// The objects `reference` selects, by name.
@@ -120,6 +153,35 @@ impl KindObjects {
             .chain(all.into_iter().flatten())
             .filter(move |object| selects(reference, object))
     }
+}
+
+/// What keeping `object` under `name` takes, in bytes: the record and its place in the map,
+/// and every value, entry and text of its metadata and data as a JSON tree holds them (a value
+/// is 32 bytes, a map entry some 48 beside its key and value). Weighed, not estimated from the
+/// object's size on the wire: a JSON number of two bytes is a value of 32.
+pub fn weight(name: &str, object: &DynamicObject) -> usize {
+    const RECORD: usize = std::mem::size_of::<DynamicObject>() + 64;
+    let metadata = serde_json::to_value(&object.metadata).map_or(0, |value| value_weight(&value));
+    let types = object
+        .types
+        .as_ref()
+        .map_or(0, |types| types.api_version.len() + types.kind.len());
+    RECORD + name.len() + types + metadata + value_weight(&object.data)
+}
+
+fn value_weight(value: &serde_json::Value) -> usize {
+    const VALUE: usize = std::mem::size_of::<serde_json::Value>();
+    const ENTRY: usize = 48;
+    VALUE
+        + match value {
+            serde_json::Value::String(text) => text.len(),
+            serde_json::Value::Array(items) => items.iter().map(value_weight).sum(),
+            serde_json::Value::Object(map) => map
+                .iter()
+                .map(|(key, value)| ENTRY + key.len() + value_weight(value))
+                .sum(),
+            _ => 0,
+        }
 }
 
 /// What a Cleaner needs of an object no condition reads: its name and namespace to select and

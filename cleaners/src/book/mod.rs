@@ -20,12 +20,14 @@ use super::targets::{KindObjects, kind_of};
 
 mod compile;
 mod evaluate;
+mod held;
 mod objects;
 mod scopes;
 
 use compile::Judgement;
 pub use compile::{CompileRequest, CompiledSpec};
 pub use evaluate::Prepared;
+pub use held::{IN_ALL as TARGETS_HELD_IN_ALL, PER_NAMESPACE as TARGETS_HELD_PER_NAMESPACE};
 pub use objects::Unavailable;
 pub use scopes::{KINDS_PER_NAMESPACE, Scope, ScopeWatch};
 
@@ -113,7 +115,7 @@ struct Tracked {
 pub struct Book {
     cleaners: BTreeMap<CleanerKey, Tracked>,
     kinds: HashMap<GroupVersionKind, KindState>,
-    scopes: HashMap<Scope, ScopeState>,
+    scopes: held::Scopes,
     /// Scope → the Cleaners with a target of that kind in that namespace.
     wanted: HashMap<Scope, BTreeSet<CleanerKey>>,
     schedule: BTreeSet<(Timestamp, CleanerKey)>,

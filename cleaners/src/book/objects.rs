@@ -27,39 +27,47 @@ impl Book {
         self.wake_kind(kind);
     }
 
-    /// The objects watched in `scope`, once its watch has started.
-    pub fn objects_mut(&mut self, scope: &Scope) -> Option<&mut KindObjects> {
-        match self.scopes.get_mut(scope) {
-            Some(ScopeState::Watching(objects)) => Some(objects),
-            _ => None,
-        }
+    /// A (re)list of `scope` began: what it delivers replaces what is held when it ends.
+    pub fn objects_relisting(&mut self, scope: &Scope) {
+        self.scopes.update(scope, KindObjects::relist_started);
     }
 
     /// A (re)list of `scope` ended: its Cleaners are evaluated again.
     pub fn objects_listed(&mut self, scope: &Scope) {
-        if let Some(objects) = self.objects_mut(scope) {
-            objects.relist_done();
-        }
+        self.scopes.update(scope, KindObjects::relist_done);
         self.wake_scope(scope);
     }
 
-    /// A target object changed: the Cleaners it was or is selected by wake at once.
+    /// A target object changed: the Cleaners it was or is selected by wake at once. Past the
+    /// bounds on what targets hold ([`held`](super::held)), the heaviest scopes are let go of.
     pub fn object_applied(&mut self, scope: &Scope, object: DynamicObject) {
-        let Some(objects) = self.objects_mut(scope) else {
+        let Some(listed) = self.scopes.listed(scope) else {
             return;
         };
-        let listing = !objects.listed();
-        let (new, old) = objects.applied(object);
-        if !listing {
+        let Some((new, old)) = self.scopes.update(scope, |objects| objects.applied(object)) else {
+            return;
+        };
+        if listed {
             self.wake_selecting(scope, new.into_iter().chain(old));
+        }
+        for let_go in self.scopes.hold_within_bounds(&scope.namespace) {
+            self.replan = true;
+            self.wake_scope(&let_go);
         }
     }
 
     pub fn object_deleted(&mut self, scope: &Scope, name: &str) {
         let gone = self
-            .objects_mut(scope)
-            .and_then(|objects| objects.deleted(name));
+            .scopes
+            .update(scope, |objects| objects.deleted(name))
+            .flatten();
         self.wake_selecting(scope, gone);
+    }
+
+    /// What the targets' objects of `namespace`'s Cleaners hold, in bytes, and every
+    /// namespace's together.
+    pub fn objects_held(&self, namespace: &str) -> (usize, usize) {
+        (self.scopes.held_by(namespace), self.scopes.held())
     }
 
     fn wake_selecting(

@@ -146,9 +146,7 @@ impl Book {
     /// may lack what a Cleaner now refers to, so its Cleaners wait for the new one's list.
     /// Planned again at [`Book::replan`].
     pub fn scope_waits(&mut self, scope: &Scope) {
-        if let Some(ScopeState::Watching(objects)) = self.scopes.get_mut(scope) {
-            objects.unlisted();
-        }
+        self.scopes.update(scope, KindObjects::unlisted);
     }
 
     /// The watches are planned again at the next [`Book::plan_watches`].

@@ -177,9 +177,7 @@ impl Cleaners {
             },
             CleanerEvent::Target(scope, Ok(event)) => match event {
                 Event::Init => {
-                    if let Some(objects) = self.book.objects_mut(&scope) {
-                        objects.relist_started();
-                    }
+                    self.book.objects_relisting(&scope);
                 }
                 Event::InitApply(object) | Event::Apply(object) => {
                     self.book.object_applied(&scope, object)

@@ -6,7 +6,10 @@
 use crate::book_support::evaluate;
 use jiff::Timestamp;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
-use kube_retention_cleaners::book::{Book, CleanerKey, KINDS_PER_NAMESPACE, Scope, ScopeWatch};
+use kube_retention_cleaners::book::{
+    Book, CleanerKey, KINDS_PER_NAMESPACE, Scope, ScopeWatch, TARGETS_HELD_IN_ALL,
+    TARGETS_HELD_PER_NAMESPACE,
+};
 use kube_retention_cleaners::status::Problem;
 use kube_retention_cleaners::targets::KindObjects;
 use kube_retention_common::cleaner::Cleaner;
@@ -273,4 +276,89 @@ fn nothing_is_watched_before_the_cleaners_are_listed_and_a_widened_watch_holds_i
     book.replan();
     assert_eq!(plan(&mut book)[0].2, watch(None, None, true));
     assert_eq!(book.take_due(now).len(), 2, "listed: both evaluated");
+}
+
+/// A ConfigMap of `namespace` carrying `bytes` of data.
+fn config_map_of(namespace: &str, name: &str, bytes: usize) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}")},
+        "data": {"payload": "x".repeat(bytes)}
+    }))
+    .unwrap()
+}
+
+/// A namespace editor's Cleaner reading every ConfigMap of its namespace, and megabyte
+/// ConfigMaps by the dozen: the controller held them all, whole. Now its namespace's targets
+/// hold at most TARGETS_HELD_PER_NAMESPACE: past it the scope is let go of — its objects
+/// dropped, its watch not planned, its Cleaner judged not and saying why — while another
+/// namespace's Cleaner reading its own ConfigMaps goes on; the next retry watches it again.
+#[test]
+fn a_namespace_whose_targets_outgrow_its_bound_is_let_go_of_and_says_why() {
+    let mut book = Book::default();
+    book.relist_started();
+    let reads_every_config_map = json!([target("maps", "ConfigMap", json!({}), true)]);
+    book.applied(&cleaner("greedy", "reads", reads_every_config_map.clone()));
+    book.applied(&cleaner("quiet", "reads", reads_every_config_map));
+    book.relist_done();
+    serve_all(&mut book);
+    plan(&mut book);
+    let greedy = Scope::new(gvk("ConfigMap"), "greedy");
+    let quiet = Scope::new(gvk("ConfigMap"), "quiet");
+    book.object_applied(&quiet, config_map_of("quiet", "settings", 10_000));
+    let megabyte = 1024 * 1024;
+    let mut applied = 0;
+    while book.objects_held("greedy").0 > 0 || applied == 0 {
+        book.object_applied(
+            &greedy,
+            config_map_of("greedy", &format!("big-{applied}"), megabyte),
+        );
+        applied += 1;
+        let (held, in_all) = book.objects_held("greedy");
+        assert!(held <= TARGETS_HELD_PER_NAMESPACE, "{held} bytes held");
+        assert!(in_all <= TARGETS_HELD_IN_ALL, "{in_all} bytes held in all");
+        assert!(applied < 64, "never let go of");
+    }
+    assert!(
+        (14..=17).contains(&applied),
+        "let go of at the {applied}th megabyte"
+    );
+    let now: Timestamp = "2026-11-22T12:00:00Z".parse().unwrap();
+    let key = |namespace: &str| CleanerKey {
+        namespace: namespace.into(),
+        name: "reads".into(),
+    };
+    let evaluation = evaluate(&mut book, &key("greedy"), now).unwrap();
+    let Err(Problem::TargetKind { kind, reason }) = evaluation.verdict else {
+        panic!("expected a problem, got {:?}", evaluation.verdict);
+    };
+    assert_eq!(kind, "v1/ConfigMap");
+    assert!(
+        reason.starts_with(
+            "the objects the Cleaners of namespace greedy refer to would hold more than 16 MiB"
+        ) && reason.contains("delete nothing"),
+        "{reason}"
+    );
+    assert!(evaluation.clean.is_none(), "nothing deleted");
+    let quiet_evaluation = evaluate(&mut book, &key("quiet"), now).unwrap();
+    assert!(
+        quiet_evaluation.verdict.is_ok(),
+        "{:?}",
+        quiet_evaluation.verdict
+    );
+    let watched = plan(&mut book);
+    assert!(
+        !watched
+            .iter()
+            .any(|(_, namespace, _)| namespace == "greedy"),
+        "the greedy scope's watch is stopped: {watched:?}"
+    );
+    book.retry_unavailable();
+    let watched = plan(&mut book);
+    assert!(
+        watched
+            .iter()
+            .any(|(_, namespace, _)| namespace == "greedy"),
+        "watched again at the retry: {watched:?}"
+    );
 }

@@ -67,7 +67,7 @@ fn start_watches(book: &mut Book) -> Vec<(Scope, ScopeWatch)> {
     let mut started = Vec::new();
     for (scope, resource, how) in plan {
         book.watch_started(&scope, resource, &how);
-        book.objects_mut(&scope).expect("watching").relist_started();
+        book.objects_relisting(&scope);
         started.push((scope, how));
     }
     started
