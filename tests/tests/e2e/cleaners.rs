@@ -6,7 +6,8 @@
 //! condition failing at run time reported, never taken as true; a sink the sink policy refuses
 //! never connected to, and an allowed one still announced to; sinks inside the cluster (its
 //! service CIDR, a node, the API server) refused as the controller learns them; and a
-//! restarted controller evaluating every Cleaner once with one LIST per kind.
+//! restarted controller evaluating every Cleaner once with one LIST per kind; and a Cleaner
+//! reading megabyte ConfigMaps past its namespace's bound, let go of, saying so.
 
 use std::process::Command;
 use std::time::Duration;
@@ -23,6 +24,7 @@ use crate::support::{Env, TestNamespace, object};
 
 mod forged;
 mod group;
+mod held;
 mod restart;
 pub mod sink;
 mod sink_insides;
@@ -58,6 +60,10 @@ pub fn tests(env: &Env) -> Vec<Trial> {
         env.trial(
             "a_cleaner_sink_the_admin_allowed_still_receives_the_cloud_event",
             sink_policy::allowed_sink,
+        ),
+        env.trial(
+            "a_cleaner_whose_targets_outgrow_its_namespace_s_bound_says_so_and_deletes_nothing",
+            held::outgrown,
         ),
     ]
 }
