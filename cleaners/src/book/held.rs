@@ -81,45 +81,28 @@ impl Scopes {
     }
 
     /// Lets go of the heaviest scopes until what is held is within both bounds, `namespace`'s
-    /// first (the one that just grew); each is unavailable, saying which bound. The scopes let
-    /// go of.
+    /// first (the one that just grew), then the heaviest namespace's; each is unavailable,
+    /// saying which bound. The scopes let go of.
     pub fn hold_within_bounds(&mut self, namespace: &str) -> Vec<Scope> {
         let mut let_go = Vec::new();
-        while self.by_namespace.get(namespace).copied().unwrap_or(0) > PER_NAMESPACE {
-            let Some(scope) = self.heaviest_in(namespace) else {
-                break;
+        loop {
+            let over = if self.held_by(namespace) > PER_NAMESPACE {
+                Some((namespace.to_owned(), false))
+            } else if self.total > IN_ALL {
+                self.by_namespace
+                    .iter()
+                    .max_by_key(|(namespace, bytes)| (**bytes, (*namespace).clone()))
+                    .map(|(namespace, _)| (namespace.clone(), true))
+            } else {
+                None
             };
-            let reason = format!(
-                "the objects the Cleaners of namespace {namespace} refer to would hold more than \
-                 {} MiB of the controller's memory, the most one namespace's may: {} is not \
-                 watched, so these Cleaners are not judged and delete nothing. Select fewer \
-                 objects (by name or labels) or read fewer (includeWhenEvaluating: false)",
-                PER_NAMESPACE / MIB,
-                described(&scope)
-            );
-            self.insert(scope.clone(), ScopeState::Unavailable(reason));
-            let_go.push(scope);
-        }
-        while self.total > IN_ALL {
-            let Some(heaviest) = self
-                .by_namespace
-                .iter()
-                .max_by_key(|(namespace, bytes)| (**bytes, (*namespace).clone()))
-                .map(|(namespace, _)| namespace.clone())
-            else {
+            let Some((heaviest, in_all)) = over else {
                 break;
             };
             let Some(scope) = self.heaviest_in(&heaviest) else {
                 break;
             };
-            let reason = format!(
-                "the objects every namespace's Cleaners refer to would hold more than {} MiB of \
-                 the controller's memory, and namespace {heaviest}'s hold the most: {} is not \
-                 watched, so these Cleaners are not judged and delete nothing. Select fewer \
-                 objects (by name or labels) or read fewer (includeWhenEvaluating: false)",
-                IN_ALL / MIB,
-                described(&scope)
-            );
+            let reason = let_go_because(&heaviest, &scope, in_all);
             self.insert(scope.clone(), ScopeState::Unavailable(reason));
             let_go.push(scope);
         }
@@ -173,6 +156,29 @@ fn bytes_of(state: &ScopeState) -> usize {
         ScopeState::Watching(objects) => objects.bytes(),
         ScopeState::Unavailable(_) => 0,
     }
+}
+
+/// Why `scope` of `namespace` is not watched: past its namespace's bound, or (`in_all`) past
+/// every namespace's with `namespace` holding the most.
+fn let_go_because(namespace: &str, scope: &Scope, in_all: bool) -> String {
+    let bound = if in_all {
+        format!(
+            "the objects every namespace's Cleaners refer to would hold more than {} MiB of the \
+             controller's memory, and namespace {namespace}'s hold the most",
+            IN_ALL / MIB
+        )
+    } else {
+        format!(
+            "the objects the Cleaners of namespace {namespace} refer to would hold more than {} \
+             MiB of the controller's memory, the most one namespace's may",
+            PER_NAMESPACE / MIB
+        )
+    };
+    format!(
+        "{bound}: {} is not watched, so these Cleaners are not judged and delete nothing. Select \
+         fewer objects (by name or labels) or read fewer (includeWhenEvaluating: false)",
+        described(scope)
+    )
 }
 
 fn described(scope: &Scope) -> String {

@@ -172,26 +172,20 @@ async fn beside_the_attacks(
         .iter()
         .map(|name| (announced.name.clone(), name.clone()))
         .collect();
-    eventually(
-        Duration::from_secs(120),
+    deletions::all_announced(
+        &answering,
+        &expected,
         "the quiet namespace's deletions announced to its sink",
-        || async {
-            let heard = deletions::announced(&answering.received());
-            Ok(expected.iter().all(|object| heard.contains(object)))
-        },
     )
     .await?;
     let quiet_names: Vec<(String, String)> = (0..count)
         .map(|index| (ns.name.clone(), format!("quiet-{index}")))
         .chain(expected.iter().cloned())
         .collect();
-    eventually(
-        Duration::from_secs(120),
+    deletions::all_announced(
+        admin,
+        &quiet_names,
         "every deletion of B and of the quiet namespace announced to the admin's ledger",
-        || async {
-            let heard = deletions::announced(&admin.received());
-            Ok(quiet_names.iter().all(|object| heard.contains(object)))
-        },
     )
     .await?;
     eventually(

@@ -590,43 +590,50 @@ fn hold_slow_bodies(
         .collect()
 }
 
+/// Starts the webhook with `flags` and holds `count` slow bodies against it, each `bytes` in,
+/// for 8 s; after `settle`, a bad policy is written every 300 ms and must be denied by the
+/// webhook itself each time. Asserts it stayed within its limits, and says so as `what`.
+async fn bad_policies_denied_through_slow_bodies(
+    flags: &[&str],
+    count: usize,
+    bytes: usize,
+    settle: Duration,
+    what: &str,
+) {
+    let mut webhook = Webhook::start(flags).await;
+    let until = Instant::now() + Duration::from_secs(8);
+    let slow = hold_slow_bodies(&webhook, count, bytes, until);
+    tokio::time::sleep(settle).await;
+    while Instant::now() + Duration::from_millis(500) < until {
+        bad_policy_denied(&webhook).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let mut opened = 0;
+    for task in slow {
+        opened += task.await.unwrap();
+    }
+    println!("{what}, {opened} sent in 8 s: every bad policy denied");
+    held(&mut webhook, what);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "against the release binary: make fuzz-webhook-short"]
 async fn regression_slow_bodies_do_not_shed_the_api_servers_reviews() {
     // 128 held from one address (its bound of connections, and the rest re-tried), each one
     // byte in, re-opened as they are cut: every place among the reviews answered would be
     // theirs if a body took one.
-    let mut webhook = Webhook::start(&[]).await;
-    let until = Instant::now() + Duration::from_secs(8);
-    let slow = hold_slow_bodies(&webhook, 128, 1, until);
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    while Instant::now() + Duration::from_millis(500) < until {
-        bad_policy_denied(&webhook).await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-    let mut opened = 0;
-    for task in slow {
-        opened += task.await.unwrap();
-    }
-    println!("128 slow bodies, {opened} sent in 8 s: every bad policy denied");
-    held(&mut webhook, "128 slow bodies");
-
+    bad_policies_denied_through_slow_bodies(&[], 128, 1, Duration::from_secs(1), "128 slow bodies")
+        .await;
     // As from many addresses, each 512 KiB in: 200 of them (within the bound on connections)
     // ask for half again the memory budget.
-    let mut webhook = Webhook::start(&["--max-connections-per-peer=100000"]).await;
-    let until = Instant::now() + Duration::from_secs(8);
-    let slow = hold_slow_bodies(&webhook, 200, 512 * 1024, until);
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    while Instant::now() + Duration::from_millis(500) < until {
-        bad_policy_denied(&webhook).await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-    let mut opened = 0;
-    for task in slow {
-        opened += task.await.unwrap();
-    }
-    println!("200 slow bodies of 512 KiB, {opened} sent in 8 s: every bad policy denied");
-    held(&mut webhook, "200 slow bodies of 512 KiB");
+    bad_policies_denied_through_slow_bodies(
+        &["--max-connections-per-peer=100000"],
+        200,
+        512 * 1024,
+        Duration::from_secs(2),
+        "200 slow bodies of 512 KiB",
+    )
+    .await;
 }
 
 /// Frames to write, one after another.

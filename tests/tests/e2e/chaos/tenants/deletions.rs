@@ -20,6 +20,7 @@ use kube_retention_common::ledger::Entry;
 use serde_json::json;
 
 use crate::cleaners::create_cleaner;
+use crate::cleaners::sink::Sink;
 use crate::support::TestNamespace;
 use crate::workloads::{create_job_in, eventually, finish_job, now_second};
 
@@ -179,4 +180,14 @@ pub fn announced(received: &[crate::cleaners::sink::Received]) -> Vec<(String, S
             Some((entry.namespace, entry.name))
         })
         .collect()
+}
+
+/// Waits up to two minutes for `sink` to have heard of every deletion of `objects` (namespace,
+/// name), saying `what` if it does not.
+pub async fn all_announced(sink: &Sink, objects: &[(String, String)], what: &str) -> Result<()> {
+    eventually(Duration::from_secs(120), what, || async {
+        let heard = announced(&sink.received());
+        Ok(objects.iter().all(|object| heard.contains(object)))
+    })
+    .await
 }
