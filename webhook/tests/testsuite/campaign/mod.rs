@@ -62,23 +62,25 @@ fn held(webhook: &mut Webhook, what: &str) {
     );
 }
 
+/// A review of `policy` created.
+fn policy_created(policy: &Value) -> Value {
+    crate::support::review(
+        "retention.dev",
+        "v1alpha1",
+        "RetentionPolicy",
+        "CREATE",
+        policy,
+        None,
+    )
+}
+
 /// A bad policy (a TTL that is no duration): denied by the webhook itself, naming the field.
 fn bad_policy() -> Bytes {
     let policy = json!({"apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
                         "metadata": {"name": "bad", "namespace": "team-a"},
                         "spec": {"resources": [{"apiVersion": "batch/v1", "kind": "Job"}],
                                  "ttl": "1 day"}});
-    let review = crate::support::as_user(
-        crate::support::review(
-            "retention.dev",
-            "v1alpha1",
-            "RetentionPolicy",
-            "CREATE",
-            &policy,
-            None,
-        ),
-        "alice",
-    );
+    let review = crate::support::as_user(policy_created(&policy), "alice");
     Bytes::from(serde_json::to_vec(&review).unwrap())
 }
 
@@ -712,14 +714,7 @@ fn policy_by_a_crowded_writer(review: usize, groups: usize) -> Bytes {
     let policy = json!({"apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
                         "metadata": {"name": "crowded", "namespace": "team-a"},
                         "spec": {"resources": resources, "ttl": "1h"}});
-    let mut body = crate::support::review(
-        "retention.dev",
-        "v1alpha1",
-        "RetentionPolicy",
-        "CREATE",
-        &policy,
-        None,
-    );
+    let mut body = policy_created(&policy);
     let groups: Vec<String> = (0..groups)
         .map(|group| format!("review-{review:06}-group-{group:06}-{}", "x".repeat(72)))
         .collect();
