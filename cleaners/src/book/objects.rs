@@ -39,7 +39,8 @@ impl Book {
     }
 
     /// A target object changed: the Cleaners it was or is selected by wake at once. Past the
-    /// bounds on what targets hold ([`held`](super::held)), the heaviest scopes are let go of.
+    /// bounds on what targets hold ([`super::TARGETS_HELD_PER_NAMESPACE`],
+    /// [`super::TARGETS_HELD_IN_ALL`]), the heaviest scopes are let go of.
     pub fn object_applied(&mut self, scope: &Scope, object: DynamicObject) {
         let Some(listed) = self.scopes.listed(scope) else {
             return;
