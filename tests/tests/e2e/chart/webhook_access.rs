@@ -7,6 +7,9 @@
 //! either turned on (`true`) without what it needs fails the render, saying what to give.
 
 use anyhow::{Context, Result, ensure};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
 use libtest_mimic::Trial;
 use serde_json::{Value, json};
 
@@ -134,12 +137,53 @@ async fn refused(ns: TestNamespace) -> Result<()> {
 
 /// Rendered against the cluster (`--dry-run=server`, as `helm install` renders), the default
 /// NetworkPolicy admits the HTTPS port from the addresses of the `kubernetes` EndpointSlice
-/// alone; `enabled=false` renders none.
+/// alone; `enabled=false` renders none. The suite's control plane without a node runs no
+/// endpoint reconciler (`--endpoint-reconciler-type=none`), so there the slice is absent: the
+/// chart then renders no NetworkPolicy (it cannot learn the addresses), and the test writes the
+/// slice as the API server's reconciler would (at an address of its own), for the rest, and
+/// removes it after.
 async fn learned(ns: TestNamespace) -> Result<()> {
+    let slices: Api<EndpointSlice> = Api::namespaced(ns.env.client.clone(), "default");
+    let written = if slices.get_opt(API_SERVER_SLICE).await?.is_none() {
+        let unlearned = objects(&render(&ns, &["--dry-run=server"])?)?;
+        ensure!(
+            !unlearned
+                .keys()
+                .any(|key| key.starts_with("NetworkPolicy ")),
+            "no NetworkPolicy where the API server's addresses cannot be looked up"
+        );
+        let slice: EndpointSlice = serde_json::from_value(json!({
+            "metadata": {"name": API_SERVER_SLICE,
+                         "labels": {"kubernetes.io/service-name": "kubernetes",
+                                    "endpointslice.kubernetes.io/managed-by": "kube-retention-e2e"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [API_SERVER_ADDRESS], "conditions": {"ready": true}}],
+            "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}]}))?;
+        slices.create(&PostParams::default(), &slice).await?;
+        true
+    } else {
+        false
+    };
+    let outcome = fenced_to_the_slice(&ns).await;
+    if written {
+        slices
+            .delete(API_SERVER_SLICE, &DeleteParams::default())
+            .await?;
+    }
+    outcome
+}
+
+/// The `kubernetes` Service's EndpointSlice, which the chart looks up.
+const API_SERVER_SLICE: &str = "kubernetes";
+/// The address the test's slice gives the API server: a documentation address (RFC 5737), as
+/// an EndpointSlice may not name loopback, and one no other test reaches.
+const API_SERVER_ADDRESS: &str = "192.0.2.10";
+
+async fn fenced_to_the_slice(ns: &TestNamespace) -> Result<()> {
     let slice: Value = serde_json::from_str(&kube_retention_e2e::run(ns.env.kubectl().args([
         "get",
         "endpointslice",
-        "kubernetes",
+        API_SERVER_SLICE,
         "-n",
         "default",
         "-o",
@@ -165,7 +209,7 @@ async fn learned(ns: TestNamespace) -> Result<()> {
         !from.is_empty(),
         "the kubernetes EndpointSlice has addresses: {slice}"
     );
-    let rendered = objects(&render(&ns, &["--dry-run=server"])?)?;
+    let rendered = objects(&render(ns, &["--dry-run=server"])?)?;
     let policy = rendered
         .get("NetworkPolicy kube-retention/kube-retention-webhook")
         .context("a NetworkPolicy by default where the chart can look the API server up")?;
@@ -175,7 +219,7 @@ async fn learned(ns: TestNamespace) -> Result<()> {
         "the NetworkPolicy: {policy}, expected ingress {expected}"
     );
     let off = objects(&render(
-        &ns,
+        ns,
         &[
             "--dry-run=server",
             "--set",
