@@ -107,14 +107,25 @@ impl Tracked {
             .with_context(|| format!("{} is not running", self.name))?;
         kill(pid, Signal::SIGKILL)?;
         let deadline = Instant::now() + Duration::from_secs(5);
-        // Gone once a zombie, and once its files are closed: a zombie leader's other threads may
-        // still be tearing down, holding its sockets (a port rebound at once was found taken).
+        // Gone once a zombie whose every thread has exited: a zombie leader's other threads may
+        // still be tearing down, holding its sockets (a port rebound at once was found taken),
+        // and the leader's own fd list is empty by then, so its threads are what to wait for.
+        let leader = pid.to_string();
+        let threads_left = || {
+            fs::read_dir(format!("/proc/{pid}/task"))
+                .map(|tasks| {
+                    tasks
+                        .filter_map(Result::ok)
+                        .any(|task| task.file_name().to_str() != Some(leader.as_str()))
+                })
+                .unwrap_or(false)
+        };
         let holds_files = || {
             fs::read_dir(format!("/proc/{pid}/fd"))
                 .map(|mut files| files.next().is_some())
                 .unwrap_or(false)
         };
-        while self.live_pid().is_some() || holds_files() {
+        while self.live_pid().is_some() || threads_left() || holds_files() {
             if Instant::now() > deadline {
                 bail!("{} (pid {pid}) survived SIGKILL", self.name);
             }

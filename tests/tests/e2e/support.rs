@@ -277,11 +277,30 @@ fn rand_suffix() -> u16 {
 
 /// Restarts the shared controller with `flags` (none: as the suite runs it) and waits until it
 /// is ready, for the disruptive trials that need it otherwise.
+/// Waits (at most 5 s) until 127.0.0.1:`port` can be listened on again: the controller killed
+/// before it let go of its metrics port, whose next start would otherwise fail to bind it
+/// (found in `make test`: the next controller exited, "Address already in use").
+fn port_free(port: u16) -> Result<()> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match std::net::TcpListener::bind(("127.0.0.1", port)) {
+            Ok(_) => return Ok(()),
+            Err(error) if std::time::Instant::now() > deadline => {
+                return Err(error).with_context(|| {
+                    format!("127.0.0.1:{port} still taken 5 s after the controller was killed")
+                });
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
 pub fn restart_controller(cluster: &LocalCluster, flags: &[String]) -> Result<()> {
     let state_dir = &cluster.layout.state_dir;
     if let Some(controller) = kube_retention_e2e::process::tracked(state_dir, &[CONTROLLER]).pop() {
         controller.kill()?;
     }
+    port_free(cluster.controller_port)?;
     components::start_controller(cluster, CONTROLLER, cluster.controller_port, flags)?;
     components::wait_for_controller(cluster, cluster.controller_port, Duration::from_secs(30))
 }
