@@ -98,29 +98,12 @@ pub fn rss_kib(pid: u32) -> Option<(u64, u64)> {
     Some((peak, current))
 }
 
-/// A process's children (the controller's: its CEL evaluator process).
-pub fn children(pid: u32) -> Vec<u32> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    tasks
-        .flatten()
-        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
-        .flat_map(|children| {
-            children
-                .split_whitespace()
-                .filter_map(|child| child.parse().ok())
-                .collect::<Vec<u32>>()
-        })
-        .collect()
-}
-
 /// The peak resident memory of a process and of its children now running, added up, in KiB:
 /// what a container holding them would have needed at most (their peaks may not have been at
 /// the same moment, so the sum bounds theirs together from above).
 pub fn peak_rss_with_children_kib(pid: u32) -> Option<u64> {
     let (own, _) = rss_kib(pid)?;
-    let children: u64 = children(pid)
+    let children: u64 = kube_retention_e2e::process::children(pid)
         .into_iter()
         .filter_map(|child| rss_kib(child).map(|(peak, _)| peak))
         .sum();

@@ -93,10 +93,8 @@ impl Tracked {
     /// The most memory the running process has held, in KiB (`VmHWM`: its resident set's
     /// high-water mark since it started), if it runs.
     pub fn peak_rss_kib(&self) -> Option<u64> {
-        let pid = self.live_pid()?;
-        let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-        let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
-        line.split_whitespace().nth(1)?.parse().ok()
+        let pid = u32::try_from(self.live_pid()?.as_raw()).ok()?;
+        status_kib(pid, "VmHWM:")
     }
 
     /// SIGKILLs the running process and waits until it is gone (at most 5 s); an error if it
@@ -174,6 +172,35 @@ pub fn tracked(state_dir: &Path, names: &[&str]) -> Vec<Tracked> {
         .map(|name| Tracked {
             name: (*name).to_owned(),
             pid_file: state_dir.join("pids").join(format!("{name}.pid")),
+        })
+        .collect()
+}
+
+/// One `Name:   value kB` field of a process's `/proc/PID/status` (`VmRSS:`, `VmHWM:`), in KiB.
+pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// A process's children (the controller's: its CEL evaluator process).
+pub fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|children| {
+            children
+                .split_whitespace()
+                .filter_map(|child| child.parse().ok())
+                .collect::<Vec<u32>>()
         })
         .collect()
 }

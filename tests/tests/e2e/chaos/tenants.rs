@@ -230,24 +230,19 @@ async fn beside_the_attacks(
     let readiness = policies::readiness(attacker).await?;
     let jobs: Api<Job> = Api::namespaced(ns.env.client.clone(), &attacker.name);
     let listed = jobs.list(&ListParams::default()).await?;
-    let big_left = big
+    let names_left: std::collections::HashSet<&str> = listed
+        .items
         .iter()
-        .filter(|name| {
-            listed
-                .items
-                .iter()
-                .any(|job| job.metadata.name.as_deref() == Some(name.as_str()))
-        })
-        .count();
-    let failing_left = failing_jobs
-        .iter()
-        .filter(|name| {
-            listed
-                .items
-                .iter()
-                .any(|job| job.metadata.name.as_deref() == Some(name.as_str()))
-        })
-        .count();
+        .filter_map(|job| job.metadata.name.as_deref())
+        .collect();
+    let left_of = |names: &[String]| {
+        names
+            .iter()
+            .filter(|name| names_left.contains(name.as_str()))
+            .count()
+    };
+    let big_left = left_of(&big);
+    let failing_left = left_of(&failing_jobs);
     let held = watched.held();
     let metrics = components::http_get(ns.env.cluster.controller_port, "/metrics")?;
     let series = |name: &str| -> u64 {

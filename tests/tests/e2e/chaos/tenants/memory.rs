@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube_retention_e2e::components::{CONTROLLER, WEBHOOK};
-use kube_retention_e2e::process::{Tracked, tracked};
+use kube_retention_e2e::process::{Tracked, children, status_kib, tracked};
 use nix::unistd::Pid;
 
 use crate::support::TestNamespace;
@@ -44,33 +44,6 @@ pub struct Held {
     pub controller_with_evaluator_kib: u64,
     pub webhook_kib: u64,
     pub peaks: Peaks,
-}
-
-fn status_kib(pid: u32, field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix(field))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
-fn children(pid: u32) -> Vec<u32> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    tasks
-        .flatten()
-        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
-        .flat_map(|children| {
-            children
-                .split_whitespace()
-                .filter_map(|child| child.parse().ok())
-                .collect::<Vec<u32>>()
-        })
-        .collect()
 }
 
 impl Watched {
