@@ -2,22 +2,11 @@
 //! namespace's, the others waiting in turn, no task each), and the discovery lookups of the
 //! kinds they name (a few at once, the next as one answers).
 
-use kube::api::PropagationPolicy;
-use kube::runtime::events::{Recorder, Reporter};
 use kube_retention_apimock::Received;
-use kube_retention_cleaners::Cleaners;
-use kube_retention_cleaners::act::Cleaning;
 use kube_retention_cleaners::book::{Clean, CleanerKey};
 use kube_retention_cleaners::run::Cleans;
-use kube_retention_controller::executor::Budget;
-use kube_retention_evaluator::{Evaluator, EvaluatorMetrics};
-use kube_retention_io::initial_list::{InitialList, Lists};
-use kube_retention_io::list_turns::ListTurns;
-use kube_retention_io::status_writes::{self, StatusWrites};
-use kube_retention_io::watch_set::Watching;
 use serde_json::{Value, json};
 use std::time::Duration;
-use tokio::sync::watch;
 
 fn clean(namespace: &str, name: &str) -> Clean {
     Clean {
@@ -115,42 +104,7 @@ async fn lookups(
 #[tokio::test]
 async fn the_kinds_cleaners_name_are_looked_up_a_few_at_a_time() {
     let (client, mut api) = kube_retention_apimock::pair();
-    let reporter = Reporter {
-        controller: "test".into(),
-        instance: None,
-    };
-    let cleaning = Cleaning {
-        breaker: kube_retention_io::breaker::Breaker::off(),
-        client: client.clone(),
-        recorder: Recorder::new(client.clone(), reporter),
-        metrics: Default::default(),
-        propagation: PropagationPolicy::Background,
-        budget: Budget::unlimited(),
-        ledger: crate::sink_support::ledger(),
-        clock: kube_retention_io::clock::Clock::System,
-        max_immediate_deletions: 0,
-    };
-    let (evaluator, evaluating) = Evaluator::spawn(
-        EvaluatorMetrics::default(),
-        crate::support::evaluator_program(),
-        Default::default(),
-    )
-    .unwrap();
-    let (tasks, _watching) = kube_retention_runtime::supervise::group("watches");
-    let watching = Watching {
-        lists: Lists::new(InitialList::Pages, 500),
-        turns: ListTurns::new(1),
-        tasks,
-    };
-    let (_leading, leadership) = watch::channel(true);
-    let (statuses, _writing) = StatusWrites::spawn(
-        client.clone(),
-        status_writes::RETRY,
-        Budget::unlimited(),
-        leadership.clone(),
-    );
-    let cleaners = Cleaners::new(cleaning, watching, statuses, evaluator);
-    let running = tokio::spawn(cleaners.run(leadership, std::future::pending()));
+    let cleaners = crate::clean_support::run_cleaners(client.clone());
     let mut other = Vec::new();
     let mut first = lookups(&mut api, &mut other).await;
     assert_eq!(
@@ -161,6 +115,6 @@ async fn the_kinds_cleaners_name_are_looked_up_a_few_at_a_time() {
     first.pop().expect("a lookup").refuse(404, "no such group");
     let next = lookups(&mut api, &mut other).await;
     assert_eq!(next.len(), 1, "one answered, the next goes");
-    running.abort();
-    drop((first, next, other, evaluating));
+    cleaners.running.abort();
+    drop((first, next, other, cleaners));
 }

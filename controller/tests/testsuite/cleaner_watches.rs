@@ -4,18 +4,7 @@
 //! evaluator's thread, the verdict written to its status by the status writer, which retries a
 //! write the API server failed.
 
-use kube::api::PropagationPolicy;
-use kube::runtime::events::{Recorder, Reporter};
-use kube_retention_cleaners::Cleaners;
-use kube_retention_cleaners::act::Cleaning;
-use kube_retention_controller::executor::Budget;
-use kube_retention_evaluator::{Evaluator, EvaluatorMetrics};
-use kube_retention_io::initial_list::{InitialList, Lists};
-use kube_retention_io::list_turns::ListTurns;
-use kube_retention_io::status_writes::{self, StatusWrites};
-use kube_retention_io::watch_set::Watching;
 use serde_json::{Value, json};
-use tokio::sync::watch;
 
 fn cleaner() -> Value {
     json!({
@@ -43,42 +32,7 @@ fn core_resources() -> Value {
 #[tokio::test]
 async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_refers_to() {
     let (client, mut api) = kube_retention_apimock::pair();
-    let reporter = Reporter {
-        controller: "test".into(),
-        instance: None,
-    };
-    let cleaning = Cleaning {
-        breaker: kube_retention_io::breaker::Breaker::off(),
-        client: client.clone(),
-        recorder: Recorder::new(client.clone(), reporter),
-        metrics: Default::default(),
-        propagation: PropagationPolicy::Background,
-        budget: Budget::unlimited(),
-        ledger: crate::sink_support::ledger(),
-        clock: kube_retention_io::clock::Clock::System,
-        max_immediate_deletions: 0,
-    };
-    let (evaluator, evaluating) = Evaluator::spawn(
-        EvaluatorMetrics::default(),
-        crate::support::evaluator_program(),
-        Default::default(),
-    )
-    .unwrap();
-    let (tasks, _watching) = kube_retention_runtime::supervise::group("watches");
-    let watching = Watching {
-        lists: Lists::new(InitialList::Pages, 500),
-        turns: ListTurns::new(1),
-        tasks,
-    };
-    let (_leading, leadership) = watch::channel(true);
-    let (statuses, _writing) = StatusWrites::spawn(
-        client.clone(),
-        status_writes::RETRY,
-        Budget::unlimited(),
-        leadership.clone(),
-    );
-    let cleaners = Cleaners::new(cleaning, watching, statuses, evaluator);
-    let running = tokio::spawn(cleaners.run(leadership, std::future::pending()));
+    let cleaners = crate::clean_support::run_cleaners(client.clone());
     // The requests in their order, and the watches (which run beside them, in an order of
     // their own).
     let mut seen = Vec::new();
@@ -141,8 +95,8 @@ async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_ref
             _ => received.refuse(404, "not served here"),
         }
     }
-    running.abort();
-    drop((watching, evaluating));
+    cleaners.running.abort();
+    drop((watching, cleaners));
     watches.sort();
     assert_eq!(
         watches,

@@ -151,3 +151,58 @@ pub fn object(kind: &str, name: &str, helm: Option<(&str, &str)>) -> (StatusCode
     }
     (StatusCode::OK, object)
 }
+
+/// The Cleaners' loop running against `client` (a mocked API server), wired as the controller
+/// wires it (no breaker, no budget, no guard, lists in pages), leading; what it needs kept alive
+/// goes with it.
+pub struct RunningCleaners {
+    pub running: tokio::task::JoinHandle<()>,
+    _kept: Box<dyn std::any::Any + Send>,
+}
+
+pub fn run_cleaners(client: kube::Client) -> RunningCleaners {
+    use kube_retention_io::initial_list::{InitialList, Lists};
+    use kube_retention_io::status_writes::{self, StatusWrites};
+
+    let reporter = Reporter {
+        controller: "test".into(),
+        instance: None,
+    };
+    let cleaning = Cleaning {
+        breaker: kube_retention_io::breaker::Breaker::off(),
+        client: client.clone(),
+        recorder: Recorder::new(client.clone(), reporter),
+        metrics: Default::default(),
+        propagation: PropagationPolicy::Background,
+        budget: Budget::unlimited(),
+        ledger: crate::sink_support::ledger(),
+        clock: kube_retention_io::clock::Clock::System,
+        max_immediate_deletions: 0,
+    };
+    let (evaluator, evaluating) = kube_retention_evaluator::Evaluator::spawn(
+        kube_retention_evaluator::EvaluatorMetrics::default(),
+        crate::support::evaluator_program(),
+        Default::default(),
+    )
+    .unwrap();
+    let (tasks, watching) = kube_retention_runtime::supervise::group("watches");
+    let watching_set = kube_retention_io::watch_set::Watching {
+        lists: Lists::new(InitialList::Pages, 500),
+        turns: kube_retention_io::list_turns::ListTurns::new(1),
+        tasks,
+    };
+    let (leading, leadership) = tokio::sync::watch::channel(true);
+    let (statuses, writing) = StatusWrites::spawn(
+        client,
+        status_writes::RETRY,
+        Budget::unlimited(),
+        leadership.clone(),
+    );
+    let cleaners =
+        kube_retention_cleaners::Cleaners::new(cleaning, watching_set, statuses, evaluator);
+    let running = tokio::spawn(cleaners.run(leadership, std::future::pending()));
+    RunningCleaners {
+        running,
+        _kept: Box::new((evaluating, watching, leading, writing)),
+    }
+}
