@@ -46,6 +46,7 @@ use kube_retention_io::breaker::{self, Breaker};
 use kube_retention_io::clock::Clock;
 use kube_retention_io::initial_list::Lists;
 use kube_retention_io::list_turns::ListTurns;
+use kube_retention_io::page_bytes::PageBytes;
 use kube_retention_io::status_writes::{self, StatusWrites};
 use kube_retention_io::watch_set::Watching;
 use kube_retention_io::watches::Watches;
@@ -138,6 +139,10 @@ impl Controller {
         .await?;
 
         let metrics = Metrics::default();
+        // Every page any part lists held to its bound (before any of them lists).
+        let client = PageBytes::new(config.lists.page_bytes)
+            .counting(metrics.list_pages_read_again.clone())
+            .client(client);
         let address = config.metrics_address;
         let listener = tokio::net::TcpListener::bind(address)
             .await

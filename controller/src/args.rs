@@ -9,6 +9,7 @@ use clap::{Parser, ValueEnum};
 use kube_retention_common::kinds::KindSelection;
 use kube_retention_runtime::LogFormat;
 
+use clap::builder::TypedValueParser as _;
 use kube_retention_io::breaker::Limit;
 use kube_retention_io::initial_list::InitialList;
 
@@ -118,6 +119,18 @@ pub struct Args {
     /// the back of the line).
     #[arg(help_heading = "Lists", long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     pub list_concurrency: u32,
+    /// The most a page of a paged list may weigh, in MiB: a page past it is asked for again
+    /// with half as many objects (down to one), so a namespace of large objects cannot make one
+    /// response the controller must hold. Lists take turns, so pages held at once weigh at most
+    /// `--list-concurrency` times this.
+    #[arg(
+        help_heading = "Lists",
+        long,
+        env = "KUBE_RETENTION_LIST_PAGE_MEMORY",
+        default_value_t = kube_retention_io::page_bytes::PAGE_BYTES / (1024 * 1024),
+        value_parser = clap::value_parser!(u64).range(1..=1024).map(|mib| usize::try_from(mib).unwrap_or(usize::MAX))
+    )]
+    pub list_page_memory: usize,
     /// Elect a leader among replicas with a coordination.k8s.io Lease; only the leader acts.
     #[arg(help_heading = "Leader election", long, env = "KUBE_RETENTION_LEADER_ELECTION", default_value_t = true, action = clap::ArgAction::Set)]
     pub leader_election: bool,

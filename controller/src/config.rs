@@ -66,6 +66,8 @@ pub struct Lists {
     pub page_size: u32,
     /// Lists under way at once.
     pub concurrency: u32,
+    /// The most a page of a paged list may weigh, in bytes.
+    pub page_bytes: usize,
 }
 
 /// How deletions and the other writes go.
@@ -128,6 +130,7 @@ impl Config {
                 initial_list: args.initial_list,
                 page_size: PAGE_SIZE,
                 concurrency: args.list_concurrency,
+                page_bytes: args.list_page_memory.saturating_mul(1024 * 1024),
             },
             deletions: Deletions {
                 qps: args.qps,

@@ -13,6 +13,7 @@ use kube_retention_cleaners::metrics::CleanerMetrics;
 use kube_retention_evaluator::EvaluatorMetrics;
 use kube_retention_io::breaker::BreakerMetrics;
 use kube_retention_io::initial_list::ListFallbackLabels;
+use kube_retention_io::page_bytes::PageLabels;
 use kube_retention_sinks::ledger::LedgerMetrics;
 use kube_retention_sinks::metrics::SinkPolicyMetrics;
 
@@ -58,6 +59,7 @@ pub struct Metrics {
     pub labelled: Counter,
     pub lists: Family<KindLabels, Counter>,
     pub list_fallbacks: Family<ListFallbackLabels, Counter>,
+    pub list_pages_read_again: Family<PageLabels, Counter>,
     pub unpermitted_kinds: Family<UnpermittedLabels, Gauge>,
     pub evaluations_queued: Gauge,
     pub evaluation_seconds: Histogram,
@@ -166,6 +168,12 @@ impl Default for Metrics {
             "Streamed lists the API server refused or cut off, so listed in pages, by API and why: refused (it refuses streamed lists: every list of that API is paged from then on), timeout (the list outlasted its request: that watch pages from then on), cut (cut off early, most likely under churn: that list is paged, the next streamed)",
             list_fallbacks.clone(),
         );
+        let list_pages_read_again = Family::default();
+        registry.register(
+            "list_pages_read_again",
+            "Pages of paged lists that outweighed --list-page-memory, dropped unread and asked for again with half as many objects, by API",
+            list_pages_read_again.clone(),
+        );
         let unpermitted_kinds = Family::default();
         registry.register(
             "unpermitted_kind",
@@ -207,6 +215,7 @@ impl Default for Metrics {
             registry: Arc::new(registry),
             lists,
             list_fallbacks,
+            list_pages_read_again,
             unpermitted_kinds,
             in_backoff,
             overdue,

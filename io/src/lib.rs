@@ -5,7 +5,8 @@
 //! In: a [`watch_set`] starts and stops watches by key in supervised tasks, for the controller's
 //! kinds ([`watches`]) and the Cleaners' targets alike, each beginning with the list
 //! [`initial_list`] makes (streamed, or in pages where the API server refuses or cuts that),
-//! lists taking turns across both ([`list_turns`]), objects decoded without `managedFields` ([`lean`]),
+//! lists taking turns across both ([`list_turns`]), each page of a paged list read within a byte
+//! bound ([`page_bytes`]), objects decoded without `managedFields` ([`lean`]),
 //! restarts backed off ([`watch_backoff`]), relists a tenant asks for coalesced per kind
 //! ([`relist_throttle`]).
 //!
@@ -23,6 +24,7 @@ pub mod deletion;
 pub mod initial_list;
 pub mod lean;
 pub mod list_turns;
+pub mod page_bytes;
 pub mod relist_throttle;
 pub mod status_writes;
 pub mod watch_backoff;

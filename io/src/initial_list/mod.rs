@@ -136,7 +136,7 @@ impl Lists {
 }
 
 /// The API a resource's URL belongs to: `/api` for the core group, else `/apis/GROUP`.
-fn api_of(url: &str) -> String {
+pub(crate) fn api_of(url: &str) -> String {
     let mut segments = url.trim_start_matches('/').split('/');
     match (segments.next(), segments.next()) {
         (Some("apis"), Some(group)) => format!("/apis/{group}"),

@@ -8,10 +8,10 @@
 
 use std::time::Duration;
 
-use anyhow::{Result, ensure};
+use anyhow::{Context, Result, ensure};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::batch::v1::Job;
-use kube::Api;
+use kube::{Api, ResourceExt};
 use kube_retention_e2e::LocalCluster;
 use kube_retention_e2e::audit_lists::{ListStart, list_start};
 use kube_retention_e2e::cluster::CONTROLLER_SERVICE_ACCOUNT;
@@ -22,14 +22,87 @@ use serde_json::json;
 
 use crate::audit;
 use crate::lifecycle::create_jobs;
-use crate::support::{Env, TestNamespace};
-use crate::workloads::{eventually, finish_job, now_second};
+use crate::support::{Env, TestNamespace, restart_controller};
+use crate::workloads::{bulky_job, eventually, finish_job, now_second};
 
 pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
-    vec![env.trial(
-        "with_streamed_lists_refused_the_controller_lists_in_pages_and_deletes_on_time",
-        refused,
-    )]
+    vec![
+        env.trial(
+            "with_streamed_lists_refused_the_controller_lists_in_pages_and_deletes_on_time",
+            refused,
+        ),
+        env.trial(
+            "a_namespace_of_heavy_jobs_listed_in_pages_is_read_a_bounded_page_at_a_time",
+            heavy_pages,
+        ),
+    ]
+}
+
+/// The heavy Jobs a namespace editor makes, and what each weighs: 112 MB together, a page of
+/// 500 if nothing bounded it.
+const HEAVY: usize = 80;
+const HEAVY_BYTES: usize = 1_400_000;
+/// The controller's own share of the chart's memory limit (the evaluator's is apart).
+const CONTROLLER_MIB: u64 = 128;
+
+/// A namespace of heavy Jobs, listed in pages (as on Kubernetes 1.33, or after a streamed list
+/// is cut): each page is read within `--list-page-memory` (4 MiB), asked for again smaller
+/// where it weighs more ([`kube_retention_io::page_bytes`]), so the controller stays within its
+/// share of the chart's limit and deletes what is due as ever.
+async fn heavy_pages(ns: TestNamespace) -> Result<()> {
+    let cluster = ns.env.cluster.clone();
+    // Under a TTL an hour off, so watched and kept.
+    let kept = json!({"retention.dev/ttl-after-finished": "1h"});
+    for index in 0..HEAVY {
+        let name = format!("heavy-{index:03}");
+        bulky_job(&ns, &name, json!({}), kept.clone(), HEAVY_BYTES).await?;
+    }
+    let outcome = async {
+        restart_controller(&cluster, &["--initial-list=pages".to_owned()])?;
+        let due = create_jobs(
+            &ns,
+            "due",
+            5,
+            json!({"retention.dev/ttl-after-finished": "2s"}),
+        )
+        .await?;
+        let finished = now_second();
+        for name in &due {
+            finish_job(&ns.env.client, &ns.name, name, true, finished).await?;
+        }
+        let jobs: Api<Job> = Api::namespaced(ns.env.client.clone(), &ns.name);
+        eventually(
+            Duration::from_secs(60),
+            "the due Jobs deleted once the heavy ones were listed, and none of those",
+            || async {
+                let left = jobs.list(&Default::default()).await?.items;
+                Ok(left.len() == HEAVY
+                    && left.iter().all(|job| job.name_any().starts_with("heavy-")))
+            },
+        )
+        .await?;
+        let series = r#"kube_retention_list_pages_read_again_total{api="/apis/batch"}"#;
+        let read_again = components::counter(cluster.controller_port, series)?;
+        let peak = tracked(&cluster.layout.state_dir, &[CONTROLLER])
+            .remove(0)
+            .peak_rss_kib()
+            .context("the controller's peak memory")?;
+        ensure!(
+            read_again >= 1 && peak < CONTROLLER_MIB * 1024,
+            "listing {HEAVY} Jobs of {HEAVY_BYTES} bytes in pages, the controller peaked at \
+             {peak} KiB (its share of the chart's limit is {CONTROLLER_MIB} MiB), and {series} \
+             is {read_again} (a page past its bound is read again smaller)"
+        );
+        println!(
+            "{HEAVY} Jobs of {HEAVY_BYTES} bytes listed in pages: {read_again} pages read again \
+             smaller, the controller peaked at {} MiB",
+            peak / 1024
+        );
+        Ok::<(), anyhow::Error>(())
+    }
+    .await;
+    let restored = restart_controller(&cluster, &[]);
+    outcome.and(restored)
 }
 
 async fn refused(ns: TestNamespace) -> Result<()> {

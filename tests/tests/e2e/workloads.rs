@@ -201,6 +201,26 @@ pub async fn create_job_in(
         .await?)
 }
 
+/// Creates a Job of about `bulk` bytes, which never runs, with `labels` and `annotations`.
+pub async fn bulky_job(
+    ns: &TestNamespace,
+    name: &str,
+    labels: Value,
+    annotations: Value,
+    bulk: usize,
+) -> Result<Job> {
+    let environment: Vec<Value> = (0..bulk / 1_000)
+        .map(|index| json!({"name": format!("BULK_{index:04}"), "value": "v".repeat(990)}))
+        .collect();
+    let job: Job = serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": labels, "annotations": annotations},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+            {"name": "c", "image": "busybox", "env": environment}]}}}}))?;
+    Ok(Api::<Job>::namespaced(ns.env.client.clone(), &ns.name)
+        .create(&PostParams::default(), &job)
+        .await?)
+}
+
 /// Marks a Job finished through its status subresource, with the conditions the job controller
 /// sets (SuccessCriteriaMet or FailureTarget first).
 pub async fn finish_job(

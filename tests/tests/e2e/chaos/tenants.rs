@@ -108,7 +108,7 @@ async fn beside_the_attacks(
     // The Job the attacker updates: 1.4 MB, annotated, so each update is an admission review
     // of two such objects.
     let ttl = json!({"retention.dev/ttl": "1h"});
-    policies::bulky_job(attacker, "huge", json!({}), ttl, 1_400_000).await?;
+    crate::workloads::bulky_job(attacker, "huge", json!({}), ttl, 1_400_000).await?;
     // A sink on a port nobody listens on, and one that answers.
     let closed = std::net::TcpListener::bind((components::SINK_ADDRESS, 0))?
         .local_addr()?

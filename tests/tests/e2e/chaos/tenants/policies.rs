@@ -8,14 +8,13 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use k8s_openapi::api::batch::v1::Job;
 use kube::Api;
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams};
 use kube_retention_common::api::RetentionPolicy;
 use serde_json::{Value, json};
 
 use crate::support::TestNamespace;
-use crate::workloads::{finish_job, now_second};
+use crate::workloads::{bulky_job, finish_job, now_second};
 
 /// The label that puts a Job under the copying policies.
 const BIG: &str = "kube-retention.test/big";
@@ -82,26 +81,6 @@ pub async fn big_jobs(attacker: &TestNamespace, count: usize) -> Result<Vec<Stri
         names.push(name);
     }
     Ok(names)
-}
-
-/// Creates a Job of about `bulk` bytes, which never runs, with `labels` and `annotations`.
-pub async fn bulky_job(
-    ns: &TestNamespace,
-    name: &str,
-    labels: Value,
-    annotations: Value,
-    bulk: usize,
-) -> Result<Job> {
-    let environment: Vec<Value> = (0..bulk / 1_000)
-        .map(|index| json!({"name": format!("BULK_{index:04}"), "value": "v".repeat(990)}))
-        .collect();
-    let job: Job = serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": labels, "annotations": annotations},
-        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
-            {"name": "c", "image": "busybox", "env": environment}]}}}}))?;
-    Ok(Api::<Job>::namespaced(ns.env.client.clone(), &ns.name)
-        .create(&PostParams::default(), &job)
-        .await?)
 }
 
 fn policy(name: &str, matches: &str) -> Value {
