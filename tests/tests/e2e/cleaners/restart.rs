@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 use jiff::Timestamp;
-use kube::{Api, Resource};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::{Api, Resource, ResourceExt};
 use kube_retention_common::cleaner::Cleaner;
 use kube_retention_e2e::LocalCluster;
 use kube_retention_e2e::cluster::CONTROLLER_SERVICE_ACCOUNT;
@@ -42,10 +43,32 @@ pub async fn evaluated_once(ns: TestNamespace) -> Result<()> {
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
 
+    // Every Cleaner in the cluster is counted, and the trials before this one delete their
+    // namespaces in the background: a Cleaner counted while its namespace goes may be gone
+    // before the restarted controller lists, and be evaluated by nobody.
+    let all: Api<Cleaner> = Api::all(ns.env.client.clone());
+    let namespaces: Api<Namespace> = Api::all(ns.env.client.clone());
+    eventually(
+        Duration::from_secs(120),
+        "no Cleaner left in a namespace being deleted",
+        || async {
+            for cleaner in all.list(&Default::default()).await?.items {
+                let namespace = cleaner.namespace().unwrap_or_default();
+                let going = namespaces
+                    .get_opt(&namespace)
+                    .await?
+                    .is_none_or(|namespace| namespace.metadata.deletion_timestamp.is_some());
+                if going {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        },
+    )
+    .await?;
     let cluster = ns.env.cluster.clone();
     let controller = tracked(&cluster.layout.state_dir, &[CONTROLLER]).remove(0);
     controller.kill()?;
-    let all: Api<Cleaner> = Api::all(ns.env.client.clone());
     let existing = all.list(&Default::default()).await?.items.len();
     let restarted_at = Timestamp::now();
     components::start_controller(&cluster, CONTROLLER, cluster.controller_port, &[])?;
