@@ -1,14 +1,44 @@
-//! A Cleaner's status from its last evaluation: the targets resolved, when it is evaluated next,
+//! A Cleaner's status from its last evaluation: the targets resolved (the first hundred named), when it is evaluated next,
 //! and two conditions — `Ready` (False with the reason when it cannot be evaluated or cleaned)
 //! and `Waiting` (True while the TTL or a condition holds it back, naming which).
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube_retention_common::cel::Exceeded;
-use kube_retention_common::cleaner::{CleanerSpec, CleanerStatus, Verdict};
+use kube_retention_common::cleaner::{CleanerSpec, CleanerStatus, RESOLVED_NAMED, Verdict};
 
 use kube_retention_helm::storage::HelmError;
 use kube_retention_helm::uninstall::UninstallError;
+
+/// The targets an evaluation resolved, as a status names them: the first [`RESOLVED_NAMED`],
+/// sorted, and how many in all.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Resolved {
+    named: Vec<String>,
+    count: u64,
+}
+
+impl Resolved {
+    /// Every target resolved, `names` sorted.
+    pub fn all(mut names: Vec<String>) -> Self {
+        let count = u64::try_from(names.len()).unwrap_or(u64::MAX);
+        names.truncate(RESOLVED_NAMED);
+        Self {
+            named: names,
+            count,
+        }
+    }
+
+    /// The targets `status` names, as it was written.
+    pub fn written(status: &CleanerStatus) -> Self {
+        Self {
+            named: status.resolved_targets.clone(),
+            count: status.resolved_target_count.unwrap_or_else(|| {
+                u64::try_from(status.resolved_targets.len()).unwrap_or(u64::MAX)
+            }),
+        }
+    }
+}
 
 /// Why a Cleaner cannot be evaluated or cleaned.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -68,7 +98,7 @@ pub fn status(
     spec: &CleanerSpec,
     generation: Option<i64>,
     verdict: &Result<Verdict, Problem>,
-    resolved: Vec<String>,
+    resolved: Resolved,
     next: Option<Timestamp>,
     previous: Option<&CleanerStatus>,
     now: Timestamp,
@@ -153,7 +183,8 @@ pub fn status(
         }
     };
     CleanerStatus {
-        resolved_targets: resolved,
+        resolved_targets: resolved.named,
+        resolved_target_count: Some(resolved.count),
         next_scheduled_evaluation: next.map(|at| to_second(at).to_string()),
         conditions: vec![condition("Ready", ready), condition("Waiting", waiting)],
     }
@@ -162,4 +193,30 @@ pub fn status(
 /// Times in the status to the second; the schedule itself keeps its precision.
 fn to_second(at: Timestamp) -> Timestamp {
     at.round(jiff::Unit::Second).unwrap_or(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_names_the_first_hundred_targets_and_counts_them_all() {
+        let names: Vec<String> = (0..10_001)
+            .map(|index| format!("burst-{index:05}.configmaps/v1"))
+            .collect();
+        let resolved = Resolved::all(names.clone());
+        let status = status(
+            &CleanerSpec::default(),
+            Some(1),
+            &Ok(Verdict::Clean),
+            resolved.clone(),
+            None,
+            None,
+            Timestamp::UNIX_EPOCH,
+        );
+        assert_eq!(status.resolved_targets, names[..RESOLVED_NAMED]);
+        assert_eq!(status.resolved_target_count, Some(10_001));
+        // Written again from the status, as a held clean is: the count is kept.
+        assert_eq!(Resolved::written(&status), resolved);
+    }
 }

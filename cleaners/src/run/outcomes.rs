@@ -14,7 +14,7 @@ use crate::book::{Clean, CleanerKey, CompileRequest, CompiledSpec, Evaluation, P
 use crate::compile::cleaner_compile;
 use crate::judging::{CleanerOutcome, CleanerWork};
 use crate::metrics::OutcomeLabels;
-use crate::status::{self, Problem};
+use crate::status::{self, Problem, Resolved};
 
 /// The reason of the Warning Event naming what of a Helm release a clean left, and why.
 pub const HELM_SKIPPED: &str = "HelmObjectsSkipped";
@@ -126,8 +126,13 @@ impl Cleaners {
             metrics.cel_errors.inc();
         }
         tracing::debug!(cleaner = %key, outcome, "evaluated");
-        self.report(key, &evaluation.verdict, evaluation.resolved, now)
-            .await;
+        self.report(
+            key,
+            &evaluation.verdict,
+            Resolved::all(evaluation.resolved),
+            now,
+        )
+        .await;
         if let Some(clean) = evaluation.clean {
             self.cleans.submit(clean);
             self.start_cleans();
@@ -203,10 +208,7 @@ impl Cleaners {
             Err(problem @ Problem::AwaitingApproval { .. }) => {
                 tracing::warn!(cleaner = %clean.cleaner, %problem, "clean held by the blast-radius guard");
                 self.book.clean_awaits_approval(&clean.cleaner);
-                let resolved = self
-                    .written
-                    .get(&clean.cleaner)
-                    .map(|status| status.resolved_targets.clone());
+                let resolved = self.written.get(&clean.cleaner).map(Resolved::written);
                 let held = Err(problem);
                 self.report(&clean.cleaner, &held, resolved.unwrap_or_default(), now)
                     .await;
@@ -214,10 +216,7 @@ impl Cleaners {
             Err(problem) => {
                 tracing::warn!(cleaner = %clean.cleaner, %problem, "clean failed");
                 self.book.clean_done(&clean.cleaner, false, now);
-                let resolved = self
-                    .written
-                    .get(&clean.cleaner)
-                    .map(|status| status.resolved_targets.clone());
+                let resolved = self.written.get(&clean.cleaner).map(Resolved::written);
                 self.report(
                     &clean.cleaner,
                     &Err(problem),
@@ -235,7 +234,7 @@ impl Cleaners {
         &mut self,
         key: &CleanerKey,
         verdict: &Result<Verdict, Problem>,
-        resolved: Vec<String>,
+        resolved: Resolved,
         now: Timestamp,
     ) {
         let Some((uid, spec)) = self.book.identity(key) else {

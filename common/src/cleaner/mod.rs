@@ -126,11 +126,21 @@ pub struct Reference {
     pub match_labels: Option<BTreeMap<String, String>>,
 }
 
+/// The most targets a Cleaner's status names: a clean may resolve tens of thousands, and a
+/// status naming each would pass what the API server stores of an object (1.5 MiB).
+pub const RESOLVED_NAMED: usize = 100;
+
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CleanerStatus {
+    /// The targets the last evaluation resolved, as `name.plural.group/version`, sorted: the
+    /// first 100 (`resolvedTargetCount` says how many in all).
     #[serde(default)]
+    #[schemars(length(max = RESOLVED_NAMED))]
     pub resolved_targets: Vec<String>,
+    /// How many targets the last evaluation resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_target_count: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_scheduled_evaluation: Option<String>,
     #[serde(default)]

@@ -7,7 +7,7 @@ use base64::Engine;
 use jiff::Timestamp;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use kube_retention_cleaners::status::{self, Problem};
+use kube_retention_cleaners::status::{self, Problem, Resolved};
 use kube_retention_common::cleaner::{CleanerSpec, Verdict};
 use kube_retention_helm::storage::{self as helm, HelmError, ManifestObject};
 use kube_retention_sinks as sinks;
@@ -159,7 +159,7 @@ fn the_status_names_what_holds_the_cleaner_back_and_keeps_transition_times() {
         &spec,
         Some(3),
         &waiting,
-        vec!["a.configmaps/v1".into()],
+        Resolved::all(vec!["a.configmaps/v1".into()]),
         Some(until),
         None,
         first,
@@ -204,7 +204,7 @@ fn the_status_names_what_holds_the_cleaner_back_and_keeps_transition_times() {
         &spec,
         Some(4),
         &failed,
-        Vec::new(),
+        Resolved::default(),
         None,
         Some(&before),
         later,
@@ -224,7 +224,7 @@ fn the_status_names_what_holds_the_cleaner_back_and_keeps_transition_times() {
         &spec,
         Some(4),
         &failed,
-        Vec::new(),
+        Resolved::default(),
         None,
         Some(&after),
         until,
@@ -257,7 +257,15 @@ fn a_condition_past_its_cost_limit_makes_the_cleaner_not_ready_saying_so() {
         condition: 0,
         error,
     });
-    let written = status::status(&spec, Some(1), &failed, Vec::new(), None, None, now);
+    let written = status::status(
+        &spec,
+        Some(1),
+        &failed,
+        Resolved::default(),
+        None,
+        None,
+        now,
+    );
     let ready = &written.conditions[0];
     assert_eq!(
         (

@@ -1,7 +1,7 @@
 //! What admission reads of an object, as a [`Keep`] plan for [`super::lean`]: said here, by
 //! kind, from the same tables the model reads with ([`kube_retention_common::kinds`]), so a
 //! kind added to the registry is read with its fields. A policy or a Cleaner is read whole but
-//! its `managedFields`; any other object for its metadata (the `retention.dev/` annotations,
+//! its `managedFields` and its status; any other object for its metadata (the `retention.dev/` annotations,
 //! the labels admission reads or writes, its owners' uids, its names and times), the retention
 //! fields of its kind, the status its finish rule reads and the field naming its parent.
 //!
@@ -15,9 +15,12 @@ use kube_retention_common::progress::FinishRule;
 
 use super::lean::Keep;
 
-/// The plan for a policy or a Cleaner: everything but `metadata.managedFields`.
+/// The plan for a policy or a Cleaner: everything but `metadata.managedFields` and the
+/// status, which the controller writes and admission never reads (a Cleaner's names each target
+/// it resolved: thousands, for a Cleaner awaiting approval of a large clean, whose approval is an
+/// update of the Cleaner).
 pub fn ours() -> Keep {
-    let mut plan = Keep::all_but(&["metadata"]);
+    let mut plan = Keep::all_but(&["metadata", "status"]);
     plan.add(
         "metadata",
         Keep::all_but(&["managedFields", "annotations", "labels"]).without_nulls(),
@@ -210,7 +213,7 @@ mod tests {
     }
 
     #[test]
-    fn a_policy_is_kept_whole_but_its_managed_fields() {
+    fn a_policy_is_kept_whole_but_its_managed_fields_and_its_status() {
         let policy = json!({"apiVersion": "retention.dev/v1alpha1", "kind": "RetentionPolicy",
                             "metadata": {"name": "p", "managedFields": [{}], "generation": 2,
                                          "labels": {"team": "a"}},
@@ -218,6 +221,22 @@ mod tests {
                             "status": {"conditions": []}});
         let mut expected = policy.clone();
         expected["metadata"] = json!({"name": "p", "generation": 2, "labels": {}});
+        expected.as_object_mut().unwrap().remove("status");
         assert_eq!(lean(&policy, &ours()), expected);
+    }
+
+    #[test]
+    fn a_cleaner_awaiting_approval_of_a_large_clean_is_read_without_its_targets() {
+        let resolved: Vec<String> = (0..10_001)
+            .map(|index| format!("ConfigMap/burst-{index}"))
+            .collect();
+        let cleaner = json!({"apiVersion": "retention.dev/v1alpha1", "kind": "Cleaner",
+                             "metadata": {"name": "c", "namespace": "t"},
+                             "spec": {"targets": [{"name": "maps", "delete": true,
+                                                   "reference": {"version": "v1", "kind": "ConfigMap"}}]},
+                             "status": {"resolvedTargets": resolved, "conditions": []}});
+        let kept = lean(&cleaner, &ours());
+        assert_eq!(kept["spec"], cleaner["spec"]);
+        assert!(kept.get("status").is_none(), "{kept}");
     }
 }

@@ -61,8 +61,12 @@ pub fn ours_errors(object: &Value, check: Check) -> Option<Vec<FieldError>> {
     if is_policy(object) {
         return Some(policy_errors(object, check));
     }
-    is_cleaner(object)
-        .then(|| cleaner::errors_checking(object.get("spec").unwrap_or(&Value::Null), check))
+    is_cleaner(object).then(|| {
+        let mut errors =
+            cleaner::errors_checking(object.get("spec").unwrap_or(&Value::Null), check);
+        errors.extend(approval_errors(object, "Cleaner"));
+        errors
+    })
 }
 
 pub fn is_policy(object: &Value) -> bool {
@@ -92,32 +96,37 @@ pub fn policy_errors(object: &Value, check: Check) -> Vec<FieldError> {
             format!("is malformed: {error}"),
         )],
     };
-    let approval = object
-        .pointer("/metadata/annotations")
-        .and_then(|annotations| annotations.get(APPROVED_GENERATION));
-    if let Some(approval) = approval {
-        let text = approval.as_str().unwrap_or_default();
-        let current = object
-            .pointer("/metadata/generation")
-            .and_then(Value::as_i64);
-        match (approved_generation(text), current) {
-            (Err(error), _) => errors.push(error),
-            // An approval is of a generation already made, never of a later spec change.
-            (Ok(generation), Some(current)) if generation > current => {
-                errors.push(FieldError::new(
-                    format!("metadata.annotations[{APPROVED_GENERATION}]"),
-                    approval,
-                    format!(
-                        "names a generation the policy has not reached (it is at {current}): \
-                         approve the generation it is at, after reading what it would delete \
-                         (`kubectl retention approve` does)"
-                    ),
-                ));
-            }
-            (Ok(_), _) => {}
-        }
-    }
+    errors.extend(approval_errors(object, "policy"));
     errors
+}
+
+/// The errors of the generation an object's approval names (`retention.dev/approved-generation`,
+/// a policy's or a Cleaner's, `what` it is): a generation, and one already made.
+fn approval_errors(object: &Value, what: &str) -> Vec<FieldError> {
+    let Some(approval) = object
+        .pointer("/metadata/annotations")
+        .and_then(|annotations| annotations.get(APPROVED_GENERATION))
+    else {
+        return Vec::new();
+    };
+    let text = approval.as_str().unwrap_or_default();
+    let current = object
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64);
+    match (approved_generation(text), current) {
+        (Err(error), _) => vec![error],
+        // An approval is of a generation already made, never of a later spec change.
+        (Ok(generation), Some(current)) if generation > current => vec![FieldError::new(
+            format!("metadata.annotations[{APPROVED_GENERATION}]"),
+            approval,
+            format!(
+                "names a generation the {what} has not reached (it is at {current}): approve \
+                 the generation it is at, after reading what it would delete (`kubectl \
+                 retention approve` does)"
+            ),
+        )],
+        (Ok(_), _) => Vec::new(),
+    }
 }
 
 #[cfg(test)]

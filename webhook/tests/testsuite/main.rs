@@ -10,6 +10,7 @@ mod access_reviews;
 mod access_served;
 mod admission_calls;
 mod campaign;
+mod cleaner_approval;
 mod cleaner_sinks;
 mod client_auth;
 mod compilations;
