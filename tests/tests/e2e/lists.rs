@@ -59,17 +59,7 @@ async fn heavy_pages(ns: TestNamespace) -> Result<()> {
     }
     let outcome = async {
         restart_controller(&cluster, &["--initial-list=pages".to_owned()])?;
-        let due = create_jobs(
-            &ns,
-            "due",
-            5,
-            json!({"retention.dev/ttl-after-finished": "2s"}),
-        )
-        .await?;
-        let finished = now_second();
-        for name in &due {
-            finish_job(&ns.env.client, &ns.name, name, true, finished).await?;
-        }
+        due_jobs_finished(&ns, 5).await?;
         let jobs: Api<Job> = Api::namespaced(ns.env.client.clone(), &ns.name);
         eventually(
             Duration::from_secs(60),
@@ -122,17 +112,7 @@ async fn refused(ns: TestNamespace) -> Result<()> {
             cluster.controller_port,
             Duration::from_secs(30),
         )?;
-        let due = create_jobs(
-            &ns,
-            "due",
-            20,
-            json!({"retention.dev/ttl-after-finished": "2s"}),
-        )
-        .await?;
-        let finished = now_second();
-        for name in &due {
-            finish_job(&ns.env.client, &ns.name, name, true, finished).await?;
-        }
+        let finished = due_jobs_finished(&ns, 20).await?;
         let jobs: Api<Job> = Api::namespaced(ns.env.client.clone(), &ns.name);
         eventually(
             Duration::from_secs(10),
@@ -184,6 +164,22 @@ async fn refused(ns: TestNamespace) -> Result<()> {
     })
     .await??;
     outcome
+}
+
+/// `count` Jobs finished now, due 2 s after: the second they finished.
+async fn due_jobs_finished(ns: &TestNamespace, count: usize) -> Result<Timestamp> {
+    let due = create_jobs(
+        ns,
+        "due",
+        count,
+        json!({"retention.dev/ttl-after-finished": "2s"}),
+    )
+    .await?;
+    let finished = now_second();
+    for name in &due {
+        finish_job(&ns.env.client, &ns.name, name, true, finished).await?;
+    }
+    Ok(finished)
 }
 
 /// The lists of `resource` by `user` received at or after `since`, by how they were sent.

@@ -31,23 +31,25 @@ fn cleaner(annotations: Value) -> Value {
                                       "lastTransitionTime": "2026-12-07T00:00:00Z"}]}})
 }
 
-#[tokio::test]
-async fn a_cleaner_awaiting_approval_of_thousands_of_targets_is_approved() {
+/// The webhook's answer to approving such a Cleaner with `approval`.
+async fn approving(approval: &str) -> Value {
     let old = cleaner(json!({}));
-    let approved = cleaner(json!({APPROVED_GENERATION: "1"}));
+    let approved = cleaner(json!({APPROVED_GENERATION: approval}));
     let review = ours("Cleaner", "UPDATE", &approved, Some(&old));
     let (status, body) = send("/validate", &review).await;
     assert_eq!(status, StatusCode::OK, "{body}");
+    body
+}
+
+#[tokio::test]
+async fn a_cleaner_awaiting_approval_of_thousands_of_targets_is_approved() {
+    let body = approving("1").await;
     assert_eq!(body["response"]["allowed"], true, "{body}");
 }
 
 #[tokio::test]
 async fn a_bad_approval_of_such_a_cleaner_is_still_denied_naming_the_field() {
-    let old = cleaner(json!({}));
-    let approved = cleaner(json!({APPROVED_GENERATION: "latest"}));
-    let review = ours("Cleaner", "UPDATE", &approved, Some(&old));
-    let (status, body) = send("/validate", &review).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let body = approving("latest").await;
     assert_eq!(body["response"]["allowed"], false, "{body}");
     assert_eq!(
         support::cause_fields(&body),
