@@ -177,17 +177,48 @@ pub fn start_controller_binary(
 
 /// Waits until the controller on `port` has listed every kind it watches (its /readyz).
 pub fn wait_for_controller(cluster: &LocalCluster, port: u16, timeout: Duration) -> Result<()> {
-    retry(timeout, || {
-        let status = http_get(port, "/readyz")?;
-        ensure!(status.starts_with("HTTP/1.1 200"), "not ready: {status}");
-        Ok(())
-    })
-    .with_context(|| {
+    retry(timeout, || ready(port)).with_context(|| {
         format!(
             "the controller was not ready within {timeout:?}: see {}",
             cluster.layout.state("logs").display()
         )
     })
+}
+
+/// As [`wait_for_controller`], for `controller`: failing as soon as it has ended (a flag it
+/// refuses, say) rather than when `timeout` has passed.
+pub fn wait_for_live_controller(
+    cluster: &LocalCluster,
+    controller: &Tracked,
+    port: u16,
+    timeout: Duration,
+) -> Result<()> {
+    let logs = cluster.layout.state("logs");
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        ensure!(
+            controller.live_pid().is_some(),
+            "the controller ended before it was ready: see {}",
+            logs.display()
+        );
+        match ready(port) {
+            Ok(()) => return Ok(()),
+            Err(error) if std::time::Instant::now() > deadline => {
+                return Err(error.context(format!(
+                    "the controller was not ready within {timeout:?}: see {}",
+                    logs.display()
+                )));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
+}
+
+/// Whether the controller on 127.0.0.1:`port` says it is ready.
+fn ready(port: u16) -> Result<()> {
+    let status = http_get(port, "/readyz")?;
+    ensure!(status.starts_with("HTTP/1.1 200"), "not ready: {status}");
+    Ok(())
 }
 
 /// The value of one counter `series` (its name and labels as exposed, e.g.

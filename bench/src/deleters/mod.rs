@@ -154,7 +154,6 @@ pub fn start_with(
                 "--leader-election=false".into(),
                 // Deleting as fast as asked is what is measured; the breakers would stop it.
                 "--circuit-breaker=off".into(),
-                "--cluster-circuit-breaker=off".into(),
                 // As installed: the suites' one-second scan for new kinds would be most of an
                 // idle controller's requests.
                 controller_default("discovery-interval")?,
@@ -165,6 +164,11 @@ pub fn start_with(
                     controller_default("stamp")?
                 },
             ];
+            // The baseline's one breaker was the cluster's, which its `--circuit-breaker` turns
+            // off; it refuses a flag it never had.
+            if deleter != Deleter::KubeRetentionBaseline {
+                flags.push("--cluster-circuit-breaker=off".into());
+            }
             if deleter == Deleter::KubeRetentionEventEach {
                 flags.push("--events=0s".into());
             }
@@ -185,7 +189,12 @@ pub fn start_with(
             };
             first_to_go_out_of_memory(&tracked)?;
             // Ready once every kind is listed: minutes at a million Jobs.
-            components::wait_for_controller(cluster, metrics_port, Duration::from_secs(900))?;
+            components::wait_for_live_controller(
+                cluster,
+                &tracked,
+                metrics_port,
+                Duration::from_secs(900),
+            )?;
             tracked
         }
     };
