@@ -226,6 +226,13 @@ where
         work(cluster.clone(), kube::Client::try_from(config)?).await
     })
     .await;
+    // A failure whose cause is in a log outlives the temporary folder.
+    if outcome.is_err() {
+        match cluster.layout.keep_logs("bench") {
+            Ok(kept) => eprintln!("the logs of this run's processes: {}", kept.display()),
+            Err(error) => eprintln!("keeping the logs of this run's processes: {error:#}"),
+        }
+    }
     LocalCluster::down(&cluster.layout)?;
     outcome
 }

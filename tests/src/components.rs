@@ -115,20 +115,43 @@ pub fn start_controller(
     metrics_port: u16,
     extra: &[String],
 ) -> Result<Tracked> {
+    let mut flags = extra.to_vec();
+    let unset = |flag: &str| {
+        let set = format!("{flag}=");
+        !extra.iter().any(|given| given.starts_with(&set))
+    };
+    if unset("--discovery-interval") {
+        flags.push("--discovery-interval=1s".into());
+    }
+    if unset("--cloud-event-sink-allow") {
+        flags.push(SINK_ALLOW.into());
+    }
+    // The breakers on, their ConfigMaps read and watched with the deploy/ RBAC, but out of reach
+    // of the suites' thousands of deletions: the breakers' own scenarios set their limits.
+    for flag in ["--circuit-breaker", "--cluster-circuit-breaker"] {
+        if unset(flag) {
+            flags.push(format!("{flag}=1000000/10m"));
+        }
+    }
+    // The suites read each deadline off the object, where the controller's stamp (off by
+    // default) puts it; the as-shipped suite runs the chart's default.
+    if unset("--stamp") {
+        flags.push("--stamp=finished".into());
+    }
     let binary = cluster.layout.cargo_binary(CONTROLLER);
-    start_controller_binary(cluster, &binary, name, metrics_port, extra)
+    start_controller_binary(cluster, &binary, name, metrics_port, &flags)
 }
 
-/// [`start_controller`] from `binary` (a benchmark's baseline: the controller built at another
-/// commit).
+/// A controller from `binary` (a benchmark's baseline: the controller built at another commit)
+/// as [`start_controller`] starts one, with `flags` and nothing else: another commit's
+/// controller may not know the flags this one's suites set.
 pub fn start_controller_binary(
     cluster: &LocalCluster,
     binary: &std::path::Path,
     name: &str,
     metrics_port: u16,
-    extra: &[String],
+    flags: &[String],
 ) -> Result<Tracked> {
-    let layout = &cluster.layout;
     ensure!(
         binary.is_file(),
         "{} is missing: run `cargo build --workspace --bins`",
@@ -146,33 +169,8 @@ pub fn start_controller_binary(
         .arg(format!("--identity={name}"))
         .arg("--lease-namespace=kube-retention")
         .arg("--log-format=text")
-        .args(extra);
-    if !extra
-        .iter()
-        .any(|flag| flag.starts_with("--discovery-interval"))
-    {
-        command.arg("--discovery-interval=1s");
-    }
-    if !extra
-        .iter()
-        .any(|flag| flag.starts_with("--cloud-event-sink-allow"))
-    {
-        command.arg(SINK_ALLOW);
-    }
-    // The breakers on, their ConfigMaps read and watched with the deploy/ RBAC, but out of reach
-    // of the suites' thousands of deletions: the breakers' own scenarios set their limits.
-    for flag in ["--circuit-breaker", "--cluster-circuit-breaker"] {
-        let set = format!("{flag}=");
-        if !extra.iter().any(|given| given.starts_with(&set)) {
-            command.arg(format!("{flag}=1000000/10m"));
-        }
-    }
-    // The suites read each deadline off the object, where the controller's stamp (off by
-    // default) puts it; the as-shipped suite runs the chart's default.
-    if !extra.iter().any(|flag| flag.starts_with("--stamp=")) {
-        command.arg("--stamp=finished");
-    }
-    process::spawn(&layout.state_dir, name, &mut command)
+        .args(flags);
+    process::spawn(&cluster.layout.state_dir, name, &mut command)
 }
 
 /// Waits until the controller on `port` has listed every kind it watches (its /readyz).
@@ -195,9 +193,17 @@ pub fn wait_for_live_controller(
 ) -> Result<()> {
     let logs = cluster.layout.state("logs");
     let deadline = std::time::Instant::now() + timeout;
+    // Gone twice a second apart: a process that ended stays ended (once, the benchmark's
+    // second start of a baseline was taken for ended at once, and not since; not understood).
+    let gone = || {
+        controller.live_pid().is_none() && {
+            std::thread::sleep(Duration::from_secs(1));
+            controller.live_pid().is_none()
+        }
+    };
     loop {
         ensure!(
-            controller.live_pid().is_some(),
+            !gone(),
             "the controller ended before it was ready: see {}",
             logs.display()
         );

@@ -131,6 +131,30 @@ impl Layout {
             .join(&self.kubernetes)
     }
 
+    /// Copies the processes' logs (the control plane's, kube-retention's) out of the temporary
+    /// state folder into [`Layout::kept_logs`] of `suite`, replacing an earlier run's: where.
+    pub fn keep_logs(&self, suite: &str) -> Result<PathBuf> {
+        let logs = self.state("logs");
+        let kept = self.kept_logs(suite);
+        if kept.exists() {
+            std::fs::remove_dir_all(&kept)
+                .with_context(|| format!("removing {}", kept.display()))?;
+        }
+        std::fs::create_dir_all(&kept).with_context(|| format!("creating {}", kept.display()))?;
+        for entry in
+            std::fs::read_dir(&logs).with_context(|| format!("reading {}", logs.display()))?
+        {
+            let path = entry?.path();
+            if path.is_file()
+                && let Some(name) = path.file_name()
+            {
+                std::fs::copy(&path, kept.join(name))
+                    .with_context(|| format!("copying {}", path.display()))?;
+            }
+        }
+        Ok(kept)
+    }
+
     /// The folder under the target folder that the workspace's binaries are run from: `debug`
     /// unless `KUBE_RETENTION_PROFILE` names another (the benchmarks use the image's static
     /// build, `x86_64-unknown-linux-musl/release`).

@@ -68,32 +68,10 @@ impl Env {
     /// state folder into [`Layout::kept_logs`] of `suite`, replacing an earlier run's, and
     /// says where, or why not: a failure whose cause is in a log outlives the run.
     pub fn keep_logs(&self, suite: &str) {
-        match self.copy_logs(suite) {
+        match self.cluster.layout.keep_logs(suite) {
             Ok(kept) => println!("the logs of this run's processes: {}", kept.display()),
             Err(error) => eprintln!("keeping the logs of this run's processes: {error:#}"),
         }
-    }
-
-    fn copy_logs(&self, suite: &str) -> Result<std::path::PathBuf> {
-        let logs = self.cluster.layout.state("logs");
-        let kept = self.cluster.layout.kept_logs(suite);
-        if kept.exists() {
-            std::fs::remove_dir_all(&kept)
-                .with_context(|| format!("removing {}", kept.display()))?;
-        }
-        std::fs::create_dir_all(&kept).with_context(|| format!("creating {}", kept.display()))?;
-        for entry in
-            std::fs::read_dir(&logs).with_context(|| format!("reading {}", logs.display()))?
-        {
-            let path = entry?.path();
-            if path.is_file()
-                && let Some(name) = path.file_name()
-            {
-                std::fs::copy(&path, kept.join(name))
-                    .with_context(|| format!("copying {}", path.display()))?;
-            }
-        }
-        Ok(kept)
     }
 
     pub fn stop(&self) {
