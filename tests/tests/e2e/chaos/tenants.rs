@@ -277,10 +277,19 @@ async fn beside_the_attacks(
         .map(|first| first.clone())
         .unwrap_or_default();
     let most_delay = verdict.quantile(1.0).unwrap_or(0.0);
-    let reasons: Vec<&str> = readiness
+    // Plain text: the row is a table cell of the book, where brackets would read as a link.
+    let reasons = readiness
         .iter()
         .map(|(_, reason, _)| reason.as_str())
-        .collect();
+        .collect::<Vec<_>>()
+        .join(", ");
+    let first_update_refusal = updates
+        .first_refusal
+        .lock()
+        .ok()
+        .and_then(|first| first.clone())
+        .map(|first| format!(", the first: {first}"))
+        .unwrap_or_default();
 
     report(Row {
         scenario: "every attack at once: B's Jobs",
@@ -291,20 +300,15 @@ async fn beside_the_attacks(
         note: format!(
             "{count} Jobs expiring at {RATE}/s, the longest {most_delay:.2} s past its deadline, \
              beside: {admitted} generated copying policies admitted and {refused_at_admission} \
-             refused at admission over the attacker's ~800 KB Jobs (ready: {reasons:?}; \
+             refused at admission over the attacker's ~800 KB Jobs (ready: {reasons}; \
              {ended} evaluator processes ended, {stopped} expressions stopped); {} updates of \
-             a 1.4 MB Job, eight at a time ({} refused: {:?}); {} idle HTTP/2 connections opened from one address \
+             a 1.4 MB Job, eight at a time ({} refused{first_update_refusal}); {} idle HTTP/2 connections opened from one address \
              ({} refused, {} closed by the webhook); 128 slow bodies held ({} cut off) while \
              {by_the_webhook} bad policies were refused by the webhook and {otherwise} \
              otherwise; 200 deletions announced to a closed port; a burst of ConfigMaps its \
              own Cleaner deleted until its namespace's breaker opened ({left} held) {}",
             updates.answered.load(Ordering::Relaxed),
             updates.refused.load(Ordering::Relaxed),
-            updates
-                .first_refusal
-                .lock()
-                .map(|first| first.clone())
-                .unwrap_or_default(),
             connections.opened.load(Ordering::Relaxed),
             connections.refused.load(Ordering::Relaxed),
             connections.closed.load(Ordering::Relaxed),
