@@ -8,7 +8,8 @@
 //! lists taking turns across both ([`list_turns`]), each page of a paged list read within a byte
 //! bound ([`page_bytes`]), objects decoded without `managedFields` ([`lean`]),
 //! restarts backed off ([`watch_backoff`]), relists a tenant asks for coalesced per kind
-//! ([`relist_throttle`]).
+//! ([`relist_throttle`]), and a list of one namespace never passing on an older version of what
+//! its kind's watch told since (`namespace_lists`).
 //!
 //! Out: every write waits for the client-side [`budget`] (`--qps`); every DELETE asks the
 //! [`breaker`] first, whose trips outlive the process in a ConfigMap; its answer is one of
@@ -24,6 +25,7 @@ pub mod deletion;
 pub mod initial_list;
 pub mod lean;
 pub mod list_turns;
+mod namespace_lists;
 pub mod page_bytes;
 pub mod relist_throttle;
 pub mod status_writes;

@@ -22,6 +22,7 @@ use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
 use kube_retention_common::kinds::{Entry, KindId, Watch};
 
 use crate::lean::{self, LeanMeta, LeanObject};
+use crate::namespace_lists::NamespaceLists;
 use crate::watch_set::{WatchSet, Watching};
 
 /// What a watch delivered: whole objects, the metadata of a kind's unlabelled objects, retention
@@ -60,6 +61,8 @@ pub struct Watches {
     set: WatchSet<Watched, WatchEvent>,
     /// How each kind watched is watched.
     modes: HashMap<KindId, Watch>,
+    /// Lists of a kind in one namespace under way, and what the kind's watch told since.
+    namespace_lists: NamespaceLists,
 }
 
 impl Watches {
@@ -69,6 +72,7 @@ impl Watches {
             client,
             set: WatchSet::new(watching),
             modes: HashMap::new(),
+            namespace_lists: NamespaceLists::default(),
         }
     }
 
@@ -156,6 +160,7 @@ impl Watches {
             None => watcher::Config::default(),
         };
         self.relisted(kind, &namespace);
+        self.namespace_lists.started(kind, namespace.clone());
         let resource = entry.resource.api_resource();
         let api: Api<LeanObject> = Api::namespaced_with(self.client.clone(), &namespace, &resource);
         let name = format!("{} in {namespace}", entry.resource);
@@ -180,6 +185,7 @@ impl Watches {
     /// The list of `kind` in `namespace` ended (or is to stop): its task is stopped.
     pub fn relisted(&mut self, kind: KindId, namespace: &Arc<str>) {
         self.set.stop(&Watched::Relist(kind, namespace.clone()));
+        self.namespace_lists.ended(kind, namespace);
     }
 
     /// Stops the watches of `kind`, and its lists in namespaces; they deliver nothing more.
@@ -191,6 +197,9 @@ impl Watches {
             .cloned()
             .collect();
         for key in relists {
+            if let Watched::Relist(kind, namespace) = &key {
+                self.namespace_lists.ended(*kind, namespace);
+            }
             self.set.stop(&key);
         }
         self.set.stop(&Watched::Kind(kind));
@@ -223,8 +232,15 @@ impl Watches {
         }
     }
 
-    /// The next event of any watch; pending (never `None`) while no watch runs.
+    /// The next event of any watch; pending (never `None`) while no watch runs. A list of a
+    /// kind in one namespace passes on no object its kind's watch told of since the list was
+    /// asked for (`namespace_lists.rs`).
     pub async fn next(&mut self) -> WatchEvent {
-        self.set.next().await
+        loop {
+            let event = self.set.next().await;
+            if self.namespace_lists.passes(&event) {
+                return event;
+            }
+        }
     }
 }

@@ -54,6 +54,7 @@ mod lean_decoding;
 mod ledger;
 mod ledger_lanes;
 mod lifecycle;
+mod loop_namespace_list;
 mod loop_paused;
 mod loop_shed;
 mod notice;
