@@ -17,8 +17,8 @@ use super::book::{Clean, CleanerKey, CompiledSpec};
 use super::status::Problem;
 use kube_retention_evaluator::sandbox::{Handle, Sandbox};
 use kube_retention_evaluator::work::Token;
-use kube_retention_evaluator::work::json_bytes;
 use kube_retention_evaluator::{Progress, Work, WorkKey};
+use kube_retention_runtime::held::object_held_bytes;
 
 /// One evaluation of a Cleaner whose conditions need CEL, prepared by the book.
 pub struct Pending {
@@ -80,13 +80,7 @@ impl CleanerWork {
             .targets
             .iter()
             .flat_map(|(_, objects)| objects)
-            .map(|object| {
-                let annotations = object.metadata.annotations.iter().flatten();
-                let metadata: usize = annotations
-                    .map(|(key, value)| key.len() + value.len())
-                    .sum();
-                json_bytes(&object.data).saturating_add(metadata)
-            })
+            .map(|object| object_held_bytes(object))
             .fold(0usize, usize::saturating_add);
         Self {
             namespace: Arc::from(pending.key.namespace.as_str()),

@@ -71,10 +71,22 @@ impl Backlog {
     /// Queues `work` behind its namespace's others, or in place of the work of its key; work
     /// coming back from being shed goes first.
     pub fn push(&mut self, work: Box<dyn Work>) {
+        let kind = lane::kind_of(work.as_ref());
+        self.push_as(work, kind);
+    }
+
+    /// Queues the token of work shed before it came (the way to the thread was full: see
+    /// [`crate::SENT_BOUND`]), as work shed here leaves one: it keeps its place and, at its
+    /// turn, asks for the work again, within [`Bounds::returns`].
+    pub fn push_shed(&mut self, token: Box<dyn Work>) {
+        self.dropped.shed += 1;
+        self.push_as(token, Kind::Token);
+    }
+
+    fn push_as(&mut self, work: Box<dyn Work>, kind: Kind) {
         let namespace = work.namespace().clone();
         let key = work.key();
         let weight = work.weight();
-        let kind = lane::kind_of(work.as_ref());
         let lane = self.lanes.entry(namespace.clone()).or_default();
         if lane.is_empty() {
             self.round.push_back(namespace.clone());

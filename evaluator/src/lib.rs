@@ -25,6 +25,7 @@
 //! server come first.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc as channel;
 use std::time::{Duration, Instant};
 
@@ -122,21 +123,46 @@ impl EvaluatorMetrics {
 
 /// What a loop sends the evaluator's thread.
 pub enum Submission {
-    Work(Box<dyn Work>),
+    /// Work, and the room it takes on the way, given back as the thread takes it in (none for
+    /// work handed to [`serve`] directly).
+    Work(Box<dyn Work>, Option<OnTheWay>),
+    /// Work shed on its way, for want of room on it ([`SENT_BOUND`]): its token.
+    Shed(Box<dyn Work>),
     /// Shed work asked for again will not come back ([`Backlog::nothing_returned`]).
     NothingReturned,
 }
 
 impl From<Box<dyn Work>> for Submission {
     fn from(work: Box<dyn Work>) -> Self {
-        Submission::Work(work)
+        Submission::Work(work, None)
     }
 }
+
+/// The room a work takes on the way to the thread ([`SENT_BOUND`]), given back when dropped.
+pub struct OnTheWay {
+    weight: usize,
+    sent: Arc<AtomicUsize>,
+}
+
+impl Drop for OnTheWay {
+    fn drop(&mut self) {
+        self.sent.fetch_sub(self.weight, Ordering::Relaxed);
+    }
+}
+
+/// What work on its way to the evaluator's thread may weigh, sent and not yet taken into its
+/// backlog (whose own bounds apply from there): past it, work goes shed, as its token, and is
+/// asked for again at its turn. Without it, a loop sending objects faster than the thread,
+/// resting at the lowest priority, takes them in held them all on the way: 30 Jobs of 20,000
+/// `env` entries, 13 MiB each as decoded, came to hundreds of MiB (docs/explanation/tenancy.md).
+pub const SENT_BOUND: usize = 32 * 1024 * 1024;
 
 /// The way to the evaluator's thread: cloned by every loop that submits work.
 #[derive(Clone)]
 pub struct Evaluator {
     work: channel::Sender<Submission>,
+    /// The weight of the work sent and not yet taken in.
+    sent: Arc<AtomicUsize>,
 }
 
 impl Evaluator {
@@ -172,12 +198,34 @@ impl Evaluator {
             let sandbox = Sandbox::new(program, limits, metrics.sandbox.clone());
             serve(&queued, shares, bounds, sandbox, &metrics);
         })?;
-        Ok((Self { work }, thread))
+        let sent = Arc::default();
+        Ok((Self { work, sent }, thread))
     }
 
     /// Queues `work`; false once the thread has ended.
     pub fn submit(&self, work: Box<dyn Work>) -> bool {
-        self.work.send(Submission::Work(work)).is_ok()
+        let weight = work.weight();
+        let reserved = self
+            .sent
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |sent| {
+                sent.checked_add(weight)
+                    .filter(|total| *total <= SENT_BOUND)
+            })
+            .is_ok();
+        // Work coming back from being shed is never shed again (so that it finishes): it is
+        // sent whatever its weight, and the backlog's bound on returns holds it.
+        if !reserved && !work.returning() {
+            return self.work.send(Submission::Shed(work.shed())).is_ok();
+        }
+        if !reserved {
+            self.sent.fetch_add(weight, Ordering::Relaxed);
+        }
+        let on_the_way = OnTheWay {
+            weight,
+            sent: self.sent.clone(),
+        };
+        let submission = Submission::Work(work, Some(on_the_way));
+        self.work.send(submission).is_ok()
     }
 
     /// Says that shed work asked for again will not come back: it went, or newer work
@@ -274,7 +322,98 @@ pub fn serve(
 
 fn take(backlog: &mut Backlog, submission: Submission) {
     match submission {
-        Submission::Work(work) => backlog.push(work),
+        // Taken in: the backlog's bounds hold it from here, and its room on the way is free.
+        Submission::Work(work, _on_the_way) => backlog.push(work),
+        Submission::Shed(token) => backlog.push_shed(token),
         Submission::NothingReturned => backlog.nothing_returned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A work of `weight` bytes of `key`, returning or not.
+    struct Heavy {
+        key: &'static str,
+        weight: usize,
+        returning: bool,
+    }
+
+    impl Work for Heavy {
+        fn namespace(&self) -> &Arc<str> {
+            static TEAM: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+            TEAM.get_or_init(|| Arc::from("team-a"))
+        }
+
+        fn key(&self) -> WorkKey {
+            WorkKey::Cleaner(Arc::from(self.key))
+        }
+
+        fn step(&mut self, _: &mut Sandbox) -> Progress {
+            Progress::Done
+        }
+
+        fn weight(&self) -> usize {
+            self.weight
+        }
+
+        fn finish(self: Box<Self>) {}
+
+        fn shed(self: Box<Self>) -> Box<dyn Work> {
+            work::Token::asking_again(self.namespace().clone(), self.key(), || {})
+        }
+
+        fn returning(&self) -> bool {
+            self.returning
+        }
+    }
+
+    fn heavy(key: &'static str, returning: bool) -> Box<dyn Work> {
+        Box::new(Heavy {
+            key,
+            weight: 10 * 1024 * 1024,
+            returning,
+        })
+    }
+
+    fn shape(submission: &Submission) -> &'static str {
+        match submission {
+            Submission::Work(..) => "work",
+            Submission::Shed(_) => "shed",
+            Submission::NothingReturned => "nothing returned",
+        }
+    }
+
+    /// Work the thread has not taken in holds at most SENT_BOUND on the way: past it, work goes
+    /// as its token; taken in, its room is free again; work coming back goes whatever the room.
+    #[test]
+    fn work_on_the_way_past_its_bound_goes_shed() {
+        let (work, queued) = channel::channel();
+        let evaluator = Evaluator {
+            work,
+            sent: Arc::default(),
+        };
+        for key in ["a", "b", "c", "d", "e"] {
+            assert!(evaluator.submit(heavy(key, false)));
+        }
+        let sent: Vec<Submission> = queued.try_iter().take(5).collect();
+        let shapes: Vec<&str> = sent.iter().map(shape).collect();
+        assert_eq!(shapes, ["work", "work", "work", "shed", "shed"]);
+        assert_eq!(evaluator.sent.load(Ordering::Relaxed), 30 * 1024 * 1024);
+        assert!(evaluator.submit(heavy("back", true)));
+        let back = queued.try_recv().unwrap();
+        assert_eq!(shape(&back), "work", "coming back");
+        assert_eq!(evaluator.sent.load(Ordering::Relaxed), 40 * 1024 * 1024);
+        // The first three taken in: only what came back is on the way.
+        drop(sent);
+        assert_eq!(evaluator.sent.load(Ordering::Relaxed), 10 * 1024 * 1024);
+        for key in ["f", "g", "h"] {
+            assert!(evaluator.submit(heavy(key, false)));
+        }
+        let shapes: Vec<&str> = queued.try_iter().map(|sent| shape(&sent)).collect();
+        assert_eq!(shapes, ["work", "work", "shed"]);
+        drop(back);
+        assert_eq!(evaluator.sent.load(Ordering::Relaxed), 0);
     }
 }

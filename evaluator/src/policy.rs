@@ -17,7 +17,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::sandbox::{Handle, Sandbox};
-use super::work::{Progress, Token, Work, WorkKey, json_bytes};
+use super::work::{Progress, Token, Work, WorkKey};
+use kube_retention_runtime::held::object_held_bytes;
 use kube_retention_state::{ObjectKey, PolicyAnswers, Unevaluated};
 
 /// An object whose policies' expressions are to be evaluated.
@@ -79,7 +80,7 @@ pub struct PolicyWork {
 
 impl PolicyWork {
     pub fn new(job: Job, results: mpsc::UnboundedSender<PolicyOutcome>) -> Self {
-        let bytes = object_bytes(&job.object);
+        let bytes = object_held_bytes(&job.object);
         Self {
             job,
             returning: false,
@@ -211,19 +212,4 @@ impl Work for PolicyWork {
             results.send(PolicyOutcome::Shed { key, seq }).ok();
         })
     }
-}
-
-/// About how many bytes `object` takes: its body and the metadata a tenant can fill.
-fn object_bytes(object: &DynamicObject) -> usize {
-    let texts = |map: &Option<std::collections::BTreeMap<String, String>>| {
-        map.iter()
-            .flatten()
-            .map(|(key, value)| key.len() + value.len())
-            .sum::<usize>()
-    };
-    let metadata = &object.metadata;
-    json_bytes(&object.data)
-        .saturating_add(texts(&metadata.labels))
-        .saturating_add(texts(&metadata.annotations))
-        .saturating_add(1024)
 }

@@ -111,27 +111,3 @@ impl Work for Token {
         self
     }
 }
-
-/// About how many bytes `value` takes as parsed JSON: its text, and a word or so for each node.
-/// Walked with a stack of its own (an object's nesting is the API server's to bound, not ours).
-pub fn json_bytes(value: &serde_json::Value) -> usize {
-    use serde_json::Value;
-    const NODE: usize = 32;
-    let mut bytes = 0usize;
-    let mut pending = vec![value];
-    while let Some(value) = pending.pop() {
-        bytes = bytes.saturating_add(NODE);
-        match value {
-            Value::String(text) => bytes = bytes.saturating_add(text.len()),
-            Value::Array(items) => pending.extend(items),
-            Value::Object(fields) => {
-                for (key, item) in fields {
-                    bytes = bytes.saturating_add(key.len());
-                    pending.push(item);
-                }
-            }
-            Value::Null | Value::Bool(_) | Value::Number(_) => {}
-        }
-    }
-    bytes
-}

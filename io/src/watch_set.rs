@@ -1,9 +1,12 @@
 //! Watches started and stopped by key at run time, for any owner: the controller's kinds
 //! ([`crate::watches`]) and the Cleaners' targets both watch through a [`WatchSet`]. Each watch
 //! runs in a task of its own, a member of the owner's supervised group, and hands the owner's
-//! loop events already decoded, up to [`FORWARDED`] ahead: a tenant's large objects are decoded
-//! beside the loop, not on it. A task that ends without being stopped (a watch stream does not
-//! end on its own) or panics is a fault of the group, and stops the controller.
+//! loop events already decoded, up to [`FORWARDED`] ahead and [`FORWARDED_BYTES`] of what they
+//! hold ([`Held`]; an event heavier than that alone): a tenant's large objects are decoded
+//! beside the loop, not on it, and never more of them than that. Counted in events only, 30
+//! Jobs of 20,000 `env` entries (13 MiB each as decoded) waited 16 deep for the loop
+//! (docs/explanation/tenancy.md). A task that ends without being stopped (a watch stream does
+//! not end on its own) or panics is a fault of the group, and stops the controller.
 //!
 //! Every watch begins with the list [`Lists`] makes and restarts backed off
 //! ([`crate::watch_backoff`]). Lists of objects take turns ([`ListTurns`], one for every owner);
@@ -13,6 +16,7 @@
 use std::collections::HashMap;
 use std::fmt::Debug;
 use std::hash::Hash;
+use std::sync::Arc;
 
 use futures::stream::{AbortHandle, Abortable, BoxStream, SelectAll};
 use futures::{SinkExt, StreamExt, stream};
@@ -21,6 +25,7 @@ use kube::runtime::watcher;
 use kube::{Api, Resource};
 use kube_retention_runtime::supervise::Group;
 use serde::de::DeserializeOwned;
+use tokio::sync::Semaphore;
 
 use crate::initial_list::{Events, Lists};
 use crate::list_turns::ListTurns;
@@ -33,6 +38,12 @@ pub struct Watching {
     pub lists: Lists,
     pub turns: ListTurns,
     pub tasks: Group,
+}
+
+/// What an event holds on the heap, for the bytes a watch may decode ahead of its owner's loop
+/// ([`FORWARDED_BYTES`]): at least what it holds (`kube_retention_runtime::held`).
+pub trait Held {
+    fn held(&self) -> usize;
 }
 
 /// Watches by key `K`, delivering events `E`.
@@ -55,7 +66,7 @@ impl Stop {
     }
 }
 
-impl<K: Clone + Eq + Hash, E: Send + 'static> WatchSet<K, E> {
+impl<K: Clone + Eq + Hash, E: Held + Send + 'static> WatchSet<K, E> {
     pub fn new(watching: Watching) -> Self {
         Self {
             watching,
@@ -91,17 +102,26 @@ impl<K: Clone + Eq + Hash, E: Send + 'static> WatchSet<K, E> {
     pub fn start(&mut self, key: K, name: String, mut events: BoxStream<'static, E>) {
         let (consumer, consuming) = AbortHandle::new_pair();
         let (mut sender, receiver) = futures::channel::mpsc::channel(FORWARDED);
+        let room = Arc::new(Semaphore::new(FORWARDED_BYTES));
         let producer = self.watching.tasks.spawn(name, async move {
             while let Some(event) = events.next().await {
-                if sender.send(event).await.is_err() {
+                // Its weight in room, up to all of it: one heavier event goes alone.
+                let weight = event.held().min(FORWARDED_BYTES);
+                let weight = u32::try_from(weight).unwrap_or(u32::MAX);
+                let Ok(taken) = room.clone().acquire_many_owned(weight).await else {
+                    return Ok(());
+                };
+                if sender.send((event, taken)).await.is_err() {
                     // The loop stopped reading: it stopped this watch or is shutting down.
                     return Ok(());
                 }
             }
             Err("the watch stream ended")
         });
+        // The room is given back as the loop takes the event.
+        let received = receiver.map(|(event, _taken)| event);
         self.streams
-            .push(Abortable::new(receiver, consuming).boxed());
+            .push(Abortable::new(received, consuming).boxed());
         let stop = Stop { producer, consumer };
         self.running.entry(key).or_default().push(stop);
     }
@@ -135,3 +155,7 @@ impl<K: Clone + Eq + Hash, E: Send + 'static> WatchSet<K, E> {
 
 /// Events a watch's task decodes ahead of the loop.
 pub const FORWARDED: usize = 16;
+
+/// What the events a watch's task decodes ahead of the loop may hold together; one heavier
+/// event goes alone.
+pub const FORWARDED_BYTES: usize = 8 * 1024 * 1024;

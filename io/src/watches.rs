@@ -20,10 +20,11 @@ use kube::{Api, Client};
 use kube_retention_common::annotations::UNMANAGED_SELECTOR;
 use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
 use kube_retention_common::kinds::{Entry, KindId, Watch};
+use kube_retention_runtime::held::{metadata_held_bytes, object_held_bytes};
 
 use crate::lean::{self, LeanMeta, LeanObject};
 use crate::namespace_lists::NamespaceLists;
-use crate::watch_set::{WatchSet, Watching};
+use crate::watch_set::{Held, WatchSet, Watching};
 
 /// What a watch delivered: whole objects, the metadata of a kind's unlabelled objects, retention
 /// policies, or namespaces (for policies' `namespaceSelector`).
@@ -43,6 +44,28 @@ pub enum WatchEvent {
     Policy(Result<Event<RetentionPolicy>, watcher::Error>),
     ClusterPolicy(Result<Event<ClusterRetentionPolicy>, watcher::Error>),
     Namespace(Result<Event<PartialObjectMeta<Namespace>>, watcher::Error>),
+}
+
+impl Held for WatchEvent {
+    /// Objects and their metadata as held; policies and namespaces, the cluster's configuration
+    /// (their schemas bound their size), as nothing beside their count.
+    fn held(&self) -> usize {
+        match self {
+            WatchEvent::Object(_, Ok(event)) | WatchEvent::Relisted(_, _, Ok(event)) => match event
+            {
+                Event::Apply(object) | Event::InitApply(object) | Event::Delete(object) => {
+                    object_held_bytes(object)
+                }
+                Event::Init | Event::InitDone => 0,
+            },
+            WatchEvent::Metadata(
+                _,
+                Ok(Event::Apply(meta) | Event::InitApply(meta) | Event::Delete(meta)),
+            ) => std::mem::size_of::<PartialObjectMeta<DynamicObject>>()
+                .saturating_add(metadata_held_bytes(&meta.metadata)),
+            _ => 0,
+        }
+    }
 }
 
 /// What one of the controller's watches is for.

@@ -2,7 +2,9 @@
 //! Kubernetes client from `--kubeconfig` or the environment, logging, the shutdown signal, the
 //! flags both the webhook and the controller take ([`SinkPolicyFlags`]), the supervision of
 //! their background tasks ([`supervise`]), and fairness between tenants: one queue each, served
-//! round robin ([`fair`]), and each one's share of a CPU-bound service's time ([`time_shares`]).
+//! round robin ([`fair`]), and each one's share of a CPU-bound service's time ([`time_shares`]);
+//! and what a decoded object holds on the heap, which every bound on tenants' objects charges
+//! ([`held`]).
 
 use std::path::Path;
 
@@ -12,6 +14,7 @@ use tracing_subscriber::EnvFilter;
 
 pub mod discovery;
 pub mod fair;
+pub mod held;
 pub mod sinks;
 pub mod supervise;
 pub mod time_shares;

@@ -30,7 +30,8 @@ use super::metrics::KindLabels;
 use super::status::Problem;
 use kube_retention_evaluator::Evaluator;
 use kube_retention_io::status_writes::{StatusOf, StatusWrites};
-use kube_retention_io::watch_set::{WatchSet, Watching};
+use kube_retention_io::watch_set::{Held, WatchSet, Watching};
+use kube_retention_runtime::held::object_held_bytes;
 
 /// How often kinds that could not be watched are looked up again.
 const REDISCOVER: Duration = Duration::from_secs(30);
@@ -49,6 +50,19 @@ enum Watched {
 enum CleanerEvent {
     Cleaner(Result<Event<Cleaner>, watcher::Error>),
     Target(Scope, Result<Event<DynamicObject>, watcher::Error>),
+}
+
+impl Held for CleanerEvent {
+    /// Targets as held; Cleaners, written within their schema, as nothing beside their count.
+    fn held(&self) -> usize {
+        match self {
+            CleanerEvent::Target(
+                _,
+                Ok(Event::Apply(object) | Event::InitApply(object) | Event::Delete(object)),
+            ) => object_held_bytes(object),
+            _ => 0,
+        }
+    }
 }
 
 /// Discovery's answer for a kind.

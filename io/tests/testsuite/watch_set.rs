@@ -10,11 +10,20 @@ use kube::Api;
 use kube::runtime::watcher::{self, Event};
 use kube_retention_io::initial_list::{InitialList, Lists};
 use kube_retention_io::list_turns::ListTurns;
-use kube_retention_io::watch_set::{WatchSet, Watching};
+use kube_retention_io::watch_set::{FORWARDED_BYTES, Held, WatchSet, Watching};
 use kube_retention_runtime::supervise::{self, TaskEnd};
 use serde_json::json;
 
-type Set = WatchSet<&'static str, (&'static str, String)>;
+type Set = WatchSet<&'static str, Shown>;
+
+/// An event as a test shows it: its watch's key, its name, and what it is said to hold.
+struct Shown(&'static str, String, usize);
+
+impl Held for Shown {
+    fn held(&self) -> usize {
+        self.2
+    }
+}
 
 /// Two sets sharing one turn, as the controller and the Cleaners do under
 /// `--list-concurrency=1`; and the supervised group of their tasks.
@@ -45,7 +54,7 @@ fn watch(set: &mut Set, client: &kube::Client, key: &'static str, namespace: &st
                 Ok(Event::Delete(_)) => "Delete".into(),
                 Err(error) => error.to_string(),
             };
-            (key, shown)
+            Shown(key, shown, 0)
         });
     set.start(key, format!("ConfigMaps in {namespace}"), events.boxed());
 }
@@ -125,12 +134,16 @@ async fn a_stopped_watch_delivers_nothing_more() {
     let mut set: Set = WatchSet::new(watching);
     let (sender, receiver) = futures::channel::mpsc::unbounded();
     set.start("replayed", "replayed".into(), receiver.boxed());
-    sender.unbounded_send(("replayed", "first".into())).unwrap();
+    sender
+        .unbounded_send(Shown("replayed", "first".into(), 0))
+        .unwrap();
     assert_eq!(set.next().await.1, "first");
     assert!(set.is_running(&"replayed"));
     set.stop(&"replayed");
     assert!(!set.is_running(&"replayed"));
-    sender.unbounded_send(("replayed", "second".into())).ok();
+    sender
+        .unbounded_send(Shown("replayed", "second".into(), 0))
+        .ok();
     let next = tokio::time::timeout(Duration::from_secs(3600), set.next()).await;
     assert!(next.is_err(), "nothing after the stop");
 }
@@ -147,4 +160,53 @@ async fn a_watch_whose_stream_ends_is_its_groups_fault() {
         ended.outcome,
         TaskEnd::Failed("the watch stream ended".into())
     );
+}
+
+/// A watch decodes ahead of the loop no more than FORWARDED_BYTES of what its events hold:
+/// events of 3 MiB, the loop not reading, stop at two forwarded and the third decoded and
+/// waiting for room; each one the loop takes lets one more through. Counted in events only,
+/// seventeen would have been decoded ahead.
+#[tokio::test(start_paused = true)]
+async fn a_watch_decodes_ahead_no_more_than_its_bytes() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let (tasks, _group) = supervise::group("watches");
+    let watching = Watching {
+        lists: Lists::new(InitialList::Pages, 500),
+        turns: ListTurns::new(1),
+        tasks,
+    };
+    let mut set: Set = WatchSet::new(watching);
+    let decoded = Arc::new(AtomicUsize::new(0));
+    let counted = decoded.clone();
+    let heavy = 3 * 1024 * 1024;
+    let events = futures::stream::iter(0..40)
+        .map(move |index| {
+            counted.fetch_add(1, Ordering::Relaxed);
+            Shown("heavy", format!("{index}"), heavy)
+        })
+        .chain(futures::stream::pending());
+    set.start("heavy", "heavy".into(), events.boxed());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(FORWARDED_BYTES / heavy, 2);
+    assert_eq!(
+        decoded.load(Ordering::Relaxed),
+        3,
+        "two forwarded, one waiting"
+    );
+    assert_eq!(set.next().await.1, "0");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(decoded.load(Ordering::Relaxed), 4, "one taken, one more");
+    // One heavier than the whole room goes alone.
+    let mut set: Set = WatchSet::new(Watching {
+        lists: Lists::new(InitialList::Pages, 500),
+        turns: ListTurns::new(1),
+        tasks: supervise::group("watches").0,
+    });
+    let huge = futures::stream::iter([Shown("huge", "huge".into(), 4 * FORWARDED_BYTES)])
+        .chain(futures::stream::pending());
+    set.start("huge", "huge".into(), huge.boxed());
+    let alone = set.next().await;
+    assert_eq!((alone.0, alone.1.as_str()), ("huge", "huge"));
 }
