@@ -23,29 +23,27 @@ use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 #[global_allocator]
 static ALLOCATOR: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
-/// What parsing `text` left allocated: bytes, allocations; and the tree.
-fn parsed(text: &str) -> (usize, usize, Value) {
+/// What `make` left allocated: bytes, allocations; and what it made.
+fn counted<T>(make: impl FnOnce() -> T) -> (usize, usize, T) {
     let region = Region::new(ALLOCATOR);
-    let value: Value = serde_json::from_str(text).unwrap();
+    let made = make();
     // A reallocation counts its growth as allocated (and its shrinking as freed).
     let change = region.change();
     let bytes = change
         .bytes_allocated
         .saturating_sub(change.bytes_deallocated);
     let allocations = change.allocations.saturating_sub(change.deallocations);
-    (bytes, allocations, value)
+    (bytes, allocations, made)
 }
 
-/// What decoding `text` as an object left allocated: bytes, allocations; and the object.
+/// What parsing `text` left allocated, and the tree.
+fn parsed(text: &str) -> (usize, usize, Value) {
+    counted(|| serde_json::from_str(text).unwrap())
+}
+
+/// What decoding `text` as an object left allocated, and the object.
 fn decoded(text: &str) -> (usize, usize, DynamicObject) {
-    let region = Region::new(ALLOCATOR);
-    let object: DynamicObject = serde_json::from_str(text).unwrap();
-    let change = region.change();
-    let bytes = change
-        .bytes_allocated
-        .saturating_sub(change.bytes_deallocated);
-    let allocations = change.allocations.saturating_sub(change.deallocations);
-    (bytes, allocations, object)
+    counted(|| serde_json::from_str(text).unwrap())
 }
 
 /// What glibc's allocator may keep beside an allocation at most: an 8-byte header and rounding

@@ -41,6 +41,17 @@ fn two_owners() -> (Set, Set, supervise::Supervised) {
     )
 }
 
+/// One owner's set, and the supervised group of its tasks.
+fn one_owner() -> (Set, supervise::Supervised) {
+    let (tasks, group) = supervise::group("watches");
+    let watching = Watching {
+        lists: Lists::new(InitialList::Pages, 500),
+        turns: ListTurns::new(1),
+        tasks,
+    };
+    (WatchSet::new(watching), group)
+}
+
 /// Watches the ConfigMaps of `namespace` under `key`, each event shown as its name.
 fn watch(set: &mut Set, client: &kube::Client, key: &'static str, namespace: &str) {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
@@ -125,13 +136,7 @@ async fn owners_sharing_a_turn_list_one_at_a_time() {
 
 #[tokio::test(start_paused = true)]
 async fn a_stopped_watch_delivers_nothing_more() {
-    let (tasks, _group) = supervise::group("watches");
-    let watching = Watching {
-        lists: Lists::new(InitialList::Pages, 500),
-        turns: ListTurns::new(1),
-        tasks,
-    };
-    let mut set: Set = WatchSet::new(watching);
+    let (mut set, _group) = one_owner();
     let (sender, receiver) = futures::channel::mpsc::unbounded();
     set.start("replayed", "replayed".into(), receiver.boxed());
     sender
@@ -171,13 +176,7 @@ async fn a_watch_decodes_ahead_no_more_than_its_bytes() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    let (tasks, _group) = supervise::group("watches");
-    let watching = Watching {
-        lists: Lists::new(InitialList::Pages, 500),
-        turns: ListTurns::new(1),
-        tasks,
-    };
-    let mut set: Set = WatchSet::new(watching);
+    let (mut set, _group) = one_owner();
     let decoded = Arc::new(AtomicUsize::new(0));
     let counted = decoded.clone();
     let heavy = 3 * 1024 * 1024;
@@ -199,11 +198,7 @@ async fn a_watch_decodes_ahead_no_more_than_its_bytes() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(decoded.load(Ordering::Relaxed), 4, "one taken, one more");
     // One heavier than the whole room goes alone.
-    let mut set: Set = WatchSet::new(Watching {
-        lists: Lists::new(InitialList::Pages, 500),
-        turns: ListTurns::new(1),
-        tasks: supervise::group("watches").0,
-    });
+    let (mut set, _other_group) = one_owner();
     let huge = futures::stream::iter([Shown("huge", "huge".into(), 4 * FORWARDED_BYTES)])
         .chain(futures::stream::pending());
     set.start("huge", "huge".into(), huge.boxed());
