@@ -213,17 +213,16 @@ impl Watches {
 
     /// Stops the watches of `kind`, and its lists in namespaces; they deliver nothing more.
     pub fn stop(&mut self, kind: KindId) {
-        let relists: Vec<Watched> = self
+        let namespaces: Vec<Arc<str>> = self
             .set
             .keys()
-            .filter(|key| matches!(key, Watched::Relist(listed, _) if *listed == kind))
-            .cloned()
+            .filter_map(|key| match key {
+                Watched::Relist(listed, namespace) if *listed == kind => Some(namespace.clone()),
+                _ => None,
+            })
             .collect();
-        for key in relists {
-            if let Watched::Relist(kind, namespace) = &key {
-                self.namespace_lists.ended(*kind, namespace);
-            }
-            self.set.stop(&key);
+        for namespace in namespaces {
+            self.relisted(kind, &namespace);
         }
         self.set.stop(&Watched::Kind(kind));
         self.modes.remove(&kind);
