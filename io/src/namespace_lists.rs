@@ -22,10 +22,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use kube::runtime::watcher::Event;
 use kube_retention_common::kinds::KindId;
-
-use crate::watches::WatchEvent;
 
 /// The namespaces being listed alone, by kind, and the names their kind's watch told of since.
 #[derive(Debug, Default)]
@@ -44,37 +41,9 @@ impl NamespaceLists {
         self.under_way.remove(&(kind, namespace.clone()));
     }
 
-    /// Whether `event` goes on to the loop, noting what a kind's watch tells: false only for a
-    /// namespace list's version of an object its kind's watch told of since the list was
-    /// asked for.
-    pub(crate) fn passes(&mut self, event: &WatchEvent) -> bool {
-        match event {
-            WatchEvent::Object(
-                kind,
-                Ok(Event::Apply(object) | Event::InitApply(object) | Event::Delete(object)),
-            ) => {
-                if let (Some(namespace), Some(name)) =
-                    (&object.metadata.namespace, &object.metadata.name)
-                {
-                    self.watched(*kind, namespace, name);
-                }
-                true
-            }
-            WatchEvent::Relisted(
-                kind,
-                namespace,
-                Ok(Event::Apply(object) | Event::InitApply(object)),
-            ) => {
-                let name = object.metadata.name.as_deref().unwrap_or_default();
-                !self.superseded(*kind, namespace, name)
-            }
-            _ => true,
-        }
-    }
-
     /// `kind`'s watch told of `name` in `namespace` (applied or gone): noted, where a list of
     /// that namespace is under way.
-    fn watched(&mut self, kind: KindId, namespace: &str, name: &str) {
+    pub(crate) fn watched(&mut self, kind: KindId, namespace: &str, name: &str) {
         if self.under_way.is_empty() {
             return;
         }
@@ -85,7 +54,7 @@ impl NamespaceLists {
 
     /// Whether the kind's watch told of `name` since the list of `namespace` was asked for: the
     /// list's version of it is not to be passed on.
-    fn superseded(&self, kind: KindId, namespace: &Arc<str>, name: &str) -> bool {
+    pub(crate) fn superseded(&self, kind: KindId, namespace: &Arc<str>, name: &str) -> bool {
         self.under_way
             .get(&(kind, namespace.clone()))
             .is_some_and(|told| told.contains(name))
@@ -135,104 +104,5 @@ mod tests {
         lists.ended(jobs, &team_a);
         assert!(!lists.superseded(jobs, &team_a, "finished"));
         assert_eq!(lists.noted(), 0);
-    }
-
-    /// A generated history: commits to four objects of one namespace, delivered in order by
-    /// the kind's watch; a list of the namespace asked for after some of them were delivered,
-    /// seeing at least those (and perhaps more), its items delivered in between the watch's
-    /// later deliveries. What the loop is left with, taking each event passed on as the newest
-    /// word on its object, is what the last commit to each object left.
-    mod interleavings {
-        use std::collections::BTreeMap;
-
-        use kube::api::DynamicObject;
-        use proptest::prelude::*;
-
-        use super::*;
-
-        fn object(name: usize, version: usize) -> DynamicObject {
-            serde_json::from_value(serde_json::json!({
-                "apiVersion": "batch/v1", "kind": "Job",
-                "metadata": {"name": format!("job-{name}"), "namespace": "team-a",
-                             "resourceVersion": version.to_string()}
-            }))
-            .unwrap()
-        }
-
-        /// What each object is after `commits`, by name: its last version, or gone.
-        fn after(commits: &[(usize, bool)]) -> BTreeMap<String, usize> {
-            let mut state = BTreeMap::new();
-            for (index, &(name, deleted)) in commits.iter().enumerate() {
-                match deleted {
-                    true => state.remove(&format!("job-{name}")),
-                    false => state.insert(format!("job-{name}"), index + 1),
-                };
-            }
-            state
-        }
-
-        proptest! {
-            #![proptest_config(ProptestConfig::with_cases(2_000))]
-            #[test]
-            fn the_loop_ends_with_what_the_last_commit_left(
-                commits in prop::collection::vec((0usize..4, any::<bool>()), 0..24),
-                asked in any::<prop::sample::Index>(),
-                seen in any::<prop::sample::Index>(),
-                arrivals in prop::collection::vec(any::<prop::sample::Index>(), 4),
-            ) {
-                let (jobs, _) = kinds();
-                let namespace: Arc<str> = Arc::from("team-a");
-                let total = commits.len();
-                // Delivered by the watch before the list is asked for; seen by the list.
-                let asked = asked.index(total + 1);
-                let seen = asked + seen.index(total - asked + 1);
-                let items: Vec<(String, usize)> = after(&commits[..seen]).into_iter().collect();
-                // Each item arrives after as many of the watch's deliveries, in order.
-                let mut arrive: Vec<usize> = arrivals
-                    .iter()
-                    .take(items.len())
-                    .map(|at| asked + at.index(total - asked + 1))
-                    .collect();
-                arrive.sort_unstable();
-                let mut lists = NamespaceLists::default();
-                let mut loop_state: BTreeMap<String, usize> = BTreeMap::new();
-                let mut take = |lists: &mut NamespaceLists, event: WatchEvent| {
-                    if !lists.passes(&event) {
-                        return;
-                    }
-                    match event {
-                        WatchEvent::Object(_, Ok(Event::Apply(object)))
-                        | WatchEvent::Relisted(_, _, Ok(Event::InitApply(object))) => {
-                            let version = object.metadata.resource_version.unwrap();
-                            loop_state.insert(object.metadata.name.unwrap(), version.parse().unwrap());
-                        }
-                        WatchEvent::Object(_, Ok(Event::Delete(object))) => {
-                            loop_state.remove(&object.metadata.name.unwrap());
-                        }
-                        _ => {}
-                    }
-                };
-                let mut listed = items.iter().zip(&arrive).peekable();
-                for delivered in 0..=total {
-                    if delivered == asked {
-                        lists.started(jobs, namespace.clone());
-                    }
-                    while let Some(((name, version), _)) = listed.next_if(|(_, at)| **at == delivered) {
-                        let name: usize = name.trim_start_matches("job-").parse().unwrap();
-                        let event = Event::InitApply(object(name, *version));
-                        take(&mut lists, WatchEvent::Relisted(jobs, namespace.clone(), Ok(event)));
-                    }
-                    if delivered >= asked && listed.peek().is_none() {
-                        lists.ended(jobs, &namespace);
-                    }
-                    if let Some(&(name, deleted)) = commits.get(delivered) {
-                        let object = object(name, delivered + 1);
-                        let event = if deleted { Event::Delete(object) } else { Event::Apply(object) };
-                        take(&mut lists, WatchEvent::Object(jobs, Ok(event)));
-                    }
-                }
-                prop_assert_eq!(loop_state, after(&commits));
-            }
-        }
     }
 }

@@ -256,12 +256,145 @@ impl Watches {
 
     /// The next event of any watch; pending (never `None`) while no watch runs. A list of a
     /// kind in one namespace passes on no object its kind's watch told of since the list was
-    /// asked for (`namespace_lists.rs`).
+    /// asked for ([`passes`], `namespace_lists.rs`).
     pub async fn next(&mut self) -> WatchEvent {
         loop {
             let event = self.set.next().await;
-            if self.namespace_lists.passes(&event) {
+            if passes(&mut self.namespace_lists, &event) {
                 return event;
+            }
+        }
+    }
+}
+
+/// Whether `event` goes on to the loop, noting in `lists` what a kind's watch tells: false
+/// only for a namespace list's version of an object its kind's watch told of since the list
+/// was asked for.
+pub(crate) fn passes(lists: &mut NamespaceLists, event: &WatchEvent) -> bool {
+    match event {
+        WatchEvent::Object(
+            kind,
+            Ok(Event::Apply(object) | Event::InitApply(object) | Event::Delete(object)),
+        ) => {
+            if let (Some(namespace), Some(name)) =
+                (&object.metadata.namespace, &object.metadata.name)
+            {
+                lists.watched(*kind, namespace, name);
+            }
+            true
+        }
+        WatchEvent::Relisted(
+            kind,
+            namespace,
+            Ok(Event::Apply(object) | Event::InitApply(object)),
+        ) => {
+            let name = object.metadata.name.as_deref().unwrap_or_default();
+            !lists.superseded(*kind, namespace, name)
+        }
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A generated history: commits to four objects of one namespace, delivered in order by
+    /// the kind's watch; a list of the namespace asked for after some of them were delivered,
+    /// seeing at least those (and perhaps more), its items delivered in between the watch's
+    /// later deliveries. What the loop is left with, taking each event passed on as the newest
+    /// word on its object, is what the last commit to each object left.
+    mod interleavings {
+        use std::collections::BTreeMap;
+
+        use kube::api::DynamicObject;
+        use proptest::prelude::*;
+
+        use super::*;
+        use crate::namespace_lists::NamespaceLists;
+
+        fn object(name: usize, version: usize) -> DynamicObject {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": format!("job-{name}"), "namespace": "team-a",
+                             "resourceVersion": version.to_string()}
+            }))
+            .unwrap()
+        }
+
+        /// What each object is after `commits`, by name: its last version, or gone.
+        fn after(commits: &[(usize, bool)]) -> BTreeMap<String, usize> {
+            let mut state = BTreeMap::new();
+            for (index, &(name, deleted)) in commits.iter().enumerate() {
+                match deleted {
+                    true => state.remove(&format!("job-{name}")),
+                    false => state.insert(format!("job-{name}"), index + 1),
+                };
+            }
+            state
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2_000))]
+            #[test]
+            fn the_loop_ends_with_what_the_last_commit_left(
+                commits in prop::collection::vec((0usize..4, any::<bool>()), 0..24),
+                asked in any::<prop::sample::Index>(),
+                seen in any::<prop::sample::Index>(),
+                arrivals in prop::collection::vec(any::<prop::sample::Index>(), 4),
+            ) {
+                let jobs = kube_retention_common::Registry::builtin().named("Job.batch").unwrap();
+                let namespace: Arc<str> = Arc::from("team-a");
+                let total = commits.len();
+                // Delivered by the watch before the list is asked for; seen by the list.
+                let asked = asked.index(total + 1);
+                let seen = asked + seen.index(total - asked + 1);
+                let items: Vec<(String, usize)> = after(&commits[..seen]).into_iter().collect();
+                // Each item arrives after as many of the watch's deliveries, in order.
+                let mut arrive: Vec<usize> = arrivals
+                    .iter()
+                    .take(items.len())
+                    .map(|at| asked + at.index(total - asked + 1))
+                    .collect();
+                arrive.sort_unstable();
+                let mut lists = NamespaceLists::default();
+                let mut loop_state: BTreeMap<String, usize> = BTreeMap::new();
+                let mut take = |lists: &mut NamespaceLists, event: WatchEvent| {
+                    if !passes(lists, &event) {
+                        return;
+                    }
+                    match event {
+                        WatchEvent::Object(_, Ok(Event::Apply(object)))
+                        | WatchEvent::Relisted(_, _, Ok(Event::InitApply(object))) => {
+                            let version = object.metadata.resource_version.unwrap();
+                            loop_state.insert(object.metadata.name.unwrap(), version.parse().unwrap());
+                        }
+                        WatchEvent::Object(_, Ok(Event::Delete(object))) => {
+                            loop_state.remove(&object.metadata.name.unwrap());
+                        }
+                        _ => {}
+                    }
+                };
+                let mut listed = items.iter().zip(&arrive).peekable();
+                for delivered in 0..=total {
+                    if delivered == asked {
+                        lists.started(jobs, namespace.clone());
+                    }
+                    while let Some(((name, version), _)) = listed.next_if(|(_, at)| **at == delivered) {
+                        let name: usize = name.trim_start_matches("job-").parse().unwrap();
+                        let event = Event::InitApply(object(name, *version));
+                        take(&mut lists, WatchEvent::Relisted(jobs, namespace.clone(), Ok(event)));
+                    }
+                    if delivered >= asked && listed.peek().is_none() {
+                        lists.ended(jobs, &namespace);
+                    }
+                    if let Some(&(name, deleted)) = commits.get(delivered) {
+                        let object = object(name, delivered + 1);
+                        let event = if deleted { Event::Delete(object) } else { Event::Apply(object) };
+                        take(&mut lists, WatchEvent::Object(jobs, Ok(event)));
+                    }
+                }
+                prop_assert_eq!(loop_state, after(&commits));
             }
         }
     }
