@@ -256,7 +256,7 @@ impl Watches {
 
     /// The next event of any watch; pending (never `None`) while no watch runs. A list of a
     /// kind in one namespace passes on no object its kind's watch told of since the list was
-    /// asked for ([`passes`], `namespace_lists.rs`).
+    /// asked for (`passes`, `namespace_lists.rs`).
     pub async fn next(&mut self) -> WatchEvent {
         loop {
             let event = self.set.next().await;
