@@ -60,6 +60,7 @@ pub struct Metrics {
     pub lists: Family<KindLabels, Counter>,
     pub list_fallbacks: Family<ListFallbackLabels, Counter>,
     pub list_pages_read_again: Family<PageLabels, Counter>,
+    pub objects_past_bound: Family<KindLabels, Counter>,
     pub unpermitted_kinds: Family<UnpermittedLabels, Gauge>,
     pub evaluations_queued: Gauge,
     pub evaluation_seconds: Histogram,
@@ -174,6 +175,12 @@ impl Default for Metrics {
             "Pages of paged lists that outweighed --list-page-memory, dropped unread and asked for again with half as many objects, by API",
             list_pages_read_again.clone(),
         );
+        let objects_past_bound = Family::default();
+        registry.register(
+            "objects_past_bound",
+            "Versions of objects whose data held more than 16 MiB decoded (a tree of small maps holds up to a hundred times its text), read past undecoded: such an object is not judged, nor deleted, until a version of it fits, by kind",
+            objects_past_bound.clone(),
+        );
         let unpermitted_kinds = Family::default();
         registry.register(
             "unpermitted_kind",
@@ -216,6 +223,7 @@ impl Default for Metrics {
             lists,
             list_fallbacks,
             list_pages_read_again,
+            objects_past_bound,
             unpermitted_kinds,
             in_backoff,
             overdue,

@@ -10,6 +10,13 @@
 //! serde has no way to skip a field of a foreign type: `ObjectMeta`'s own decoder reads the
 //! metadata, through a map that leaves `managedFields` out, so every other field is decoded
 //! exactly as kube decodes it.
+//!
+//! The rest of an object, its data, is decoded within [`OBJECT_BYTES`] of what it holds
+//! (`kube_retention_runtime::held::Within`): a tree of small maps holds a hundred times its
+//! text, so one object of etcd's 1.5 MiB could take 170 MiB decoded, and a tenant may write such
+//! objects of any kind it may create. Past the bound the rest is read past, and the object comes
+//! with its metadata and no data ([`past_bound`]): the controller cannot judge it, so it never
+//! deletes it, and counts it (`kube_retention_objects_past_bound_total`).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -18,13 +25,25 @@ use kube::Resource;
 use kube::api::{ApiResource, DynamicObject, ObjectMeta, PartialObjectMeta, TypeMeta};
 use kube::core::DynamicResourceScope;
 use kube::runtime::watcher::Event;
+use kube_retention_runtime::held::{Budget, Within};
 use serde::Deserialize;
 use serde::de::value::{MapAccessDeserializer, StringDeserializer};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
 /// The metadata field the controller never reads, left undecoded.
-const SKIPPED: &str = "managedFields";
+pub(crate) const SKIPPED: &str = "managedFields";
+
+/// The most an object's data may hold decoded ([`past_bound`] past it): 16 MiB, some ten times
+/// the text of the largest object etcd stores, where it is of usual JSON.
+pub const OBJECT_BYTES: usize = 16 * 1024 * 1024;
+
+/// Whether `object`, of an object watch or list ([`LeanObject`]), held more than
+/// [`OBJECT_BYTES`] decoded and came without its data: not to be judged. (An object of a
+/// metadata watch, [`LeanMeta`], has no data either: ask this of object watches' only.)
+pub fn past_bound(object: &DynamicObject) -> bool {
+    object.data.is_null()
+}
 
 /// `Resource` for a wrapper of an object decoded through the API of an [`ApiResource`], as
 /// `DynamicObject` has it; `metadata_api`: requested as metadata only.
@@ -91,7 +110,7 @@ impl<'de> Deserialize<'de> for LeanObject {
         Ok(LeanObject(DynamicObject {
             types,
             metadata,
-            data: Value::Object(data),
+            data: data.map_or(Value::Null, Value::Object),
         }))
     }
 }
@@ -110,11 +129,11 @@ impl<'de> Deserialize<'de> for LeanMeta {
 }
 
 /// An object's parts: its type (as `DynamicObject`'s flattened `Option<TypeMeta>`: both fields
-/// or none), its metadata, and the rest.
+/// or none), its metadata, and the rest, if it held at most [`OBJECT_BYTES`].
 struct Parts {
     types: Option<TypeMeta>,
     metadata: ObjectMeta,
-    data: Map<String, Value>,
+    data: Option<Map<String, Value>>,
 }
 
 /// Reads an object's parts; the rest is read past, not kept, unless `data`.
@@ -132,14 +151,19 @@ impl<'de> Visitor<'de> for PartsVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Parts, A::Error> {
         let (mut api_version, mut kind, mut metadata) = (None, None, None);
         let mut data = Map::new();
+        let budget = Budget::new(OBJECT_BYTES);
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "apiVersion" => api_version = Some(map.next_value::<String>()?),
                 "kind" => kind = Some(map.next_value::<String>()?),
                 "metadata" => metadata = Some(map.next_value_seed(MetadataSeed)?),
                 _ if self.data => {
-                    let value = map.next_value::<Value>()?;
-                    data.insert(key, value);
+                    let value = map.next_value_seed(Within(&budget))?;
+                    if budget.entry(&key, data.len()) {
+                        data.insert(key, value);
+                    } else {
+                        data = Map::new();
+                    }
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -151,7 +175,7 @@ impl<'de> Visitor<'de> for PartsVisitor {
                 .zip(kind)
                 .map(|(api_version, kind)| TypeMeta { api_version, kind }),
             metadata: metadata.unwrap_or_default(),
-            data,
+            data: (!budget.exceeded()).then_some(data),
         })
     }
 }
@@ -244,5 +268,57 @@ pub fn unwrapped<L, K: From<L>>(event: Event<L>) -> Event<K> {
         Event::Init => Event::Init,
         Event::InitApply(object) => Event::InitApply(object.into()),
         Event::InitDone => Event::InitDone,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube_retention_runtime::held::held_bytes;
+
+    use super::*;
+
+    /// A Job of `entries` one-entry maps in its spec.
+    fn dense_job(entries: usize) -> String {
+        let env = vec![r#"{"name":"E"}"#; entries].join(",");
+        format!(
+            r#"{{"apiVersion":"batch/v1","kind":"Job","metadata":{{"name":"dense","namespace":"tenant","uid":"u-1","resourceVersion":"9","managedFields":[{{"manager":"kubectl"}}]}},"spec":{{"template":{{"spec":{{"containers":[{{"name":"c","env":[{env}]}}]}}}}}},"status":{{"succeeded":1}}}}"#
+        )
+    }
+
+    /// What the object's data holds decoded, as [`OBJECT_BYTES`] counts it.
+    fn data_held(text: &str) -> usize {
+        let mut value: Value = serde_json::from_str(text).unwrap();
+        let fields = value.as_object_mut().unwrap();
+        for part in ["apiVersion", "kind", "metadata"] {
+            fields.remove(part);
+        }
+        held_bytes(&value)
+    }
+
+    #[test]
+    fn an_object_whose_data_holds_more_than_its_bound_comes_with_its_metadata_alone() {
+        // Some 280 KB of text: past 16 MiB decoded.
+        let text = dense_job(24_000);
+        assert!(data_held(&text) > OBJECT_BYTES);
+        let LeanObject(object) = serde_json::from_str(&text).unwrap();
+        assert!(past_bound(&object));
+        assert_eq!(object.metadata.name.as_deref(), Some("dense"));
+        assert_eq!(object.metadata.uid.as_deref(), Some("u-1"));
+        assert_eq!(object.metadata.resource_version.as_deref(), Some("9"));
+        assert_eq!(object.metadata.managed_fields, None);
+        assert_eq!(object.types.unwrap().kind, "Job");
+        // Its metadata alone, as a metadata watch reads it, is unaffected.
+        let LeanMeta(meta) = serde_json::from_str(&text).unwrap();
+        assert_eq!(meta.metadata.name.as_deref(), Some("dense"));
+    }
+
+    #[test]
+    fn an_object_within_its_bound_comes_whole() {
+        let text = dense_job(1_000);
+        assert!(data_held(&text) < OBJECT_BYTES);
+        let LeanObject(object) = serde_json::from_str(&text).unwrap();
+        assert!(!past_bound(&object));
+        let whole: DynamicObject = serde_json::from_str(&text).unwrap();
+        assert_eq!(object.data, whole.data);
     }
 }

@@ -18,7 +18,9 @@
 //! Hand-written: kube-runtime's watcher has a page size, not a page weight, and kube reads a
 //! response whole, so no setting of either bounds a page's bytes.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
@@ -26,16 +28,25 @@ use bytes::{Bytes, BytesMut};
 use futures::future::BoxFuture;
 use http::{Method, Request, Response, Uri};
 use http_body_util::{BodyExt, Either, Full};
+use kube::api::DynamicObject;
 use kube::client::Body;
+use kube_retention_runtime::held::{Weighed, allocation, map_bytes, slots_bytes};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use tower::{BoxError, Layer, Service, ServiceExt};
 
 use crate::initial_list::api_of;
+use crate::lean::SKIPPED;
 
 /// The most a page's body may weigh by default: 4 MiB, some 800 Jobs of a usual 5 KB.
 pub const PAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// What a page's objects may hold decoded, in bounds of its text: 16 MiB by default. A usual
+/// Job of 3 KB holds some 18 KB decoded lean, so 500 of them (a page as the list asks for it)
+/// fit; objects of small maps hold up to a hundred times their text, and their pages are cut.
+const HELD_PER_TEXT: usize = 4;
 
 /// Collections whose page size that fits is remembered; past it the memory starts afresh.
 const REMEMBERED: usize = 4096;
@@ -185,11 +196,20 @@ where
                 let (parts, body) = sent.await.map_err(Into::into)?.into_parts();
                 // One object a page is as small as a page gets: read whole.
                 let bound = if asked > 1 { pages.bound } else { usize::MAX };
-                match read_within(body, bound).await? {
-                    Some(read) => {
+                let held_bound = bound.saturating_mul(HELD_PER_TEXT);
+                let read = read_within(body, bound)
+                    .await?
+                    .map(|read| {
+                        let held = if asked > 1 { page_held(&read) } else { 0 };
+                        (read, held)
+                    })
+                    .filter(|(_, held)| *held <= held_bound);
+                match read {
+                    Some((read, held)) => {
+                        let weight = read.len().max(held / HELD_PER_TEXT);
                         pages
                             .fits
-                            .record(&page.path, asked, page.wanted, read.len(), pages.bound);
+                            .record(&page.path, asked, page.wanted, weight, pages.bound);
                         return Ok(Response::from_parts(parts, Either::Left(Full::new(read))));
                     }
                     None => {
@@ -259,6 +279,144 @@ impl Page {
     }
 }
 
+/// What the objects of the page `text` hold decoded, as the watches decode them (`lean.rs`: an
+/// object's metadata less `managedFields`, and its data), read from the text without decoding
+/// any of it ([`Weighed`]); 0 for text that is not a list, which kube then reports as it is.
+fn page_held(text: &[u8]) -> usize {
+    PageHeld
+        .deserialize(&mut serde_json::Deserializer::from_slice(text))
+        .unwrap_or(0)
+}
+
+/// A page: the weight of its `items`, the rest read past.
+struct PageHeld;
+
+impl<'de> DeserializeSeed<'de> for PageHeld {
+    type Value = usize;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<usize, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for PageHeld {
+    type Value = usize;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("a page of a list")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut fields: A) -> Result<usize, A::Error> {
+        let mut held = 0usize;
+        while let Some(key) = fields.next_key_seed(Key)? {
+            if key == "items" {
+                held = held.saturating_add(fields.next_value_seed(ItemsHeld)?);
+            } else {
+                fields.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(held)
+    }
+}
+
+/// A page's objects: each as held ([`ObjectHeld`]), and the slots of the vector holding them.
+struct ItemsHeld;
+
+impl<'de> DeserializeSeed<'de> for ItemsHeld {
+    type Value = usize;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<usize, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ItemsHeld {
+    type Value = usize;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("a list's items")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<usize, A::Error> {
+        let (mut count, mut held) = (0usize, 0usize);
+        while let Some(item) = items.next_element_seed(ObjectHeld { skipping: None })? {
+            count += 1;
+            held = held.saturating_add(item);
+        }
+        Ok(held.saturating_add(slots_bytes(count, std::mem::size_of::<DynamicObject>())))
+    }
+}
+
+/// An object (or its metadata, `skipping` [`SKIPPED`]) as a tree of its fields: never less than
+/// its lean decoding holds, which keeps the metadata's fields in a struct of its own.
+struct ObjectHeld {
+    skipping: Option<&'static str>,
+}
+
+impl<'de> DeserializeSeed<'de> for ObjectHeld {
+    type Value = usize;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<usize, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ObjectHeld {
+    type Value = usize;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut fields: A) -> Result<usize, A::Error> {
+        let (mut entries, mut held) = (0usize, 0usize);
+        while let Some(key) = fields.next_key_seed(Key)? {
+            let value = match &*key {
+                skipped if Some(skipped) == self.skipping => {
+                    fields.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+                "metadata" if self.skipping.is_none() => fields.next_value_seed(ObjectHeld {
+                    skipping: Some(SKIPPED),
+                })?,
+                _ => fields.next_value_seed(Weighed)?,
+            };
+            entries += 1;
+            held = held
+                .saturating_add(allocation(key.len()))
+                .saturating_add(value);
+        }
+        Ok(held.saturating_add(map_bytes(entries)))
+    }
+}
+
+/// A map's key, borrowed from the text where it has no escapes.
+struct Key;
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("a map's key")
+    }
+
+    fn visit_borrowed_str<E>(self, key: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(key))
+    }
+
+    fn visit_str<E>(self, key: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(key.to_owned()))
+    }
+}
+
 /// `body` read whole if it weighs at most `bound` bytes; `None`, the rest left unread, if not.
 async fn read_within<B>(body: B, bound: usize) -> Result<Option<Bytes>, BoxError>
 where
@@ -310,13 +468,26 @@ mod tests {
 
     impl Collection {
         fn of_sizes(sizes: &[usize]) -> Self {
-            let objects = sizes
+            let shapes: Vec<(usize, bool)> = sizes.iter().map(|size| (*size, false)).collect();
+            Self::of_shapes(&shapes)
+        }
+
+        /// Objects of about the sizes given, each of one long string or, where dense, of a list
+        /// of one-entry maps (in a field a ConfigMap's decoding reads past).
+        fn of_shapes(shapes: &[(usize, bool)]) -> Self {
+            let objects = shapes
                 .iter()
                 .enumerate()
-                .map(|(index, size)| {
+                .map(|(index, (size, dense))| {
+                    let body = match dense {
+                        false => format!(r#""data":{{"x":"{}"}}"#, "a".repeat(*size)),
+                        true => format!(
+                            r#""spec":{{"env":[{}]}}"#,
+                            vec![r#"{"name":"E"}"#; size / 13].join(",")
+                        ),
+                    };
                     format!(
-                        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"cm-{index}","namespace":"tenant"}},"data":{{"x":"{}"}}}}"#,
-                        "a".repeat(*size)
+                        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"cm-{index}","namespace":"tenant"}},{body}}}"#
                     )
                 })
                 .collect();
@@ -363,13 +534,22 @@ mod tests {
         }
     }
 
+    /// A page handed to kube: its text's bytes, what its objects hold decoded, and the page
+    /// size it was asked at.
+    #[derive(Debug, Clone, Copy)]
+    struct Handed {
+        text: usize,
+        held: usize,
+        asked: u32,
+    }
+
     /// Lists `collection` through kube's client behind the layer, `page_size` a page: the names
-    /// listed, and the weight of each page handed to kube with the page size it was asked at.
+    /// listed, and each page handed to kube.
     async fn list(
         collection: &Collection,
         bound: usize,
         page_size: u32,
-    ) -> (Vec<String>, Vec<(usize, u32)>) {
+    ) -> (Vec<String>, Vec<Handed>) {
         let handed = Arc::new(Mutex::new(Vec::new()));
         let served = collection.clone();
         let api_server = tower::service_fn(move |request: Request<Body>| {
@@ -379,14 +559,20 @@ mod tests {
         let recorded = handed.clone();
         let asked = collection.clone();
         let service = tower::ServiceBuilder::new()
-            .map_response(move |response: Response<BoundedBody<_>>| {
-                let weight = http_body::Body::size_hint(response.body()).exact().unwrap();
-                let page = *asked.asked().last().unwrap();
-                recorded
-                    .lock()
+            .map_response(move |response: Response<BoundedBody<Chunked>>| {
+                let (parts, body) = response.into_parts();
+                let Either::Left(page) = body else {
+                    panic!("a page not read within its bound");
+                };
+                let text = futures::executor::block_on(page.collect())
                     .unwrap()
-                    .push((usize::try_from(weight).unwrap(), page));
-                response
+                    .to_bytes();
+                recorded.lock().unwrap().push(Handed {
+                    text: text.len(),
+                    held: page_held(&text),
+                    asked: *asked.asked().last().unwrap(),
+                });
+                Response::from_parts(parts, Either::<_, Chunked>::Left(Full::new(text)))
             })
             .layer(PageBytes::new(bound))
             .service(api_server);
@@ -423,7 +609,7 @@ mod tests {
         let mut expected = vec![500, 250, 125, 62, 31, 15];
         expected.extend([7; 15]);
         assert_eq!(collection.asked(), expected);
-        assert!(handed.iter().all(|(weight, _)| *weight <= 1024 * 1024));
+        assert!(handed.iter().all(|page| page.text <= 1024 * 1024));
         assert_eq!(handed.len(), 15);
     }
 
@@ -436,10 +622,41 @@ mod tests {
         assert_eq!(listed, names(20));
         let heavy: Vec<_> = handed
             .iter()
-            .filter(|(weight, _)| *weight > 1024 * 1024)
+            .filter(|page| page.text > 1024 * 1024)
             .collect();
         assert_eq!(heavy.len(), 1, "{handed:?}");
-        assert_eq!(heavy[0].1, 1);
+        assert_eq!(heavy[0].asked, 1);
+    }
+
+    #[tokio::test]
+    async fn a_page_whose_objects_hold_more_than_four_bounds_is_asked_for_again() {
+        // 40 objects of 64 KB of one-entry maps: a page of them is 2.6 MB of text, within a
+        // bound of 4 MiB, and some 170 MB decoded.
+        let collection = Collection::of_shapes(&[(64 * 1024, true); 40]);
+        let bound = 4 * 1024 * 1024;
+        let (listed, handed) = list(&collection, bound, 500).await;
+        assert_eq!(listed, names(40));
+        assert!(handed.iter().all(|page| page.text <= bound), "{handed:?}");
+        assert!(
+            handed.iter().all(|page| page.held <= 4 * bound),
+            "{handed:?}"
+        );
+        let first = handed.first().unwrap();
+        assert!(first.asked < 40, "{handed:?}");
+    }
+
+    #[test]
+    fn a_page_weighs_what_its_objects_hold_less_their_managed_fields() {
+        let job =
+            include_str!("../../controller/tests/testsuite/fixtures/job-with-managed-fields.json");
+        let page = format!(r#"{{"kind":"JobList","metadata":{{}},"items":[{job},{job}]}}"#);
+        let mut lean: serde_json::Value = serde_json::from_str(job).unwrap();
+        lean["metadata"].as_object_mut().unwrap().remove(SKIPPED);
+        let tree = kube_retention_runtime::held::held_bytes(&lean);
+        let slots = slots_bytes(2, std::mem::size_of::<DynamicObject>());
+        // The object as a tree of its fields, with its metadata's key.
+        assert_eq!(page_held(page.as_bytes()), 2 * tree + slots);
+        assert_eq!(page_held(b"not json"), 0);
     }
 
     #[tokio::test]
@@ -520,28 +737,35 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
 
-        /// Whatever the objects weigh: every object listed once and in order, and every page
-        /// handed to kube within the bound, unless it holds one object alone.
+        /// Whatever the objects weigh, as text or decoded: every object listed once and in
+        /// order, and every page handed to kube within the bound and its objects within four,
+        /// unless it holds one object alone.
         #[test]
         fn every_page_is_within_its_bound_and_every_object_comes_once(
             sizes in prop::collection::vec(
-                prop_oneof![
-                    8 => 0usize..4 * 1024,
-                    3 => 4 * 1024usize..256 * 1024,
-                    1 => 256 * 1024usize..1536 * 1024,
-                ],
+                (
+                    prop_oneof![
+                        8 => 0usize..4 * 1024,
+                        3 => 4 * 1024usize..256 * 1024,
+                        1 => 256 * 1024usize..1536 * 1024,
+                    ],
+                    any::<bool>(),
+                ),
                 0..300,
             ),
             bound_kib in 64usize..4096,
             page_size in 1u32..600,
         ) {
             let bound = bound_kib * 1024;
-            let collection = Collection::of_sizes(&sizes);
+            let collection = Collection::of_shapes(&sizes);
             let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
             let (listed, handed) = runtime.block_on(list(&collection, bound, page_size));
             prop_assert_eq!(listed, names(sizes.len()));
-            for (weight, asked) in &handed {
-                prop_assert!(*weight <= bound || *asked == 1, "{} bytes at {} a page", weight, asked);
+            for page in &handed {
+                prop_assert!(
+                    (page.text <= bound && page.held <= HELD_PER_TEXT * bound) || page.asked == 1,
+                    "{:?}", page
+                );
             }
             prop_assert!(collection.asked().iter().all(|asked| *asked <= page_size));
         }

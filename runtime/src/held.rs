@@ -20,12 +20,19 @@
 //! it on its own, a page and 32 bytes. `runtime/tests/held_bytes.rs`
 //! parses generated JSON under a counting allocator and holds the weight to at least what was
 //! allocated, and to at most four times it.
+//!
+//! The same weight is read from text before or while it is decoded (`held/decoding.rs`): a
+//! page weighed before its objects are, an object decoded within a budget it cannot overrun.
+
+mod decoding;
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{DynamicObject, ObjectMeta};
 use serde_json::Value;
+
+pub use decoding::{Budget, Weighed, Within};
 
 /// A value as its container holds it (`serde_json::Value`'s size).
 const VALUE: usize = 32;
@@ -132,8 +139,9 @@ fn string_map_bytes(map: Option<&BTreeMap<String, String>>) -> usize {
         .fold(nodes_bytes(map.len(), STRING), usize::saturating_add)
 }
 
-/// An allocation of `size` bytes with what the allocator keeps beside it; none for nothing.
-fn allocation(size: usize) -> usize {
+/// An allocation of `size` bytes with what the allocator keeps beside it; none for nothing (a
+/// text's weight).
+pub fn allocation(size: usize) -> usize {
     match size {
         0 => 0,
         // Mapped on its own (past glibc's and musl's thresholds): rounded to a page.
@@ -152,7 +160,7 @@ fn array_bytes(items: usize) -> usize {
 }
 
 /// The slots of a vector of `items` of `size` bytes, grown by doubling from [`FIRST_SLOTS`].
-fn slots_bytes(items: usize, size: usize) -> usize {
+pub fn slots_bytes(items: usize, size: usize) -> usize {
     match items {
         0 => 0,
         items => allocation(
@@ -165,7 +173,7 @@ fn slots_bytes(items: usize, size: usize) -> usize {
 }
 
 /// The nodes of a map of `Value`s of `entries`.
-fn map_bytes(entries: usize) -> usize {
+pub fn map_bytes(entries: usize) -> usize {
     nodes_bytes(entries, VALUE)
 }
 

@@ -122,4 +122,10 @@ pub enum Unavailable {
     /// The API server refused the list or watch (its message).
     #[error("the controller may not list and watch them: {0}")]
     Forbidden(String),
+    /// One of them held more decoded than the controller reads of one object (its name).
+    #[error(
+        "{0} holds more than the controller decodes of one object ({mib} MiB, as held in memory: a tree of small maps holds up to a hundred times its text), so no target of this kind here is judged; nothing of theirs is deleted until it holds less",
+        mib = kube_retention_io::lean::OBJECT_BYTES / (1024 * 1024)
+    )]
+    PastBound(String),
 }

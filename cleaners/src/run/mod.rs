@@ -29,6 +29,7 @@ use super::judging::CleanerOutcome;
 use super::metrics::KindLabels;
 use super::status::Problem;
 use kube_retention_evaluator::Evaluator;
+use kube_retention_io::lean;
 use kube_retention_io::status_writes::{StatusOf, StatusWrites};
 use kube_retention_io::watch_set::{Held, WatchSet, Watching};
 use kube_retention_runtime::held::object_held_bytes;
@@ -192,6 +193,14 @@ impl Cleaners {
             CleanerEvent::Target(scope, Ok(event)) => match event {
                 Event::Init => {
                     self.book.objects_relisting(&scope);
+                }
+                // A metadata watch's objects come without data, as such an object does.
+                Event::InitApply(object) | Event::Apply(object)
+                    if self.reads_bodies(&scope) && lean::past_bound(&object) =>
+                {
+                    self.stop(&scope);
+                    let reason = Unavailable::PastBound(object.name_any());
+                    self.book.scope_refused(&scope, reason.to_string());
                 }
                 Event::InitApply(object) | Event::Apply(object) => {
                     self.book.object_applied(&scope, object)

@@ -110,6 +110,11 @@ impl Cleaners {
             .insert(scope.clone(), (how.clone(), Instant::now()));
     }
 
+    /// Whether `scope` is watched with its objects' bodies, not as metadata only.
+    pub(super) fn reads_bodies(&self, scope: &Scope) -> bool {
+        self.watching.get(scope).is_some_and(|(how, _)| how.bodies)
+    }
+
     /// `api`'s objects as `scope`'s target events, decoded as `K` (whole or metadata only).
     fn target_events<K>(
         &self,

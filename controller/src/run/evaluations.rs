@@ -24,8 +24,9 @@ use tokio::sync::mpsc;
 use super::Core;
 use super::compiles::Compiles;
 use super::refetch::{Fetched, Refetch, Refetched};
-use crate::metrics::Metrics;
+use crate::metrics::{KindLabels, Metrics};
 use kube_retention_evaluator::{Evaluated, Evaluator, Job, PolicyOutcome, PolicyWork};
+use kube_retention_io::lean;
 use kube_retention_state::{Action, ObjectKey, answers_current};
 
 /// The evaluations under way, by object: the latest version's sequence number; and, by kind,
@@ -132,6 +133,9 @@ impl Evaluations {
         let Some(key) = key_of(kind, &object) else {
             return Vec::new();
         };
+        if lean::past_bound(&object) {
+            return self.on_past_bound(core, key);
+        }
         let policies = core.state.unevaluated(kind, &object);
         if policies.is_empty() {
             let awaited = self.forget(&key);
@@ -151,6 +155,24 @@ impl Evaluations {
         };
         self.submit(job, &core.metrics);
         Vec::new()
+    }
+
+    /// An object whose data held more than the controller decodes of one
+    /// ([`lean::OBJECT_BYTES`]): nothing of it can be judged, so it leaves the state as if gone,
+    /// its waiting evaluation with it, and is not deleted until a version of it fits.
+    fn on_past_bound(&mut self, core: &mut Core, key: ObjectKey) -> Vec<Action> {
+        let resource = &core.state.kinds()[key.kind].resource;
+        tracing::debug!(namespace = %key.namespace, name = %key.name, kind = %resource.kind, bound = lean::OBJECT_BYTES, "an object held more than the controller decodes of one: not judged");
+        let labels = KindLabels {
+            kind: resource.to_string(),
+        };
+        core.metrics.objects_past_bound.get_or_create(&labels).inc();
+        let awaited = self.forget(&key);
+        core.state.removed(key.kind, &key.namespace, &key.name);
+        match awaited {
+            true => self.settle(core, key.kind),
+            false => Vec::new(),
+        }
     }
 
     /// What the evaluator sent back for an object: its answers, or word that it was shed.

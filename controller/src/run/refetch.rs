@@ -6,9 +6,10 @@
 
 use std::collections::HashMap;
 
+use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
-use kube::{Client, ResourceExt};
 use kube_retention_evaluator::PolicyOutcome;
+use kube_retention_io::lean::LeanObject;
 use tokio::sync::mpsc;
 
 use crate::metrics::{ErrorLabels, Metrics};
@@ -64,7 +65,7 @@ impl Refetch {
 
     /// Fetches the object `key` (of `resource`) stood for in the version `seq`.
     pub fn fetch(&self, key: ObjectKey, seq: u64, resource: &ApiResource) {
-        let api: Api<DynamicObject> =
+        let api: Api<LeanObject> =
             Api::namespaced_with(self.client.clone(), &key.namespace, resource);
         let fetched = self.fetches.clone();
         tokio::spawn(async move {
@@ -74,7 +75,7 @@ impl Refetch {
             let object = api
                 .list(&by_name)
                 .await
-                .map(|listed| listed.items.into_iter().next());
+                .map(|listed| listed.items.into_iter().next().map(DynamicObject::from));
             fetched.send(Fetched { key, seq, object }).ok();
         });
     }
@@ -83,9 +84,8 @@ impl Refetch {
     pub fn fetched(&mut self, fetched: Fetched, kind: String, metrics: &Metrics) -> Refetched {
         let Fetched { key, seq, object } = fetched;
         let error = match object {
-            Ok(Some(mut object)) => {
+            Ok(Some(object)) => {
                 self.failures.remove(&key);
-                object.managed_fields_mut().clear();
                 return Refetched::Object(Box::new(object));
             }
             Ok(None) => {

@@ -119,3 +119,57 @@ async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_ref
         ]
     );
 }
+
+/// A target that holds more decoded than the controller reads of one object (a field of
+/// 24,000 one-entry maps: 280 KB of text, past 16 MiB decoded) is not judged: its Cleaner says
+/// so, naming it, and nothing is deleted.
+#[tokio::test]
+async fn a_target_past_the_bound_of_one_object_makes_its_cleaner_say_so_and_delete_nothing() {
+    let (client, mut api) = kube_retention_apimock::pair();
+    let cleaners = crate::clean_support::run_cleaners(client.clone());
+    let mut reading = cleaner();
+    reading["spec"]["targets"][0]["includeWhenEvaluating"] = json!(true);
+    let mut watching = Vec::new();
+    let message = loop {
+        let received = api.next().await.expect("a request");
+        if received.query.contains("watch=true") {
+            watching.push(received.unanswered());
+            continue;
+        }
+        match (received.method.as_str(), received.path.as_str()) {
+            ("GET", "/apis/retention.dev/v1alpha1/cleaners") => {
+                received.reply(200, &list("CleanerList", vec![reading.clone()]))
+            }
+            ("GET", "/api/v1") => received.reply(200, &core_resources()),
+            ("GET", "/api/v1/namespaces/previews/configmaps") => {
+                let dense = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                                   "metadata": {"name": "p42-settings", "namespace": "previews",
+                                                "uid": "uid-s", "resourceVersion": "9"},
+                                   "spec": {"env": vec![json!({"name": "E"}); 24_000]}});
+                received.reply(200, &list("ConfigMapList", vec![dense]))
+            }
+            ("PATCH", "/apis/retention.dev/v1alpha1/namespaces/previews/cleaners/p42/status") => {
+                let conditions = received.body["status"]["conditions"].as_array().unwrap();
+                let ready = conditions
+                    .iter()
+                    .find(|condition| condition["type"] == "Ready")
+                    .cloned()
+                    .unwrap();
+                received.reply(200, &reading);
+                if ready["reason"] == "TargetKindUnavailable" {
+                    assert_eq!(ready["status"], "False", "{ready}");
+                    break ready["message"].as_str().unwrap().to_owned();
+                }
+            }
+            ("DELETE", path) => panic!("deleted {path}"),
+            _ => received.refuse(404, "not served here"),
+        }
+    };
+    cleaners.running.abort();
+    drop((watching, cleaners));
+    assert!(
+        message
+            .contains("p42-settings holds more than the controller decodes of one object (16 MiB"),
+        "{message}"
+    );
+}

@@ -11,6 +11,7 @@ use kube::runtime::watcher::Event;
 use kube_retention_common::kinds::KindId;
 use kube_retention_controller::run::Clock;
 use kube_retention_evaluator::{Evaluator, EvaluatorMetrics};
+use kube_retention_io::lean::{self, LeanObject};
 use kube_retention_io::watches::WatchEvent;
 use serde_json::json;
 use tokio::sync::{mpsc, watch};
@@ -141,5 +142,56 @@ async fn a_replica_that_stops_leading_before_the_deadline_deletes_nothing_until_
     assert!(
         waited < Duration::from_secs(30 * 60 + 3 * 3600 + 2),
         "an overdue object goes as soon as the replica leads again, not {waited:?} in"
+    );
+}
+
+/// `job` as its watch decodes it after a tenant filled its spec with 24,000 one-entry maps
+/// (280 KB of text, past 16 MiB decoded): its metadata alone.
+fn past_bound(job: &DynamicObject) -> DynamicObject {
+    let mut dense = serde_json::to_value(job).unwrap();
+    dense["metadata"]["resourceVersion"] = json!("8");
+    dense["spec"] = json!({"env": vec![json!({"name": "E"}); 24_000]});
+    let LeanObject(object) = serde_json::from_value(dense).unwrap();
+    assert!(lean::past_bound(&object));
+    object
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_whose_new_version_held_past_the_bound_is_not_deleted_until_one_fits() {
+    let mut harness = Harness::start();
+    harness.list_a_job_due_in_fifty_minutes();
+    tokio::time::sleep(Duration::from_secs(30 * 60)).await;
+    let finished = START.parse::<Timestamp>().unwrap() - jiff::SignedDuration::from_mins(10);
+    let job = finished_job("nightly", finished);
+    harness
+        .events
+        .send(WatchEvent::Object(
+            harness.jobs,
+            Ok(Event::Apply(past_bound(&job))),
+        ))
+        .unwrap();
+    assert!(
+        harness
+            .server
+            .next_within(Duration::from_secs(3 * 3600))
+            .await
+            .is_none(),
+        "no DELETE of a version the controller could not read, past the deadline too"
+    );
+    // A version that fits again is judged: overdue, it goes at once.
+    let mut fits = job;
+    fits.metadata.resource_version = Some("9".into());
+    harness
+        .events
+        .send(WatchEvent::Object(harness.jobs, Ok(Event::Apply(fits))))
+        .unwrap();
+    let delete = harness.server.next().await.expect("the DELETE");
+    assert_eq!(
+        delete.line(),
+        "DELETE /apis/batch/v1/namespaces/team-a/jobs/nightly"
+    );
+    assert_eq!(
+        delete.body["preconditions"],
+        json!({"uid": "uid-nightly", "resourceVersion": "9"})
     );
 }
