@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, ensure};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::batch::v1::Job;
+use kube::api::PostParams;
 use kube::{Api, ResourceExt};
 use kube_retention_e2e::LocalCluster;
 use kube_retention_e2e::audit_lists::{ListStart, list_start};
@@ -18,7 +19,7 @@ use kube_retention_e2e::cluster::CONTROLLER_SERVICE_ACCOUNT;
 use kube_retention_e2e::components::{self, CONTROLLER};
 use kube_retention_e2e::process::tracked;
 use libtest_mimic::Trial;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::audit;
 use crate::lifecycle::create_jobs;
@@ -34,6 +35,10 @@ pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
         env.trial(
             "a_namespace_of_heavy_jobs_listed_in_pages_is_read_a_bounded_page_at_a_time",
             heavy_pages,
+        ),
+        env.trial(
+            "a_namespace_of_dense_jobs_is_listed_within_what_its_pages_and_objects_hold",
+            dense_pages,
         ),
     ]
 }
@@ -86,6 +91,116 @@ async fn heavy_pages(ns: TestNamespace) -> Result<()> {
         println!(
             "{HEAVY} Jobs of {HEAVY_BYTES} bytes listed in pages: {read_again} pages read again \
              smaller, the controller peaked at {} MiB",
+            peak / 1024
+        );
+        Ok::<(), anyhow::Error>(())
+    }
+    .await;
+    let restored = restart_controller(&cluster, &[]);
+    outcome.and(restored)
+}
+
+/// Dense Jobs a namespace editor makes: their `env`, one-entry maps that hold some 950 bytes
+/// decoded for 17 of text. `DENSE` of `DENSE_ENTRIES` hold some 11 MB each decoded (200 KB of
+/// text), a page of them 220 MB; `PAST` of `PAST_ENTRIES` hold some 19 MB each, past what the
+/// controller decodes of one object (`kube_retention_io::lean::OBJECT_BYTES`).
+const DENSE: usize = 20;
+const DENSE_ENTRIES: usize = 12_000;
+const PAST: usize = 6;
+const PAST_ENTRIES: usize = 20_000;
+
+/// A Job of `entries` one-entry maps in its container's `env`.
+async fn dense_job(
+    ns: &TestNamespace,
+    name: &str,
+    annotations: Value,
+    entries: usize,
+) -> Result<()> {
+    let environment: Vec<Value> = (0..entries)
+        .map(|index| json!({"name": format!("E{index}")}))
+        .collect();
+    let job: Job = serde_json::from_value(json!({
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+            {"name": "c", "image": "busybox", "env": environment}]}}}}))?;
+    Api::<Job>::namespaced(ns.env.client.clone(), &ns.name)
+        .create(&PostParams::default(), &job)
+        .await?;
+    Ok(())
+}
+
+/// A namespace of dense Jobs, listed in pages: each page is read within what its objects hold
+/// decoded (four times `--list-page-memory`), asked for again smaller where they hold more, and
+/// each object's data is decoded within its bound: an object past it is not judged, so a
+/// finished, due Job past it is kept (`kube_retention_objects_past_bound_total`), while the
+/// namespace's other due Jobs go as ever and the controller stays within its share.
+async fn dense_pages(ns: TestNamespace) -> Result<()> {
+    let cluster = ns.env.cluster.clone();
+    let kept = json!({"retention.dev/ttl-after-finished": "1h"});
+    for index in 0..DENSE {
+        dense_job(
+            &ns,
+            &format!("dense-{index:03}"),
+            kept.clone(),
+            DENSE_ENTRIES,
+        )
+        .await?;
+    }
+    let due = json!({"retention.dev/ttl-after-finished": "2s"});
+    let finished = now_second();
+    for index in 0..PAST {
+        let name = format!("past-{index:03}");
+        dense_job(&ns, &name, due.clone(), PAST_ENTRIES).await?;
+        finish_job(&ns.env.client, &ns.name, &name, true, finished).await?;
+    }
+    let outcome = async {
+        restart_controller(&cluster, &["--initial-list=pages".to_owned()])?;
+        due_jobs_finished(&ns, 5).await?;
+        let jobs: Api<Job> = Api::namespaced(ns.env.client.clone(), &ns.name);
+        eventually(
+            Duration::from_secs(60),
+            "the due Jobs deleted once the dense ones were listed, and none of those",
+            || async {
+                let left = jobs.list(&Default::default()).await?.items;
+                Ok(left.len() == DENSE + PAST
+                    && left.iter().all(|job| !job.name_any().starts_with("due-")))
+            },
+        )
+        .await?;
+        // Past its bound and due: still there, its deadline long gone.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let left = jobs.list(&Default::default()).await?.items;
+        let past = left
+            .iter()
+            .filter(|job| job.name_any().starts_with("past-"))
+            .count();
+        ensure!(
+            past == PAST,
+            "{past} of the {PAST} due Jobs past the bound are left"
+        );
+        let read_again = components::counter(
+            cluster.controller_port,
+            r#"kube_retention_list_pages_read_again_total{api="/apis/batch"}"#,
+        )?;
+        let past_bound = components::counter(
+            cluster.controller_port,
+            r#"kube_retention_objects_past_bound_total{kind="Job.batch"}"#,
+        )?;
+        let peak = tracked(&cluster.layout.state_dir, &[CONTROLLER])
+            .remove(0)
+            .peak_rss_kib()
+            .context("the controller's peak memory")?;
+        ensure!(
+            read_again >= 1 && past_bound >= PAST as u64 && peak < CONTROLLER_MIB * 1024,
+            "listing {DENSE} Jobs of {DENSE_ENTRIES} one-entry maps and {PAST} of \
+             {PAST_ENTRIES} in pages, the controller peaked at {peak} KiB (its share of the \
+             chart's limit is {CONTROLLER_MIB} MiB); {read_again} pages were read again \
+             smaller, {past_bound} objects were past the bound"
+        );
+        println!(
+            "{DENSE} Jobs of {DENSE_ENTRIES} one-entry maps and {PAST} of {PAST_ENTRIES} listed \
+             in pages: {read_again} pages read again smaller, {past_bound} objects past the \
+             bound, the controller peaked at {} MiB",
             peak / 1024
         );
         Ok::<(), anyhow::Error>(())
