@@ -119,10 +119,11 @@ pub struct Args {
     /// the back of the line).
     #[arg(help_heading = "Lists", long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     pub list_concurrency: u32,
-    /// The most a page of a paged list may weigh, in MiB: a page past it is asked for again
-    /// with half as many objects (down to one), so a namespace of large objects cannot make one
-    /// response the controller must hold. Lists take turns, so pages held at once weigh at most
-    /// `--list-concurrency` times this.
+    /// The most a page of a paged list may weigh, in MiB, and its objects four times this
+    /// decoded (weighed from its text before kube decodes it): a page past either is asked for
+    /// again with half as many objects (down to one), so a namespace of large or dense objects
+    /// cannot make one response the controller must hold. Lists take turns, so pages held at
+    /// once weigh at most `--list-concurrency` times this, and their objects four times that.
     #[arg(
         help_heading = "Lists",
         long,
