@@ -159,7 +159,7 @@ fn array_bytes(items: usize) -> usize {
     slots_bytes(items, VALUE)
 }
 
-/// The slots of a vector of `items` of `size` bytes, grown by doubling from [`FIRST_SLOTS`].
+/// The slots of a vector of `items` of `size` bytes, grown by doubling from four.
 pub fn slots_bytes(items: usize, size: usize) -> usize {
     match items {
         0 => 0,
