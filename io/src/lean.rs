@@ -312,6 +312,39 @@ mod tests {
         assert_eq!(meta.metadata.name.as_deref(), Some("dense"));
     }
 
+    /// A custom resource whose free-form spec, and so its `managedFields`, nest `depth` deep, in
+    /// a page of a list, beside a shallow one.
+    fn deep_page(depth: usize) -> String {
+        let deep = format!("{}1{}", r#"{"a":"#.repeat(depth), "}".repeat(depth));
+        let object = |name: &str, spec: &str| {
+            format!(
+                r#"{{"apiVersion":"build.openshift.io/v1","kind":"Build","metadata":{{"name":"{name}","namespace":"tenant","managedFields":[{{"fieldsV1":{spec}}}]}},"spec":{spec}}}"#
+            )
+        };
+        format!(
+            r#"{{"apiVersion":"build.openshift.io/v1","kind":"BuildList","metadata":{{}},"items":[{},{}]}}"#,
+            object("deep", &deep),
+            object("shallow", r#"{"a":1}"#)
+        )
+    }
+
+    #[test]
+    fn an_object_nested_deeper_than_decoded_comes_with_its_metadata_alone_not_an_error() {
+        let page = deep_page(300);
+        // Decoded whole, the page fails: the list of the kind with it, for every namespace.
+        assert!(serde_json::from_str::<kube::core::ObjectList<DynamicObject>>(&page).is_err());
+        let list: kube::core::ObjectList<LeanObject> = serde_json::from_str(&page).unwrap();
+        let [LeanObject(deep), LeanObject(shallow)] = &list.items[..] else {
+            panic!("two items");
+        };
+        assert!(past_bound(deep));
+        assert_eq!(deep.metadata.name.as_deref(), Some("deep"));
+        assert!(!past_bound(shallow));
+        assert_eq!(shallow.data["spec"], serde_json::json!({"a": 1}));
+        let list: kube::core::ObjectList<LeanMeta> = serde_json::from_str(&page).unwrap();
+        assert_eq!(list.items.len(), 2);
+    }
+
     #[test]
     fn an_object_within_its_bound_comes_whole() {
         let text = dense_job(1_000);

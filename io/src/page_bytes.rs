@@ -657,6 +657,15 @@ mod tests {
         // The object as a tree of its fields, with its metadata's key.
         assert_eq!(page_held(page.as_bytes()), 2 * tree + slots);
         assert_eq!(page_held(b"not json"), 0);
+        // An object nested past what is decoded weighs as far as it is read, and the page's
+        // other objects as ever: a deep one does not make the page weigh nothing.
+        let deep = format!(
+            r#"{{"spec":{}1{}}}"#,
+            r#"{"a":"#.repeat(5_000),
+            "}".repeat(5_000)
+        );
+        let with_deep = format!(r#"{{"items":[{job},{deep}]}}"#);
+        assert!(page_held(with_deep.as_bytes()) > tree);
     }
 
     #[tokio::test]

@@ -32,7 +32,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{DynamicObject, ObjectMeta};
 use serde_json::Value;
 
-pub use decoding::{Budget, Weighed, Within};
+pub use decoding::{Budget, DEPTH, Weighed, Within};
 
 /// A value as its container holds it (`serde_json::Value`'s size).
 const VALUE: usize = 32;

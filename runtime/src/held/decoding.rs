@@ -10,6 +10,13 @@
 //! nodes and an array's slots grow with their entries, so each entry is charged what it adds to
 //! them (the weight of a container of `n + 1` entries less that of `n`). A key given twice is
 //! charged twice, though the tree keeps it once: never less than what is held.
+//!
+//! Neither goes deeper than [`DEPTH`]: serde_json ends a decoding 128 deep with an error, which
+//! failed a whole page of a list, and so the list of a kind, for every namespace, whenever one
+//! object of it was nested deeper (a custom resource's free-form field may be: the API server
+//! accepts 10,000). Past it a value is read past (serde_json reads past a value without
+//! recursing): [`Within`] keeps nothing of the value it was decoding and says its budget was
+//! exceeded, and [`Weighed`] weighs the part read past as nothing, since nothing of it is kept.
 //! Hand-written: serde_json's own `Value` decoder has no bound.
 
 use std::cell::Cell;
@@ -20,8 +27,12 @@ use serde_json::{Map, Number, Value};
 
 use super::{allocation, array_bytes, map_bytes};
 
+/// The deepest a value is decoded or weighed, below where it starts: well within serde_json's
+/// 128, with what a list or a watch event wraps an object's data in.
+pub const DEPTH: usize = 64;
+
 /// The weight of a value as decoded into a tree: what [`super::held_bytes`] of that tree is,
-/// read from its text without keeping any of it.
+/// read from its text without keeping any of it (what lies deeper than [`DEPTH`], nothing).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Weighed;
 
@@ -29,11 +40,30 @@ impl<'de> DeserializeSeed<'de> for Weighed {
     type Value = usize;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<usize, D::Error> {
+        WeighedAt(0).deserialize(deserializer)
+    }
+}
+
+/// [`Weighed`] at a depth below where it started.
+#[derive(Clone, Copy, Debug)]
+struct WeighedAt(usize);
+
+impl WeighedAt {
+    /// What holds the values inside this one: the next depth, or none past [`DEPTH`].
+    fn inner(self) -> Option<Self> {
+        (self.0 < DEPTH).then_some(Self(self.0 + 1))
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for WeighedAt {
+    type Value = usize;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<usize, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Weighed {
+impl<'de> Visitor<'de> for WeighedAt {
     type Value = usize;
 
     fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
@@ -69,8 +99,12 @@ impl<'de> Visitor<'de> for Weighed {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<usize, A::Error> {
+        let Some(inner) = self.inner() else {
+            while items.next_element::<IgnoredAny>()?.is_some() {}
+            return Ok(0);
+        };
         let (mut count, mut bytes) = (0usize, 0usize);
-        while let Some(item) = items.next_element_seed(Weighed)? {
+        while let Some(item) = items.next_element_seed(inner)? {
             count += 1;
             bytes = bytes.saturating_add(item);
         }
@@ -78,9 +112,13 @@ impl<'de> Visitor<'de> for Weighed {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut fields: A) -> Result<usize, A::Error> {
+        let Some(inner) = self.inner() else {
+            while fields.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            return Ok(0);
+        };
         let (mut count, mut bytes) = (0usize, 0usize);
-        while let Some(key) = fields.next_key_seed(Weighed)? {
-            let value = fields.next_value_seed(Weighed)?;
+        while let Some(key) = fields.next_key_seed(inner)? {
+            let value = fields.next_value_seed(inner)?;
             count += 1;
             bytes = bytes.saturating_add(key).saturating_add(value);
         }
@@ -116,6 +154,11 @@ impl Budget {
         self.charge(allocation(key.len()).saturating_add(grown))
     }
 
+    /// Keeps nothing more: what was being decoded lies deeper than [`DEPTH`].
+    fn refuse(&self) {
+        self.exceeded.set(true);
+    }
+
     /// Takes `bytes` from what is left: false, and exceeded from then on, if less is left.
     fn charge(&self, bytes: usize) -> bool {
         if self.exceeded.get() {
@@ -135,7 +178,7 @@ impl Budget {
 }
 
 /// A value decoded into a tree within a [`Budget`]: `null`, with the budget exceeded, where the
-/// tree would hold more than it had left (see the module).
+/// tree would hold more than it had left, or lies deeper than [`DEPTH`] (see the module).
 #[derive(Clone, Copy, Debug)]
 pub struct Within<'a>(pub &'a Budget);
 
@@ -143,11 +186,45 @@ impl<'de> DeserializeSeed<'de> for Within<'_> {
     type Value = Value;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        WithinAt {
+            budget: self.0,
+            depth: 0,
+        }
+        .deserialize(deserializer)
+    }
+}
+
+/// [`Within`] at a depth below where it started.
+#[derive(Clone, Copy, Debug)]
+struct WithinAt<'a> {
+    budget: &'a Budget,
+    depth: usize,
+}
+
+impl WithinAt<'_> {
+    /// What decodes the values inside this one: the next depth, or none past [`DEPTH`], where
+    /// the budget is refused.
+    fn inner(self) -> Option<Self> {
+        if self.depth >= DEPTH {
+            self.budget.refuse();
+            return None;
+        }
+        Some(Self {
+            depth: self.depth + 1,
+            ..self
+        })
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for WithinAt<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Within<'_> {
+impl<'de> Visitor<'de> for WithinAt<'_> {
     type Value = Value;
 
     fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
@@ -179,7 +256,7 @@ impl<'de> Visitor<'de> for Within<'_> {
     }
 
     fn visit_str<E>(self, text: &str) -> Result<Value, E> {
-        Ok(match self.0.charge(allocation(text.len())) {
+        Ok(match self.budget.charge(allocation(text.len())) {
             true => Value::String(text.to_owned()),
             false => Value::Null,
         })
@@ -187,27 +264,37 @@ impl<'de> Visitor<'de> for Within<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Value, A::Error> {
         let mut kept = Vec::new();
-        while let Some(item) = items.next_element_seed(self)? {
-            let grown = array_bytes(kept.len() + 1) - array_bytes(kept.len());
-            if !self.0.charge(grown) {
-                while items.next_element::<IgnoredAny>()?.is_some() {}
-                return Ok(Value::Null);
+        if let Some(inner) = self.inner() {
+            while let Some(item) = items.next_element_seed(inner)? {
+                let grown = array_bytes(kept.len() + 1) - array_bytes(kept.len());
+                if !self.budget.charge(grown) {
+                    break;
+                }
+                kept.push(item);
             }
-            kept.push(item);
+        }
+        if self.budget.exceeded() {
+            while items.next_element::<IgnoredAny>()?.is_some() {}
+            return Ok(Value::Null);
         }
         Ok(Value::Array(kept))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut fields: A) -> Result<Value, A::Error> {
         let mut kept = Map::new();
-        while let Some(key) = fields.next_key_seed(Key(self.0))? {
-            let value = fields.next_value_seed(self)?;
-            let grown = map_bytes(kept.len() + 1) - map_bytes(kept.len());
-            let Some(key) = key.filter(|_| self.0.charge(grown)) else {
-                while fields.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                return Ok(Value::Null);
-            };
-            kept.insert(key, value);
+        if let Some(inner) = self.inner() {
+            while let Some(key) = fields.next_key_seed(Key(self.budget))? {
+                let value = fields.next_value_seed(inner)?;
+                let grown = map_bytes(kept.len() + 1) - map_bytes(kept.len());
+                let Some(key) = key.filter(|_| self.budget.charge(grown)) else {
+                    break;
+                };
+                kept.insert(key, value);
+            }
+        }
+        if self.budget.exceeded() {
+            while fields.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            return Ok(Value::Null);
         }
         Ok(Value::Object(kept))
     }
@@ -308,6 +395,28 @@ mod tests {
         let (value, exceeded) = within(text, held_bytes(&once));
         assert!(exceeded);
         assert_eq!(value, Value::Null);
+    }
+
+    /// `depth` maps nested, each in the next, around a string.
+    fn nested(depth: usize) -> String {
+        format!("{}\"x\"{}", r#"{"a":"#.repeat(depth), "}".repeat(depth))
+    }
+
+    #[test]
+    fn a_value_deeper_than_the_bound_is_read_past_not_an_error() {
+        // Within the bound: decoded whole, weighed as held.
+        let shallow = nested(DEPTH);
+        let value: Value = serde_json::from_str(&shallow).unwrap();
+        assert_eq!(within(&shallow, usize::MAX), (value.clone(), false));
+        assert_eq!(weighed(&shallow), held_bytes(&value));
+        // Deeper (serde_json alone gives up at 128): nothing kept, no error, wrapped or not.
+        for depth in [DEPTH + 1, 200, 100_000] {
+            let deep = nested(depth);
+            assert_eq!(serde_json::from_str::<Value>(&deep).is_err(), depth > 128);
+            assert_eq!(within(&deep, usize::MAX), (Value::Null, true), "{depth}");
+            let wrapped = format!(r#"{{"kind":"List","items":[{deep},{deep}]}}"#);
+            assert!(weighed(&wrapped) > 0, "{depth}");
+        }
     }
 
     #[test]

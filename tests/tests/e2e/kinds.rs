@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::support::{Env, TestNamespace, object};
 use crate::workloads::{eventually, now_second, sleep_until};
 
-mod openshift;
+pub(crate) mod openshift;
 
 pub fn tests(env: &Env) -> Vec<Trial> {
     vec![

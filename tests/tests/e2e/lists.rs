@@ -18,12 +18,14 @@ use kube_retention_e2e::audit_lists::{ListStart, list_start};
 use kube_retention_e2e::cluster::CONTROLLER_SERVICE_ACCOUNT;
 use kube_retention_e2e::components::{self, CONTROLLER};
 use kube_retention_e2e::process::tracked;
+use kube_retention_io::lean::LeanObject;
 use libtest_mimic::Trial;
 use serde_json::{Value, json};
 
 use crate::audit;
+use crate::kinds::openshift::{create_build, finish};
 use crate::lifecycle::create_jobs;
-use crate::support::{Env, TestNamespace, restart_controller};
+use crate::support::{Env, TestNamespace, openshift, restart_controller};
 use crate::workloads::{bulky_job, eventually, finish_job, now_second};
 
 pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
@@ -39,6 +41,10 @@ pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
         env.trial(
             "a_namespace_of_dense_jobs_is_listed_within_what_its_pages_and_objects_hold",
             dense_pages,
+        ),
+        env.trial(
+            "a_custom_resource_nested_past_what_is_decoded_leaves_its_kind_listed",
+            deep_resource,
         ),
     ]
 }
@@ -202,6 +208,70 @@ async fn dense_pages(ns: TestNamespace) -> Result<()> {
              in pages: {read_again} pages read again smaller, {past_bound} objects past the \
              bound, the controller peaked at {} MiB",
             peak / 1024
+        );
+        Ok::<(), anyhow::Error>(())
+    }
+    .await;
+    let restored = restart_controller(&cluster, &[]);
+    outcome.and(restored)
+}
+
+/// How deep a namespace editor nests a Build's free-form spec: the API server accepts it
+/// (10,000 deep), serde_json alone decodes 128.
+const DEEP: usize = 300;
+
+/// A Build whose spec nests [`DEEP`] deep, beside a Build due two seconds after it finishes,
+/// listed in pages: a page with it was once an error, so every list of Builds failed, for
+/// every namespace, and nothing of the kind was deleted. It is now read as its metadata alone,
+/// not judged (`kube_retention_objects_past_bound_total`), and the due Build goes.
+async fn deep_resource(ns: TestNamespace) -> Result<()> {
+    let cluster = ns.env.cluster.clone();
+    let deep = (0..DEEP).fold(json!(1), |inner, _| json!({"a": inner}));
+    let build = json!({"apiVersion": "build.openshift.io/v1", "kind": "Build",
+                       "metadata": {"name": "deep", "namespace": ns.name,
+                                    "annotations": {"retention.dev/ttl-after-finished": "1s"}},
+                       "spec": {"nested": deep}});
+    // Sent as text: kube's own decoding of the answer would stop at 128 deep.
+    let request = http::Request::post(format!(
+        "/apis/build.openshift.io/v1/namespaces/{}/builds",
+        ns.name
+    ))
+    .header("content-type", "application/json")
+    .body(serde_json::to_vec(&build)?)?;
+    ns.env.client.request_text(request).await?;
+    let outcome = async {
+        restart_controller(&cluster, &["--initial-list=pages".to_owned()])?;
+        create_build(
+            &ns,
+            "short",
+            json!({}),
+            json!({"successfulBuildTTLSeconds": 2}),
+        )
+        .await?;
+        finish(&ns, "short", "Complete", now_second()).await?;
+        let builds = ns.dynamic(&openshift("Build"));
+        eventually(Duration::from_secs(30), "the due Build deleted", || async {
+            Ok(builds.get_opt("short").await?.is_none())
+        })
+        .await?;
+        let past_bound = components::counter(
+            cluster.controller_port,
+            r#"kube_retention_objects_past_bound_total{kind="Build.build.openshift.io"}"#,
+        )?;
+        // Read as the controller reads them: kube's own decoding stops at 128 deep.
+        let lean: Api<LeanObject> =
+            Api::namespaced_with(ns.env.client.clone(), &ns.name, &openshift("Build"));
+        let names: Vec<String> = lean
+            .list(&Default::default())
+            .await?
+            .items
+            .iter()
+            .map(|LeanObject(build)| build.name_any())
+            .collect();
+        ensure!(
+            past_bound >= 1 && names == ["deep"],
+            "with a Build nested {DEEP} deep listed in pages: {past_bound} objects past the \
+             bound, Builds left {names:?}"
         );
         Ok::<(), anyhow::Error>(())
     }

@@ -307,3 +307,21 @@ proptest! {
         }
     }
 }
+
+/// A run whose free-form spec nests past what serde_json decodes (the API server accepts such a
+/// custom resource, 10,000 deep) is read: admission reads nothing of the spec.
+#[test]
+fn a_review_of_an_object_nested_past_what_is_decoded_is_read() {
+    let deep: Value = (0..300).fold(json!(1), |inner, _| json!({"a": inner}));
+    let build = json!({"metadata": {"name": "b", "namespace": "team-a",
+                                    "annotations": {"retention.dev/ttl-after-finished": "1h"}},
+                       "spec": {"n": deep}});
+    let body = support::as_user(
+        support::review("build.openshift.io", "v1", "Build", "CREATE", &build, None),
+        "alice",
+    );
+    let text = serde_json::to_vec(&body).unwrap();
+    let context = support::context(rbac());
+    let read = review::read(&context, Hook::Mutate, &text, &mut (), Instant::now());
+    assert!(read.is_ok(), "{:?}", read.err());
+}

@@ -13,7 +13,12 @@ use crate::workloads::{eventually, now_second, sleep_until};
 
 const CONFIG_ANNOTATION: &str = "openshift.io/build-config.name";
 
-async fn create_build(ns: &TestNamespace, name: &str, metadata: Value, spec: Value) -> Result<()> {
+pub(crate) async fn create_build(
+    ns: &TestNamespace,
+    name: &str,
+    metadata: Value,
+    spec: Value,
+) -> Result<()> {
     let mut value = json!({"metadata": metadata, "spec": spec});
     value["metadata"]["name"] = json!(name);
     let build = object(&openshift("Build"), value)?;
@@ -23,7 +28,12 @@ async fn create_build(ns: &TestNamespace, name: &str, metadata: Value, spec: Val
     Ok(())
 }
 
-async fn finish(ns: &TestNamespace, name: &str, phase: &str, at: Timestamp) -> Result<()> {
+pub(crate) async fn finish(
+    ns: &TestNamespace,
+    name: &str,
+    phase: &str,
+    at: Timestamp,
+) -> Result<()> {
     let status = json!({"status": {"phase": phase, "completionTimestamp": at.to_string()}});
     ns.dynamic(&openshift("Build"))
         .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
