@@ -15,9 +15,10 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Resource as _;
-use kube::api::{Api, DeleteParams, DynamicObject, Preconditions};
+use kube::api::{Api, DeleteParams, Preconditions};
 use kube::runtime::events::{Event, EventType};
 use kube_retention_common::cleaner::Cleaner;
+use kube_retention_io::lean::LeanObject;
 use serde_json::json;
 
 use super::book::{Clean, CleanerKey, Doomed};
@@ -100,7 +101,8 @@ fn ledger_entry(cleaner: &CleanerKey, doomed: &Doomed, now: jiff::Timestamp) -> 
 /// Deletes exactly `doomed` ([`Deleter::delete`]); false when it was already gone (404) or
 /// replaced by a namesake (409), which are not failures.
 async fn delete(cleaning: &Cleaning, doomed: &Doomed) -> kube::Result<bool> {
-    let api: Api<DynamicObject> =
+    // Its answer decoded lean: within the bound of what an object holds (`io/src/lean.rs`).
+    let api: Api<LeanObject> =
         Api::namespaced_with(cleaning.client.clone(), &doomed.namespace, &doomed.resource);
     let params = DeleteParams {
         preconditions: Some(Preconditions {

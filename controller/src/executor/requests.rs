@@ -3,12 +3,13 @@
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Api;
-use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
+use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
 use kube::runtime::events::{Event, EventType};
 use kube_retention_common::StampChange;
 use kube_retention_common::annotations::{EXPIRES_AT, MANAGED_LABEL, STAMPED};
 use kube_retention_common::expiry::format_timestamp;
 use kube_retention_common::kinds::Resource;
+use kube_retention_io::lean::LeanObject;
 use serde_json::{Value, json};
 
 use super::digest::Notice;
@@ -18,7 +19,9 @@ use kube_retention_common::ledger::{DELETED, Entry};
 use kube_retention_sinks::ledger::archive::Archived;
 use kube_retention_state::{Action, Failure, Ledgered, ObjectKey, Reason};
 
-fn api(shared: &Shared, key: &ObjectKey, resource: &Resource) -> Api<DynamicObject> {
+/// The API of `key`'s kind in its namespace, its answers decoded lean: within the bound of what
+/// an object holds (`io/src/lean.rs`), however the object changed since it was judged.
+fn api(shared: &Shared, key: &ObjectKey, resource: &Resource) -> Api<LeanObject> {
     let resource = resource.api_resource();
     Api::namespaced_with(shared.parts.client.clone(), &key.namespace, &resource)
 }

@@ -272,3 +272,33 @@ async fn an_object_the_webhook_never_saw_is_labelled_and_a_refusal_fed_back() {
         other => panic!("a refused label is fed back: {other:?}"),
     }
 }
+
+/// A label's answer is the object as it is now, which its tenant may since have nested 300 deep
+/// or filled with 24,000 one-entry maps: read within the bound of one object, not a failure (a
+/// failure would be retried, spending every namespace's request budget on it).
+#[tokio::test(start_paused = true)]
+async fn a_label_answered_with_an_object_past_the_bound_is_done() {
+    let mut server = ApiServer::start(PropagationPolicy::Background);
+    let dense = json!({"env": vec![json!({"name": "E"}); 24_000]});
+    let deep = (0..300).fold(json!(1), |inner, _| json!({"a": inner}));
+    for spec in [dense, deep] {
+        server
+            .executor
+            .submit(labelling("team", "done"), Registry::builtin());
+        let received = server.server.next().await.expect("the PATCH");
+        assert_eq!(received.method, "PATCH");
+        received.reply(
+            200,
+            &json!({"apiVersion": "batch/v1", "kind": "Job",
+                    "metadata": {"name": "done", "namespace": "team", "uid": "uid",
+                                 "resourceVersion": "8",
+                                 "labels": {"retention.dev/managed": "true"}},
+                    "spec": spec}),
+        );
+        assert!(
+            server.feedback().await.is_none(),
+            "a label done is not fed back"
+        );
+    }
+    assert_eq!(server.metrics.labelled.get(), 2);
+}

@@ -300,6 +300,36 @@ async fn a_changed_object_is_not_archived_and_a_gone_one_needs_nothing() {
     assert_eq!(sink.received(), []);
 }
 
+/// Read for its archive, the Job holds more than the controller decodes of one object (a spec of
+/// 24,000 one-entry maps, or nested 300 deep): that is not the version judged, so it is neither
+/// archived nor deleted, as a changed object is not, and reading it held nothing past the bound.
+#[tokio::test]
+async fn an_object_read_past_the_bound_for_its_archive_is_neither_archived_nor_deleted() {
+    let sink = Sink::start(&["202 Accepted"]).await;
+    let (mut harness, _ledger) = harness(None, 10);
+    let dense = json!({"env": vec![json!({"name": "E"}); 24_000]});
+    let deep = (0..300).fold(json!(1), |inner, _| json!({"a": inner}));
+    for spec in [dense, deep] {
+        harness
+            .executor
+            .submit(ledgered(Some(&sink.url), true), Registry::builtin());
+        let get = harness.server.next().await.unwrap();
+        assert_eq!(get.line(), format!("GET {JOB}"));
+        let mut read = job("1");
+        read["spec"] = spec;
+        get.reply(200, &read);
+        assert!(matches!(
+            feedback(&mut harness).await,
+            Some(Feedback::DeleteFailed {
+                failure: Failure::Conflict,
+                ..
+            })
+        ));
+        assert!(quiet(&mut harness.server).await, "no DELETE");
+    }
+    assert_eq!(sink.received(), []);
+}
+
 #[tokio::test]
 async fn without_archiving_the_deletion_is_announced_after_it_to_both_sinks() {
     let policy_sink = Sink::start(&["202 Accepted"]).await;

@@ -405,8 +405,9 @@ fn job_in(namespace: &str, name: &str) -> serde_json::Value {
 #[tokio::test]
 async fn a_namespaces_hanging_archive_sink_holds_its_own_places_only() {
     use kube::Api;
-    use kube::api::{ApiResource, DynamicObject};
+    use kube::api::ApiResource;
     use kube_retention_common::kinds::Resource;
+    use kube_retention_io::lean::LeanObject;
     use kube_retention_sinks::ledger::archive::{Archived, PER_NAMESPACE};
 
     let hanging = Counting::start(false).await;
@@ -421,7 +422,7 @@ async fn a_namespaces_hanging_archive_sink_holds_its_own_places_only() {
         "jobs",
     );
     let archive = |namespace: &'static str, name: String, sink: String| {
-        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &dynamic);
+        let api: Api<LeanObject> = Api::namespaced_with(client.clone(), namespace, &dynamic);
         let (archiver, resource) = (archiver.clone(), resource.clone());
         tokio::spawn(async move {
             let uid = format!("uid-{name}");

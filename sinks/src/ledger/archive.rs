@@ -17,9 +17,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use kube::Api;
-use kube::api::DynamicObject;
 use kube_retention_common::kinds::Resource;
 use kube_retention_common::ledger::{DELETED, Entry};
+use kube_retention_io::lean::{self, LeanObject};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
@@ -112,7 +112,7 @@ impl Archiver {
     /// `resource_version`, sends it to `sink` within `entry`.
     pub async fn archive(
         &self,
-        api: &Api<DynamicObject>,
+        api: &Api<LeanObject>,
         resource: &Resource,
         name: &str,
         (uid, resource_version): (&str, &str),
@@ -128,8 +128,11 @@ impl Archiver {
         let Ok(permit) = self.permits.acquire().await else {
             return stopping();
         };
+        // Decoded lean (`io/src/lean.rs`): within its bound of what it holds, its metadata
+        // alone past it, which is not the version judged (that one was within it).
         let object = match api.get_opt(name).await {
-            Ok(Some(object)) => object,
+            Ok(Some(LeanObject(object))) if lean::past_bound(&object) => return Archived::Changed,
+            Ok(Some(LeanObject(object))) => object,
             Ok(None) => return Archived::Gone,
             Err(error) => return Archived::Unread(error),
         };
