@@ -58,6 +58,10 @@ pub enum HelmError {
         release: String,
         objects: Vec<String>,
     },
+    #[error(
+        "release {release} has more than {most} Secrets labelled as its records (Helm keeps 10 by default); a Cleaner reads no more: uninstall it with helm"
+    )]
+    TooManyRecords { release: String, most: usize },
 }
 
 /// The kinds a Cleaner uninstalls, for a message: `Secret, ConfigMap, …, Deployment.apps, …`.
@@ -77,6 +81,7 @@ impl HelmError {
             Self::Hooks { .. } => "HelmReleaseHasDeleteHooks",
             Self::Outside { .. } => "HelmReleaseOutsideNamespace",
             Self::NotUninstallable { .. } => "HelmReleaseKindNotUninstallable",
+            Self::TooManyRecords { .. } => "HelmReleaseTooManyRecords",
         }
     }
 }
@@ -116,6 +121,12 @@ pub struct Uninstall {
     pub keep: Vec<ManifestObject>,
 }
 
+/// The most a record's release may take decompressed: 16 MiB, some sixteen times the most a
+/// record holds (etcd's 1.5 MiB, base64 of gzip), as Helm's own releases of large charts do.
+/// gzip expands a thousandfold at most, and a record is a Secret any namespace editor may write:
+/// past the bound the rest is not decompressed, and the record is unreadable.
+pub const RELEASE_BYTES: u64 = 16 * 1024 * 1024;
+
 /// The release a record holds.
 pub fn decode(record: &Secret) -> Result<Release, HelmError> {
     let name = record.metadata.name.clone().unwrap_or_default();
@@ -134,8 +145,15 @@ pub fn decode(record: &Secret) -> Result<Release, HelmError> {
     let mut json = Vec::new();
     if compressed.starts_with(&[0x1f, 0x8b]) {
         flate2::read::GzDecoder::new(&compressed[..])
+            .take(RELEASE_BYTES + 1)
             .read_to_end(&mut json)
             .map_err(|error| unreadable(format!("not gzip: {error}")))?;
+        if json.len() as u64 > RELEASE_BYTES {
+            return Err(unreadable(format!(
+                "more than {} MiB decompressed",
+                RELEASE_BYTES / (1024 * 1024)
+            )));
+        }
     } else {
         json = compressed;
     }
@@ -154,17 +172,20 @@ pub fn is_record(name: &str, release: &str) -> bool {
 /// How Helm's records are named, before the release's name.
 const RECORD_PREFIX: &str = "sh.helm.release.v1.";
 
-/// The latest of a release's records (the highest `version` label).
+/// The latest of a release's records (the highest `version` label; of equals, the last).
 pub fn latest(records: &[Secret]) -> Option<&Secret> {
-    records.iter().max_by_key(|record| {
-        record
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|labels| labels.get("version"))
-            .and_then(|version| version.parse::<i64>().ok())
-            .unwrap_or(0)
-    })
+    records.iter().max_by_key(|record| version(record))
+}
+
+/// A record's `version` label, 0 where it has none.
+pub fn version(record: &Secret) -> i64 {
+    record
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|labels| labels.get("version"))
+        .and_then(|version| version.parse::<i64>().ok())
+        .unwrap_or(0)
 }
 
 impl ManifestObject {

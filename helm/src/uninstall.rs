@@ -14,16 +14,21 @@
 //!   the two (its annotations taken away, a namesake created) is not deleted: the clean fails
 //!   and is tried again, reading afresh;
 //! - the records go last, with the uid and resourceVersion they were listed with.
+//!
+//! What reading a release holds is bounded whatever the namespace's Secrets are: the records
+//! are listed [`RECORDS_PAGE`] a page (each page within the client's page bound), keeping of
+//! each only what deleting it needs and the latest one whole; a release of more than
+//! [`MOST_RECORDS`] is refused (Helm keeps 10 by default); its release is decompressed within
+//! [`helm::RELEASE_BYTES`]; and each object is read lean, within the bound of one object.
 
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy,
-};
+use kube::api::{Api, ApiResource, DeleteParams, ListParams, Preconditions, PropagationPolicy};
 use kube_retention_common::cleaner::helm::{ownership, uninstallable};
 use kube_retention_runtime::discovery;
 
 use kube_retention_io::deletion::Sent;
+use kube_retention_io::lean::LeanObject;
 
 use crate::storage::{self as helm, HelmError, ManifestObject};
 
@@ -87,35 +92,73 @@ impl Release {
     }
 }
 
+/// The records of a release listed in one page.
+const RECORDS_PAGE: u32 = 100;
+
+/// The most Secrets labelled as one release's records that are read: Helm keeps 10 by default
+/// (`--history-max`), and a release of more is refused, whoever forged them.
+pub const MOST_RECORDS: usize = 1000;
+
 /// Reads release `name`'s records in `namespace` and plans its uninstall; refuses a release with
-/// delete hooks, with objects outside `namespace`, or of kinds a Cleaner does not uninstall.
+/// delete hooks, with objects outside `namespace`, of kinds a Cleaner does not uninstall, or of
+/// more than [`MOST_RECORDS`] records.
 pub async fn read(
     deleter: &impl Deleter,
     name: &str,
     namespace: &str,
 ) -> Result<Release, UninstallError> {
     let secrets: Api<Secret> = Api::namespaced(deleter.client().clone(), namespace);
-    let selector = ListParams::default().labels(&helm::records_selector(name));
-    let listed = secrets.list(&selector).await.map_err(|error| {
-        UninstallError::Failed(format!(
-            "listing the records of Helm release {name}: {error}"
-        ))
-    })?;
-    let (records, others): (Vec<Secret>, Vec<Secret>) = listed
-        .items
-        .into_iter()
-        .partition(|secret| helm::is_record(secret.metadata.name.as_deref().unwrap_or(""), name));
-    let skipped = others
-        .iter()
-        .map(|secret| {
-            format!(
-                "Secret/{}: labelled as a record of release {name} but not named as Helm names \
-                 them (sh.helm.release.v1.{name}.vN)",
-                secret.metadata.name.as_deref().unwrap_or("")
-            )
-        })
-        .collect();
-    let objects = match helm::latest(&records) {
+    let mut records = Vec::new();
+    let mut skipped = Vec::new();
+    let mut latest: Option<Secret> = None;
+    let mut listed = 0usize;
+    let mut token: Option<String> = None;
+    loop {
+        let mut page = ListParams::default()
+            .labels(&helm::records_selector(name))
+            .limit(RECORDS_PAGE);
+        if let Some(token) = &token {
+            page = page.continue_token(token);
+        }
+        let page = secrets.list(&page).await.map_err(|error| {
+            UninstallError::Failed(format!(
+                "listing the records of Helm release {name}: {error}"
+            ))
+        })?;
+        listed += page.items.len();
+        if listed > MOST_RECORDS {
+            return Err(HelmError::TooManyRecords {
+                release: name.to_owned(),
+                most: MOST_RECORDS,
+            }
+            .into());
+        }
+        for secret in page.items {
+            let secret_name = secret.metadata.name.clone().unwrap_or_default();
+            if !helm::is_record(&secret_name, name) {
+                skipped.push(format!(
+                    "Secret/{secret_name}: labelled as a record of release {name} but not named \
+                     as Helm names them (sh.helm.release.v1.{name}.vN)"
+                ));
+                continue;
+            }
+            records.push(Secret {
+                metadata: kept_of(&secret.metadata),
+                ..Secret::default()
+            });
+            if latest
+                .as_ref()
+                .is_none_or(|latest| helm::version(&secret) >= helm::version(latest))
+            {
+                latest = Some(secret);
+            }
+        }
+        match page.metadata.continue_ {
+            Some(next) if !next.is_empty() => token = Some(next),
+            _ => break,
+        }
+    }
+    let objects = match &latest {
         Some(record) => {
             let decoded = helm::decode(record)?;
             let plan = helm::plan(&decoded, namespace)?;
@@ -187,14 +230,15 @@ pub async fn uninstall(
     let mut uninstalled = Uninstalled::default();
     let name = &release.name;
     for (resource, object) in &release.objects {
-        let api: Api<DynamicObject> =
+        // Read lean, within the bound of one object: only its metadata is read.
+        let api: Api<LeanObject> =
             Api::namespaced_with(deleter.client().clone(), namespace, resource);
         let what = format!("{}/{}", object.kind, object.name);
         let failed = |doing: &str, error: kube::Error| {
             UninstallError::Failed(format!("{doing} {what} of Helm release {name}: {error}"))
         };
         let found = match api.get(&object.name).await {
-            Ok(found) => found,
+            Ok(LeanObject(found)) => found,
             Err(kube::Error::Api(status)) if status.code == 404 => continue,
             Err(error) => return Err(failed("reading", error)),
         };
@@ -234,6 +278,17 @@ pub async fn uninstall(
         uninstalled.release = Some(release.name);
     }
     Ok(uninstalled)
+}
+
+/// What deleting a record needs of it: its name, uid and resourceVersion.
+fn kept_of(metadata: &ObjectMeta) -> ObjectMeta {
+    ObjectMeta {
+        name: metadata.name.clone(),
+        namespace: metadata.namespace.clone(),
+        uid: metadata.uid.clone(),
+        resource_version: metadata.resource_version.clone(),
+        ..ObjectMeta::default()
+    }
 }
 
 /// A DELETE of exactly the version `read`: its uid and resourceVersion as preconditions.

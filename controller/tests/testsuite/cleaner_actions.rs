@@ -82,7 +82,7 @@ async fn a_release_is_read_first_and_uninstalled_after_the_targets() {
     assert_eq!(
         requests(&seen),
         [
-            "GET /api/v1/namespaces/team/secrets?&labelSelector=owner%3Dhelm%2Cname%3Dweb",
+            "GET /api/v1/namespaces/team/secrets?&labelSelector=owner%3Dhelm%2Cname%3Dweb&limit=100",
             "GET /api/v1",
             "DELETE /api/v1/namespaces/team/configmaps/cm-0",
             "GET /api/v1/namespaces/team/services/web",

@@ -14,7 +14,8 @@ use clean_support::{
 use http::StatusCode;
 use serde_json::{Value, json};
 
-const LIST: &str = "GET /api/v1/namespaces/team/secrets?&labelSelector=owner%3Dhelm%2Cname%3Dweb";
+const LIST: &str =
+    "GET /api/v1/namespaces/team/secrets?&labelSelector=owner%3Dhelm%2Cname%3Dweb&limit=100";
 const RECORD: &str = "DELETE /api/v1/namespaces/team/secrets/sh.helm.release.v1.web.v2";
 const RETIRE: &str = "DELETE /apis/retention.dev/v1alpha1/namespaces/team/cleaners/tidy";
 
@@ -245,4 +246,42 @@ async fn a_release_listing_a_kind_a_cleaner_does_not_uninstall_is_refused_before
         "nothing deleted, the targets neither: {:?}",
         requests(&seen)
     );
+}
+
+/// A namespace editor's thousands of Secrets labelled as one release's records: listed a page at
+/// a time (each within the client's page bound), keeping of each only what deleting it needs,
+/// and refused once more than a release has are read, before anything is decoded or deleted.
+#[tokio::test]
+async fn a_release_of_more_records_than_are_read_is_refused_page_by_page() {
+    let answers: Answers = |method, path| match (method, path) {
+        ("GET", "/api/v1/namespaces/team/secrets") => {
+            let items: Vec<Value> = (0..100)
+                .map(|version| {
+                    let mut forged = record(FORGED);
+                    forged["metadata"]["name"] =
+                        json!(format!("sh.helm.release.v1.web.v{version}"));
+                    forged["metadata"]["labels"]["version"] = json!(version.to_string());
+                    forged
+                })
+                .collect();
+            // Always more: the API server as a namespace of Secrets without end.
+            let list = json!({"kind": "SecretList", "apiVersion": "v1",
+                              "metadata": {"continue": "more"}, "items": items});
+            (StatusCode::OK, list)
+        }
+        _ => success(),
+    };
+    let (outcome, seen) = cleaning(group(1, Some("web")), answers).await;
+    let problem = outcome.unwrap_err();
+    assert_eq!(problem.reason(), "HelmReleaseTooManyRecords");
+    assert!(
+        problem
+            .to_string()
+            .contains("release web has more than 1000 Secrets labelled as its records"),
+        "{problem}"
+    );
+    let next = format!("{LIST}&continue=more");
+    let mut expected = vec![LIST.to_owned()];
+    expected.extend(std::iter::repeat_n(next, 10));
+    assert_eq!(requests(&seen), expected, "eleven pages, nothing deleted");
 }

@@ -113,6 +113,29 @@ fn an_unreadable_record_is_named() {
     );
 }
 
+/// A namespace editor's forged record: 20 KB of gzip that expands to 64 MiB (gzip expands a
+/// thousandfold; a Secret of etcd's 1.5 MiB would give a gigabyte). Decompressed no further
+/// than the bound, and unreadable.
+#[test]
+fn a_record_that_decompresses_past_its_bound_is_unreadable() {
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    let zeros = vec![b' '; 1024 * 1024];
+    for _ in 0..64 {
+        gzip.write_all(&zeros).expect("in memory");
+    }
+    let compressed = gzip.finish().expect("in memory");
+    assert!(compressed.len() < 1024 * 1024);
+    let mut bomb = record(1, json!([]));
+    let encoded = base64::engine::general_purpose::STANDARD.encode(compressed);
+    bomb.data = Some([("release".to_owned(), ByteString(encoded.into_bytes()))].into());
+    let error = helm::decode(&bomb).expect_err("unreadable");
+    assert_eq!(
+        error.to_string(),
+        "release record sh.helm.release.v1.preview-42.v1 cannot be read: more than 16 MiB decompressed"
+    );
+    assert_eq!(error.reason(), "HelmReleaseUnreadable");
+}
+
 #[test]
 fn the_cloud_event_goes_in_binary_mode() {
     let data = json!({"deleted": ["ConfigMap/preview-42-settings"], "release": "preview-42"});
