@@ -72,6 +72,14 @@ impl Harness {
         }
     }
 
+    /// Whether no request comes for three hours (of paused time): past any deadline here.
+    async fn quiet_for_three_hours(&mut self) -> bool {
+        self.server
+            .next_within(Duration::from_secs(3 * 3600))
+            .await
+            .is_none()
+    }
+
     /// Lists one Job, finished ten minutes before the start: due fifty minutes on.
     fn list_a_job_due_in_fifty_minutes(&self) {
         let finished = START.parse::<Timestamp>().unwrap() - jiff::SignedDuration::from_mins(10);
@@ -121,11 +129,7 @@ async fn a_replica_that_stops_leading_before_the_deadline_deletes_nothing_until_
     tokio::time::sleep(Duration::from_secs(30 * 60)).await;
     harness.leading.send(false).unwrap();
     assert!(
-        harness
-            .server
-            .next_within(Duration::from_secs(3 * 3600))
-            .await
-            .is_none(),
+        harness.quiet_for_three_hours().await,
         "a follower sends no DELETE, past the deadline too"
     );
     harness.leading.send(true).unwrap();
@@ -171,11 +175,7 @@ async fn a_job_whose_new_version_held_past_the_bound_is_not_deleted_until_one_fi
         ))
         .unwrap();
     assert!(
-        harness
-            .server
-            .next_within(Duration::from_secs(3 * 3600))
-            .await
-            .is_none(),
+        harness.quiet_for_three_hours().await,
         "no DELETE of a version the controller could not read, past the deadline too"
     );
     // A version that fits again is judged: overdue, it goes at once.

@@ -23,7 +23,7 @@ use libtest_mimic::Trial;
 use serde_json::{Value, json};
 
 use crate::audit;
-use crate::kinds::openshift::{create_build, finish};
+use crate::kinds::openshift::short_build_finished;
 use crate::lifecycle::create_jobs;
 use crate::support::{Env, TestNamespace, openshift, restart_controller};
 use crate::workloads::{bulky_job, eventually, finish_job, now_second};
@@ -49,6 +49,19 @@ pub fn disruptive_tests(env: &Env) -> Vec<Trial> {
     ]
 }
 
+/// Runs `trial` with the shared controller listing in pages (`--initial-list=pages`, as on
+/// Kubernetes 1.33 or after a streamed list is cut), and restarts it as the suite runs it
+/// after, whatever the trial came to.
+async fn in_pages(cluster: &LocalCluster, trial: impl Future<Output = Result<()>>) -> Result<()> {
+    let outcome = async {
+        restart_controller(cluster, &["--initial-list=pages".to_owned()])?;
+        trial.await
+    }
+    .await;
+    let restored = restart_controller(cluster, &[]);
+    outcome.and(restored)
+}
+
 /// The heavy Jobs a namespace editor makes, and what each weighs: 112 MB together, a page of
 /// 500 if nothing bounded it.
 const HEAVY: usize = 80;
@@ -68,8 +81,7 @@ async fn heavy_pages(ns: TestNamespace) -> Result<()> {
         let name = format!("heavy-{index:03}");
         bulky_job(&ns, &name, json!({}), kept.clone(), HEAVY_BYTES).await?;
     }
-    let outcome = async {
-        restart_controller(&cluster, &["--initial-list=pages".to_owned()])?;
+    in_pages(&cluster, async {
         due_jobs_finished(&ns, 5).await?;
         let jobs: Api<Job> = Api::namespaced(ns.env.client.clone(), &ns.name);
         eventually(
@@ -99,11 +111,9 @@ async fn heavy_pages(ns: TestNamespace) -> Result<()> {
              smaller, the controller peaked at {} MiB",
             peak / 1024
         );
-        Ok::<(), anyhow::Error>(())
-    }
-    .await;
-    let restored = restart_controller(&cluster, &[]);
-    outcome.and(restored)
+        Ok(())
+    })
+    .await
 }
 
 /// Dense Jobs a namespace editor makes: their `env`, one-entry maps that hold some 950 bytes
@@ -159,8 +169,7 @@ async fn dense_pages(ns: TestNamespace) -> Result<()> {
         dense_job(&ns, &name, due.clone(), PAST_ENTRIES).await?;
         finish_job(&ns.env.client, &ns.name, &name, true, finished).await?;
     }
-    let outcome = async {
-        restart_controller(&cluster, &["--initial-list=pages".to_owned()])?;
+    in_pages(&cluster, async {
         due_jobs_finished(&ns, 5).await?;
         let jobs: Api<Job> = Api::namespaced(ns.env.client.clone(), &ns.name);
         eventually(
@@ -209,11 +218,9 @@ async fn dense_pages(ns: TestNamespace) -> Result<()> {
              bound, the controller peaked at {} MiB",
             peak / 1024
         );
-        Ok::<(), anyhow::Error>(())
-    }
-    .await;
-    let restored = restart_controller(&cluster, &[]);
-    outcome.and(restored)
+        Ok(())
+    })
+    .await
 }
 
 /// How deep a namespace editor nests a Build's free-form spec: the API server accepts it
@@ -239,16 +246,8 @@ async fn deep_resource(ns: TestNamespace) -> Result<()> {
     .header("content-type", "application/json")
     .body(serde_json::to_vec(&build)?)?;
     ns.env.client.request_text(request).await?;
-    let outcome = async {
-        restart_controller(&cluster, &["--initial-list=pages".to_owned()])?;
-        create_build(
-            &ns,
-            "short",
-            json!({}),
-            json!({"successfulBuildTTLSeconds": 2}),
-        )
-        .await?;
-        finish(&ns, "short", "Complete", now_second()).await?;
+    in_pages(&cluster, async {
+        short_build_finished(&ns).await?;
         let builds = ns.dynamic(&openshift("Build"));
         eventually(Duration::from_secs(30), "the due Build deleted", || async {
             Ok(builds.get_opt("short").await?.is_none())
@@ -273,11 +272,9 @@ async fn deep_resource(ns: TestNamespace) -> Result<()> {
             "with a Build nested {DEEP} deep listed in pages: {past_bound} objects past the \
              bound, Builds left {names:?}"
         );
-        Ok::<(), anyhow::Error>(())
-    }
-    .await;
-    let restored = restart_controller(&cluster, &[]);
-    outcome.and(restored)
+        Ok(())
+    })
+    .await
 }
 
 async fn refused(ns: TestNamespace) -> Result<()> {

@@ -13,12 +13,7 @@ use crate::workloads::{eventually, now_second, sleep_until};
 
 const CONFIG_ANNOTATION: &str = "openshift.io/build-config.name";
 
-pub(crate) async fn create_build(
-    ns: &TestNamespace,
-    name: &str,
-    metadata: Value,
-    spec: Value,
-) -> Result<()> {
+async fn create_build(ns: &TestNamespace, name: &str, metadata: Value, spec: Value) -> Result<()> {
     let mut value = json!({"metadata": metadata, "spec": spec});
     value["metadata"]["name"] = json!(name);
     let build = object(&openshift("Build"), value)?;
@@ -28,12 +23,7 @@ pub(crate) async fn create_build(
     Ok(())
 }
 
-pub(crate) async fn finish(
-    ns: &TestNamespace,
-    name: &str,
-    phase: &str,
-    at: Timestamp,
-) -> Result<()> {
+async fn finish(ns: &TestNamespace, name: &str, phase: &str, at: Timestamp) -> Result<()> {
     let status = json!({"status": {"phase": phase, "completionTimestamp": at.to_string()}});
     ns.dynamic(&openshift("Build"))
         .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
@@ -41,16 +31,22 @@ pub(crate) async fn finish(
     Ok(())
 }
 
-pub async fn by_ttl(ns: TestNamespace) -> Result<()> {
+/// A Build `short` of a two-second TTL, finished now: when it finished.
+pub(crate) async fn short_build_finished(ns: &TestNamespace) -> Result<Timestamp> {
     create_build(
-        &ns,
+        ns,
         "short",
         json!({}),
         json!({"successfulBuildTTLSeconds": 2}),
     )
     .await?;
     let finished = now_second();
-    finish(&ns, "short", "Complete", finished).await?;
+    finish(ns, "short", "Complete", finished).await?;
+    Ok(finished)
+}
+
+pub async fn by_ttl(ns: TestNamespace) -> Result<()> {
+    let finished = short_build_finished(&ns).await?;
     let builds = ns.dynamic(&openshift("Build"));
     let expires = finished + SignedDuration::from_secs(2);
     eventually(Duration::from_secs(5), "the Build is stamped", || async {
