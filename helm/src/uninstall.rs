@@ -93,7 +93,7 @@ impl Release {
 }
 
 /// The records of a release listed in one page.
-const RECORDS_PAGE: u32 = 100;
+pub const RECORDS_PAGE: u32 = 100;
 
 /// The most Secrets labelled as one release's records that are read: Helm keeps 10 by default
 /// (`--history-max`), and a release of more is refused, whoever forged them.
