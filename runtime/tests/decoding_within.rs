@@ -3,7 +3,11 @@
 //! generated budgets from a kilobyte to some megabytes, under an allocator that tracks the most
 //! the process held at once. Whatever the text, the decoding never held more than its budget
 //! and half again (a vector's growth holds its old slots beside its new ones for a moment), and
-//! the scratch serde_json keeps for a string with escapes (at most the text).
+//! the scratch serde_json keeps for a string with escapes: the string unescaped, at most the
+//! text, in a vector grown by doubling, so up to twice that, the old beside the new while it
+//! grows (found by a generated string of 4,097 escapes: 98 KB held at once for 49 KB of text,
+//! past an allowance of the text alone). That scratch is the deserializer's, whoever decodes:
+//! bounded by the text, which the page bound and etcd bound.
 //!
 //! Its own test binary, one test: the tracking allocator is the binary's global allocator.
 
@@ -69,7 +73,7 @@ proptest! {
             Within(&limit).deserialize(&mut serde_json::Deserializer::from_str(&text)).unwrap()
         });
         prop_assert!(
-            peak <= budget + budget / 2 + text.len(),
+            peak <= budget + budget / 2 + 3 * text.len(),
             "held {peak} at once within a budget of {budget} ({} bytes of text, shape {})",
             text.len(),
             shape % 5
