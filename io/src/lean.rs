@@ -158,7 +158,7 @@ impl<'de> Visitor<'de> for PartsVisitor {
                 "kind" => kind = Some(map.next_value::<String>()?),
                 "metadata" => metadata = Some(map.next_value_seed(MetadataSeed)?),
                 _ if self.data => {
-                    let value = map.next_value_seed(Within(&budget))?;
+                    let value = map.next_value_seed(Within::new(&budget))?;
                     if budget.entry(&key, data.len()) {
                         data.insert(key, value);
                     } else {

@@ -379,7 +379,7 @@ impl<'de> Visitor<'de> for ObjectHeld {
                 "metadata" if self.skipping.is_none() => fields.next_value_seed(ObjectHeld {
                     skipping: Some(SKIPPED),
                 })?,
-                _ => fields.next_value_seed(Weighed)?,
+                _ => fields.next_value_seed(Weighed::default())?,
             };
             entries += 1;
             held = held

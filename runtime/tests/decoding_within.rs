@@ -70,7 +70,7 @@ proptest! {
         let text = dense(shape, items);
         let limit = Budget::new(budget);
         let (peak, value) = peak_of(|| {
-            Within(&limit).deserialize(&mut serde_json::Deserializer::from_str(&text)).unwrap()
+            Within::new(&limit).deserialize(&mut serde_json::Deserializer::from_str(&text)).unwrap()
         });
         prop_assert!(
             peak <= budget + budget / 2 + 3 * text.len(),

@@ -33,29 +33,23 @@ pub const DEPTH: usize = 64;
 
 /// The weight of a value as decoded into a tree: what [`super::held_bytes`] of that tree is,
 /// read from its text without keeping any of it (what lies deeper than [`DEPTH`], nothing).
+/// `Weighed::default()` reads a value from its top.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Weighed;
+pub struct Weighed {
+    /// How far below where it started this value lies.
+    depth: usize,
+}
+
+impl Weighed {
+    /// What weighs the values inside this one: the next depth, or none past [`DEPTH`].
+    fn inner(self) -> Option<Self> {
+        (self.depth < DEPTH).then_some(Self {
+            depth: self.depth + 1,
+        })
+    }
+}
 
 impl<'de> DeserializeSeed<'de> for Weighed {
-    type Value = usize;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<usize, D::Error> {
-        WeighedAt(0).deserialize(deserializer)
-    }
-}
-
-/// [`Weighed`] at a depth below where it started.
-#[derive(Clone, Copy, Debug)]
-struct WeighedAt(usize);
-
-impl WeighedAt {
-    /// What holds the values inside this one: the next depth, or none past [`DEPTH`].
-    fn inner(self) -> Option<Self> {
-        (self.0 < DEPTH).then_some(Self(self.0 + 1))
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for WeighedAt {
     type Value = usize;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<usize, D::Error> {
@@ -63,7 +57,7 @@ impl<'de> DeserializeSeed<'de> for WeighedAt {
     }
 }
 
-impl<'de> Visitor<'de> for WeighedAt {
+impl<'de> Visitor<'de> for Weighed {
     type Value = usize;
 
     fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
@@ -180,28 +174,18 @@ impl Budget {
 /// A value decoded into a tree within a [`Budget`]: `null`, with the budget exceeded, where the
 /// tree would hold more than it had left, or lies deeper than [`DEPTH`] (see the module).
 #[derive(Clone, Copy, Debug)]
-pub struct Within<'a>(pub &'a Budget);
-
-impl<'de> DeserializeSeed<'de> for Within<'_> {
-    type Value = Value;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
-        WithinAt {
-            budget: self.0,
-            depth: 0,
-        }
-        .deserialize(deserializer)
-    }
-}
-
-/// [`Within`] at a depth below where it started.
-#[derive(Clone, Copy, Debug)]
-struct WithinAt<'a> {
+pub struct Within<'a> {
     budget: &'a Budget,
+    /// How far below where it started this value lies.
     depth: usize,
 }
 
-impl WithinAt<'_> {
+impl<'a> Within<'a> {
+    /// A value decoded from its top within `budget`.
+    pub fn new(budget: &'a Budget) -> Self {
+        Self { budget, depth: 0 }
+    }
+
     /// What decodes the values inside this one: the next depth, or none past [`DEPTH`], where
     /// the budget is refused.
     fn inner(self) -> Option<Self> {
@@ -216,7 +200,7 @@ impl WithinAt<'_> {
     }
 }
 
-impl<'de> DeserializeSeed<'de> for WithinAt<'_> {
+impl<'de> DeserializeSeed<'de> for Within<'_> {
     type Value = Value;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
@@ -224,7 +208,7 @@ impl<'de> DeserializeSeed<'de> for WithinAt<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for WithinAt<'_> {
+impl<'de> Visitor<'de> for Within<'_> {
     type Value = Value;
 
     fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
@@ -351,14 +335,14 @@ mod tests {
     }
 
     fn weighed(text: &str) -> usize {
-        Weighed
+        Weighed::default()
             .deserialize(&mut serde_json::Deserializer::from_str(text))
             .unwrap()
     }
 
     fn within(text: &str, bytes: usize) -> (Value, bool) {
         let budget = Budget::new(bytes);
-        let value = Within(&budget)
+        let value = Within::new(&budget)
             .deserialize(&mut serde_json::Deserializer::from_str(text))
             .unwrap();
         (value, budget.exceeded())
@@ -423,10 +407,10 @@ mod tests {
     fn text_that_is_not_json_is_an_error_not_a_weight() {
         for text in ["{", r#"{"a":}"#, "[1,]", "\"unterminated"] {
             let mut read = serde_json::Deserializer::from_str(text);
-            assert!(Weighed.deserialize(&mut read).is_err(), "{text}");
+            assert!(Weighed::default().deserialize(&mut read).is_err(), "{text}");
             let mut read = serde_json::Deserializer::from_str(text);
             assert!(
-                Within(&Budget::new(1 << 20))
+                Within::new(&Budget::new(1 << 20))
                     .deserialize(&mut read)
                     .is_err(),
                 "{text}"
