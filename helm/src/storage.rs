@@ -12,6 +12,7 @@
 //! only when named as Helm names them, and each object is deleted only when Helm's annotations
 //! give it to the release (`uninstall.rs`).
 
+use std::borrow::Borrow;
 use std::io::Read;
 
 use base64::Engine;
@@ -173,12 +174,14 @@ pub fn is_record(name: &str, release: &str) -> bool {
 const RECORD_PREFIX: &str = "sh.helm.release.v1.";
 
 /// The latest of a release's records (the highest `version` label; of equals, the last).
-pub fn latest(records: &[Secret]) -> Option<&Secret> {
-    records.iter().max_by_key(|record| version(record))
+pub fn latest<R: Borrow<Secret>>(records: impl IntoIterator<Item = R>) -> Option<R> {
+    records
+        .into_iter()
+        .max_by_key(|record| version(record.borrow()))
 }
 
 /// A record's `version` label, 0 where it has none.
-pub fn version(record: &Secret) -> i64 {
+fn version(record: &Secret) -> i64 {
     record
         .metadata
         .labels

@@ -146,12 +146,7 @@ pub async fn read(
                 metadata: kept_of(&secret.metadata),
                 ..Secret::default()
             });
-            if latest
-                .as_ref()
-                .is_none_or(|latest| helm::version(&secret) >= helm::version(latest))
-            {
-                latest = Some(secret);
-            }
+            latest = helm::latest(latest.into_iter().chain([secret]));
         }
         match page.metadata.continue_ {
             Some(next) if !next.is_empty() => token = Some(next),
