@@ -82,18 +82,7 @@ async fn heavy_pages(ns: TestNamespace) -> Result<()> {
         bulky_job(&ns, &name, json!({}), kept.clone(), HEAVY_BYTES).await?;
     }
     in_pages(&cluster, async {
-        due_jobs_finished(&ns, 5).await?;
-        let jobs: Api<Job> = Api::namespaced(ns.env.client.clone(), &ns.name);
-        eventually(
-            Duration::from_secs(60),
-            "the due Jobs deleted once the heavy ones were listed, and none of those",
-            || async {
-                let left = jobs.list(&Default::default()).await?.items;
-                Ok(left.len() == HEAVY
-                    && left.iter().all(|job| job.name_any().starts_with("heavy-")))
-            },
-        )
-        .await?;
+        due_jobs_go_and_the_rest_stay(&ns, HEAVY, "heavy").await?;
         let series = r#"kube_retention_list_pages_read_again_total{api="/apis/batch"}"#;
         let read_again = components::counter(cluster.controller_port, series)?;
         let peak = tracked(&cluster.layout.state_dir, &[CONTROLLER])
@@ -170,18 +159,8 @@ async fn dense_pages(ns: TestNamespace) -> Result<()> {
         finish_job(&ns.env.client, &ns.name, &name, true, finished).await?;
     }
     in_pages(&cluster, async {
-        due_jobs_finished(&ns, 5).await?;
+        due_jobs_go_and_the_rest_stay(&ns, DENSE + PAST, "dense").await?;
         let jobs: Api<Job> = Api::namespaced(ns.env.client.clone(), &ns.name);
-        eventually(
-            Duration::from_secs(60),
-            "the due Jobs deleted once the dense ones were listed, and none of those",
-            || async {
-                let left = jobs.list(&Default::default()).await?.items;
-                Ok(left.len() == DENSE + PAST
-                    && left.iter().all(|job| !job.name_any().starts_with("due-")))
-            },
-        )
-        .await?;
         // Past its bound and due: still there, its deadline long gone.
         tokio::time::sleep(Duration::from_secs(5)).await;
         let left = jobs.list(&Default::default()).await?.items;
@@ -346,6 +325,20 @@ async fn refused(ns: TestNamespace) -> Result<()> {
     })
     .await??;
     outcome
+}
+
+/// Five Jobs due 2 s after they finish, finished now; then, within 60 s, those deleted and the
+/// namespace's `kept` others (`what` they are) all left.
+async fn due_jobs_go_and_the_rest_stay(ns: &TestNamespace, kept: usize, what: &str) -> Result<()> {
+    due_jobs_finished(ns, 5).await?;
+    let jobs: Api<Job> = Api::namespaced(ns.env.client.clone(), &ns.name);
+    let waited =
+        format!("the due Jobs deleted once the {what} ones were listed, and none of those");
+    eventually(Duration::from_secs(60), &waited, || async {
+        let left = jobs.list(&Default::default()).await?.items;
+        Ok(left.len() == kept && left.iter().all(|job| !job.name_any().starts_with("due-")))
+    })
+    .await
 }
 
 /// `count` Jobs finished now, due 2 s after: the second they finished.
