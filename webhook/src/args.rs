@@ -86,9 +86,10 @@ pub struct Args {
     #[arg(long, env = "KUBE_RETENTION_NAMESPACE_COMPILE_BURST", default_value_t = DEFAULT_NAMESPACE_BURST.into())]
     pub namespace_compile_burst: humantime::Duration,
     /// Connections open at once on the HTTPS address, TLS handshakes included. Past it, the
-    /// connection idle longest is closed (where none is idle, the one whose request has been
-    /// in flight longest is dropped) and the next waits, in the kernel's accept queue, for
-    /// its place.
+    /// next waits in the kernel's accept queue while one is chosen among those open a second
+    /// or more: the one idle longest is closed (where none is idle, the one whose request has
+    /// been in flight longest is dropped; one asked to close and open a second later is
+    /// dropped), so that it waits two seconds at most.
     #[arg(long, env = "KUBE_RETENTION_MAX_CONNECTIONS", default_value_t = connections::DEFAULT_MAX)]
     pub max_connections: usize,
     /// Connections one address may have open at once; past it, a new one is closed as soon

@@ -5,11 +5,17 @@
 //! connection past that is closed as soon as it is accepted. A connection with no request in
 //! flight for `--idle-connection-timeout` is closed, HTTP/1 and HTTP/2 alike (hyper closes
 //! neither by itself: its HTTP/1 header timeout covers one request's wait, and HTTP/2 has no
-//! idle timeout at all); the API server opens another when it next calls. When all are taken,
-//! the connection idle longest is asked to close at once, so an idle connection never keeps
-//! the API server's new one waiting; where none is idle, the connection whose oldest request
-//! began first is dropped, so connections held by bodies that trickle in cannot keep it
-//! waiting either.
+//! idle timeout at all); the API server opens another when it next calls.
+//!
+//! When all are taken, room is made for the connection waiting, within two [`SETTLING`]s
+//! whatever the open ones do. Every connection accepted at least one [`SETTLING`] ago may be
+//! chosen: the one idle longest is asked to close (gracefully: it answers what it has begun);
+//! where none is idle, the one whose oldest request began first is dropped, so connections
+//! held by bodies that trickle in cannot keep the new one waiting; and one asked to close that
+//! is still open a [`SETTLING`] later is dropped. The waiting connection looks again each time
+//! one more may be chosen, so a flood of connections accepted together, or connections that
+//! keep up short requests so that none is ever idle for long, delay it by a [`SETTLING`] at
+//! most, not until they go.
 //!
 //! Hand-written: tokio's semaphore bounds the count, but what a connection is doing (whether
 //! it is idle, and since when) is the server's own to know.
@@ -34,8 +40,9 @@ pub const DEFAULT_MAX_PER_PEER: usize = 64;
 /// The default time a connection may stay without a request.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// How long a connection is left alone after it was accepted or began a request before it may
-/// be closed to make room: time for a handshake, a request and its answer.
+/// How long a connection is left alone after it was accepted before it may be closed to make
+/// room (time for a handshake, a request and its answer), and how long one asked to close for
+/// room has to do so before it is dropped.
 pub const SETTLING: Duration = Duration::from_secs(1);
 
 /// The connections' bounds.
@@ -71,10 +78,11 @@ struct State {
     open: BTreeMap<u64, Arc<Activity>>,
 }
 
-/// What one connection is doing: its requests in flight and since when each, since when it
-/// has had none, and the signals that ask it to close (gracefully, once idle) or to drop
-/// (at once, its requests with it).
+/// What one connection is doing: when it was accepted, its requests in flight and since when
+/// each, since when it has had none, whether it was asked to close for room, and the signals
+/// that ask it to close (gracefully, once idle) or to drop (at once, its requests with it).
 pub struct Activity {
+    accepted: Instant,
     state: Mutex<Requests>,
     close: Notify,
     drop: Notify,
@@ -85,15 +93,32 @@ struct Requests {
     /// When each request in flight began.
     in_flight: BTreeMap<u64, Instant>,
     idle_since: Instant,
+    /// When it was asked to close for room.
+    asked_to_close: Option<Instant>,
+}
+
+/// Why, and how, a connection is chosen to make room; ordered from the first choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Choice {
+    /// Asked to close a [`SETTLING`] ago or more and still open: dropped, the longest asked
+    /// first.
+    StillOpen(Instant),
+    /// Idle: asked to close, the one idle longest first.
+    Idle(Instant),
+    /// Busy: dropped, the one whose oldest request began first.
+    Busy(Instant),
 }
 
 impl Activity {
     fn new() -> Self {
+        let now = Instant::now();
         Self {
+            accepted: now,
             state: Mutex::new(Requests {
                 next: 0,
                 in_flight: BTreeMap::new(),
-                idle_since: Instant::now(),
+                idle_since: now,
+                asked_to_close: None,
             }),
             close: Notify::new(),
             drop: Notify::new(),
@@ -110,9 +135,37 @@ impl Activity {
         state.in_flight.is_empty().then_some(state.idle_since)
     }
 
-    /// When its oldest request in flight began; `None` while it has none.
-    fn oldest_request(&self) -> Option<Instant> {
-        self.lock().in_flight.values().min().copied()
+    /// How it may be chosen to make room at `now`; `None` while it is left alone: accepted
+    /// less than a [`SETTLING`] ago, or asked to close less than one ago.
+    fn choice(&self, now: Instant) -> Option<Choice> {
+        if now < self.accepted + SETTLING {
+            return None;
+        }
+        let state = self.lock();
+        match state.asked_to_close {
+            Some(asked) if now < asked + SETTLING => None,
+            Some(asked) => Some(Choice::StillOpen(asked)),
+            None => Some(match state.in_flight.values().min() {
+                None => Choice::Idle(state.idle_since),
+                Some(oldest) => Choice::Busy(*oldest),
+            }),
+        }
+    }
+
+    /// When it may next be chosen to make room, as seen at `now`: once it has settled, or a
+    /// [`SETTLING`] after it was asked to close.
+    fn choosable_from(&self, now: Instant) -> Instant {
+        let settled = self.accepted + SETTLING;
+        match self.lock().asked_to_close {
+            Some(asked) => settled.max(asked + SETTLING),
+            None => settled.max(now),
+        }
+    }
+
+    /// Asks it to close for room, gracefully: it answers the requests it has begun.
+    fn ask_to_close(&self, now: Instant) {
+        self.lock().asked_to_close = Some(now);
+        self.close.notify_one();
     }
 
     /// A request begins; it ends when the guard is dropped.
@@ -177,50 +230,53 @@ impl Connections {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A free place; when none is, a connection is asked to make room (`make_room`)
-    /// and this waits for one to close.
+    /// A free place; while none is, connections are chosen to make room ([`Self::make_room`]),
+    /// one more each time one may be, until one has closed.
     pub async fn slot(&self) -> Slot {
-        if let Ok(permit) = self.slots.clone().try_acquire_owned() {
-            return Slot { _permit: permit };
+        loop {
+            if let Ok(permit) = self.slots.clone().try_acquire_owned() {
+                return Slot { _permit: permit };
+            }
+            let look_again = self.make_room(Instant::now());
+            tokio::select! {
+                permit = self.slots.clone().acquire_owned() => {
+                    let permit = permit.expect("the semaphore is never closed");
+                    return Slot { _permit: permit };
+                }
+                () = tokio::time::sleep_until(look_again) => {}
+            }
         }
-        self.make_room();
-        let permit = self
-            .slots
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the semaphore is never closed");
-        Slot { _permit: permit }
     }
 
-    /// Asks the connection idle longest to close; where none is idle, drops the one whose
-    /// oldest request began first. The API server's requests are answered in milliseconds, so
-    /// the connections that hold their requests longest are the ones whose bodies trickle in
-    /// (their requests end at the admission's deadline anyway). Neither for less than
-    /// [`SETTLING`]: a connection just accepted is in its handshake, or about to send its
-    /// request, and may be the API server's; until one has settled, the next waits.
-    fn make_room(&self) {
+    /// Chooses one connection to make room at `now` (the first [`Choice`] of all that may be
+    /// chosen) and asks it to close or drops it; returns when to look again, should no
+    /// connection have closed by then: a [`SETTLING`] on (when the one asked may be dropped),
+    /// or when the first of the others may be chosen. The API server's requests are answered
+    /// in milliseconds, so the connections that hold their requests longest are the ones whose
+    /// bodies trickle in (their requests end at the admission's deadline anyway).
+    fn make_room(&self, now: Instant) -> Instant {
         let state = self.lock();
-        let settled = Instant::now() - SETTLING;
-        let idlest = state
+        let chosen = state
             .open
             .values()
-            .filter_map(|activity| Some((activity.idle()?, activity)))
-            .filter(|(since, _)| *since <= settled)
-            .min_by_key(|(since, _)| *since);
-        if let Some((_, activity)) = idlest {
-            activity.close.notify_one();
-            return;
+            .filter_map(|activity| Some((activity.choice(now)?, activity)))
+            .min_by_key(|(choice, _)| *choice);
+        match chosen {
+            Some((Choice::Idle(_), activity)) => activity.ask_to_close(now),
+            Some((Choice::StillOpen(_) | Choice::Busy(_), activity)) => {
+                activity.drop.notify_one();
+            }
+            None => {
+                return state
+                    .open
+                    .values()
+                    .map(|activity| activity.choosable_from(now))
+                    .min()
+                    .unwrap_or(now + SETTLING)
+                    .max(now + Duration::from_millis(1));
+            }
         }
-        let slowest = state
-            .open
-            .values()
-            .filter_map(|activity| Some((activity.oldest_request()?, activity)))
-            .filter(|(since, _)| *since <= settled)
-            .min_by_key(|(since, _)| *since);
-        if let Some((_, activity)) = slowest {
-            activity.drop.notify_one();
-        }
+        now + SETTLING
     }
 
     /// The connection accepted from `peer` in `slot`; `None` (counted) when `peer` has its
@@ -380,6 +436,148 @@ mod tests {
         assert!(asked.await.is_err(), "not asked to close before it settled");
         drop(fresh);
         assert!(waiting.await.is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_waiting_looks_again_once_one_has_settled() {
+        // Every place taken by a connection just accepted: the one waiting asks the first
+        // to settle, a settling later, instead of waiting for one to close by itself.
+        let connections = connections(2, 2);
+        let first = connections.open(connections.slot().await, PEER).unwrap();
+        tokio::time::advance(Duration::from_millis(300)).await;
+        let _second = connections.open(connections.slot().await, PEER).unwrap();
+        let waiting = tokio::spawn({
+            let connections = connections.clone();
+            async move { connections.slot().await }
+        });
+        let started = Instant::now();
+        let asked = tokio::time::timeout(SETTLING, first.activity.asked_to_close());
+        asked.await.expect("asked to close once it settled");
+        assert_eq!(started.elapsed(), SETTLING - Duration::from_millis(300));
+        drop(first);
+        assert!(waiting.await.is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_asked_to_close_and_still_open_a_settling_later_is_dropped() {
+        let connections = connections(1, 1);
+        let stubborn = connections.open(connections.slot().await, PEER).unwrap();
+        tokio::time::advance(SETTLING).await;
+        let waiting = tokio::spawn({
+            let connections = connections.clone();
+            async move { connections.slot().await }
+        });
+        stubborn.activity.asked_to_close().await;
+        let asked = Instant::now();
+        let dropped = tokio::time::timeout(2 * SETTLING, stubborn.activity.asked_to_drop());
+        dropped
+            .await
+            .expect("dropped, still open a settling after it was asked to close");
+        assert_eq!(asked.elapsed(), SETTLING);
+        drop(stubborn);
+        assert!(waiting.await.is_ok());
+    }
+
+    /// What a generated connection does while it is open.
+    #[derive(Debug, Clone, Copy)]
+    enum Conduct {
+        /// Idle; closes `delay_ms` after it is asked to (past a settling, it is dropped first).
+        Closes { delay_ms: u64 },
+        /// Idle; never closes when asked, only when dropped.
+        IgnoresClose,
+        /// Keeps up requests of `length_ms`, `gap_ms` apart, so that it is never idle for
+        /// long; never closes when asked.
+        ShortRequests { length_ms: u64, gap_ms: u64 },
+        /// Holds one request open, as a body that trickles in does, until dropped.
+        Trickles,
+    }
+
+    fn conduct() -> impl proptest::strategy::Strategy<Value = Conduct> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0u64..3000).prop_map(|delay_ms| Conduct::Closes { delay_ms }),
+            Just(Conduct::IgnoresClose),
+            (1u64..400, 0u64..400)
+                .prop_map(|(length_ms, gap_ms)| Conduct::ShortRequests { length_ms, gap_ms }),
+            Just(Conduct::Trickles),
+        ]
+    }
+
+    /// Serves `connection` as the server does (closed when dropped, gracefully when asked if
+    /// its conduct says so), doing what `conduct` says until then.
+    async fn conducted(connection: Connection, conduct: Conduct) {
+        let activity = connection.activity.clone();
+        let behaving = async {
+            match conduct {
+                Conduct::Closes { delay_ms } => {
+                    activity.asked_to_close().await;
+                    tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                }
+                Conduct::IgnoresClose => std::future::pending().await,
+                Conduct::ShortRequests { length_ms, gap_ms } => loop {
+                    let request = activity.request();
+                    tokio::time::sleep(Duration::from_millis(length_ms)).await;
+                    drop(request);
+                    tokio::time::sleep(Duration::from_millis(gap_ms)).await;
+                },
+                Conduct::Trickles => {
+                    let _request = activity.request();
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        tokio::select! {
+            () = behaving => {}
+            () = activity.asked_to_drop() => {}
+        }
+        drop(connection);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+
+        /// Whatever the connections holding every place do, and however recently they were
+        /// accepted, a connection waiting gets a place within a settling of the first of them
+        /// settling (at most two settlings), and each one after it within two settlings.
+        #[test]
+        fn a_place_is_made_within_two_settlings_whatever_the_open_connections_do(
+            open in proptest::collection::vec((0u64..2500, conduct()), 1..24),
+            waiting in proptest::collection::vec(conduct(), 1..6),
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .start_paused(true)
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let connections = connections(open.len(), open.len());
+                let start = Instant::now();
+                let mut accepted = Vec::new();
+                let mut by_offset = open.clone();
+                by_offset.sort_by_key(|(offset, _)| *offset);
+                for (offset_ms, conduct) in by_offset {
+                    tokio::time::sleep_until(start + Duration::from_millis(offset_ms)).await;
+                    let connection = connections.open(connections.slot().await, PEER).unwrap();
+                    accepted.push(Instant::now());
+                    tokio::spawn(conducted(connection, conduct));
+                }
+                let first_settled = accepted.iter().min().unwrap().to_owned() + SETTLING;
+                for (index, conduct) in waiting.into_iter().enumerate() {
+                    let asked = Instant::now();
+                    let bound = if index == 0 {
+                        first_settled.saturating_duration_since(asked) + SETTLING
+                    } else {
+                        2 * SETTLING
+                    };
+                    let waited = Duration::from_millis(1) + bound;
+                    let slot = tokio::time::timeout(waited, connections.slot())
+                        .await
+                        .unwrap_or_else(|_| panic!("connection {index} waited past {bound:?}"));
+                    let connection = connections.open(slot, PEER).unwrap();
+                    tokio::spawn(conducted(connection, conduct));
+                }
+            });
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -260,7 +260,11 @@ impl Serving {
                     Closing::ForRoom | Closing::ShuttingDown => {}
                 }
                 serving.as_mut().graceful_shutdown();
-                tokio::time::timeout(DRAIN_TIMEOUT, serving.as_mut()).await.ok()
+                // Closing for room, it is dropped if it has not closed a settling later.
+                tokio::select! {
+                    ended = tokio::time::timeout(DRAIN_TIMEOUT, serving.as_mut()) => ended.ok(),
+                    () = connection.activity.asked_to_drop() => return,
+                }
             }
         };
         if let Some(Err(error)) = ended {

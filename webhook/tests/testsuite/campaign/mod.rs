@@ -18,12 +18,14 @@ mod frames;
 mod port;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::http::StatusCode;
 use jiff::Timestamp;
+use kube_retention_webhook::connections::SETTLING;
 use kube_retention_webhook::review::{self, Hook};
 use serde_json::{Value, json};
 
@@ -544,6 +546,90 @@ async fn regression_idle_http2_connections_are_capped_and_closed() {
         started.elapsed().as_secs_f64() * 1000.0
     );
     held(&mut webhook, "9,000 HTTP/2 connections, 512 at most");
+}
+
+/// Keeps up short requests on an HTTP/2 connection from `source`, a `gap` apart, re-opening it
+/// whenever the webhook closes it, until `until`, counting itself in `open` while its
+/// connection is; returns how many were answered.
+async fn keep_busy(
+    webhook: Arc<WebhookHandle>,
+    source: std::net::IpAddr,
+    gap: Duration,
+    until: Instant,
+    open: Arc<AtomicUsize>,
+) -> usize {
+    let mut answered = 0;
+    while Instant::now() < until {
+        let Ok(mut connection) =
+            port::http2_from(&webhook.tls, webhook.address, Some(source)).await
+        else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        open.fetch_add(1, Ordering::SeqCst);
+        while Instant::now() < until {
+            if connection.post("/healthz", Bytes::new()).await.is_err() {
+                break;
+            }
+            answered += 1;
+            tokio::time::sleep(gap).await;
+        }
+        open.fetch_sub(1, Ordering::SeqCst);
+    }
+    answered
+}
+
+/// Every place taken by connections that keep up short requests (each answered at once, then
+/// another 200 ms later), from four addresses of 64 connections each: none is ever idle for a
+/// settling, nor holds a request that long. The API server's new connection is still given a
+/// place, its review answered within the registrations' 3 s, time after time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "against the release binary: make fuzz-webhook-short"]
+async fn regression_connections_kept_busy_with_short_requests_still_make_room() {
+    use kube_retention_webhook::connections::{DEFAULT_MAX, DEFAULT_MAX_PER_PEER};
+    let mut webhook = Webhook::start(&[]).await;
+    let handle = Arc::new(WebhookHandle {
+        tls: webhook.connector(),
+        address: webhook.address,
+    });
+    let until = Instant::now() + Duration::from_secs(15);
+    let peers = DEFAULT_MAX / DEFAULT_MAX_PER_PEER;
+    let open = Arc::new(AtomicUsize::new(0));
+    let busy: Vec<_> = (0..peers)
+        .flat_map(|peer| {
+            let source = std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 1, peer as u8 + 1));
+            let (handle, open) = (handle.clone(), open.clone());
+            (0..DEFAULT_MAX_PER_PEER).map(move |_| {
+                let gap = Duration::from_millis(200);
+                tokio::spawn(keep_busy(handle.clone(), source, gap, until, open.clone()))
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while open.load(Ordering::SeqCst) < DEFAULT_MAX && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let taken = open.load(Ordering::SeqCst);
+    println!("{peers} addresses keeping {DEFAULT_MAX} connections busy: {taken} open");
+    assert!(
+        taken >= DEFAULT_MAX,
+        "only {taken} of {DEFAULT_MAX} places taken"
+    );
+    tokio::time::sleep(SETTLING).await;
+    for attempt in 0..4 {
+        let started = Instant::now();
+        bad_policy_denied(&webhook).await;
+        println!(
+            "the API server's review {attempt} on a new connection answered in {:.0} ms",
+            started.elapsed().as_secs_f64() * 1000.0
+        );
+    }
+    let mut answered = 0;
+    for worker in busy {
+        answered += worker.await.unwrap();
+    }
+    println!("{answered} short requests answered meanwhile");
+    held(&mut webhook, "256 connections kept busy");
 }
 
 /// Holds `count` HTTP/1 requests open, each having sent its headers and `sent` bytes of a
