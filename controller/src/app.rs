@@ -290,6 +290,7 @@ impl Controller {
         let core = Core {
             state: State::new(watched)
                 .with_max_immediate_deletions(config.max_immediate_deletions)
+                .with_max_tracked(config.kinds.max_tracked)
                 .with_ledger(config.ledger.sink.is_some())
                 .with_stamping(config.deletions.stamping),
             served,

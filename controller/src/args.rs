@@ -101,6 +101,18 @@ pub struct Args {
     /// moment) before failing with the list of what to grant.
     #[arg(help_heading = "Kinds", long, env = "KUBE_RETENTION_PERMISSIONS_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
     pub permissions_timeout: std::time::Duration,
+    /// The most objects tracked at once, every namespace's together (some 270 bytes each; raise
+    /// it with the memory limit). At the bound the namespace holding the most goes without: its
+    /// newest objects are left out, not deleted until there is room again, and one of its
+    /// objects makes room for another namespace's (`kube_retention_objects_left_out_total`).
+    #[arg(
+        help_heading = "Kinds",
+        long,
+        env = "KUBE_RETENTION_MAX_TRACKED_OBJECTS",
+        default_value_t = kube_retention_state::DEFAULT_MAX_TRACKED,
+        value_parser = clap::value_parser!(u64).range(1..).map(|count| usize::try_from(count).unwrap_or(usize::MAX))
+    )]
+    pub max_tracked_objects: usize,
     /// How each watch first lists its kind: `stream` (one watch request that sends every
     /// object, served from the API server's watch cache, with no continue token to expire on a
     /// long list) or `pages` (LISTs of 500 objects). `stream` falls back to pages where

@@ -57,6 +57,8 @@ pub struct Kinds {
     pub discovery_interval: Duration,
     /// How long start-up waits for missing permissions to be granted.
     pub permissions_timeout: Duration,
+    /// The most objects tracked at once, every namespace's together.
+    pub max_tracked: usize,
 }
 
 /// How kinds are listed.
@@ -125,6 +127,7 @@ impl Config {
                 selection: args.kind_selection(),
                 discovery_interval: args.discovery_interval,
                 permissions_timeout: args.permissions_timeout,
+                max_tracked: args.max_tracked_objects,
             },
             lists: Lists {
                 initial_list: args.initial_list,

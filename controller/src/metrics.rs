@@ -61,6 +61,7 @@ pub struct Metrics {
     pub list_fallbacks: Family<ListFallbackLabels, Counter>,
     pub list_pages_read_again: Family<PageLabels, Counter>,
     pub objects_past_bound: Family<KindLabels, Counter>,
+    pub objects_left_out: Counter,
     pub unpermitted_kinds: Family<UnpermittedLabels, Gauge>,
     pub evaluations_queued: Gauge,
     pub evaluation_seconds: Histogram,
@@ -181,6 +182,12 @@ impl Default for Metrics {
             "Versions of objects whose data held more than 16 MiB decoded (a tree of small maps holds up to a hundred times its text), read past undecoded: such an object is not judged, nor deleted, until a version of it fits, by kind",
             objects_past_bound.clone(),
         );
+        let objects_left_out = Counter::default();
+        registry.register(
+            "objects_left_out",
+            "Objects left out of tracking at --max-tracked-objects (a new one of the namespace holding the most), or let go of to make room for another namespace's: not deleted until listed again once a tenth of the room is free",
+            objects_left_out.clone(),
+        );
         let unpermitted_kinds = Family::default();
         registry.register(
             "unpermitted_kind",
@@ -224,6 +231,7 @@ impl Default for Metrics {
             list_fallbacks,
             list_pages_read_again,
             objects_past_bound,
+            objects_left_out,
             unpermitted_kinds,
             in_backoff,
             overdue,

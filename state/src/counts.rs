@@ -22,6 +22,12 @@ pub struct Gauges {
     /// Deletions the blast-radius guard holds back, and the policies awaiting approval.
     pub held: usize,
     pub awaiting_approval: usize,
+    /// Runs left out for room, or let go of for another namespace's, since the start
+    /// (`--max-tracked-objects`).
+    pub left_out: u64,
+    /// The namespace holding the most tracked runs, and how many: the one that goes without at
+    /// the bound.
+    pub heaviest: Option<(std::sync::Arc<str>, usize)>,
 }
 
 impl Gauges {
@@ -45,6 +51,8 @@ impl Gauges {
         }
         gauges.in_backoff += stragglers.in_backoff();
         gauges.stragglers = stragglers.len();
+        gauges.left_out = runs.room().left_out_total();
+        gauges.heaviest = runs.room().heaviest();
         (gauges.held, gauges.awaiting_approval) = (held, awaiting);
         gauges
     }

@@ -2,8 +2,8 @@
 //! and the clock, and answers with the [`Action`]s to take. Every rule comes from `common`.
 //!
 //! [`State`] owns parts that each own one concern, with their own types: the deletion engine
-//! (`tracker`: the records of runs and their queue in `runs`, the groups that share limits
-//! in `groups`), the policies and what they report (`policies`, `evaluation`), the
+//! (`tracker`: the records of runs and their queue in `runs`, their bound shared by the
+//! namespaces in `room`, the groups that share limits in `groups`), the policies and what they report (`policies`, `evaluation`), the
 //! blast-radius guards (`guard`), and the objects the webhook never labelled (`stragglers`).
 //! No part takes another's data to change it: the tracker reports the deletions that are due,
 //! and the state's gate (`gate`) decides each — held by a guard, reported by a dry run, or sent
@@ -35,6 +35,7 @@ mod policies;
 mod policy_changes;
 mod record;
 mod recording;
+mod room;
 mod runs;
 mod seen;
 mod steps;
@@ -49,6 +50,7 @@ pub use guard::{GuardReport, HELD_SHOWN, Standing};
 pub use keys::ObjectKey;
 pub use policies::{Approval, LoadedPolicy, PolicyBook, PolicyKey, Summary, WOULD_DELETE_SHOWN};
 pub use recording::Stamping;
+pub use room::DEFAULT_MAX_TRACKED;
 pub use stragglers::{Labelling, Stragglers};
 
 use groups::Enforce;
@@ -56,6 +58,7 @@ use guard::Guards;
 use keys::{GroupKey, Namespaces};
 use lists::Lists;
 use recording::changed_for_limits;
+use room::Admit;
 use runs::Write;
 use seen::Seen;
 use tracker::Tracker;
@@ -85,6 +88,13 @@ impl State {
     /// deletions for approval beyond `threshold` (0: no guard, the default here).
     pub fn with_max_immediate_deletions(mut self, threshold: u32) -> Self {
         self.guards.default_threshold = threshold;
+        self
+    }
+
+    /// No more than `max` runs tracked at once (`--max-tracked-objects`), the namespace holding
+    /// the most going without at the bound (`room.rs`).
+    pub fn with_max_tracked(mut self, max: usize) -> Self {
+        self.tracker.runs = runs::Runs::with_max(max);
         self
     }
 
@@ -159,6 +169,9 @@ impl State {
             return Vec::new();
         };
         let key = self.namespaces.key(kind, namespace, name);
+        if self.kinds[kind].role != Role::Parent && !self.room_for(&key) {
+            return Vec::new();
+        }
         self.policies.note_answers(&key, answers);
         let seen = Seen {
             kind,
@@ -207,6 +220,37 @@ impl State {
         let steps = self.tracker.track(&self.kinds, key, record, enforce, now);
         actions.extend(self.gated(steps));
         actions
+    }
+
+    /// Whether the run `key` may be tracked: it is already, or there is room, or a run of the
+    /// namespace holding the most is let go of for it; else it is left out (`room.rs`).
+    fn room_for(&mut self, key: &ObjectKey) -> bool {
+        if self.tracker.runs.get(key).is_some() {
+            return true;
+        }
+        match self.tracker.runs.room().admit(&key.namespace) {
+            Admit::Keep => true,
+            Admit::InPlaceOf(heaviest) => {
+                let Some(other) = self.tracker.runs.one_to_let_go(&heaviest) else {
+                    return false;
+                };
+                self.forget_run(&other);
+                let room = self.tracker.runs.room_mut();
+                room.left_out(other.kind, other.namespace);
+                true
+            }
+            Admit::LeaveOut => {
+                let room = self.tracker.runs.room_mut();
+                room.left_out(key.kind, key.namespace.clone());
+                false
+            }
+        }
+    }
+
+    /// The kinds, in namespaces, whose runs were left out for room, to list again now that
+    /// there is room for them; each answered once (`room.rs`).
+    pub fn left_out_to_list(&mut self) -> Vec<(KindId, std::sync::Arc<str>)> {
+        self.tracker.runs.room_mut().left_out_to_list()
     }
 
     /// An object of `kind` is gone.

@@ -1,6 +1,8 @@
 //! The records of tracked runs and the queue of when each next needs attention (a deadline, the
 //! end of a backoff). One type, so a record and its place in the queue never disagree: every
-//! change that can move a record's time goes through [`Runs::reschedule`].
+//! change that can move a record's time goes through [`Runs::reschedule`]; and so the records'
+//! count against their bound ([`Room`]) never disagrees with them either: every record kept
+//! or taken out goes through [`Runs::insert`] or [`Runs::take`].
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -12,7 +14,11 @@ use super::compact::CompactTime;
 use super::failures::{Failure, Step};
 use super::keys::ObjectKey;
 use super::record::Record;
+use super::room::Room;
 use super::{Action, PolicyKey, Warning};
+
+/// How many runs of a namespace one pass over the records finds to let go of for room.
+const LET_GO_BATCH: usize = 1024;
 
 #[derive(Debug, Default)]
 pub(super) struct Runs {
@@ -20,9 +26,56 @@ pub(super) struct Runs {
     /// old and new slots while it does, which at 100,000 records was the listing's peak.
     records: HashMap<ObjectKey, Box<Record>>,
     queue: BTreeSet<(CompactTime, ObjectKey)>,
+    room: Room,
+    /// Runs of the namespace last let go of for room, found in one pass over the records: the
+    /// next ones to let go of, so that a flood at the bound costs a pass per batch, not per run.
+    to_let_go: Option<(Arc<str>, Vec<ObjectKey>)>,
 }
 
 impl Runs {
+    /// No more than `max` records kept at once.
+    pub(super) fn with_max(max: usize) -> Self {
+        Self {
+            room: Room::new(max),
+            ..Self::default()
+        }
+    }
+
+    pub(super) fn room(&self) -> &Room {
+        &self.room
+    }
+
+    pub(super) fn room_mut(&mut self) -> &mut Room {
+        &mut self.room
+    }
+
+    /// A run of `namespace` to let go of for room, if it has any.
+    pub(super) fn one_to_let_go(&mut self, namespace: &Arc<str>) -> Option<ObjectKey> {
+        for _pass in 0..2 {
+            if let Some((of, keys)) = &mut self.to_let_go
+                && of == namespace
+            {
+                while let Some(key) = keys.pop() {
+                    if self.records.contains_key(&key) {
+                        return Some(key);
+                    }
+                }
+            }
+            let found: Vec<ObjectKey> = self
+                .records
+                .keys()
+                .filter(|key| key.namespace == *namespace)
+                .take(LET_GO_BATCH)
+                .cloned()
+                .collect();
+            if found.is_empty() {
+                return None;
+            }
+            self.to_let_go = Some((namespace.clone(), found));
+        }
+        None
+    }
+
     pub(super) fn get(&self, key: &ObjectKey) -> Option<&Record> {
         self.records.get(key).map(|record| &**record)
     }
@@ -73,6 +126,7 @@ impl Runs {
     /// Takes `key`'s record out, and out of the queue.
     pub(super) fn take(&mut self, key: &ObjectKey) -> Option<Box<Record>> {
         let record = self.records.remove(key)?;
+        self.room.let_go(&key.namespace);
         if let Some(at) = record.queued {
             self.queue.remove(&(at, key.clone()));
         }
@@ -81,7 +135,9 @@ impl Runs {
 
     /// Keeps `record` for `key` and queues it (no record of `key` may be kept already).
     pub(super) fn insert(&mut self, key: ObjectKey, record: Record) {
-        self.records.insert(key.clone(), Box::new(record));
+        if self.records.insert(key.clone(), Box::new(record)).is_none() {
+            self.room.kept(&key.namespace);
+        }
         self.reschedule(&key);
     }
 

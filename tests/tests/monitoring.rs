@@ -230,7 +230,7 @@ fn every_alert_links_its_runbook_page_and_the_page_answers_what_where_and_how() 
             );
         }
     }
-    assert_eq!(alerts.len(), 16, "{alerts:?}");
+    assert_eq!(alerts.len(), 17, "{alerts:?}");
     let pages: BTreeSet<String> = std::fs::read_dir(root().join(RUNBOOKS))
         .unwrap()
         .filter_map(|entry| {

@@ -168,6 +168,9 @@ pub fn start_with(
             // off; it refuses a flag it never had.
             if deleter != Deleter::KubeRetentionBaseline {
                 flags.push("--cluster-circuit-breaker=off".into());
+                // Every Job tracked, as an admin who sizes the bound with the memory limit has
+                // it: what a million take is what is measured.
+                flags.push("--max-tracked-objects=10000000".into());
             }
             if deleter == Deleter::KubeRetentionEventEach {
                 flags.push("--events=0s".into());

@@ -97,6 +97,17 @@ impl Core {
         let awaiting = count(gauges.awaiting_approval);
         self.metrics.awaiting_approval.set(awaiting);
         self.metrics.stragglers.set(count(gauges.stragglers));
+        let counted = self.metrics.objects_left_out.get();
+        if gauges.left_out > counted {
+            let (heaviest, holding) = gauges.heaviest.unwrap_or_default();
+            tracing::warn!(
+                left_out = gauges.left_out - counted,
+                %heaviest,
+                holding,
+                "objects left out at --max-tracked-objects: the namespace holding the most goes without; raise the bound with the memory limit"
+            );
+            (self.metrics.objects_left_out).inc_by(gauges.left_out - counted);
+        }
     }
 }
 

@@ -92,6 +92,15 @@ impl Governed {
         }
     }
 
+    /// Runs of `kind` in `namespace` were left out for room and there is room now: the kind is
+    /// listed again there, at once or when its relist window ends.
+    pub fn list_again(&mut self, kind: KindId, namespace: Arc<str>, core: &mut Core) {
+        let relist = Relist::In(kind, namespace);
+        if self.relists.request(relist.clone(), Instant::now()) {
+            start_relist(relist, core);
+        }
+    }
+
     /// When the next relist that waits for its window is due.
     pub fn next_relist(&self) -> Option<Instant> {
         self.relists.next()

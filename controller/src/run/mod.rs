@@ -155,6 +155,9 @@ impl Loop {
                 _ = label_retries.tick() => { let now = core.clock.now(); core.state.labelling().retry(now) },
                 () = &mut shutdown => return,
             };
+            for (kind, namespace) in self.core.state.left_out_to_list() {
+                self.governed.list_again(kind, namespace, &mut self.core);
+            }
             for (kinds, namespace) in refresh {
                 if !kinds.is_empty() {
                     let (core, discovered) = (&mut self.core, &self.discovered);

@@ -42,6 +42,18 @@ pub fn start<T: Send + 'static>(
     client: Client,
     clock: Clock,
     kind_name: &str,
+    evaluator: (Evaluator, T),
+) -> Running {
+    let state = State::new(Registry::builtin().clone());
+    start_with(state, client, clock, kind_name, evaluator)
+}
+
+/// As [`start`], the loop's state made by the test (its bounds, say).
+pub fn start_with<T: Send + 'static>(
+    state: State,
+    client: Client,
+    clock: Clock,
+    kind_name: &str,
     (evaluator, evaluating): (Evaluator, T),
 ) -> Running {
     let kinds = Registry::builtin().clone();
@@ -86,7 +98,7 @@ pub fn start<T: Send + 'static>(
     let (statuses, writing) =
         StatusWrites::spawn(client, writes::RETRY, budget, leadership.clone());
     let core = Core {
-        state: State::new(kinds),
+        state,
         served: Vec::new(),
         watches,
         metrics: Metrics::default(),
