@@ -1,11 +1,14 @@
 //! Watches started and stopped by key at run time, for any owner: the controller's kinds
 //! ([`crate::watches`]) and the Cleaners' targets both watch through a [`WatchSet`]. Each watch
 //! runs in a task of its own, a member of the owner's supervised group, and hands the owner's
-//! loop events already decoded, up to [`FORWARDED`] ahead and [`FORWARDED_BYTES`] of what they
-//! hold ([`Held`]; an event heavier than that alone): a tenant's large objects are decoded
-//! beside the loop, not on it, and never more of them than that. Counted in events only, 30
-//! Jobs of 20,000 `env` entries (13 MiB each as decoded) waited 16 deep for the loop
-//! (docs/explanation/tenancy.md). A task that ends without being stopped (a watch stream does
+//! loop events already decoded, up to [`FORWARDED`] ahead: a tenant's large objects are decoded
+//! beside the loop, not on it. What they hold ([`Held`]) is bounded for all the watches of an
+//! owner together, [`FORWARDED_BYTES`] (an event heavier than that alone): a tenant's Cleaners
+//! watch up to sixteen kinds, and a room for each watch was sixteen rooms. Counted in events
+//! only, 30 Jobs of 20,000 `env` entries (13 MiB each as decoded) waited 16 deep for the loop
+//! (docs/explanation/tenancy.md). The room is taken in turn (tokio's semaphore is first come,
+//! first served), so a watch of heavy events slows the others' by its turn and never starves
+//! them; it is an owner's, not the process's, so that one loop slow to read holds up no other. A task that ends without being stopped (a watch stream does
 //! not end on its own) or panics is a fault of the group, and stops the controller.
 //!
 //! Every watch begins with the list [`Lists`] makes and restarts backed off
@@ -51,6 +54,8 @@ pub struct WatchSet<K, E> {
     watching: Watching,
     streams: SelectAll<BoxStream<'static, E>>,
     running: HashMap<K, Vec<Stop>>,
+    /// [`FORWARDED_BYTES`], for every watch of this set.
+    forwarded: Arc<Semaphore>,
 }
 
 /// Stops a watch: its task, and what it decoded ahead.
@@ -72,6 +77,7 @@ impl<K: Clone + Eq + Hash, E: Held + Send + 'static> WatchSet<K, E> {
             watching,
             streams: stream::select_all(Vec::new()),
             running: HashMap::new(),
+            forwarded: Arc::new(Semaphore::new(FORWARDED_BYTES)),
         }
     }
 
@@ -102,7 +108,7 @@ impl<K: Clone + Eq + Hash, E: Held + Send + 'static> WatchSet<K, E> {
     pub fn start(&mut self, key: K, name: String, mut events: BoxStream<'static, E>) {
         let (consumer, consuming) = AbortHandle::new_pair();
         let (mut sender, receiver) = futures::channel::mpsc::channel(FORWARDED);
-        let room = Arc::new(Semaphore::new(FORWARDED_BYTES));
+        let room = self.forwarded.clone();
         let producer = self.watching.tasks.spawn(name, async move {
             while let Some(event) = events.next().await {
                 // Its weight in room, up to all of it: one heavier event goes alone.
@@ -156,6 +162,6 @@ impl<K: Clone + Eq + Hash, E: Held + Send + 'static> WatchSet<K, E> {
 /// Events a watch's task decodes ahead of the loop.
 pub const FORWARDED: usize = 16;
 
-/// What the events a watch's task decodes ahead of the loop may hold together; one heavier
-/// event goes alone.
+/// What the events a set's watches decode ahead of its owner's loop may hold together; one
+/// heavier event goes alone.
 pub const FORWARDED_BYTES: usize = 8 * 1024 * 1024;

@@ -198,7 +198,10 @@ mod tests {
         }
         room.left_out(job, ns("a"));
         room.let_go(&ns("a"));
-        assert!(room.left_out_to_list().is_empty(), "one place free of twenty");
+        assert!(
+            room.left_out_to_list().is_empty(),
+            "one place free of twenty"
+        );
         room.let_go(&ns("a"));
         assert_eq!(room.left_out_to_list(), [(job, ns("a"))]);
         assert!(room.left_out_to_list().is_empty(), "answered once");

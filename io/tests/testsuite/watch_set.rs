@@ -205,3 +205,48 @@ async fn a_watch_decodes_ahead_no_more_than_its_bytes() {
     let alone = set.next().await;
     assert_eq!((alone.0, alone.1.as_str()), ("huge", "huge"));
 }
+
+/// The watches of one owner decode ahead no more than FORWARDED_BYTES together: three watches
+/// of 3 MiB events (two of the controller's, one of the Cleaners'), the loops not reading, stop
+/// at two forwarded for each owner and one decoded and waiting in each watch. With a room for
+/// each watch (as before), each watch forwarded two: a tenant's Cleaners watching sixteen kinds
+/// had sixteen rooms. Each owner has its own, so that one loop slow to read holds up no other.
+#[tokio::test(start_paused = true)]
+async fn the_watches_of_one_owner_share_one_room() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let (mut controller, mut cleaners, _group) = two_owners();
+    let decoded = Arc::new(AtomicUsize::new(0));
+    let heavy = 3 * 1024 * 1024;
+    let heavy_events = |key: &'static str| {
+        let counted = decoded.clone();
+        futures::stream::iter(0..40)
+            .map(move |index| {
+                counted.fetch_add(1, Ordering::Relaxed);
+                Shown(key, format!("{index}"), heavy)
+            })
+            .chain(futures::stream::pending())
+            .boxed()
+    };
+    controller.start("jobs", "jobs".into(), heavy_events("jobs"));
+    controller.start("pods", "pods".into(), heavy_events("pods"));
+    cleaners.start("maps", "maps".into(), heavy_events("maps"));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(FORWARDED_BYTES / heavy, 2);
+    assert_eq!(
+        decoded.load(Ordering::Relaxed),
+        (2 + 2) + (2 + 1),
+        "the controller's two forwarded and one waiting in each of its watches; the Cleaners' two and one"
+    );
+    let taken = controller.next().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        decoded.load(Ordering::Relaxed),
+        (2 + 2) + (2 + 1) + 1,
+        "{} taken, one more through",
+        taken.1
+    );
+    let taken = cleaners.next().await;
+    assert_eq!(taken.0, "maps");
+}
