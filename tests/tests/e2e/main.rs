@@ -23,6 +23,7 @@ mod listeners;
 mod lists;
 mod plugin;
 mod policies;
+mod room;
 mod schema;
 mod server;
 mod support;
@@ -101,6 +102,7 @@ fn main() -> ExitCode {
         (lifecycle::disruptive_tests(&env), false),
         (lists::disruptive_tests(&env), true),
         (breaker::disruptive_tests(&env), true),
+        (room::disruptive_tests(&env), true),
         (intent::disruptive_tests(&env), false),
         (cleaners::disruptive_tests(&env), false),
         (schema::disruptive_tests(&env), true),
