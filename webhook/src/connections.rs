@@ -230,8 +230,8 @@ impl Connections {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A free place; while none is, connections are chosen to make room ([`Self::make_room`]),
-    /// one more each time one may be, until one has closed.
+    /// A free place; while none is, connections are chosen to make room (`make_room`), one
+    /// more each time one may be, until one has closed.
     pub async fn slot(&self) -> Slot {
         loop {
             if let Ok(permit) = self.slots.clone().try_acquire_owned() {
@@ -370,6 +370,12 @@ mod tests {
         Arc::new(Connections::new(bounds, Metrics::default()))
     }
 
+    /// A connection waiting for a place, as the accept loop waits.
+    fn waiting_for_a_place(connections: &Arc<Connections>) -> tokio::task::JoinHandle<Slot> {
+        let connections = connections.clone();
+        tokio::spawn(async move { connections.slot().await })
+    }
+
     const PEER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
     const OTHER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 1));
 
@@ -394,10 +400,7 @@ mod tests {
         let second = connections.open(connections.slot().await, PEER).unwrap();
         let _busy = second.activity.request();
         tokio::time::advance(SETTLING).await;
-        let waiting = tokio::spawn({
-            let connections = connections.clone();
-            async move { connections.slot().await }
-        });
+        let waiting = waiting_for_a_place(&connections);
         first.activity.asked_to_close().await;
         assert!(!waiting.is_finished());
         drop(first);
@@ -414,10 +417,7 @@ mod tests {
         let busy = connections.open(connections.slot().await, OTHER).unwrap();
         let _answered_soon = busy.activity.request();
         tokio::time::advance(Duration::from_millis(10)).await;
-        let waiting = tokio::spawn({
-            let connections = connections.clone();
-            async move { connections.slot().await }
-        });
+        let waiting = waiting_for_a_place(&connections);
         trickling.activity.asked_to_drop().await;
         drop(trickling);
         assert!(waiting.await.is_ok());
@@ -427,10 +427,7 @@ mod tests {
     async fn a_connection_just_accepted_is_left_to_settle() {
         let connections = connections(1, 1);
         let fresh = connections.open(connections.slot().await, PEER).unwrap();
-        let waiting = tokio::spawn({
-            let connections = connections.clone();
-            async move { connections.slot().await }
-        });
+        let waiting = waiting_for_a_place(&connections);
         tokio::task::yield_now().await;
         let asked = tokio::time::timeout(Duration::from_millis(1), fresh.activity.asked_to_close());
         assert!(asked.await.is_err(), "not asked to close before it settled");
@@ -446,10 +443,7 @@ mod tests {
         let first = connections.open(connections.slot().await, PEER).unwrap();
         tokio::time::advance(Duration::from_millis(300)).await;
         let _second = connections.open(connections.slot().await, PEER).unwrap();
-        let waiting = tokio::spawn({
-            let connections = connections.clone();
-            async move { connections.slot().await }
-        });
+        let waiting = waiting_for_a_place(&connections);
         let started = Instant::now();
         let asked = tokio::time::timeout(SETTLING, first.activity.asked_to_close());
         asked.await.expect("asked to close once it settled");
@@ -463,10 +457,7 @@ mod tests {
         let connections = connections(1, 1);
         let stubborn = connections.open(connections.slot().await, PEER).unwrap();
         tokio::time::advance(SETTLING).await;
-        let waiting = tokio::spawn({
-            let connections = connections.clone();
-            async move { connections.slot().await }
-        });
+        let waiting = waiting_for_a_place(&connections);
         stubborn.activity.asked_to_close().await;
         let asked = Instant::now();
         let dropped = tokio::time::timeout(2 * SETTLING, stubborn.activity.asked_to_drop());
