@@ -89,23 +89,40 @@ impl LocalCluster {
         if etcd_data.exists() {
             fs::remove_dir_all(&etcd_data)?;
         }
-        let cluster = Self::start(layout, false)?;
-        cluster.install()?;
-        components::start_webhook(&cluster)?;
-        components::wait_for_admission(&cluster, Duration::from_secs(60))?;
-        components::start_controller(
-            &cluster,
-            components::CONTROLLER,
-            cluster.controller_port,
-            &[],
-        )?;
-        components::wait_for_controller(
-            &cluster,
-            cluster.controller_port,
-            Duration::from_secs(60),
-        )?;
-        cluster.write_ports()?;
+        let cluster = Self::down_if_failed(&layout.clone(), || {
+            let cluster = Self::start(layout, false)?;
+            cluster.install()?;
+            components::start_webhook(&cluster)?;
+            components::wait_for_admission(&cluster, Duration::from_secs(60))?;
+            components::start_controller(
+                &cluster,
+                components::CONTROLLER,
+                cluster.controller_port,
+                &[],
+            )?;
+            components::wait_for_controller(
+                &cluster,
+                cluster.controller_port,
+                Duration::from_secs(60),
+            )?;
+            cluster.write_ports()?;
+            Ok(cluster)
+        })?;
         Ok((cluster, Outcome::Started))
+    }
+
+    /// What `starting` starts in `layout`, or, where it fails, everything it had started taken
+    /// down: a cluster half started would hold the node's cgroups, which every cluster on the
+    /// machine shares (a failed `make test-shipped` once failed the `make e2e` after it so).
+    pub(crate) fn down_if_failed(
+        layout: &Layout,
+        starting: impl FnOnce() -> Result<Self>,
+    ) -> Result<Self> {
+        starting().inspect_err(|_| {
+            if let Err(down) = Self::down(layout) {
+                eprintln!("taking down the cluster that failed to start: {down:#}");
+            }
+        })
     }
 
     /// Written last: a cluster counts as up only once everything before has succeeded.

@@ -117,27 +117,30 @@ impl LocalCluster {
                     .with_context(|| format!("removing the last run's {}", dir.display()))?;
             }
         }
-        let cluster = Self::start(layout, true)?;
-        cluster.start_scheduler()?;
-        Node::up(&cluster)?;
-        cluster.install_crds()?;
-        let packaged = cluster.packaged_chart(chart)?;
-        cluster.push_release(&image.archive, &image.tag, &packaged)?;
-        let version = cluster.chart_version(&packaged)?;
-        run(cluster
-            .helm()
-            .args([
-                "upgrade",
-                "--install",
-                CHART_RELEASE,
-                &registry::chart_reference(),
-            ])
-            .args(["--version", &version])
-            .args(["--namespace", SHIPPED_NAMESPACE, "--create-namespace"])
-            .args(["--wait", "--timeout", HELM_WAIT])
-            .args(["--set", &format!("image.repository={}", image.repository)]))
-        .context("helm install of the chart from the node's registry")?;
-        cluster.write_ports()?;
+        let cluster = Self::down_if_failed(&layout.clone(), || {
+            let cluster = Self::start(layout, true)?;
+            cluster.start_scheduler()?;
+            Node::up(&cluster)?;
+            cluster.install_crds()?;
+            let packaged = cluster.packaged_chart(chart)?;
+            cluster.push_release(&image.archive, &image.tag, &packaged)?;
+            let version = cluster.chart_version(&packaged)?;
+            run(cluster
+                .helm()
+                .args([
+                    "upgrade",
+                    "--install",
+                    CHART_RELEASE,
+                    &registry::chart_reference(),
+                ])
+                .args(["--version", &version])
+                .args(["--namespace", SHIPPED_NAMESPACE, "--create-namespace"])
+                .args(["--wait", "--timeout", HELM_WAIT])
+                .args(["--set", &format!("image.repository={}", image.repository)]))
+            .context("helm install of the chart from the node's registry")?;
+            cluster.write_ports()?;
+            Ok(cluster)
+        })?;
         Ok((cluster, Outcome::Started))
     }
 

@@ -79,9 +79,14 @@ fn hierarchies() -> Result<Vec<PathBuf>> {
 }
 
 /// Kills every process in `cgroup` and below (SIGKILL: they are containers whose shims are
-/// gone), then removes the cgroups, deepest first.
+/// gone), then removes the cgroups, deepest first. One gone meanwhile (its kubelet removed it)
+/// is as good as removed.
 fn empty_and_remove(cgroup: &Path) -> Result<()> {
-    for entry in fs::read_dir(cgroup)? {
+    let entries = match fs::read_dir(cgroup) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        entries => entries.with_context(|| format!("reading {}", cgroup.display()))?,
+    };
+    for entry in entries {
         let path = entry?.path();
         if path.is_dir() {
             empty_and_remove(&path)?;
@@ -101,7 +106,10 @@ fn empty_and_remove(cgroup: &Path) -> Result<()> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    fs::remove_dir(cgroup).with_context(|| format!("removing {}", cgroup.display()))
+    match fs::remove_dir(cgroup) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        removed => removed.with_context(|| format!("removing {}", cgroup.display())),
+    }
 }
 
 /// Kills the runtime's shims that outlived containerd.
