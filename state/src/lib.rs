@@ -314,3 +314,41 @@ impl State {
         Gauges::of(self, now)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Job of `namespace` that finished on New Year's Day, to be deleted an hour later.
+    fn finished_job(namespace: &str, name: &str) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": namespace, "uid": format!("{namespace}-{name}"),
+                         "resourceVersion": "1", "creationTimestamp": "2026-01-01T00:00:00Z",
+                         "annotations": {"retention.dev/ttl-after-finished": "1h"}},
+            "status": {"completionTime": "2026-01-01T00:00:01Z", "conditions": [
+                {"type": "Complete", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"}]},
+        }))
+        .unwrap()
+    }
+
+    /// Two namespaces tie at the top of a full room and take turns at being the heaviest as a
+    /// third's runs take their places: one pass over the records finds runs of both.
+    #[test]
+    fn room_is_made_with_a_pass_over_the_records_per_batch_while_namespaces_tie() {
+        let kinds = Registry::builtin().clone();
+        let job = kinds.named("Job.batch").unwrap();
+        let mut state = State::new(kinds).with_max_tracked(2000);
+        let now = "2026-01-01T00:00:02Z".parse().unwrap();
+        for index in 0..1000 {
+            state.applied(job, &finished_job("a", &format!("a{index}")), now);
+            state.applied(job, &finished_job("b", &format!("b{index}")), now);
+        }
+        for index in 0..600 {
+            state.applied(job, &finished_job("c", &format!("c{index}")), now);
+        }
+        let room = state.tracker.runs.room();
+        assert_eq!((room.of("a"), room.of("b"), room.of("c")), (700, 700, 600));
+        assert_eq!(state.tracker.runs.let_go_passes, 1);
+    }
+}

@@ -140,6 +140,12 @@ impl Room {
         self.left_out_total
     }
 
+    /// The `count` namespaces holding the most records, the heaviest first.
+    pub(super) fn heaviest_few(&self, count: usize) -> Vec<Arc<str>> {
+        let heaviest = self.by_count.iter().rev().take(count);
+        heaviest.map(|(_, namespace)| namespace.clone()).collect()
+    }
+
     /// The namespace holding the most records, and how many.
     pub(super) fn heaviest(&self) -> Option<(Arc<str>, usize)> {
         let (count, namespace) = self.by_count.last()?;

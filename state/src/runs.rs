@@ -19,6 +19,9 @@ use super::{Action, PolicyKey, Warning};
 
 /// How many runs of a namespace one pass over the records finds to let go of for room.
 const LET_GO_BATCH: usize = 1024;
+/// For how many of the heaviest namespaces one pass finds runs to let go of: namespaces tied
+/// at the top take turns at being the heaviest, one run each.
+const LET_GO_NAMESPACES: usize = 8;
 
 #[derive(Debug, Default)]
 pub(super) struct Runs {
@@ -27,9 +30,13 @@ pub(super) struct Runs {
     records: HashMap<ObjectKey, Box<Record>>,
     queue: BTreeSet<(CompactTime, ObjectKey)>,
     room: Room,
-    /// Runs of the namespace last let go of for room, found in one pass over the records: the
-    /// next ones to let go of, so that a flood at the bound costs a pass per batch, not per run.
-    to_let_go: Option<(Arc<str>, Vec<ObjectKey>)>,
+    /// Runs of the heaviest namespaces, found in one pass over the records: the next ones to
+    /// let go of for room, so that a flood at the bound costs a pass per batch, not per run,
+    /// also while a few namespaces tie at the top and take turns.
+    to_let_go: HashMap<Arc<str>, Vec<ObjectKey>>,
+    /// Passes over the records made to find runs to let go of.
+    #[cfg(test)]
+    pub(super) let_go_passes: usize,
 }
 
 impl Runs {
@@ -52,28 +59,39 @@ impl Runs {
     /// A run of `namespace` to let go of for room, if it has any.
     pub(super) fn one_to_let_go(&mut self, namespace: &Arc<str>) -> Option<ObjectKey> {
         for _pass in 0..2 {
-            if let Some((of, keys)) = &mut self.to_let_go
-                && of == namespace
-            {
+            if let Some(keys) = self.to_let_go.get_mut(namespace) {
                 while let Some(key) = keys.pop() {
                     if self.records.contains_key(&key) {
                         return Some(key);
                     }
                 }
             }
-            let found: Vec<ObjectKey> = self
-                .records
-                .keys()
-                .filter(|key| key.namespace == *namespace)
-                .take(LET_GO_BATCH)
-                .cloned()
-                .collect();
-            if found.is_empty() {
-                return None;
-            }
-            self.to_let_go = Some((namespace.clone(), found));
+            self.find_to_let_go(namespace);
         }
         None
+    }
+
+    /// One pass over the records for runs to let go of: of `namespace` and of the heaviest few.
+    fn find_to_let_go(&mut self, namespace: &Arc<str>) {
+        let mut wanted: HashMap<Arc<str>, Vec<ObjectKey>> = self
+            .room
+            .heaviest_few(LET_GO_NAMESPACES)
+            .into_iter()
+            .chain([namespace.clone()])
+            .map(|heavy| (heavy, Vec::new()))
+            .collect();
+        for key in self.records.keys() {
+            if let Some(keys) = wanted.get_mut(&key.namespace)
+                && keys.len() < LET_GO_BATCH
+            {
+                keys.push(key.clone());
+            }
+        }
+        self.to_let_go = wanted;
+        #[cfg(test)]
+        {
+            self.let_go_passes += 1;
+        }
     }
 
     pub(super) fn get(&self, key: &ObjectKey) -> Option<&Record> {
