@@ -370,6 +370,14 @@ mod tests {
         Arc::new(Connections::new(bounds, Metrics::default()))
     }
 
+    /// A connection from `peer` accepted in the next free place.
+    async fn opened(connections: &Arc<Connections>, peer: IpAddr) -> Connection {
+        let slot = connections.slot().await;
+        connections
+            .open(slot, peer)
+            .expect("within the peer's bound")
+    }
+
     /// A connection waiting for a place, as the accept loop waits.
     fn waiting_for_a_place(connections: &Arc<Connections>) -> tokio::task::JoinHandle<Slot> {
         let connections = connections.clone();
@@ -384,7 +392,7 @@ mod tests {
         let connections = connections(10, 2);
         let mut open = Vec::new();
         for _ in 0..2 {
-            open.push(connections.open(connections.slot().await, PEER).unwrap());
+            open.push(opened(&connections, PEER).await);
         }
         assert!(connections.open(connections.slot().await, PEER).is_none());
         assert!(connections.open(connections.slot().await, OTHER).is_some());
@@ -395,9 +403,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn when_all_are_taken_the_idlest_is_asked_to_close() {
         let connections = connections(2, 2);
-        let first = connections.open(connections.slot().await, PEER).unwrap();
+        let first = opened(&connections, PEER).await;
         tokio::time::advance(Duration::from_secs(1)).await;
-        let second = connections.open(connections.slot().await, PEER).unwrap();
+        let second = opened(&connections, PEER).await;
         let _busy = second.activity.request();
         tokio::time::advance(SETTLING).await;
         let waiting = waiting_for_a_place(&connections);
@@ -411,10 +419,10 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn when_none_is_idle_the_one_holding_its_request_longest_is_dropped() {
         let connections = connections(2, 2);
-        let trickling = connections.open(connections.slot().await, PEER).unwrap();
+        let trickling = opened(&connections, PEER).await;
         let _held = trickling.activity.request();
         tokio::time::advance(Duration::from_secs(1)).await;
-        let busy = connections.open(connections.slot().await, OTHER).unwrap();
+        let busy = opened(&connections, OTHER).await;
         let _answered_soon = busy.activity.request();
         tokio::time::advance(Duration::from_millis(10)).await;
         let waiting = waiting_for_a_place(&connections);
@@ -426,7 +434,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_connection_just_accepted_is_left_to_settle() {
         let connections = connections(1, 1);
-        let fresh = connections.open(connections.slot().await, PEER).unwrap();
+        let fresh = opened(&connections, PEER).await;
         let waiting = waiting_for_a_place(&connections);
         tokio::task::yield_now().await;
         let asked = tokio::time::timeout(Duration::from_millis(1), fresh.activity.asked_to_close());
@@ -440,9 +448,9 @@ mod tests {
         // Every place taken by a connection just accepted: the one waiting asks the first
         // to settle, a settling later, instead of waiting for one to close by itself.
         let connections = connections(2, 2);
-        let first = connections.open(connections.slot().await, PEER).unwrap();
+        let first = opened(&connections, PEER).await;
         tokio::time::advance(Duration::from_millis(300)).await;
-        let _second = connections.open(connections.slot().await, PEER).unwrap();
+        let _second = opened(&connections, PEER).await;
         let waiting = waiting_for_a_place(&connections);
         let started = Instant::now();
         let asked = tokio::time::timeout(SETTLING, first.activity.asked_to_close());
@@ -455,7 +463,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn one_asked_to_close_and_still_open_a_settling_later_is_dropped() {
         let connections = connections(1, 1);
-        let stubborn = connections.open(connections.slot().await, PEER).unwrap();
+        let stubborn = opened(&connections, PEER).await;
         tokio::time::advance(SETTLING).await;
         let waiting = waiting_for_a_place(&connections);
         stubborn.activity.asked_to_close().await;
@@ -548,7 +556,7 @@ mod tests {
                 by_offset.sort_by_key(|(offset, _)| *offset);
                 for (offset_ms, conduct) in by_offset {
                     tokio::time::sleep_until(start + Duration::from_millis(offset_ms)).await;
-                    let connection = connections.open(connections.slot().await, PEER).unwrap();
+                    let connection = opened(&connections, PEER).await;
                     accepted.push(Instant::now());
                     tokio::spawn(conducted(connection, conduct));
                 }
@@ -574,7 +582,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_connection_is_idle_from_its_last_request() {
         let connections = connections(2, 2);
-        let connection = connections.open(connections.slot().await, PEER).unwrap();
+        let connection = opened(&connections, PEER).await;
         let opened = Instant::now();
         assert_eq!(
             connection.idle_deadline(),
