@@ -135,31 +135,28 @@ impl Activity {
         state.in_flight.is_empty().then_some(state.idle_since)
     }
 
-    /// How it may be chosen to make room at `now`; `None` while it is left alone: accepted
-    /// less than a [`SETTLING`] ago, or asked to close less than one ago.
+    /// How it may be chosen to make room at `now`; `None` while it is left alone
+    /// ([`Activity::left_alone_until`]).
     fn choice(&self, now: Instant) -> Option<Choice> {
-        if now < self.accepted + SETTLING {
+        let state = self.lock();
+        if now < self.left_alone_until(&state) {
             return None;
         }
-        let state = self.lock();
-        match state.asked_to_close {
-            Some(asked) if now < asked + SETTLING => None,
-            Some(asked) => Some(Choice::StillOpen(asked)),
-            None => Some(match state.in_flight.values().min() {
-                None => Choice::Idle(state.idle_since),
-                Some(oldest) => Choice::Busy(*oldest),
-            }),
-        }
+        Some(
+            match (state.asked_to_close, state.in_flight.values().min()) {
+                (Some(asked), _) => Choice::StillOpen(asked),
+                (None, None) => Choice::Idle(state.idle_since),
+                (None, Some(oldest)) => Choice::Busy(*oldest),
+            },
+        )
     }
 
-    /// When it may next be chosen to make room, as seen at `now`: once it has settled, or a
-    /// [`SETTLING`] after it was asked to close.
-    fn choosable_from(&self, now: Instant) -> Instant {
+    /// Until when it is left alone, not to be chosen to make room: a [`SETTLING`] after it was
+    /// accepted, and a [`SETTLING`] after it was asked to close.
+    fn left_alone_until(&self, state: &Requests) -> Instant {
         let settled = self.accepted + SETTLING;
-        match self.lock().asked_to_close {
-            Some(asked) => settled.max(asked + SETTLING),
-            None => settled.max(now),
-        }
+        let asked = state.asked_to_close;
+        asked.map_or(settled, |asked| settled.max(asked + SETTLING))
     }
 
     /// Asks it to close for room, gracefully: it answers the requests it has begun.
@@ -270,7 +267,7 @@ impl Connections {
                 return state
                     .open
                     .values()
-                    .map(|activity| activity.choosable_from(now))
+                    .map(|activity| activity.left_alone_until(&activity.lock()))
                     .min()
                     .unwrap_or(now + SETTLING)
                     .max(now + Duration::from_millis(1));
