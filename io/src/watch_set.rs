@@ -1,15 +1,16 @@
 //! Watches started and stopped by key at run time, for any owner: the controller's kinds
 //! ([`crate::watches`]) and the Cleaners' targets both watch through a [`WatchSet`]. Each watch
-//! runs in a task of its own, a member of the owner's supervised group, and hands the owner's
-//! loop events already decoded, up to [`FORWARDED`] ahead: a tenant's large objects are decoded
-//! beside the loop, not on it. What they hold ([`Held`]) is bounded for all the watches of an
-//! owner together, [`FORWARDED_BYTES`] (an event heavier than that alone): a tenant's Cleaners
-//! watch up to sixteen kinds, and a room for each watch was sixteen rooms. Counted in events
-//! only, 30 Jobs of 20,000 `env` entries (13 MiB each as decoded) waited 16 deep for the loop
-//! (docs/explanation/tenancy.md). The room is taken in turn (tokio's semaphore is first come,
-//! first served), so a watch of heavy events slows the others' by its turn and never starves
-//! them; it is an owner's, not the process's, so that one loop slow to read holds up no other. A task that ends without being stopped (a watch stream does
-//! not end on its own) or panics is a fault of the group, and stops the controller.
+//! runs in a task of its own, a member of the owner's supervised group, and hands the owner's loop
+//! events already decoded, up to [`FORWARDED`] ahead: a tenant's large objects are decoded beside
+//! the loop, not on it. What they hold ([`Held`]) is bounded for all the watches of an owner
+//! together, [`FORWARDED_BYTES`] (an event heavier than that alone): a tenant's Cleaners watch up
+//! to sixteen kinds, and a room for each watch was sixteen rooms. Counted in events only, 30 Jobs
+//! of 20,000 `env` entries (13 MiB each as decoded) waited 16 deep for the loop
+//! (docs/explanation/tenancy.md). The room is taken in turn (tokio's semaphore is first come, first
+//! served), so a watch of heavy events slows the others' by its turn and never starves them; it is
+//! an owner's, not the process's, so that one loop slow to read holds up no other. A task that ends
+//! without being stopped (a watch stream does not end on its own) or panics is a fault of the
+//! group, and stops the controller.
 //!
 //! Every watch begins with the list [`Lists`] makes and restarts backed off
 //! ([`crate::watch_backoff`]). Lists of objects take turns ([`ListTurns`], one for every owner);

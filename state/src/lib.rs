@@ -2,14 +2,14 @@
 //! and the clock, and answers with the [`Action`]s to take. Every rule comes from `common`.
 //!
 //! [`State`] owns parts that each own one concern, with their own types: the deletion engine
-//! (`tracker`: the records of runs and their queue in `runs`, their bound shared by the
-//! namespaces in `room`, the groups that share limits in `groups`), the policies and what they report (`policies`, `evaluation`), the
-//! blast-radius guards (`guard`), and the objects the webhook never labelled (`stragglers`).
-//! No part takes another's data to change it: the tracker reports the deletions that are due,
-//! and the state's gate (`gate`) decides each — held by a guard, reported by a dry run, or sent
-//! — while the policy book is only read; what a part learns for another is handed back to the
-//! state, which tells the other. Here is only what an input means across them: an object seen
-//! or gone, a list begun or ended, a policy changed, a write failed.
+//! (`tracker`: the records of runs and their queue in `runs`, their bound shared by the namespaces
+//! in `room`, the groups that share limits in `groups`), the policies and what they report
+//! (`policies`, `evaluation`), the blast-radius guards (`guard`), and the objects the webhook never
+//! labelled (`stragglers`). No part takes another's data to change it: the tracker reports the
+//! deletions that are due, and the state's gate (`gate`) decides each — held by a guard, reported
+//! by a dry run, or sent — while the policy book is only read; what a part learns for another is
+//! handed back to the state, which tells the other. Here is only what an input means across them:
+//! an object seen or gone, a list begun or ended, a policy changed, a write failed.
 
 use jiff::Timestamp;
 use kube::api::DynamicObject;

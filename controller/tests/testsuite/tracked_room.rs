@@ -119,7 +119,8 @@ proptest! {
             prop_assert!(tracked(&state, now) <= max);
         }
         let deadline = now + SignedDuration::from_mins(2);
-        let deleted: Vec<String> = deletes(&state.due(deadline)).into_iter().map(|(name, _)| name).collect();
+        let due = deletes(&state.due(deadline));
+        let deleted: Vec<String> = due.into_iter().map(|(name, _)| name).collect();
         for name in created.get("light").into_iter().flatten() {
             prop_assert!(deleted.contains(name), "light's {} not deleted: {:?}", name, deleted);
         }

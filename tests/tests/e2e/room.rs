@@ -1,10 +1,9 @@
-//! The bound on tracked objects (`--max-tracked-objects`) against the real API server: a
-//! namespace editor's flood of annotated ConfigMaps past it is the one that goes without (its
-//! last ones, due 30 s after they are created, are left out and stay past their deadline),
-//! another namespace's due ConfigMap is deleted on time meanwhile, and once the flood's own
-//! deletions free a tenth of the room its ConfigMaps left out are listed again, tracked and
-//! deleted (`state/src/room.rs`). This restarts the shared controller with a small bound, so it runs
-//! with the disruptive trials.
+//! The bound on tracked objects (`--max-tracked-objects`) against the real API server: a namespace
+//! editor's flood of annotated ConfigMaps past it is the one that goes without (its last ones, due
+//! 30 s after they are created, are left out and stay past their deadline), another namespace's due
+//! ConfigMap is deleted on time meanwhile, and once the flood's own deletions free a tenth of the
+//! room its ConfigMaps left out are listed again, tracked and deleted (`state/src/room.rs`). This
+//! restarts the shared controller with a small bound, so it runs with the disruptive trials.
 
 use std::time::Duration;
 
