@@ -22,9 +22,11 @@
 //! allocated, and to at most four times it.
 //!
 //! The same weight is read from text before or while it is decoded (`held/decoding.rs`): a
-//! page weighed before its objects are, an object decoded within a budget it cannot overrun.
+//! page weighed before its objects are, an object decoded within a budget it cannot overrun;
+//! and an object's metadata weighed from its text (`held/metadata.rs`) before it is decoded.
 
 mod decoding;
+mod metadata;
 
 use std::collections::BTreeMap;
 
@@ -33,6 +35,7 @@ use kube::api::{DynamicObject, ObjectMeta};
 use serde_json::Value;
 
 pub use decoding::{Budget, DEPTH, Weighed, Within};
+pub use metadata::{FieldWeigher, Texts, field_weigher};
 
 /// A value as its container holds it (`serde_json::Value`'s size).
 const VALUE: usize = 32;
