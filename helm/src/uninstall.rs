@@ -28,7 +28,7 @@ use kube_retention_common::cleaner::helm::{ownership, uninstallable};
 use kube_retention_runtime::discovery;
 
 use kube_retention_io::deletion::Sent;
-use kube_retention_io::lean::LeanObject;
+use kube_retention_io::lean::{self, LeanObject};
 
 use crate::storage::{self as helm, HelmError, ManifestObject};
 
@@ -225,7 +225,8 @@ pub async fn uninstall(
     let mut uninstalled = Uninstalled::default();
     let name = &release.name;
     for (resource, object) in &release.objects {
-        // Read lean, within the bound of one object: only its metadata is read.
+        // Read lean, within the bound of one object: only its metadata is read, and past the
+        // bound it comes with its identity alone, so its ownership cannot be read.
         let api: Api<LeanObject> =
             Api::namespaced_with(deleter.client().clone(), namespace, resource);
         let what = format!("{}/{}", object.kind, object.name);
@@ -237,6 +238,12 @@ pub async fn uninstall(
             Err(kube::Error::Api(status)) if status.code == 404 => continue,
             Err(error) => return Err(failed("reading", error)),
         };
+        if lean::past_bound(&found) {
+            let why = "it holds more than the controller decodes of one object";
+            tracing::warn!(release = %name, %namespace, object = %what, why, "not deleted: its ownership cannot be read");
+            uninstalled.skipped.push(format!("{what}: {why}"));
+            continue;
+        }
         if let Err(why) = ownership(found.metadata.annotations.as_ref(), name, namespace) {
             tracing::warn!(release = %name, %namespace, object = %what, %why, "not deleted: not the release's");
             uninstalled.skipped.push(format!("{what}: {why}"));

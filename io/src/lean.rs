@@ -1,5 +1,5 @@
-//! Objects as the watches decode them: a [`DynamicObject`] (or a metadata watch's
-//! [`PartialObjectMeta`]) without its `managedFields`, decoded in one pass.
+//! Objects as the watches and the controller's requests decode them: a [`DynamicObject`] (or a
+//! metadata watch's [`PartialObjectMeta`]) without its `managedFields`, decoded in one pass.
 //!
 //! kube's `DynamicObject` flattens both its type and its data into itself, so serde first buffers
 //! each object into an intermediate tree of its own and only then builds the object from that
@@ -11,44 +11,48 @@
 //! metadata, through a map that leaves `managedFields` out, so every other field is decoded
 //! exactly as kube decodes it.
 //!
-//! The rest of an object, its data, is decoded within [`OBJECT_BYTES`] of what it holds
+//! An object is first read as text and weighed ([`text`]: a watch decodes it only once its owner
+//! has room for it), then decoded within [`OBJECT_BYTES`] of what it holds
 //! (`kube_retention_runtime::held::Within`): a tree of small maps holds a hundred times its
-//! text, so one object of etcd's 1.5 MiB could take 170 MiB decoded, and a tenant may write such
-//! objects of any kind it may create. Past the bound the rest is read past, and the object comes
-//! with its metadata and no data ([`past_bound`]): the controller cannot judge it, so it never
-//! deletes it, and counts it (`kube_retention_objects_past_bound_total`).
+//! text, and a map of labels twenty, so one object of etcd's 1.5 MiB could take 170 MiB
+//! decoded, and a tenant may write such objects of any kind it may create. Past the bound the
+//! object comes with its identity (name, namespace, uid, resource version) and no data
+//! ([`past_bound`]): the controller cannot judge it, so it never deletes it, and counts it
+//! (`kube_retention_objects_past_bound_total`). [`LeanObject`], a request's answer, is decoded
+//! the same way at once.
+
+mod text;
 
 use std::borrow::Cow;
-use std::fmt;
 
 use kube::Resource;
-use kube::api::{ApiResource, DynamicObject, ObjectMeta, PartialObjectMeta, TypeMeta};
+use kube::api::{ApiResource, DynamicObject, ObjectMeta};
 use kube::core::DynamicResourceScope;
 use kube::runtime::watcher::Event;
-use kube_retention_runtime::held::{Budget, Within};
 use serde::Deserialize;
-use serde::de::value::{MapAccessDeserializer, StringDeserializer};
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
-use serde_json::{Map, Value};
+use serde::de::Deserializer;
+
+pub use text::{LeanMetaText, LeanText, Metadata};
 
 /// The metadata field the controller never reads, left undecoded.
 pub(crate) const SKIPPED: &str = "managedFields";
 
-/// The most an object's data may hold decoded ([`past_bound`] past it): 16 MiB, some ten times
-/// the text of the largest object etcd stores, where it is of usual JSON.
+/// The most an object may hold decoded, metadata and data ([`past_bound`] past it): 16 MiB, some
+/// ten times the text of the largest object etcd stores, where it is of usual JSON.
 pub const OBJECT_BYTES: usize = 16 * 1024 * 1024;
 
-/// Whether `object`, of an object watch or list ([`LeanObject`]), held more than
-/// [`OBJECT_BYTES`] decoded and came without its data: not to be judged. (An object of a
-/// metadata watch, [`LeanMeta`], has no data either: ask this of object watches' only.)
+/// Whether `object`, of an object watch or list ([`LeanText`], [`LeanObject`]), held more than
+/// [`OBJECT_BYTES`] decoded and came with its identity alone and no data: not to be judged. (A
+/// metadata watch's object past the bound is a [`Metadata::PastBound`].)
 pub fn past_bound(object: &DynamicObject) -> bool {
     object.data.is_null()
 }
 
 /// `Resource` for a wrapper of an object decoded through the API of an [`ApiResource`], as
-/// `DynamicObject` has it; `metadata_api`: requested as metadata only.
+/// `DynamicObject` has it; `metadata_api`: requested as metadata only; `$metadata`: the wrapped
+/// value's field the object's metadata is.
 macro_rules! resource_of_dynamic {
-    ($wrapper:ty, $metadata_api:expr) => {
+    ($wrapper:ty, $metadata_api:expr, $metadata:ident) => {
         impl Resource for $wrapper {
             type DynamicType = ApiResource;
             type Scope = DynamicResourceScope;
@@ -78,161 +82,28 @@ macro_rules! resource_of_dynamic {
             }
 
             fn meta(&self) -> &ObjectMeta {
-                &self.0.metadata
+                &self.0.$metadata
             }
 
             fn meta_mut(&mut self) -> &mut ObjectMeta {
-                &mut self.0.metadata
+                &mut self.0.$metadata
             }
         }
     };
 }
 
-/// A [`DynamicObject`] decoded without its `managedFields` (see the module).
+/// A [`DynamicObject`] decoded without its `managedFields` at once (see the module): a request's
+/// answer.
 #[derive(Clone, Debug)]
 pub struct LeanObject(pub DynamicObject);
 
-resource_of_dynamic!(LeanObject, false);
-
-/// A metadata watch's [`PartialObjectMeta`] decoded without its `managedFields`.
-#[derive(Clone, Debug)]
-pub struct LeanMeta(pub PartialObjectMeta<DynamicObject>);
-
-resource_of_dynamic!(LeanMeta, true);
+resource_of_dynamic!(LeanObject, false, metadata);
+resource_of_dynamic!(LeanText, false, identity);
+resource_of_dynamic!(LeanMetaText, true, identity);
 
 impl<'de> Deserialize<'de> for LeanObject {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let Parts {
-            types,
-            metadata,
-            data,
-        } = deserializer.deserialize_map(PartsVisitor { data: true })?;
-        Ok(LeanObject(DynamicObject {
-            types,
-            metadata,
-            data: data.map_or(Value::Null, Value::Object),
-        }))
-    }
-}
-
-impl<'de> Deserialize<'de> for LeanMeta {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let Parts {
-            types, metadata, ..
-        } = deserializer.deserialize_map(PartsVisitor { data: false })?;
-        Ok(LeanMeta(PartialObjectMeta {
-            types,
-            metadata,
-            _phantom: std::marker::PhantomData,
-        }))
-    }
-}
-
-/// An object's parts: its type (as `DynamicObject`'s flattened `Option<TypeMeta>`: both fields
-/// or none), its metadata, and the rest, if it held at most [`OBJECT_BYTES`].
-struct Parts {
-    types: Option<TypeMeta>,
-    metadata: ObjectMeta,
-    data: Option<Map<String, Value>>,
-}
-
-/// Reads an object's parts; the rest is read past, not kept, unless `data`.
-struct PartsVisitor {
-    data: bool,
-}
-
-impl<'de> Visitor<'de> for PartsVisitor {
-    type Value = Parts;
-
-    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-        formatter.write_str("a Kubernetes object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Parts, A::Error> {
-        let (mut api_version, mut kind, mut metadata) = (None, None, None);
-        let mut data = Map::new();
-        let budget = Budget::new(OBJECT_BYTES);
-        while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
-                "apiVersion" => api_version = Some(map.next_value::<String>()?),
-                "kind" => kind = Some(map.next_value::<String>()?),
-                "metadata" => metadata = Some(map.next_value_seed(MetadataSeed)?),
-                _ if self.data => {
-                    let value = map.next_value_seed(Within::new(&budget))?;
-                    if budget.entry(&key, data.len()) {
-                        data.insert(key, value);
-                    } else {
-                        data = Map::new();
-                    }
-                }
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(Parts {
-            types: api_version
-                .zip(kind)
-                .map(|(api_version, kind)| TypeMeta { api_version, kind }),
-            metadata: metadata.unwrap_or_default(),
-            data: (!budget.exceeded()).then_some(data),
-        })
-    }
-}
-
-/// Decodes `ObjectMeta` with its own decoder, from the metadata less `managedFields`.
-struct MetadataSeed;
-
-impl<'de> DeserializeSeed<'de> for MetadataSeed {
-    type Value = ObjectMeta;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<ObjectMeta, D::Error> {
-        deserializer.deserialize_map(MetadataVisitor)
-    }
-}
-
-struct MetadataVisitor;
-
-impl<'de> Visitor<'de> for MetadataVisitor {
-    type Value = ObjectMeta;
-
-    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-        formatter.write_str("an object's metadata")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ObjectMeta, A::Error> {
-        ObjectMeta::deserialize(MapAccessDeserializer::new(Skipping(map)))
-    }
-}
-
-/// A map that leaves out [`SKIPPED`], its value read past without being kept.
-struct Skipping<A>(A);
-
-impl<'de, A: MapAccess<'de>> MapAccess<'de> for Skipping<A> {
-    type Error = A::Error;
-
-    fn next_key_seed<K: DeserializeSeed<'de>>(
-        &mut self,
-        seed: K,
-    ) -> Result<Option<K::Value>, A::Error> {
-        while let Some(key) = self.0.next_key::<String>()? {
-            if key == SKIPPED {
-                self.0.next_value::<IgnoredAny>()?;
-                continue;
-            }
-            return seed
-                .deserialize(StringDeserializer::<A::Error>::new(key))
-                .map(Some);
-        }
-        Ok(None)
-    }
-
-    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
-        self.0.next_value_seed(seed)
-    }
-
-    fn size_hint(&self) -> Option<usize> {
-        self.0.size_hint()
+        LeanText::deserialize(deserializer).map(|text| LeanObject(text.decode()))
     }
 }
 
@@ -242,31 +113,21 @@ impl From<LeanObject> for DynamicObject {
     }
 }
 
-impl From<LeanMeta> for PartialObjectMeta<DynamicObject> {
-    fn from(LeanMeta(metadata): LeanMeta) -> Self {
-        metadata
-    }
-}
-
-/// An object of a metadata watch as a [`DynamicObject`] without a body (a Cleaner's targets
-/// that no condition reads).
-impl From<LeanMeta> for DynamicObject {
-    fn from(LeanMeta(metadata): LeanMeta) -> Self {
-        DynamicObject {
-            types: metadata.types,
-            metadata: metadata.metadata,
-            data: Value::Null,
-        }
-    }
-}
-
-/// A watch's `event` with each object unwrapped from the type it was decoded as.
-pub fn unwrapped<L, K: From<L>>(event: Event<L>) -> Event<K> {
+/// What a watch's `event` holds: its object's `held`, or nothing.
+pub fn event_held<T>(event: &Event<T>, held: impl Fn(&T) -> usize) -> usize {
     match event {
-        Event::Apply(object) => Event::Apply(object.into()),
-        Event::Delete(object) => Event::Delete(object.into()),
+        Event::Apply(object) | Event::InitApply(object) | Event::Delete(object) => held(object),
+        Event::Init | Event::InitDone => 0,
+    }
+}
+
+/// A watch's `event` with its object made another by `make` (decoded, unwrapped).
+pub fn event_map<T, U>(event: Event<T>, make: impl FnOnce(T) -> U) -> Event<U> {
+    match event {
+        Event::Apply(object) => Event::Apply(make(object)),
+        Event::Delete(object) => Event::Delete(make(object)),
         Event::Init => Event::Init,
-        Event::InitApply(object) => Event::InitApply(object.into()),
+        Event::InitApply(object) => Event::InitApply(make(object)),
         Event::InitDone => Event::InitDone,
     }
 }
@@ -274,6 +135,7 @@ pub fn unwrapped<L, K: From<L>>(event: Event<L>) -> Event<K> {
 #[cfg(test)]
 mod tests {
     use kube_retention_runtime::held::held_bytes;
+    use serde_json::Value;
 
     use super::*;
 
@@ -296,7 +158,7 @@ mod tests {
     }
 
     #[test]
-    fn an_object_whose_data_holds_more_than_its_bound_comes_with_its_metadata_alone() {
+    fn an_object_whose_data_holds_more_than_its_bound_comes_with_its_identity_alone() {
         // Some 280 KB of text: past 16 MiB decoded.
         let text = dense_job(24_000);
         assert!(data_held(&text) > OBJECT_BYTES);
@@ -308,8 +170,48 @@ mod tests {
         assert_eq!(object.metadata.managed_fields, None);
         assert_eq!(object.types.unwrap().kind, "Job");
         // Its metadata alone, as a metadata watch reads it, is unaffected.
-        let LeanMeta(meta) = serde_json::from_str(&text).unwrap();
+        let meta: LeanMetaText = serde_json::from_str(&text).unwrap();
+        let Metadata::Whole(meta) = meta.decode() else {
+            panic!("within the bound");
+        };
         assert_eq!(meta.metadata.name.as_deref(), Some("dense"));
+    }
+
+    /// A ConfigMap of `labels` labels of a few bytes each.
+    fn labelled(labels: usize) -> String {
+        let labels: Vec<String> = (0..labels).map(|n| format!(r#""{n:x}":"""#)).collect();
+        format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"labelled","namespace":"tenant","uid":"u-2","resourceVersion":"4","labels":{{{}}}}},"data":{{"a":"b"}}}}"#,
+            labels.join(",")
+        )
+    }
+
+    #[test]
+    fn an_object_whose_metadata_holds_more_than_its_bound_comes_with_its_identity_alone() {
+        // Some 1 MB of labels, within what etcd stores: past 16 MiB decoded.
+        let text = labelled(120_000);
+        assert!(text.len() < 1_500_000);
+        let LeanObject(object) = serde_json::from_str(&text).unwrap();
+        assert!(past_bound(&object));
+        assert_eq!(object.metadata.name.as_deref(), Some("labelled"));
+        assert_eq!(object.metadata.namespace.as_deref(), Some("tenant"));
+        assert_eq!(object.metadata.uid.as_deref(), Some("u-2"));
+        assert_eq!(object.metadata.resource_version.as_deref(), Some("4"));
+        assert_eq!(object.metadata.labels, None);
+        let meta: LeanMetaText = serde_json::from_str(&text).unwrap();
+        assert!(meta.held() > OBJECT_BYTES);
+        let Metadata::PastBound(identity) = meta.decode() else {
+            panic!("past the bound");
+        };
+        assert_eq!(identity.metadata.name.as_deref(), Some("labelled"));
+        assert_eq!(identity.metadata.labels, None);
+        // A tenth of them fits.
+        let LeanObject(object) = serde_json::from_str(&labelled(12_000)).unwrap();
+        assert!(!past_bound(&object));
+        assert_eq!(
+            object.metadata.labels.map(|labels| labels.len()),
+            Some(12_000)
+        );
     }
 
     /// A custom resource whose free-form spec, and so its `managedFields`, nest `depth` deep, in
@@ -341,8 +243,16 @@ mod tests {
         assert_eq!(deep.metadata.name.as_deref(), Some("deep"));
         assert!(!past_bound(shallow));
         assert_eq!(shallow.data["spec"], serde_json::json!({"a": 1}));
-        let list: kube::core::ObjectList<LeanMeta> = serde_json::from_str(&page).unwrap();
-        assert_eq!(list.items.len(), 2);
+        let list: kube::core::ObjectList<LeanMetaText> = serde_json::from_str(&page).unwrap();
+        let names: Vec<_> = list
+            .items
+            .into_iter()
+            .map(|meta| match meta.decode() {
+                Metadata::Whole(meta) => meta.metadata.name.unwrap(),
+                Metadata::PastBound(_) => panic!("within the bound"),
+            })
+            .collect();
+        assert_eq!(names, ["deep", "shallow"]);
     }
 
     #[test]

@@ -6,7 +6,10 @@
 //! together, [`FORWARDED_BYTES`] (an event heavier than that alone): a tenant's Cleaners watch up
 //! to sixteen kinds, and a room for each watch was sixteen rooms. Counted in events only, 30 Jobs
 //! of 20,000 `env` entries (13 MiB each as decoded) waited 16 deep for the loop
-//! (docs/explanation/tenancy.md). The room is taken in turn (tokio's semaphore is first come, first
+//! (docs/explanation/tenancy.md). An event is decoded only once it has its room ([`Ready`]): a
+//! watch reads it as text and weighs it (`crate::lean::LeanText`), takes room for that weight,
+//! and then decodes it, so a watch waiting holds one object's text, not what it holds decoded.
+//! The room is taken in turn (tokio's semaphore is first come, first
 //! served), so a watch of heavy events slows the others' by its turn and never starves them; it is
 //! an owner's, not the process's, so that one loop slow to read holds up no other. A task that ends
 //! without being stopped (a watch stream does not end on its own) or panics is a fault of the
@@ -29,7 +32,7 @@ use kube::runtime::watcher;
 use kube::{Api, Resource};
 use kube_retention_runtime::supervise::Group;
 use serde::de::DeserializeOwned;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::initial_list::{Events, Lists};
 use crate::list_turns::ListTurns;
@@ -50,13 +53,69 @@ pub trait Held {
     fn held(&self) -> usize;
 }
 
+/// What a watch reads, made the event its owner's loop takes once there is room for that
+/// ([`FORWARDED_BYTES`]): read as text and decoded then, or ready as read (any [`Held`] event).
+pub trait Ready: Send + 'static {
+    type Event: Send + 'static;
+
+    /// At least what [`Ready::ready`]'s event holds, as [`Held`] says it.
+    fn will_hold(&self) -> usize;
+
+    /// The event, decoded.
+    fn ready(self) -> Self::Event;
+}
+
+impl<E: Held + Send + 'static> Ready for E {
+    type Event = E;
+
+    fn will_hold(&self) -> usize {
+        self.held()
+    }
+
+    fn ready(self) -> E {
+        self
+    }
+}
+
+/// The room of what is decoded ahead of an owner's loop ([`FORWARDED_BYTES`]): its watches'
+/// events, and what else it reads on the way to the loop (objects fetched again); clones share it.
+#[derive(Clone, Debug)]
+pub struct Room(Arc<Semaphore>);
+
+impl Default for Room {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Room taken for an event, given back as it is dropped: as the loop takes the event.
+#[derive(Debug)]
+pub struct Taken(#[allow(dead_code)] OwnedSemaphorePermit);
+
+impl Room {
+    /// A room of [`FORWARDED_BYTES`], of its own.
+    pub fn new() -> Self {
+        Self(Arc::new(Semaphore::new(FORWARDED_BYTES)))
+    }
+
+    /// `read` made ready once there is room for what it will hold, up to all of it (one heavier
+    /// event goes alone), and that room; taken in turn. (`None` were the room closed, which
+    /// nothing does.)
+    pub async fn ready<R: Ready>(&self, read: R) -> Option<(R::Event, Taken)> {
+        let weight = read.will_hold().min(FORWARDED_BYTES);
+        let weight = u32::try_from(weight).unwrap_or(u32::MAX);
+        let taken = self.0.clone().acquire_many_owned(weight).await.ok()?;
+        Some((read.ready(), Taken(taken)))
+    }
+}
+
 /// Watches by key `K`, delivering events `E`.
 pub struct WatchSet<K, E> {
     watching: Watching,
     streams: SelectAll<BoxStream<'static, E>>,
     running: HashMap<K, Vec<Stop>>,
-    /// [`FORWARDED_BYTES`], for every watch of this set.
-    forwarded: Arc<Semaphore>,
+    /// For every watch of this set.
+    room: Room,
 }
 
 /// Stops a watch: its task, and what it decoded ahead.
@@ -78,7 +137,7 @@ impl<K: Clone + Eq + Hash, E: Held + Send + 'static> WatchSet<K, E> {
             watching,
             streams: stream::select_all(Vec::new()),
             running: HashMap::new(),
-            forwarded: Arc::new(Semaphore::new(FORWARDED_BYTES)),
+            room: Room::new(),
         }
     }
 
@@ -105,17 +164,19 @@ impl<K: Clone + Eq + Hash, E: Held + Send + 'static> WatchSet<K, E> {
     }
 
     /// Runs `events` as one of `key`'s watches (a key may have several), the member `name` of
-    /// the supervised group.
-    pub fn start(&mut self, key: K, name: String, mut events: BoxStream<'static, E>) {
+    /// the supervised group; each is made ready once it has its room.
+    pub fn start<R: Ready<Event = E>>(
+        &mut self,
+        key: K,
+        name: String,
+        mut events: BoxStream<'static, R>,
+    ) {
         let (consumer, consuming) = AbortHandle::new_pair();
         let (mut sender, receiver) = futures::channel::mpsc::channel(FORWARDED);
-        let room = self.forwarded.clone();
+        let room = self.room.clone();
         let producer = self.watching.tasks.spawn(name, async move {
-            while let Some(event) = events.next().await {
-                // Its weight in room, up to all of it: one heavier event goes alone.
-                let weight = event.held().min(FORWARDED_BYTES);
-                let weight = u32::try_from(weight).unwrap_or(u32::MAX);
-                let Ok(taken) = room.clone().acquire_many_owned(weight).await else {
+            while let Some(read) = events.next().await {
+                let Some((event, taken)) = room.ready(read).await else {
                     return Ok(());
                 };
                 if sender.send((event, taken)).await.is_err() {
@@ -138,6 +199,12 @@ impl<K: Clone + Eq + Hash, E: Held + Send + 'static> WatchSet<K, E> {
         for stop in self.running.remove(key).into_iter().flatten() {
             stop.now();
         }
+    }
+
+    /// The room of what this set's watches decode ahead of the loop, for what else the loop
+    /// reads on the way.
+    pub fn room(&self) -> Room {
+        self.room.clone()
     }
 
     pub fn is_running(&self, key: &K) -> bool {

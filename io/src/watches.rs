@@ -5,8 +5,9 @@
 //! one watch as it enters the other, so each object costs the API server and the controller one
 //! watch, not two).
 //! They run in a [`WatchSet`]: in supervised tasks of the group `watches`, lists taking turns,
-//! objects decoded beside the loop and without their `managedFields` ([`crate::lean`]: at the
-//! API server's ceiling decoding was the controller's main cost).
+//! objects read as text and decoded beside the loop once there is room for them ([`Read`]), and
+//! without their `managedFields` ([`crate::lean`]: at the API server's ceiling decoding was the
+//! controller's main cost).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,9 +23,9 @@ use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
 use kube_retention_common::kinds::{Entry, KindId, Watch};
 use kube_retention_runtime::held::{metadata_held_bytes, object_held_bytes};
 
-use crate::lean::{self, LeanMeta, LeanObject};
+use crate::lean::{self, LeanMetaText, LeanText, Metadata};
 use crate::namespace_lists::NamespaceLists;
-use crate::watch_set::{Held, WatchSet, Watching};
+use crate::watch_set::{Held, Ready, Room, WatchSet, Watching};
 
 /// What a watch delivered: whole objects, the metadata of a kind's unlabelled objects, retention
 /// policies, or namespaces (for policies' `namespaceSelector`).
@@ -68,6 +69,56 @@ impl Held for WatchEvent {
     }
 }
 
+/// What a kind's watch read: its objects as text, decoded into a [`WatchEvent`] once the loop's
+/// watches have room for them.
+enum Read {
+    Object(KindId, Result<Event<LeanText>, watcher::Error>),
+    Metadata(KindId, Result<Event<LeanMetaText>, watcher::Error>),
+    Relisted(KindId, Arc<str>, Result<Event<LeanText>, watcher::Error>),
+}
+
+impl Ready for Read {
+    type Event = WatchEvent;
+
+    fn will_hold(&self) -> usize {
+        match self {
+            Read::Object(_, Ok(event)) | Read::Relisted(_, _, Ok(event)) => {
+                lean::event_held(event, LeanText::held)
+            }
+            Read::Metadata(_, Ok(event)) => lean::event_held(event, LeanMetaText::held),
+            Read::Object(_, Err(_)) | Read::Metadata(_, Err(_)) | Read::Relisted(_, _, Err(_)) => 0,
+        }
+    }
+
+    /// Objects decoded ([`LeanText::decode`], [`unlabelled_ready`]).
+    fn ready(self) -> WatchEvent {
+        let decode = |event: Event<LeanText>| lean::event_map(event, LeanText::decode);
+        match self {
+            Read::Object(kind, event) => WatchEvent::Object(kind, event.map(decode)),
+            Read::Relisted(kind, namespace, event) => {
+                WatchEvent::Relisted(kind, namespace, event.map(decode))
+            }
+            Read::Metadata(kind, event) => WatchEvent::Metadata(kind, event.map(unlabelled_ready)),
+        }
+    }
+}
+
+/// An unlabelled object's metadata decoded; past the bound, its going (an object past the bound
+/// leaves the state as if gone, `lean::past_bound`).
+fn unlabelled_ready(event: Event<LeanMetaText>) -> Event<PartialObjectMeta<DynamicObject>> {
+    let told = |meta: LeanMetaText, told: fn(_) -> Event<_>| match meta.decode() {
+        Metadata::Whole(meta) => told(meta),
+        Metadata::PastBound(identity) => Event::Delete(identity),
+    };
+    match event {
+        Event::Apply(meta) => told(meta, Event::Apply),
+        Event::InitApply(meta) => told(meta, Event::InitApply),
+        Event::Delete(meta) => told(meta, Event::Delete),
+        Event::Init => Event::Init,
+        Event::InitDone => Event::InitDone,
+    }
+}
+
 /// What one of the controller's watches is for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Watched {
@@ -101,6 +152,12 @@ impl Watches {
 
     pub fn mode(&self, kind: KindId) -> Option<&Watch> {
         self.modes.get(&kind)
+    }
+
+    /// The room of what the controller's watches decode ahead of its loop, for the objects it
+    /// fetches again on the way.
+    pub fn room(&self) -> Room {
+        self.set.room()
     }
 
     pub fn is_running(&self, kind: KindId) -> bool {
@@ -145,13 +202,13 @@ impl Watches {
         let resource = entry.resource.api_resource();
         let config = watcher::Config::default();
         if mode == Watch::Managed {
-            let metadata: Api<LeanMeta> = Api::all_with(self.client.clone(), &resource);
+            let metadata: Api<LeanMetaText> = Api::all_with(self.client.clone(), &resource);
             let rest = config.clone().labels(UNMANAGED_SELECTOR);
             let name = format!("{} metadata", entry.resource);
             let unlabelled = self
                 .set
                 .objects(metadata, rest, name.clone())
-                .map(move |event| WatchEvent::Metadata(kind, event.map(lean::unwrapped)));
+                .map(move |event| Read::Metadata(kind, event));
             self.set
                 .start(Watched::Kind(kind), name, unlabelled.boxed());
         }
@@ -159,12 +216,12 @@ impl Watches {
             Some(selector) => config.labels(selector),
             None => config,
         };
-        let api: Api<LeanObject> = Api::all_with(self.client.clone(), &resource);
+        let api: Api<LeanText> = Api::all_with(self.client.clone(), &resource);
         let name = entry.resource.to_string();
         let objects = self
             .set
             .objects(api, config, name.clone())
-            .map(move |event| WatchEvent::Object(kind, event.map(lean::unwrapped)));
+            .map(move |event| Read::Object(kind, event));
         self.set.start(Watched::Kind(kind), name, objects.boxed());
         self.modes.insert(kind, mode);
     }
@@ -185,7 +242,7 @@ impl Watches {
         self.relisted(kind, &namespace);
         self.namespace_lists.started(kind, namespace.clone());
         let resource = entry.resource.api_resource();
-        let api: Api<LeanObject> = Api::namespaced_with(self.client.clone(), &namespace, &resource);
+        let api: Api<LeanText> = Api::namespaced_with(self.client.clone(), &namespace, &resource);
         let name = format!("{} in {namespace}", entry.resource);
         let listed = namespace.clone();
         let events = self
@@ -196,9 +253,7 @@ impl Watches {
                 *done = *done || matches!(next, Some(Ok(Event::InitDone)));
                 futures::future::ready(next)
             })
-            .map(move |event| {
-                WatchEvent::Relisted(kind, listed.clone(), event.map(lean::unwrapped))
-            })
+            .map(move |event| Read::Relisted(kind, listed.clone(), event))
             // The task waits to be stopped: a watch's task that ends is a fault.
             .chain(stream::pending());
         self.set
@@ -298,6 +353,44 @@ pub(crate) fn passes(lists: &mut NamespaceLists, event: &WatchEvent) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An unlabelled object's metadata as a metadata watch reads it, with `labels` labels.
+    fn unlabelled(labels: usize) -> LeanMetaText {
+        let labels: serde_json::Map<String, serde_json::Value> = (0..labels)
+            .map(|label| (format!("{label:x}"), serde_json::json!("")))
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+            "metadata": {"name": "dense", "namespace": "tenant", "uid": "u", "resourceVersion": "3",
+                         "annotations": {"retention.dev/ttl": "1h"}, "labels": labels},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn an_unlabelled_object_past_the_bound_is_told_as_gone() {
+        for event in [
+            Event::Apply(unlabelled(120_000)),
+            Event::InitApply(unlabelled(120_000)),
+        ] {
+            let Event::Delete(identity) = unlabelled_ready(event) else {
+                panic!("told as gone");
+            };
+            assert_eq!(identity.metadata.name.as_deref(), Some("dense"));
+            assert_eq!(identity.metadata.annotations, None);
+        }
+        let Event::Apply(within) = unlabelled_ready(Event::Apply(unlabelled(1_000))) else {
+            panic!("told as it is");
+        };
+        assert_eq!(
+            within.metadata.labels.map(|labels| labels.len()),
+            Some(1_000)
+        );
+        assert_eq!(
+            within.metadata.annotations.unwrap()["retention.dev/ttl"],
+            "1h"
+        );
+    }
 
     /// A generated history: commits to four objects of one namespace, delivered in order by
     /// the kind's watch; a list of the namespace asked for after some of them were delivered,

@@ -30,8 +30,9 @@ use super::metrics::KindLabels;
 use super::status::Problem;
 use kube_retention_evaluator::Evaluator;
 use kube_retention_io::lean;
+use kube_retention_io::lean::{LeanMetaText, LeanText, Metadata};
 use kube_retention_io::status_writes::{StatusOf, StatusWrites};
-use kube_retention_io::watch_set::{Held, WatchSet, Watching};
+use kube_retention_io::watch_set::{Held, Ready, WatchSet, Watching};
 use kube_retention_runtime::held::object_held_bytes;
 
 /// How often kinds that could not be watched are looked up again.
@@ -51,6 +52,85 @@ enum Watched {
 enum CleanerEvent {
     Cleaner(Result<Event<Cleaner>, watcher::Error>),
     Target(Scope, Result<Event<DynamicObject>, watcher::Error>),
+    /// An object of the scope, named, held more than the controller decodes of one
+    /// ([`lean::OBJECT_BYTES`]): it came without what its Cleaners' conditions read.
+    PastBound(Scope, String),
+}
+
+/// What a scope's watch read: its objects as text, whole or their metadata only, decoded into
+/// a [`CleanerEvent`] once the Cleaners' watches have room for them.
+enum TargetRead {
+    Objects(Scope, Result<Event<LeanText>, watcher::Error>),
+    Metadata(Scope, Result<Event<LeanMetaText>, watcher::Error>),
+}
+
+impl Ready for TargetRead {
+    type Event = CleanerEvent;
+
+    fn will_hold(&self) -> usize {
+        match self {
+            TargetRead::Objects(_, Ok(event)) => lean::event_held(event, LeanText::held),
+            TargetRead::Metadata(_, Ok(event)) => lean::event_held(event, LeanMetaText::held),
+            TargetRead::Objects(_, Err(_)) | TargetRead::Metadata(_, Err(_)) => 0,
+        }
+    }
+
+    /// Objects decoded (a metadata watch's as objects without data); one added or changed past
+    /// the bound, [`CleanerEvent::PastBound`].
+    fn ready(self) -> CleanerEvent {
+        let (scope, event) = match self {
+            TargetRead::Objects(scope, event) => {
+                (scope, event.map(|event| lean::event_map(event, decoded)))
+            }
+            TargetRead::Metadata(scope, event) => (
+                scope,
+                event.map(|event| lean::event_map(event, metadata_decoded)),
+            ),
+        };
+        match event {
+            Ok(
+                Event::Apply(Decoded::PastBound(identity))
+                | Event::InitApply(Decoded::PastBound(identity)),
+            ) => CleanerEvent::PastBound(scope, identity.name_any()),
+            // Its going is told by its identity, as any object's.
+            Ok(event) => CleanerEvent::Target(
+                scope,
+                Ok(lean::event_map(event, |decoded| match decoded {
+                    Decoded::Whole(object) | Decoded::PastBound(object) => object,
+                })),
+            ),
+            Err(error) => CleanerEvent::Target(scope, Err(error)),
+        }
+    }
+}
+
+/// A scope's object decoded: whole (as an object without data where the scope is watched as
+/// metadata only), or, past the bound, its identity alone.
+enum Decoded {
+    Whole(DynamicObject),
+    PastBound(DynamicObject),
+}
+
+/// An object of a scope watched whole, decoded.
+fn decoded(text: LeanText) -> Decoded {
+    let object = text.decode();
+    match lean::past_bound(&object) {
+        true => Decoded::PastBound(object),
+        false => Decoded::Whole(object),
+    }
+}
+
+/// An object of a scope watched as metadata only, decoded, as an object without data.
+fn metadata_decoded(text: LeanMetaText) -> Decoded {
+    let object = |meta: kube::api::PartialObjectMeta<DynamicObject>| DynamicObject {
+        types: meta.types,
+        metadata: meta.metadata,
+        data: serde_json::Value::Null,
+    };
+    match text.decode() {
+        Metadata::Whole(meta) => Decoded::Whole(object(meta)),
+        Metadata::PastBound(identity) => Decoded::PastBound(object(identity)),
+    }
 }
 
 impl Held for CleanerEvent {
@@ -194,14 +274,6 @@ impl Cleaners {
                 Event::Init => {
                     self.book.objects_relisting(&scope);
                 }
-                // A metadata watch's objects come without data, as such an object does.
-                Event::InitApply(object) | Event::Apply(object)
-                    if self.reads_bodies(&scope) && lean::past_bound(&object) =>
-                {
-                    self.stop(&scope);
-                    let reason = Unavailable::PastBound(object.name_any());
-                    self.book.scope_refused(&scope, reason.to_string());
-                }
                 Event::InitApply(object) | Event::Apply(object) => {
                     self.book.object_applied(&scope, object)
                 }
@@ -214,6 +286,11 @@ impl Cleaners {
                 }
                 Event::Delete(object) => self.book.object_deleted(&scope, &object.name_any()),
             },
+            CleanerEvent::PastBound(scope, name) => {
+                self.stop(&scope);
+                let reason = Unavailable::PastBound(name);
+                self.book.scope_refused(&scope, reason.to_string());
+            }
             CleanerEvent::Cleaner(Err(error)) => {
                 tracing::warn!(%error, "watching Cleaners failed; retrying")
             }

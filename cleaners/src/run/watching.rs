@@ -8,15 +8,14 @@
 use std::collections::HashSet;
 
 use futures::StreamExt;
-use futures::stream::BoxStream;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, ApiResource, GroupVersionKind};
 use kube::runtime::watcher;
 use kube_retention_runtime::discovery::served;
 use tokio::time::Instant;
 
-use super::{CleanerEvent, Cleaners, RESTART_EVERY, Watched};
+use super::{Cleaners, RESTART_EVERY, TargetRead, Watched};
 use crate::book::{KindState, Scope, ScopeWatch, Unavailable};
-use kube_retention_io::lean::{self, LeanMeta, LeanObject};
+use kube_retention_io::lean::{LeanMetaText, LeanText};
 
 /// Discovery lookups of Cleaners' kinds under way at once.
 pub const DISCOVERIES: usize = 4;
@@ -94,44 +93,27 @@ impl Cleaners {
         }
         let what = format!("Cleaners' {} in {}", scope.kind.kind, scope.namespace);
         let (client, namespace) = (self.client.clone(), scope.namespace.as_str());
+        let label = scope.clone();
         let events = match how.bodies {
             true => {
-                let api: Api<LeanObject> = Api::namespaced_with(client, namespace, resource);
-                self.target_events(api, config, what.clone(), scope)
+                let api: Api<LeanText> = Api::namespaced_with(client, namespace, resource);
+                self.watches
+                    .objects(api, config, what.clone())
+                    .map(move |event| TargetRead::Objects(label.clone(), event))
+                    .boxed()
             }
             false => {
-                let api: Api<LeanMeta> = Api::namespaced_with(client, namespace, resource);
-                self.target_events(api, config, what.clone(), scope)
+                let api: Api<LeanMetaText> = Api::namespaced_with(client, namespace, resource);
+                self.watches
+                    .objects(api, config, what.clone())
+                    .map(move |event| TargetRead::Metadata(label.clone(), event))
+                    .boxed()
             }
         };
         self.watches
             .start(Watched::Targets(scope.clone()), what, events);
         self.watching
             .insert(scope.clone(), (how.clone(), Instant::now()));
-    }
-
-    /// Whether `scope` is watched with its objects' bodies, not as metadata only.
-    pub(super) fn reads_bodies(&self, scope: &Scope) -> bool {
-        self.watching.get(scope).is_some_and(|(how, _)| how.bodies)
-    }
-
-    /// `api`'s objects as `scope`'s target events, decoded as `K` (whole or metadata only).
-    fn target_events<K>(
-        &self,
-        api: Api<K>,
-        config: watcher::Config,
-        what: String,
-        scope: &Scope,
-    ) -> BoxStream<'static, CleanerEvent>
-    where
-        K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
-        DynamicObject: From<K>,
-    {
-        let label = scope.clone();
-        self.watches
-            .objects(api, config, what)
-            .map(move |event| CleanerEvent::Target(label.clone(), event.map(lean::unwrapped)))
-            .boxed()
     }
 
     pub(super) fn stop(&mut self, scope: &Scope) {

@@ -63,6 +63,49 @@ async fn an_object_without_helms_annotations_is_read_and_not_deleted_and_reporte
     assert_eq!(cleaned.release.as_deref(), Some("web"));
 }
 
+/// A ConfigMap the release owns, carrying 120,000 labels (some 1 MB of text, past the bound of
+/// one object decoded): its annotations cannot be read within the bound, so it is left.
+#[tokio::test]
+async fn an_owned_object_past_the_bound_of_one_object_is_read_and_left_and_reported() {
+    let answers: Answers = |method, path| match (method, path) {
+        ("GET", "/api/v1/namespaces/team/secrets") => secrets(FORGED),
+        ("GET", "/api/v1") => core_resources(),
+        ("GET", "/api/v1/namespaces/team/persistentvolumeclaims/data") => {
+            object("PersistentVolumeClaim", "data", Some(("web", "team")))
+        }
+        ("GET", "/api/v1/namespaces/team/configmaps/settings") => {
+            let (status, mut settings) = object("ConfigMap", "settings", Some(("web", "team")));
+            let labels: serde_json::Map<String, Value> = (0..120_000)
+                .map(|label| (format!("{label:x}"), json!("")))
+                .collect();
+            settings["metadata"]["labels"] = Value::Object(labels);
+            (status, settings)
+        }
+        _ => success(),
+    };
+    let (outcome, seen) = cleaning(group(0, Some("web")), answers).await;
+    let cleaned = outcome.unwrap();
+    assert_eq!(
+        requests(&seen),
+        [
+            LIST,
+            "GET /api/v1",
+            "GET /api/v1",
+            "GET /api/v1/namespaces/team/configmaps/settings",
+            "GET /api/v1/namespaces/team/persistentvolumeclaims/data",
+            "DELETE /api/v1/namespaces/team/persistentvolumeclaims/data",
+            RECORD,
+            RETIRE,
+        ],
+        "the ConfigMap is read, never deleted"
+    );
+    assert_eq!(cleaned.deleted, ["PersistentVolumeClaim/data"]);
+    assert_eq!(
+        cleaned.skipped,
+        ["ConfigMap/settings: it holds more than the controller decodes of one object"]
+    );
+}
+
 #[tokio::test]
 async fn an_owned_object_is_deleted_with_the_uid_and_resource_version_it_was_read_with() {
     let answers: Answers = |method, path| match (method, path) {

@@ -120,15 +120,31 @@ async fn a_cleaners_targets_are_watched_in_its_namespace_for_the_one_name_it_ref
     );
 }
 
-/// A target that holds more decoded than the controller reads of one object (a field of
-/// 24,000 one-entry maps: 280 KB of text, past 16 MiB decoded) is not judged: its Cleaner says
-/// so, naming it, and nothing is deleted.
+/// A target that holds more decoded than the controller reads of one object is not judged:
+/// its Cleaner says so, naming it, and nothing is deleted. Watched whole, a field of 24,000
+/// one-entry maps (280 KB of text, past 16 MiB decoded); watched as metadata only (no condition
+/// reads it), 120,000 labels (1 MB of text, some 20 MiB decoded), which the metadata watch once
+/// decoded whole and judged.
 #[tokio::test]
 async fn a_target_past_the_bound_of_one_object_makes_its_cleaner_say_so_and_delete_nothing() {
+    for whole in [true, false] {
+        let message = past_the_bound(whole).await;
+        assert!(
+            message.contains(
+                "p42-settings holds more than the controller decodes of one object (16 MiB"
+            ),
+            "watched whole: {whole}: {message}"
+        );
+    }
+}
+
+/// The Ready message of a Cleaner whose target is past the bound, watched `whole` or as
+/// metadata only.
+async fn past_the_bound(whole: bool) -> String {
     let (client, mut api) = kube_retention_apimock::pair();
     let cleaners = crate::clean_support::run_cleaners(client.clone());
     let mut reading = cleaner();
-    reading["spec"]["targets"][0]["includeWhenEvaluating"] = json!(true);
+    reading["spec"]["targets"][0]["includeWhenEvaluating"] = json!(whole);
     let mut watching = Vec::new();
     let message = loop {
         let received = api.next().await.expect("a request");
@@ -142,10 +158,24 @@ async fn a_target_past_the_bound_of_one_object_makes_its_cleaner_say_so_and_dele
             }
             ("GET", "/api/v1") => received.reply(200, &core_resources()),
             ("GET", "/api/v1/namespaces/previews/configmaps") => {
-                let dense = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                assert_eq!(
+                    received.accept.contains("PartialObjectMetadata"),
+                    !whole,
+                    "{}",
+                    received.accept
+                );
+                let mut dense = json!({"apiVersion": "v1", "kind": "ConfigMap",
                                    "metadata": {"name": "p42-settings", "namespace": "previews",
-                                                "uid": "uid-s", "resourceVersion": "9"},
-                                   "spec": {"env": vec![json!({"name": "E"}); 24_000]}});
+                                                "uid": "uid-s", "resourceVersion": "9"}});
+                match whole {
+                    true => dense["spec"] = json!({"env": vec![json!({"name": "E"}); 24_000]}),
+                    false => {
+                        let labels: serde_json::Map<String, serde_json::Value> = (0..120_000)
+                            .map(|label| (format!("{label:x}"), json!("")))
+                            .collect();
+                        dense["metadata"]["labels"] = serde_json::Value::Object(labels);
+                    }
+                }
                 received.reply(200, &list("ConfigMapList", vec![dense]))
             }
             ("PATCH", "/apis/retention.dev/v1alpha1/namespaces/previews/cleaners/p42/status") => {
@@ -167,9 +197,5 @@ async fn a_target_past_the_bound_of_one_object_makes_its_cleaner_say_so_and_dele
     };
     cleaners.running.abort();
     drop((watching, cleaners));
-    assert!(
-        message
-            .contains("p42-settings holds more than the controller decodes of one object (16 MiB"),
-        "{message}"
-    );
+    message
 }

@@ -156,7 +156,11 @@ async fn a_stopped_watch_delivers_nothing_more() {
 #[tokio::test(start_paused = true)]
 async fn a_watch_whose_stream_ends_is_its_groups_fault() {
     let (mut set, _other, group) = two_owners();
-    set.start("ended", "ended".into(), futures::stream::empty().boxed());
+    set.start(
+        "ended",
+        "ended".into(),
+        futures::stream::empty::<Shown>().boxed(),
+    );
     let ended = tokio::time::timeout(Duration::from_secs(60), group)
         .await
         .expect("the group reports the end");
@@ -249,4 +253,61 @@ async fn the_watches_of_one_owner_share_one_room() {
     );
     let taken = cleaners.next().await;
     assert_eq!(taken.0, "maps");
+}
+
+/// An event read as text: what it will hold decoded, and a count of those decoded.
+struct Text(
+    &'static str,
+    usize,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+);
+
+impl kube_retention_io::watch_set::Ready for Text {
+    type Event = Shown;
+
+    fn will_hold(&self) -> usize {
+        self.1
+    }
+
+    fn ready(self) -> Shown {
+        self.2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Shown(self.0, "decoded".into(), self.1)
+    }
+}
+
+/// Each watch holds what it read as text while it waits for the room, and decodes it only once
+/// it has its room: waiting watches, however many, hold no decoded event.
+#[tokio::test(start_paused = true)]
+async fn an_event_is_decoded_only_once_it_has_its_room() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let (mut set, _group) = one_owner();
+    let decoded = Arc::new(AtomicUsize::new(0));
+    let heavy = 3 * 1024 * 1024;
+    let watches = 16;
+    for key in 0..watches {
+        let key: &'static str = Box::leak(format!("scope-{key}").into_boxed_str());
+        let counted = decoded.clone();
+        let events = futures::stream::iter(0..4)
+            .map(move |_| Text(key, heavy, counted.clone()))
+            .chain(futures::stream::pending())
+            .boxed();
+        set.start(key, key.into(), events);
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(FORWARDED_BYTES / heavy, 2);
+    assert_eq!(
+        decoded.load(Ordering::Relaxed),
+        2,
+        "two within the room decoded; the other {watches} watches' first events wait as text"
+    );
+    let Shown(_, shown, _) = set.next().await;
+    assert_eq!(shown, "decoded");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        decoded.load(Ordering::Relaxed),
+        3,
+        "one taken, one more decoded"
+    );
 }

@@ -128,7 +128,7 @@ impl Archiver {
         let Ok(permit) = self.permits.acquire().await else {
             return stopping();
         };
-        // Decoded lean (`io/src/lean.rs`): within its bound of what it holds, its metadata
+        // Decoded lean (`io/src/lean.rs`): within its bound of what it holds, its identity
         // alone past it, which is not the version judged (that one was within it).
         let object = match api.get_opt(name).await {
             Ok(Some(LeanObject(object))) if lean::past_bound(&object) => return Archived::Changed,
