@@ -286,7 +286,7 @@ impl Controller {
         tracing::info!(%identity, qps = config.deletions.qps, leader_election = config.lease.election, "starting");
         let mut watches = Watches::new(client.clone(), watching);
         watches.start_policies();
-        let evaluations = crate::run::Evaluations::new(evaluator, client.clone());
+        let evaluations = crate::run::Evaluations::new(evaluator, client.clone(), watches.room());
         let core = Core {
             state: State::new(watched)
                 .with_max_immediate_deletions(config.max_immediate_deletions)

@@ -27,6 +27,7 @@ use super::refetch::{Fetched, Refetch, Refetched};
 use crate::metrics::{KindLabels, Metrics};
 use kube_retention_evaluator::{Evaluated, Evaluator, Job, PolicyOutcome, PolicyWork};
 use kube_retention_io::lean;
+use kube_retention_io::watch_set::Room;
 use kube_retention_state::{Action, ObjectKey, answers_current};
 
 /// The evaluations under way, by object: the latest version's sequence number; and, by kind,
@@ -47,13 +48,14 @@ pub struct Evaluations {
 }
 
 impl Evaluations {
-    /// Evaluations on `evaluator`'s thread; objects it sheds are fetched again with `client`.
-    pub fn new(evaluator: Evaluator, client: Client) -> Self {
+    /// Evaluations on `evaluator`'s thread; objects it sheds are fetched again with `client`,
+    /// decoded within `room` (the watches').
+    pub fn new(evaluator: Evaluator, client: Client, room: Room) -> Self {
         let (sender, results) = mpsc::unbounded_channel();
         Self {
             compiles: Compiles::new(evaluator.clone()),
             evaluator,
-            refetch: Refetch::new(client, sender.clone()),
+            refetch: Refetch::new(client, room, sender.clone()),
             sender,
             results,
             pending: HashMap::new(),

@@ -2,14 +2,19 @@
 //! listed by name (one request; the controller may list every kind it watches, where `get` is
 //! not among what an aggregated role must grant), tried [`FETCH_ATTEMPTS`] times at most, and
 //! evaluated as if the watch had brought them. Each holds one of the few places among the works
-//! coming back ([`kube_retention_evaluator::Bounds::returns`]) until it is back or given up.
+//! coming back ([`kube_retention_evaluator::Bounds::returns`]) until it is back or given up. Each
+//! is read as text and decoded only once the room of what the watches decode ahead of the loop
+//! has room for it ([`Room`]), as the watches' events are: a shed object is one a tenant may have
+//! made as dense as the bound of one object allows, and four of them decoded at once were
+//! 64 MiB beside that room.
 
 use std::collections::HashMap;
 
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube_retention_evaluator::PolicyOutcome;
-use kube_retention_io::lean::LeanObject;
+use kube_retention_io::lean::LeanText;
+use kube_retention_io::watch_set::{Room, Taken};
 use tokio::sync::mpsc;
 
 use crate::metrics::{ErrorLabels, Metrics};
@@ -22,11 +27,12 @@ const FETCH_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
 const FETCH_ATTEMPTS: u32 = 3;
 
 /// An object fetched again after the evaluator shed it: the version it stood for, and what the
-/// list by its name answered (`None`: gone meanwhile, its watch says so too).
+/// list by its name answered (`None`: gone meanwhile, its watch says so too), with the room it
+/// takes until the loop has it.
 pub struct Fetched {
     pub key: ObjectKey,
     pub seq: u64,
-    object: Result<Option<DynamicObject>, kube::Error>,
+    object: Result<Option<(DynamicObject, Taken)>, kube::Error>,
 }
 
 /// What a fetch came to.
@@ -42,6 +48,8 @@ pub enum Refetched {
 /// Shed objects fetched again, and the failures of each.
 pub struct Refetch {
     client: Client,
+    /// What is decoded ahead of the loop ([`Room`]), the watches' events with these.
+    room: Room,
     fetches: mpsc::UnboundedSender<Fetched>,
     pub(super) fetched: mpsc::UnboundedReceiver<Fetched>,
     /// Where a failed fetch asks again, after [`FETCH_RETRY`]: as the evaluator's word that it
@@ -51,11 +59,12 @@ pub struct Refetch {
 }
 
 impl Refetch {
-    /// Fetches with `client`; a failed fetch asks `again`.
-    pub fn new(client: Client, again: mpsc::UnboundedSender<PolicyOutcome>) -> Self {
+    /// Fetches with `client`, decoding within `room`; a failed fetch asks `again`.
+    pub fn new(client: Client, room: Room, again: mpsc::UnboundedSender<PolicyOutcome>) -> Self {
         let (fetches, fetched) = mpsc::unbounded_channel();
         Self {
             client,
+            room,
             fetches,
             fetched,
             again,
@@ -65,17 +74,20 @@ impl Refetch {
 
     /// Fetches the object `key` (of `resource`) stood for in the version `seq`.
     pub fn fetch(&self, key: ObjectKey, seq: u64, resource: &ApiResource) {
-        let api: Api<LeanObject> =
+        let api: Api<LeanText> =
             Api::namespaced_with(self.client.clone(), &key.namespace, resource);
-        let fetched = self.fetches.clone();
+        let (fetched, room) = (self.fetches.clone(), self.room.clone());
         tokio::spawn(async move {
             // Listed by its name, not read with a GET: the controller may list and watch every
             // kind it watches, and `get` is not among what an aggregated role must grant.
             let by_name = ListParams::default().fields(&format!("metadata.name={}", key.name));
-            let object = api
-                .list(&by_name)
-                .await
-                .map(|listed| listed.items.into_iter().next().map(DynamicObject::from));
+            let object = match api.list(&by_name).await {
+                Ok(listed) => match listed.items.into_iter().next() {
+                    Some(text) => Ok(room.ready(text).await),
+                    None => Ok(None),
+                },
+                Err(error) => Err(error),
+            };
             fetched.send(Fetched { key, seq, object }).ok();
         });
     }
@@ -84,7 +96,8 @@ impl Refetch {
     pub fn fetched(&mut self, fetched: Fetched, kind: String, metrics: &Metrics) -> Refetched {
         let Fetched { key, seq, object } = fetched;
         let error = match object {
-            Ok(Some(object)) => {
+            // The room it took is given back now: the object goes on to be judged.
+            Ok(Some((object, _taken))) => {
                 self.failures.remove(&key);
                 return Refetched::Object(Box::new(object));
             }
@@ -115,5 +128,76 @@ impl Refetch {
             again.send(PolicyOutcome::Shed { key, seq }).ok();
         });
         Refetched::Retrying
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use kube::api::ApiResource;
+    use kube_retention_common::Registry;
+    use kube_retention_io::watch_set::{FORWARDED_BYTES, Held};
+    use serde_json::json;
+
+    use super::*;
+
+    /// An event said to hold the whole room.
+    struct Heavy;
+
+    impl Held for Heavy {
+        fn held(&self) -> usize {
+            FORWARDED_BYTES
+        }
+    }
+
+    /// A shed object fetched again is decoded only once the room the watches decode in has room
+    /// for it, and holds its share of that room until the loop has it.
+    #[tokio::test(start_paused = true)]
+    async fn an_object_fetched_again_is_decoded_within_the_watches_room() {
+        let (client, mut server) = kube_retention_apimock::pair();
+        let (again, _asked) = mpsc::unbounded_channel();
+        let room = Room::new();
+        let mut refetch = Refetch::new(client, room.clone(), again);
+        let (_event, held) = room.ready(Heavy).await.expect("room");
+        let kinds = Registry::builtin();
+        let kind = kinds.named("Job.batch").expect("a built-in kind");
+        let key = ObjectKey {
+            kind,
+            namespace: "tenant".into(),
+            name: "shed".into(),
+        };
+        let resource = ApiResource::erase::<k8s_openapi::api::batch::v1::Job>(&());
+        refetch.fetch(key.clone(), 7, &resource);
+        let list = server.next().await.expect("the list by name");
+        assert_eq!(list.path, "/apis/batch/v1/namespaces/tenant/jobs");
+        assert!(
+            list.query.contains("fieldSelector=metadata.name%3Dshed"),
+            "{}",
+            list.query
+        );
+        list.reply(
+            200,
+            &json!({"apiVersion": "batch/v1", "kind": "JobList", "metadata": {},
+                    "items": [{"metadata": {"name": "shed", "namespace": "tenant"},
+                               "status": {"succeeded": 1}}]}),
+        );
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert!(
+            refetch.fetched.try_recv().is_err(),
+            "not decoded while the room is taken"
+        );
+        drop(held);
+        let fetched = refetch.fetched.recv().await.expect("fetched");
+        assert_eq!((fetched.key.clone(), fetched.seq), (key, 7));
+        let Ok(Some((object, _taken))) = &fetched.object else {
+            panic!("the object");
+        };
+        assert_eq!(object.data["status"]["succeeded"], 1);
+        // Its room is held until the loop has it.
+        let heavy = tokio::time::timeout(Duration::from_secs(1), room.ready(Heavy)).await;
+        assert!(heavy.is_err(), "the object holds its share of the room");
+        drop(fetched);
+        assert!(room.ready(Heavy).await.is_some());
     }
 }

@@ -91,7 +91,7 @@ pub fn start_with<T: Send + 'static>(
         Some((events.recv().await?, events))
     });
     watches.replay(kind, kinds[kind].watch.clone(), replayed.boxed());
-    let evaluations = Evaluations::new(evaluator, client.clone());
+    let evaluations = Evaluations::new(evaluator, client.clone(), watches.room());
     let (scans_tx, scans) = mpsc::channel(1);
     let (leading, leadership) = watch::channel(true);
     let budget = kube_retention_io::budget::Budget::unlimited();
