@@ -1,5 +1,5 @@
 //! Objects as the watches and the controller's requests decode them: a [`DynamicObject`] (or a
-//! metadata watch's [`PartialObjectMeta`]) without its `managedFields`, decoded in one pass.
+//! metadata watch's `PartialObjectMeta`) without its `managedFields`.
 //!
 //! kube's `DynamicObject` flattens both its type and its data into itself, so serde first buffers
 //! each object into an intermediate tree of its own and only then builds the object from that
@@ -11,9 +11,9 @@
 //! metadata, through a map that leaves `managedFields` out, so every other field is decoded
 //! exactly as kube decodes it.
 //!
-//! An object is first read as text and weighed ([`text`]: a watch decodes it only once its owner
-//! has room for it), then decoded within [`OBJECT_BYTES`] of what it holds
-//! (`kube_retention_runtime::held::Within`): a tree of small maps holds a hundred times its
+//! An object is first read as text and weighed ([`LeanText`], `lean/text.rs`: a watch decodes
+//! it only once its owner has room for it), then decoded within [`OBJECT_BYTES`] of what it
+//! holds (`kube_retention_runtime::held::Within`): a tree of small maps holds a hundred times its
 //! text, and a map of labels twenty, so one object of etcd's 1.5 MiB could take 170 MiB
 //! decoded, and a tenant may write such objects of any kind it may create. Past the bound the
 //! object comes with its identity (name, namespace, uid, resource version) and no data

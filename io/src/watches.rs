@@ -5,7 +5,7 @@
 //! one watch as it enters the other, so each object costs the API server and the controller one
 //! watch, not two).
 //! They run in a [`WatchSet`]: in supervised tasks of the group `watches`, lists taking turns,
-//! objects read as text and decoded beside the loop once there is room for them ([`Read`]), and
+//! objects read as text and decoded beside the loop once there is room for them (`Read`), and
 //! without their `managedFields` ([`crate::lean`]: at the API server's ceiling decoding was the
 //! controller's main cost).
 
