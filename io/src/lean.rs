@@ -32,7 +32,7 @@ use kube::runtime::watcher::Event;
 use serde::Deserialize;
 use serde::de::Deserializer;
 
-pub use text::{LeanMetaText, LeanText, Metadata};
+pub use text::{Decoded, LeanMetaText, LeanText};
 
 /// The metadata field the controller never reads, left undecoded.
 pub(crate) const SKIPPED: &str = "managedFields";
@@ -43,7 +43,7 @@ pub const OBJECT_BYTES: usize = 16 * 1024 * 1024;
 
 /// Whether `object`, of an object watch or list ([`LeanText`], [`LeanObject`]), held more than
 /// [`OBJECT_BYTES`] decoded and came with its identity alone and no data: not to be judged. (A
-/// metadata watch's object past the bound is a [`Metadata::PastBound`].)
+/// metadata watch's object past the bound is a [`Decoded::PastBound`].)
 pub fn past_bound(object: &DynamicObject) -> bool {
     object.data.is_null()
 }
@@ -107,12 +107,6 @@ impl<'de> Deserialize<'de> for LeanObject {
     }
 }
 
-impl From<LeanObject> for DynamicObject {
-    fn from(LeanObject(object): LeanObject) -> Self {
-        object
-    }
-}
-
 /// What a watch's `event` holds: its object's `held`, or nothing.
 pub fn event_held<T>(event: &Event<T>, held: impl Fn(&T) -> usize) -> usize {
     match event {
@@ -171,7 +165,7 @@ mod tests {
         assert_eq!(object.types.unwrap().kind, "Job");
         // Its metadata alone, as a metadata watch reads it, is unaffected.
         let meta: LeanMetaText = serde_json::from_str(&text).unwrap();
-        let Metadata::Whole(meta) = meta.decode() else {
+        let Decoded::Whole(meta) = meta.decode() else {
             panic!("within the bound");
         };
         assert_eq!(meta.metadata.name.as_deref(), Some("dense"));
@@ -200,7 +194,7 @@ mod tests {
         assert_eq!(object.metadata.labels, None);
         let meta: LeanMetaText = serde_json::from_str(&text).unwrap();
         assert!(meta.held() > OBJECT_BYTES);
-        let Metadata::PastBound(identity) = meta.decode() else {
+        let Decoded::PastBound(identity) = meta.decode() else {
             panic!("past the bound");
         };
         assert_eq!(identity.metadata.name.as_deref(), Some("labelled"));
@@ -248,8 +242,8 @@ mod tests {
             .items
             .into_iter()
             .map(|meta| match meta.decode() {
-                Metadata::Whole(meta) => meta.metadata.name.unwrap(),
-                Metadata::PastBound(_) => panic!("within the bound"),
+                Decoded::Whole(meta) => meta.metadata.name.unwrap(),
+                Decoded::PastBound(_) => panic!("within the bound"),
             })
             .collect();
         assert_eq!(names, ["deep", "shallow"]);

@@ -9,11 +9,11 @@
 //! (docs/explanation/tenancy.md). An event is decoded only once it has its room ([`Ready`]): a
 //! watch reads it as text and weighs it (`crate::lean::LeanText`), takes room for that weight,
 //! and then decodes it, so a watch waiting holds one object's text, not what it holds decoded.
-//! The room is taken in turn (tokio's semaphore is first come, first
-//! served), so a watch of heavy events slows the others' by its turn and never starves them; it is
-//! an owner's, not the process's, so that one loop slow to read holds up no other. A task that ends
-//! without being stopped (a watch stream does not end on its own) or panics is a fault of the
-//! group, and stops the controller.
+//! The room is taken in turn (tokio's semaphore is first come, first served), so a watch of heavy
+//! events slows the others' by its turn and never starves them; it is an owner's, not the
+//! process's, so that one loop slow to read holds up no other. A task that ends without being
+//! stopped (a watch stream does not end on its own) or panics is a fault of the group, and stops
+//! the controller.
 //!
 //! Every watch begins with the list [`Lists`] makes and restarts backed off
 //! ([`crate::watch_backoff`]). Lists of objects take turns ([`ListTurns`], one for every owner);
@@ -90,7 +90,9 @@ impl Default for Room {
 
 /// Room taken for an event, given back as it is dropped: as the loop takes the event.
 #[derive(Debug)]
-pub struct Taken(#[allow(dead_code)] OwnedSemaphorePermit);
+pub struct Taken {
+    _room: OwnedSemaphorePermit,
+}
 
 impl Room {
     /// A room of [`FORWARDED_BYTES`], of its own.
@@ -105,7 +107,7 @@ impl Room {
         let weight = read.will_hold().min(FORWARDED_BYTES);
         let weight = u32::try_from(weight).unwrap_or(u32::MAX);
         let taken = self.0.clone().acquire_many_owned(weight).await.ok()?;
-        Some((read.ready(), Taken(taken)))
+        Some((read.ready(), Taken { _room: taken }))
     }
 }
 

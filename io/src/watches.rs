@@ -23,7 +23,7 @@ use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
 use kube_retention_common::kinds::{Entry, KindId, Watch};
 use kube_retention_runtime::held::{metadata_held_bytes, object_held_bytes};
 
-use crate::lean::{self, LeanMetaText, LeanText, Metadata};
+use crate::lean::{self, Decoded, LeanMetaText, LeanText};
 use crate::namespace_lists::NamespaceLists;
 use crate::watch_set::{Held, Ready, Room, WatchSet, Watching};
 
@@ -107,8 +107,8 @@ impl Ready for Read {
 /// leaves the state as if gone, `lean::past_bound`).
 fn unlabelled_ready(event: Event<LeanMetaText>) -> Event<PartialObjectMeta<DynamicObject>> {
     let told = |meta: LeanMetaText, told: fn(_) -> Event<_>| match meta.decode() {
-        Metadata::Whole(meta) => told(meta),
-        Metadata::PastBound(identity) => Event::Delete(identity),
+        Decoded::Whole(meta) => told(meta),
+        Decoded::PastBound(identity) => Event::Delete(identity),
     };
     match event {
         Event::Apply(meta) => told(meta, Event::Apply),

@@ -30,7 +30,7 @@ use super::metrics::KindLabels;
 use super::status::Problem;
 use kube_retention_evaluator::Evaluator;
 use kube_retention_io::lean;
-use kube_retention_io::lean::{LeanMetaText, LeanText, Metadata};
+use kube_retention_io::lean::{Decoded, LeanMetaText, LeanText};
 use kube_retention_io::status_writes::{StatusOf, StatusWrites};
 use kube_retention_io::watch_set::{Held, Ready, WatchSet, Watching};
 use kube_retention_runtime::held::object_held_bytes;
@@ -79,9 +79,10 @@ impl Ready for TargetRead {
     /// the bound, [`CleanerEvent::PastBound`].
     fn ready(self) -> CleanerEvent {
         let (scope, event) = match self {
-            TargetRead::Objects(scope, event) => {
-                (scope, event.map(|event| lean::event_map(event, decoded)))
-            }
+            TargetRead::Objects(scope, event) => (
+                scope,
+                event.map(|event| lean::event_map(event, LeanText::decode_judged)),
+            ),
             TargetRead::Metadata(scope, event) => (
                 scope,
                 event.map(|event| lean::event_map(event, metadata_decoded)),
@@ -93,44 +94,21 @@ impl Ready for TargetRead {
                 | Event::InitApply(Decoded::PastBound(identity)),
             ) => CleanerEvent::PastBound(scope, identity.name_any()),
             // Its going is told by its identity, as any object's.
-            Ok(event) => CleanerEvent::Target(
-                scope,
-                Ok(lean::event_map(event, |decoded| match decoded {
-                    Decoded::Whole(object) | Decoded::PastBound(object) => object,
-                })),
-            ),
+            Ok(event) => {
+                CleanerEvent::Target(scope, Ok(lean::event_map(event, Decoded::into_inner)))
+            }
             Err(error) => CleanerEvent::Target(scope, Err(error)),
         }
     }
 }
 
-/// A scope's object decoded: whole (as an object without data where the scope is watched as
-/// metadata only), or, past the bound, its identity alone.
-enum Decoded {
-    Whole(DynamicObject),
-    PastBound(DynamicObject),
-}
-
-/// An object of a scope watched whole, decoded.
-fn decoded(text: LeanText) -> Decoded {
-    let object = text.decode();
-    match lean::past_bound(&object) {
-        true => Decoded::PastBound(object),
-        false => Decoded::Whole(object),
-    }
-}
-
 /// An object of a scope watched as metadata only, decoded, as an object without data.
-fn metadata_decoded(text: LeanMetaText) -> Decoded {
-    let object = |meta: kube::api::PartialObjectMeta<DynamicObject>| DynamicObject {
+fn metadata_decoded(text: LeanMetaText) -> Decoded<DynamicObject> {
+    text.decode().map(|meta| DynamicObject {
         types: meta.types,
         metadata: meta.metadata,
         data: serde_json::Value::Null,
-    };
-    match text.decode() {
-        Metadata::Whole(meta) => Decoded::Whole(object(meta)),
-        Metadata::PastBound(identity) => Decoded::PastBound(object(identity)),
-    }
+    })
 }
 
 impl Held for CleanerEvent {

@@ -9,7 +9,7 @@ use kube::core::WatchEvent as ApiWatchEvent;
 use kube::runtime::watcher::Event;
 use kube_retention_common::Registry;
 use kube_retention_io::initial_list::{InitialList, Lists};
-use kube_retention_io::lean::{LeanMetaText, LeanObject, Metadata};
+use kube_retention_io::lean::{Decoded, LeanMetaText, LeanObject};
 use kube_retention_io::list_turns::ListTurns;
 use kube_retention_io::watch_set::Watching;
 use kube_retention_io::watches::{WatchEvent, Watches};
@@ -58,7 +58,7 @@ fn a_list_item_without_its_type_decodes_without_one() {
 #[test]
 fn metadata_decodes_as_kube_decodes_it_less_its_managed_fields() {
     let text: LeanMetaText = serde_json::from_str(JOB).unwrap();
-    let Metadata::Whole(lean) = text.decode() else {
+    let Decoded::Whole(lean) = text.decode() else {
         panic!("within the bound");
     };
     let mut kube: PartialObjectMeta<DynamicObject> = serde_json::from_str(JOB).unwrap();

@@ -14,7 +14,7 @@
 //! bytes holds some 175 decoded, a map of one entry some 650).
 //!
 //! The weight is what `kube_retention_runtime::held::object_held_bytes` says of the object
-//! decoded, read from the text ([`WeighedMetadata`], [`Weighed`]): never less. An object that
+//! decoded, read from the text (`held::field_weigher`, [`Weighed`]): never less. An object that
 //! would hold more than [`OBJECT_BYTES`], metadata and data together, is not decoded: it comes
 //! with its identity alone, and no data ([`super::past_bound`]); nor is one whose metadata does
 //! not decode. Both are not judged, so never deleted.
@@ -64,12 +64,29 @@ pub(super) struct Read {
     held: usize,
 }
 
-/// A metadata watch's object decoded.
+/// An object decoded: whole, or past the bound (or where its metadata does not decode) its
+/// identity alone, not to be judged.
 #[derive(Clone, Debug)]
-pub enum Metadata {
-    Whole(PartialObjectMeta<DynamicObject>),
-    /// Past the bound, or its metadata does not decode: its identity alone, not to be judged.
-    PastBound(PartialObjectMeta<DynamicObject>),
+pub enum Decoded<T> {
+    Whole(T),
+    PastBound(T),
+}
+
+impl<T> Decoded<T> {
+    /// The object made another by `make`, as whole or past the bound as it was.
+    pub fn map<U>(self, make: impl FnOnce(T) -> U) -> Decoded<U> {
+        match self {
+            Decoded::Whole(object) => Decoded::Whole(make(object)),
+            Decoded::PastBound(object) => Decoded::PastBound(make(object)),
+        }
+    }
+
+    /// The object, whole or its identity alone.
+    pub fn into_inner(self) -> T {
+        match self {
+            Decoded::Whole(object) | Decoded::PastBound(object) => object,
+        }
+    }
 }
 
 impl LeanText {
@@ -82,6 +99,15 @@ impl LeanText {
     /// and no data ([`super::past_bound`]).
     pub fn decode(self) -> DynamicObject {
         self.decode_within(OBJECT_BYTES)
+    }
+
+    /// [`LeanText::decode`], saying whether the object came whole.
+    pub fn decode_judged(self) -> Decoded<DynamicObject> {
+        let object = self.decode();
+        match super::past_bound(&object) {
+            true => Decoded::PastBound(object),
+            false => Decoded::Whole(object),
+        }
     }
 
     /// As [`LeanText::decode`], within `bytes` in place of [`OBJECT_BYTES`].
@@ -102,12 +128,12 @@ impl LeanMetaText {
     }
 
     /// The object's metadata, decoded lean; past the bound, its identity alone.
-    pub fn decode(self) -> Metadata {
+    pub fn decode(self) -> Decoded<PartialObjectMeta<DynamicObject>> {
         self.decode_within(OBJECT_BYTES)
     }
 
     /// As [`LeanMetaText::decode`], within `bytes` in place of [`OBJECT_BYTES`].
-    pub(crate) fn decode_within(self, bytes: usize) -> Metadata {
+    pub(crate) fn decode_within(self, bytes: usize) -> Decoded<PartialObjectMeta<DynamicObject>> {
         let (types, metadata, data) = self.0.decode(bytes);
         let decoded = PartialObjectMeta {
             types,
@@ -116,8 +142,8 @@ impl LeanMetaText {
         };
         // A metadata watch's object has no data: it comes without only past the bound.
         match data {
-            Some(_) => Metadata::Whole(decoded),
-            None => Metadata::PastBound(decoded),
+            Some(_) => Decoded::Whole(decoded),
+            None => Decoded::PastBound(decoded),
         }
     }
 }
@@ -303,7 +329,7 @@ impl<'de> Visitor<'de> for MetadataSeed {
     }
 }
 
-/// The fields of `ObjectMeta` (`metadata.k8s.io/v1`), as its decoder names them.
+/// The fields of `ObjectMeta` (`meta.k8s.io/v1`), as its decoder names them.
 const METADATA_FIELDS: [&str; 15] = [
     "annotations",
     "creationTimestamp",
@@ -496,7 +522,7 @@ mod tests {
             prop_assert_eq!(identity.types, whole.types.clone());
 
             let meta: LeanMetaText = serde_json::from_str(&text).unwrap();
-            let Metadata::Whole(decoded) = meta.clone().decode() else {
+            let Decoded::Whole(decoded) = meta.clone().decode() else {
                 return Err(TestCaseError::fail("within the bound"));
             };
             prop_assert_eq!(&decoded.metadata, &whole.metadata);
@@ -505,7 +531,7 @@ mod tests {
                 - std::mem::size_of::<DynamicObject>();
             prop_assert_eq!(meta.held(), expected);
             let within = meta.0.held.saturating_sub(short);
-            let Metadata::PastBound(identity) = meta.decode_within(within) else {
+            let Decoded::PastBound(identity) = meta.decode_within(within) else {
                 return Err(TestCaseError::fail("past the bound"));
             };
             prop_assert_eq!(identity.metadata.name.as_deref(), Some("job-1"));
@@ -522,7 +548,7 @@ mod tests {
         assert!(past_bound(&object));
         assert_eq!(object.metadata.name.as_deref(), Some("odd"));
         let meta: LeanMetaText = serde_json::from_str(text).unwrap();
-        assert!(matches!(meta.decode(), Metadata::PastBound(_)));
+        assert!(matches!(meta.decode(), Decoded::PastBound(_)));
     }
 
     #[test]
