@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use kube::runtime::events::{Recorder, Reporter};
 use kube_retention_common::kinds::KINDS_ANNOTATION;
+use kube_retention_runtime::object_memory::ObjectMemory;
 use kube_retention_runtime::supervise::{self, Supervisor};
 use tokio::sync::{mpsc, watch};
 
@@ -193,6 +194,7 @@ impl Controller {
             lists: lists.clone(),
             turns: ListTurns::new(config.lists.concurrency),
             tasks,
+            memory: ObjectMemory::new(config.object_memory),
         };
         let budget = Budget::per_second(NonZeroU32::new(config.deletions.qps));
         let (statuses, writing) = StatusWrites::spawn(

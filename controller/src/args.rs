@@ -113,6 +113,20 @@ pub struct Args {
         value_parser = clap::value_parser!(u64).range(1..).map(|count| usize::try_from(count).unwrap_or(usize::MAX))
     )]
     pub max_tracked_objects: usize,
+    /// The most memory, in MiB, tenants' decoded objects may hold in the controller at once,
+    /// every part's together: what its watches decode ahead of the loops, the objects on their
+    /// way to the CEL evaluator, queued, under way and answered, and the Cleaners' targets
+    /// (`kube_retention_object_memory_bytes`). A watch decodes an object only once it has room
+    /// here, so tenants' objects slow the controller down rather than take its memory. At least
+    /// 64: the Cleaners' targets hold up to 48, and one object up to 16.
+    #[arg(
+        help_heading = "Kinds",
+        long,
+        env = "KUBE_RETENTION_MAX_OBJECT_MEMORY",
+        default_value_t = kube_retention_runtime::object_memory::DEFAULT_BYTES / (1024 * 1024),
+        value_parser = clap::value_parser!(u64).range(64..=65536).map(|mib| usize::try_from(mib).unwrap_or(usize::MAX))
+    )]
+    pub max_object_memory: usize,
     /// How each watch first lists its kind: `stream` (one watch request that sends every
     /// object, served from the API server's watch cache, with no continue token to expire on a
     /// long list) or `pages` (LISTs of 500 objects). `stream` falls back to pages where

@@ -39,6 +39,8 @@ pub struct Config {
     /// it. [`Args::run`](crate::args::Args::run) sets it; a test without one denies none.
     pub api_server: Option<http::Uri>,
     pub evaluator: Evaluator,
+    /// The most bytes tenants' decoded objects hold at once, every part's together.
+    pub object_memory: usize,
 }
 
 /// The process tenants' CEL runs in: how to start it, and its bounds.
@@ -184,6 +186,7 @@ impl Config {
                     ..Limits::default()
                 },
             },
+            object_memory: args.max_object_memory.saturating_mul(1024 * 1024),
         }
     }
 }

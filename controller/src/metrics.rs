@@ -64,6 +64,7 @@ pub struct Metrics {
     pub objects_left_out: Counter,
     pub unpermitted_kinds: Family<UnpermittedLabels, Gauge>,
     pub evaluations_queued: Gauge,
+    pub object_memory: Gauge,
     pub evaluation_seconds: Histogram,
     pub cel_limit_exceeded: Counter,
     pub breaker: BreakerMetrics,
@@ -194,6 +195,12 @@ impl Default for Metrics {
             "1 for each served namespaced kind the controller may not list, watch, patch and delete (the verbs missing): annotated objects of it are not deleted",
             unpermitted_kinds.clone(),
         );
+        let object_memory = Gauge::default();
+        registry.register(
+            "object_memory_bytes",
+            "Bytes tenants' decoded objects hold in the controller, every part's together, of --max-object-memory: at it, watches wait to decode until objects are let go of",
+            object_memory.clone(),
+        );
         let evaluations_queued = Gauge::default();
         registry.register(
             "policy_evaluations_queued",
@@ -224,6 +231,7 @@ impl Default for Metrics {
             cleaners,
             ledger,
             evaluations_queued,
+            object_memory,
             evaluation_seconds,
             cel_limit_exceeded,
             registry: Arc::new(registry),

@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 use super::sandbox::{Handle, Sandbox};
 use super::work::{Progress, Token, Work, WorkKey};
 use kube_retention_runtime::held::object_held_bytes;
+use kube_retention_runtime::object_memory::Charge;
 use kube_retention_state::{ObjectKey, PolicyAnswers, Unevaluated};
 
 /// An object whose policies' expressions are to be evaluated.
@@ -31,6 +32,9 @@ pub struct Job {
     pub resource: Resource,
     pub object: DynamicObject,
     pub policies: Unevaluated,
+    /// What the object is charged of the controller's budget of decoded objects, since its
+    /// watch decoded it: given back as the job is dropped (shed, stale, or judged).
+    pub charge: Charge,
 }
 
 /// A job done: the object as the model reads it (made here, off the loop), what each policy's

@@ -11,7 +11,9 @@
 //! and then decodes it, so a watch waiting holds one object's text, not what it holds decoded.
 //! The room is taken in turn (tokio's semaphore is first come, first served), so a watch of heavy
 //! events slows the others' by its turn and never starves them; it is an owner's, not the
-//! process's, so that one loop slow to read holds up no other. A task that ends without being
+//! process's, so that one loop slow to read holds up no other. Each event is then charged to
+//! the process's one budget of decoded objects (`kube_retention_runtime::object_memory`), and
+//! the charge goes on with it to whoever holds its object ([`WatchSet::next`]). A task that ends without being
 //! stopped (a watch stream does not end on its own) or panics is a fault of the group, and stops
 //! the controller.
 //!
@@ -30,6 +32,7 @@ use futures::{SinkExt, StreamExt, stream};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher;
 use kube::{Api, Resource};
+use kube_retention_runtime::object_memory::{Charge, ObjectMemory};
 use kube_retention_runtime::supervise::Group;
 use serde::de::DeserializeOwned;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -38,13 +41,15 @@ use crate::initial_list::{Events, Lists};
 use crate::list_turns::ListTurns;
 use crate::watch_backoff::watch_backoff;
 
-/// What every watch of a process shares: how lists are made, their turns, and the supervised
-/// group the watches' tasks are members of.
+/// What every watch of a process shares: how lists are made, their turns, the supervised group
+/// the watches' tasks are members of, and the budget of what they decode.
 #[derive(Clone)]
 pub struct Watching {
     pub lists: Lists,
     pub turns: ListTurns,
     pub tasks: Group,
+    /// The budget every decoded event is charged to.
+    pub memory: ObjectMemory,
 }
 
 /// What an event holds on the heap, for the bytes a watch may decode ahead of its owner's loop
@@ -78,43 +83,57 @@ impl<E: Held + Send + 'static> Ready for E {
 }
 
 /// The room of what is decoded ahead of an owner's loop ([`FORWARDED_BYTES`]): its watches'
-/// events, and what else it reads on the way to the loop (objects fetched again); clones share it.
+/// events, and what else it reads on the way to the loop (objects fetched again); clones share
+/// it. Each event is also charged to the process's budget of decoded objects ([`ObjectMemory`]).
 #[derive(Clone, Debug)]
-pub struct Room(Arc<Semaphore>);
-
-impl Default for Room {
-    fn default() -> Self {
-        Self::new()
-    }
+pub struct Room {
+    ahead: Arc<Semaphore>,
+    memory: ObjectMemory,
 }
 
-/// Room taken for an event, given back as it is dropped: as the loop takes the event.
+/// Room taken for an event: the owner's, given back as the loop takes the event, and the
+/// object's [`Charge`] of the process's budget, which goes on with the object ([`Taken::charge`]).
 #[derive(Debug)]
 pub struct Taken {
-    _room: OwnedSemaphorePermit,
+    room: OwnedSemaphorePermit,
+    charge: Charge,
+}
+
+impl Taken {
+    /// The room ahead of the loop given back; the charge kept, for whoever holds the object
+    /// next.
+    pub fn charge(self) -> Charge {
+        drop(self.room);
+        self.charge
+    }
 }
 
 impl Room {
-    /// A room of [`FORWARDED_BYTES`], of its own.
-    pub fn new() -> Self {
-        Self(Arc::new(Semaphore::new(FORWARDED_BYTES)))
+    /// A room of [`FORWARDED_BYTES`] of its own, its events charged to `memory`.
+    pub fn new(memory: ObjectMemory) -> Self {
+        Self {
+            ahead: Arc::new(Semaphore::new(FORWARDED_BYTES)),
+            memory,
+        }
     }
 
     /// `read` made ready once there is room for what it will hold, up to all of it (one heavier
-    /// event goes alone), and that room; taken in turn. (`None` were the room closed, which
-    /// nothing does.)
+    /// event goes alone), ahead of the loop and then in the process's budget; taken in turn.
+    /// (`None` were the room closed, which nothing does.)
     pub async fn ready<R: Ready>(&self, read: R) -> Option<(R::Event, Taken)> {
-        let weight = read.will_hold().min(FORWARDED_BYTES);
+        let will_hold = read.will_hold();
+        let weight = will_hold.min(FORWARDED_BYTES);
         let weight = u32::try_from(weight).unwrap_or(u32::MAX);
-        let taken = self.0.clone().acquire_many_owned(weight).await.ok()?;
-        Some((read.ready(), Taken { _room: taken }))
+        let room = self.ahead.clone().acquire_many_owned(weight).await.ok()?;
+        let charge = self.memory.take(will_hold).await;
+        Some((read.ready(), Taken { room, charge }))
     }
 }
 
-/// Watches by key `K`, delivering events `E`.
+/// Watches by key `K`, delivering events `E`, each with its charge.
 pub struct WatchSet<K, E> {
     watching: Watching,
-    streams: SelectAll<BoxStream<'static, E>>,
+    streams: SelectAll<BoxStream<'static, (E, Charge)>>,
     running: HashMap<K, Vec<Stop>>,
     /// For every watch of this set.
     room: Room,
@@ -136,10 +155,10 @@ impl Stop {
 impl<K: Clone + Eq + Hash, E: Held + Send + 'static> WatchSet<K, E> {
     pub fn new(watching: Watching) -> Self {
         Self {
-            watching,
             streams: stream::select_all(Vec::new()),
             running: HashMap::new(),
-            room: Room::new(),
+            room: Room::new(watching.memory.clone()),
+            watching,
         }
     }
 
@@ -188,8 +207,8 @@ impl<K: Clone + Eq + Hash, E: Held + Send + 'static> WatchSet<K, E> {
             }
             Err("the watch stream ended")
         });
-        // The room is given back as the loop takes the event.
-        let received = receiver.map(|(event, _taken)| event);
+        // The room ahead is given back as the loop takes the event; the charge goes with it.
+        let received = receiver.map(|(event, taken): (E, Taken)| (event, taken.charge()));
         self.streams
             .push(Abortable::new(received, consuming).boxed());
         let stop = Stop { producer, consumer };
@@ -209,6 +228,11 @@ impl<K: Clone + Eq + Hash, E: Held + Send + 'static> WatchSet<K, E> {
         self.room.clone()
     }
 
+    /// The process's budget of decoded objects, which this set's events are charged to.
+    pub fn memory(&self) -> &ObjectMemory {
+        &self.watching.memory
+    }
+
     pub fn is_running(&self, key: &K) -> bool {
         self.running.contains_key(key)
     }
@@ -218,8 +242,9 @@ impl<K: Clone + Eq + Hash, E: Held + Send + 'static> WatchSet<K, E> {
         self.running.keys()
     }
 
-    /// The next event of any watch; pending (never `None`) while no watch runs.
-    pub async fn next(&mut self) -> E {
+    /// The next event of any watch, and what it is charged (dropped where the object is);
+    /// pending (never `None`) while no watch runs.
+    pub async fn next(&mut self) -> (E, Charge) {
         loop {
             match self.streams.next().await {
                 Some(observed) => return observed,

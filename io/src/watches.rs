@@ -22,6 +22,7 @@ use kube_retention_common::annotations::UNMANAGED_SELECTOR;
 use kube_retention_common::api::{ClusterRetentionPolicy, RetentionPolicy};
 use kube_retention_common::kinds::{Entry, KindId, Watch};
 use kube_retention_runtime::held::{metadata_held_bytes, object_held_bytes};
+use kube_retention_runtime::object_memory::{Charge, ObjectMemory};
 
 use crate::lean::{self, Decoded, LeanMetaText, LeanText};
 use crate::namespace_lists::NamespaceLists;
@@ -158,6 +159,11 @@ impl Watches {
     /// fetches again on the way.
     pub fn room(&self) -> Room {
         self.set.room()
+    }
+
+    /// The process's budget of decoded objects, which every watch's events are charged to.
+    pub fn memory(&self) -> &ObjectMemory {
+        self.set.memory()
     }
 
     pub fn is_running(&self, kind: KindId) -> bool {
@@ -309,14 +315,15 @@ impl Watches {
         }
     }
 
-    /// The next event of any watch; pending (never `None`) while no watch runs. A list of a
-    /// kind in one namespace passes on no object its kind's watch told of since the list was
-    /// asked for (`passes`, `namespace_lists.rs`).
-    pub async fn next(&mut self) -> WatchEvent {
+    /// The next event of any watch, and what its object is charged (kept where the object is,
+    /// dropped with it); pending (never `None`) while no watch runs. A list of a kind in one
+    /// namespace passes on no object its kind's watch told of since the list was asked for
+    /// (`passes`, `namespace_lists.rs`).
+    pub async fn next(&mut self) -> (WatchEvent, Charge) {
         loop {
-            let event = self.set.next().await;
+            let (event, charge) = self.set.next().await;
             if passes(&mut self.namespace_lists, &event) {
-                return event;
+                return (event, charge);
             }
         }
     }

@@ -4,7 +4,7 @@
 //! their background tasks ([`supervise`]), and fairness between tenants: one queue each, served
 //! round robin ([`fair`]), and each one's share of a CPU-bound service's time ([`time_shares`]);
 //! and what a decoded object holds on the heap, which every bound on tenants' objects charges
-//! ([`held`]).
+//! ([`held`]), within one budget of it for the whole controller ([`object_memory`]).
 
 use std::path::Path;
 
@@ -15,6 +15,7 @@ use tracing_subscriber::EnvFilter;
 pub mod discovery;
 pub mod fair;
 pub mod held;
+pub mod object_memory;
 pub mod sinks;
 pub mod supervise;
 pub mod time_shares;

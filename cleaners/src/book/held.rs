@@ -11,6 +11,8 @@
 
 use std::collections::HashMap;
 
+use kube_retention_runtime::object_memory::Charge;
+
 use super::{Scope, ScopeState};
 use crate::targets::KindObjects;
 
@@ -27,6 +29,9 @@ pub struct Scopes {
     states: HashMap<Scope, ScopeState>,
     by_namespace: HashMap<String, usize>,
     total: usize,
+    /// What the objects held are charged of the controller's budget of decoded objects: taken
+    /// over from their watches' events ([`Scopes::absorb`]) and kept to what is held.
+    charge: Charge,
 }
 
 impl Scopes {
@@ -54,6 +59,12 @@ impl Scopes {
                 self.account(&scope.namespace, bytes_of(&state), 0);
             }
         }
+    }
+
+    /// Takes over what an object coming in was charged; [`Scopes::update`] then keeps the
+    /// charge to what the scopes hold, giving back what was let go of or never kept.
+    pub fn absorb(&mut self, charge: Charge) {
+        self.charge.absorb(charge);
     }
 
     /// Changes the objects of `scope`, where it is watched, and accounts for what they hold.
@@ -148,6 +159,7 @@ impl Scopes {
             self.by_namespace.remove(namespace);
         }
         self.total = self.total.saturating_sub(before).saturating_add(after);
+        self.charge.keep(self.total);
     }
 }
 
@@ -187,8 +199,11 @@ fn described(scope: &Scope) -> String {
 
 #[cfg(test)]
 mod tests {
+    use futures::FutureExt;
     use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
     use kube_retention_common::cleaner::Cleaner;
+    use kube_retention_runtime::held::object_held_bytes;
+    use kube_retention_runtime::object_memory::ObjectMemory;
     use proptest::prelude::*;
     use serde_json::json;
 
@@ -196,6 +211,8 @@ mod tests {
     use crate::book::Book;
 
     const NAMESPACES: usize = 4;
+    /// The most objects the book holds: 24 names a namespace, listed and relisting.
+    const MOST_OBJECTS: usize = NAMESPACES * 24 * 2;
 
     fn config_maps() -> GroupVersionKind {
         GroupVersionKind::gvk("", "v1", "ConfigMap")
@@ -293,9 +310,10 @@ mod tests {
         ]
     }
 
-    /// Runs `steps`, holding the book to both bounds and to exact sums after each; whether any
-    /// scope was let go of.
+    /// Runs `steps`, holding the book to both bounds and to exact sums after each, and its
+    /// charge to what it holds; whether any scope was let go of.
     fn run(steps: Vec<Step>) -> Result<bool, TestCaseError> {
+        let memory = ObjectMemory::new(1 << 30);
         let mut book = book();
         let mut let_go = false;
         for step in steps {
@@ -307,7 +325,10 @@ mod tests {
                     labels,
                 } => {
                     let object = config_map(namespace, name, bytes, labels);
-                    book.object_applied(&scope(namespace), object);
+                    // As a watch charges it: what the object holds decoded.
+                    let charge = memory.take(object_held_bytes(&object)).now_or_never();
+                    let charge = charge.expect("a budget far above the bounds");
+                    book.object_applied(&scope(namespace), object, charge);
                 }
                 Step::Delete { namespace, name } => {
                     book.object_deleted(&scope(namespace), &format!("m{name}"));
@@ -336,13 +357,19 @@ mod tests {
             }
             prop_assert!(book.scopes.held() <= IN_ALL);
             prop_assert_eq!(book.scopes.held(), in_all);
+            // What it is charged is what it holds, less each object's slot and name in its
+            // map (its watch charged what the object holds): what it let go of is given back.
+            let charged = memory.held();
+            prop_assert!(charged <= in_all, "charged {charged} holding {in_all}");
+            prop_assert!(in_all - charged <= MOST_OBJECTS * (64 + "m23".len()));
         }
         Ok(let_go)
     }
 
     /// Whatever the namespaces' objects and their order — megabytes, hundreds of labels, lists
     /// under way, retries — what the targets hold stays within both bounds after every change,
-    /// and the sums are exactly what the objects held weigh; and the bounds were reached.
+    /// the sums are exactly what the objects held weigh, and the charges the book took over
+    /// from their watches are given back as it lets objects go; and the bounds were reached.
     #[test]
     fn what_targets_hold_stays_within_the_bounds_and_is_accounted_exactly() {
         let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(24));

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube_retention_runtime::object_memory::Charge;
 
 use super::{Book, KindState, Scope, ScopeState};
 use crate::targets::{KindObjects, kind_of, selects};
@@ -38,13 +39,15 @@ impl Book {
         self.wake_scope(scope);
     }
 
-    /// A target object changed: the Cleaners it was or is selected by wake at once. Past the
-    /// bounds on what targets hold ([`super::TARGETS_HELD_PER_NAMESPACE`],
+    /// A target object changed, `charge` what it is charged of the controller's budget of
+    /// decoded objects (kept while the object is): the Cleaners it was or is selected by wake at
+    /// once. Past the bounds on what targets hold ([`super::TARGETS_HELD_PER_NAMESPACE`],
     /// [`super::TARGETS_HELD_IN_ALL`]), the heaviest scopes are let go of.
-    pub fn object_applied(&mut self, scope: &Scope, object: DynamicObject) {
+    pub fn object_applied(&mut self, scope: &Scope, object: DynamicObject, charge: Charge) {
         let Some(listed) = self.scopes.listed(scope) else {
             return;
         };
+        self.scopes.absorb(charge);
         let Some((new, old)) = self.scopes.update(scope, |objects| objects.applied(object)) else {
             return;
         };

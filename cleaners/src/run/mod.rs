@@ -34,6 +34,7 @@ use kube_retention_io::lean::{Decoded, LeanMetaText, LeanText};
 use kube_retention_io::status_writes::{StatusOf, StatusWrites};
 use kube_retention_io::watch_set::{Held, Ready, WatchSet, Watching};
 use kube_retention_runtime::held::object_held_bytes;
+use kube_retention_runtime::object_memory::Charge;
 
 /// How often kinds that could not be watched are looked up again.
 const REDISCOVER: Duration = Duration::from_secs(30);
@@ -213,7 +214,7 @@ impl Cleaners {
                 .map_or(far, |at| clock.instant_at(at));
             let replan = self.replan_at.unwrap_or(far);
             tokio::select! {
-                observed = self.watches.next() => self.observe(observed),
+                (observed, charge) = self.watches.next() => self.observe(observed, charge),
                 Some((kind, answer)) = self.resolutions.1.recv() => {
                     self.resolving.remove(&kind);
                     self.book.resolved(&kind, answer);
@@ -232,7 +233,8 @@ impl Cleaners {
         }
     }
 
-    fn observe(&mut self, observed: CleanerEvent) {
+    /// An event of a Cleaners' watch; `charge` goes with a target object into the book.
+    fn observe(&mut self, observed: CleanerEvent, charge: Charge) {
         match observed {
             CleanerEvent::Cleaner(Ok(event)) => match event {
                 Event::Init => self.book.relist_started(),
@@ -253,7 +255,7 @@ impl Cleaners {
                     self.book.objects_relisting(&scope);
                 }
                 Event::InitApply(object) | Event::Apply(object) => {
-                    self.book.object_applied(&scope, object)
+                    self.book.object_applied(&scope, object, charge)
                 }
                 Event::InitDone => {
                     let label = KindLabels {

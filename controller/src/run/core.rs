@@ -92,6 +92,8 @@ impl Core {
                 .set(count(tracked));
         }
         self.metrics.in_backoff.set(count(gauges.in_backoff));
+        let object_memory = self.watches.memory().held();
+        self.metrics.object_memory.set(count(object_memory));
         self.metrics.overdue.set(count(gauges.overdue));
         self.metrics.held.set(count(gauges.held));
         let awaiting = count(gauges.awaiting_approval);

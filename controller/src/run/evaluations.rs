@@ -28,6 +28,7 @@ use crate::metrics::{KindLabels, Metrics};
 use kube_retention_evaluator::{Evaluated, Evaluator, Job, PolicyOutcome, PolicyWork};
 use kube_retention_io::lean;
 use kube_retention_io::watch_set::Room;
+use kube_retention_runtime::object_memory::Charge;
 use kube_retention_state::{Action, ObjectKey, answers_current};
 
 /// The evaluations under way, by object: the latest version's sequence number; and, by kind,
@@ -124,12 +125,14 @@ impl Evaluations {
         awaited.map(|key| key.namespace.clone()).collect()
     }
 
-    /// An object was added or changed: judged at once, or once its expressions are evaluated.
+    /// An object was added or changed: judged at once, or once its expressions are evaluated
+    /// (with it, what it is charged of the budget of decoded objects, `charge`).
     pub(super) fn on_applied(
         &mut self,
         core: &mut Core,
         kind: KindId,
         object: DynamicObject,
+        charge: Charge,
         now: Timestamp,
     ) -> Vec<Action> {
         let Some(key) = key_of(kind, &object) else {
@@ -154,6 +157,7 @@ impl Evaluations {
             resource: core.state.kinds()[kind].resource.clone(),
             object,
             policies,
+            charge,
         };
         self.submit(job, &core.metrics);
         Vec::new()
@@ -209,9 +213,9 @@ impl Evaluations {
         let key = fetched.key.clone();
         let kind = core.state.kinds()[key.kind].resource.to_string();
         match self.refetch.fetched(fetched, kind, &core.metrics) {
-            Refetched::Object(object) => {
+            Refetched::Object(object, charge) => {
                 self.returning = Some(key.clone());
-                let actions = self.on_applied(core, key.kind, *object, core.clock.now());
+                let actions = self.on_applied(core, key.kind, *object, charge, core.clock.now());
                 if self.returning.take().is_some() {
                     // Judged without its expressions (no policy with any selects it now).
                     self.evaluator.nothing_returned();
@@ -275,7 +279,7 @@ impl Evaluations {
             return core.state.applied(job.key.kind, &job.object, now);
         }
         if !answers_current(&current, &job.policies) {
-            return self.on_applied(core, job.key.kind, job.object, now);
+            return self.on_applied(core, job.key.kind, job.object, job.charge, now);
         }
         let Some(value) = value else {
             return Vec::new();

@@ -86,16 +86,16 @@ impl Loop {
             let relist = self.governed.next_relist().unwrap_or(far);
             let mut refresh = Vec::new();
             let actions = tokio::select! {
-                observed = core.watches.next() => match observed {
+                (observed, charge) = core.watches.next() => match observed {
                     WatchEvent::Object(kind, event) => {
                         if matches!(event, Ok(Event::InitDone)) && unlisted.listed(kind) {
                             self.ready.store(true, Ordering::Relaxed);
                         }
-                        self.evaluations.on_event(core, kind, event)
+                        self.evaluations.on_event(core, kind, event, charge)
                     }
                     WatchEvent::Metadata(kind, event) => core.on_unlabelled(kind, event),
                     WatchEvent::Relisted(kind, namespace, event) => {
-                        self.evaluations.on_relisted(core, kind, namespace, event)
+                        self.evaluations.on_relisted(core, kind, namespace, event, charge)
                     }
                     WatchEvent::Policy(event) => {
                         refresh = self.policies.on_event(event, core, &mut self.evaluations.compiles);

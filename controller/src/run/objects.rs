@@ -13,18 +13,20 @@ use super::core::namespaced_name;
 use super::evaluations::key_of;
 use super::{Core, Evaluations};
 use crate::metrics::KindLabels;
+use kube_retention_runtime::object_memory::Charge;
 use kube_retention_state::Action;
 
 /// An event of a kind's watch.
 pub type ObjectEvent = Result<Event<DynamicObject>, watcher::Error>;
 
 impl Evaluations {
-    /// An event of `kind`'s watch.
+    /// An event of `kind`'s watch, and what its object is charged.
     pub(super) fn on_event(
         &mut self,
         core: &mut Core,
         kind: KindId,
         event: ObjectEvent,
+        charge: Charge,
     ) -> Vec<Action> {
         let now = core.clock.now();
         match event {
@@ -33,7 +35,7 @@ impl Evaluations {
                 Vec::new()
             }
             Ok(Event::InitApply(object) | Event::Apply(object)) => {
-                self.on_applied(core, kind, object, now)
+                self.on_applied(core, kind, object, charge, now)
             }
             Ok(Event::InitDone) => {
                 let resource = &core.state.kinds()[kind].resource;
@@ -74,6 +76,7 @@ impl Evaluations {
         kind: KindId,
         namespace: Arc<str>,
         event: ObjectEvent,
+        charge: Charge,
     ) -> Vec<Action> {
         let now = core.clock.now();
         match event {
@@ -82,7 +85,7 @@ impl Evaluations {
                 Vec::new()
             }
             Ok(Event::InitApply(object) | Event::Apply(object)) => {
-                self.on_applied(core, kind, object, now)
+                self.on_applied(core, kind, object, charge, now)
             }
             Ok(Event::InitDone) => {
                 core.watches.relisted(kind, &namespace);

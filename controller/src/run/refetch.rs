@@ -15,6 +15,7 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube_retention_evaluator::PolicyOutcome;
 use kube_retention_io::lean::LeanText;
 use kube_retention_io::watch_set::{Room, Taken};
+use kube_retention_runtime::object_memory::Charge;
 use tokio::sync::mpsc;
 
 use crate::metrics::{ErrorLabels, Metrics};
@@ -37,8 +38,8 @@ pub struct Fetched {
 
 /// What a fetch came to.
 pub enum Refetched {
-    /// The object, to evaluate as if its watch had brought it.
-    Object(Box<DynamicObject>),
+    /// The object, to evaluate as if its watch had brought it, and what it is charged.
+    Object(Box<DynamicObject>, Charge),
     /// Gone, or not fetched after [`FETCH_ATTEMPTS`]: it waits for its watch's next word of it.
     Given(ObjectKey),
     /// Fetched again after [`FETCH_RETRY`].
@@ -96,10 +97,10 @@ impl Refetch {
     pub fn fetched(&mut self, fetched: Fetched, kind: String, metrics: &Metrics) -> Refetched {
         let Fetched { key, seq, object } = fetched;
         let error = match object {
-            // The room it took is given back now: the object goes on to be judged.
-            Ok(Some((object, _taken))) => {
+            // The room ahead of the loop is given back now; the charge goes on with the object.
+            Ok(Some((object, taken))) => {
                 self.failures.remove(&key);
-                return Refetched::Object(Box::new(object));
+                return Refetched::Object(Box::new(object), taken.charge());
             }
             Ok(None) => {
                 self.failures.remove(&key);
@@ -138,6 +139,7 @@ mod tests {
     use kube::api::ApiResource;
     use kube_retention_common::Registry;
     use kube_retention_io::watch_set::{FORWARDED_BYTES, Held};
+    use kube_retention_runtime::object_memory::{DEFAULT_BYTES, ObjectMemory};
     use serde_json::json;
 
     use super::*;
@@ -157,7 +159,7 @@ mod tests {
     async fn an_object_fetched_again_is_decoded_within_the_watches_room() {
         let (client, mut server) = kube_retention_apimock::pair();
         let (again, _asked) = mpsc::unbounded_channel();
-        let room = Room::new();
+        let room = Room::new(ObjectMemory::new(DEFAULT_BYTES));
         let mut refetch = Refetch::new(client, room.clone(), again);
         let (_event, held) = room.ready(Heavy).await.expect("room");
         let kinds = Registry::builtin();

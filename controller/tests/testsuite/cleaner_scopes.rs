@@ -305,13 +305,18 @@ fn a_namespace_whose_targets_outgrow_its_bound_is_let_go_of_and_says_why() {
     plan(&mut book);
     let greedy = Scope::new(gvk("ConfigMap"), "greedy");
     let quiet = Scope::new(gvk("ConfigMap"), "quiet");
-    book.object_applied(&quiet, config_map_of("quiet", "settings", 10_000));
+    book.object_applied(
+        &quiet,
+        config_map_of("quiet", "settings", 10_000),
+        kube_retention_runtime::object_memory::Charge::none(),
+    );
     let megabyte = 1024 * 1024;
     let mut applied = 0;
     while book.objects_held("greedy").0 > 0 || applied == 0 {
         book.object_applied(
             &greedy,
             config_map_of("greedy", &format!("big-{applied}"), megabyte),
+            kube_retention_runtime::object_memory::Charge::none(),
         );
         applied += 1;
         let (held, in_all) = book.objects_held("greedy");

@@ -94,10 +94,18 @@ fn listed(names: &[&str], revisions: Vec<DynamicObject>) -> Book {
     book.resolved(&config_map(), Ok(resource(&config_map(), "configmaps")));
     start_watches(&mut book);
     for object in revisions {
-        book.object_applied(&here(revision()), object);
+        book.object_applied(
+            &here(revision()),
+            object,
+            kube_retention_runtime::object_memory::Charge::none(),
+        );
     }
     let settings = object(&config_map(), "p42-settings", json!({}), json!({}));
-    book.object_applied(&here(config_map()), settings);
+    book.object_applied(
+        &here(config_map()),
+        settings,
+        kube_retention_runtime::object_memory::Charge::none(),
+    );
     book
 }
 
@@ -167,7 +175,11 @@ fn a_target_change_wakes_only_the_cleaners_that_select_it() {
         json!({"app": "p42"}),
         json!({"phase": "Retired"}),
     );
-    book.object_applied(&here(revision()), retired);
+    book.object_applied(
+        &here(revision()),
+        retired,
+        kube_retention_runtime::object_memory::Charge::none(),
+    );
     assert_eq!(book.take_due(at(NOW)), vec![key("p42")]);
     let evaluation = evaluate(&mut book, &key("p42"), at(NOW)).expect("tracked");
     assert_eq!(evaluation.verdict, Ok(Verdict::Clean));
@@ -191,11 +203,16 @@ fn a_target_change_wakes_only_the_cleaners_that_select_it() {
     assert_eq!(clean.uid, "uid-p42");
     // A relabelled revision wakes the Cleaner that selected it before.
     let moved = object(&revision(), "r9", json!({"app": "p43"}), json!({}));
-    book.object_applied(&here(revision()), moved.clone());
+    book.object_applied(
+        &here(revision()),
+        moved.clone(),
+        kube_retention_runtime::object_memory::Charge::none(),
+    );
     assert_eq!(book.take_due(at(NOW)), vec![key("p43")]);
     book.object_applied(
         &here(revision()),
         object(&revision(), "r9", json!({"app": "none"}), json!({})),
+        kube_retention_runtime::object_memory::Charge::none(),
     );
     assert_eq!(book.take_due(at(NOW)), vec![key("p43")]);
 }
@@ -220,6 +237,7 @@ fn a_cleaner_being_cleaned_is_not_evaluated_again_and_a_failed_clean_is_retried(
     book.object_applied(
         &here(config_map()),
         object(&config_map(), "p42-settings", json!({}), json!({})),
+        kube_retention_runtime::object_memory::Charge::none(),
     );
     book.object_deleted(&here(config_map()), "p42-settings");
     assert_eq!(

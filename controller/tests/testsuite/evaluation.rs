@@ -82,6 +82,7 @@ fn job_of(state: &State, seq: u64, object: DynamicObject) -> Job {
         resource: state.kinds()[kind(JOB)].resource.clone(),
         policies: state.unevaluated(kind(JOB), &object),
         object,
+        charge: kube_retention_runtime::object_memory::Charge::none(),
     }
 }
 

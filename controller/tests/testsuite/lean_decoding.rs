@@ -113,6 +113,9 @@ async fn the_watches_hand_the_loop_objects_without_their_managed_fields() {
         lists: Lists::new(InitialList::Pages, 500),
         turns: ListTurns::new(2),
         tasks: group,
+        memory: kube_retention_runtime::object_memory::ObjectMemory::new(
+            kube_retention_runtime::object_memory::DEFAULT_BYTES,
+        ),
     };
     let mut watches = Watches::new(client, watching);
     let kinds = Registry::builtin().clone();
@@ -149,7 +152,7 @@ async fn the_watches_hand_the_loop_objects_without_their_managed_fields() {
     assert_eq!(lists, [false, true], "one whole, one metadata-only");
     let (mut object, mut metadata) = (None, None);
     while object.is_none() || metadata.is_none() {
-        match watches.next().await {
+        match watches.next().await.0 {
             WatchEvent::Object(kind, Ok(Event::InitApply(applied))) if kind == jobs => {
                 object = Some(applied);
             }

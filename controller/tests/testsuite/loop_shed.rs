@@ -53,6 +53,9 @@ struct Seen {
     fetched: BTreeMap<String, usize>,
     namespace_lists: usize,
     shed: u64,
+    /// The most the loop's decoded objects were charged at any request, and at the end.
+    most_charged: usize,
+    charged_at_end: usize,
 }
 
 /// Runs the loop over four big Jobs of `team-a` and a policy with an expression over them, the
@@ -95,6 +98,8 @@ async fn shed_run(fetch: fn(&str) -> Result<Value, u16>, done: fn(&Seen) -> bool
         fetched: BTreeMap::new(),
         namespace_lists: 0,
         shed: 0,
+        most_charged: 0,
+        charged_at_end: 0,
     };
     let mut open = Vec::new();
     let mut lines = Vec::new();
@@ -103,6 +108,7 @@ async fn shed_run(fetch: fn(&str) -> Result<Value, u16>, done: fn(&Seen) -> bool
             panic!("no request for a minute, after {lines:#?}");
         };
         lines.push(received.line());
+        seen.most_charged = seen.most_charged.max(running.memory.held());
         let path = received.path.clone();
         if received.query.contains("watch=true") {
             open.push(received.unanswered());
@@ -145,6 +151,9 @@ async fn shed_run(fetch: fn(&str) -> Result<Value, u16>, done: fn(&Seen) -> bool
         }
         seen.shed = metrics.shed.get();
     }
+    // What the last answers judged held is given back as the loop goes on from them.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    seen.charged_at_end = running.memory.held();
     running.task.abort();
     drop(open);
     seen.deleted.sort();
@@ -246,6 +255,15 @@ async fn a_job_the_evaluator_shed_is_fetched_again_at_its_turn_and_judged() {
         "one list by name for each Job shed, and none for the others: {:?}",
         seen.fetched
     );
+    assert!(
+        seen.most_charged >= 2 * FILLER,
+        "the Jobs queued were charged as they were decoded: at most {} bytes",
+        seen.most_charged
+    );
+    assert_eq!(
+        seen.charged_at_end, 0,
+        "every Job's charge given back, through the backlog, shedding, fetching again and judging"
+    );
 }
 
 #[tokio::test]
@@ -264,6 +282,10 @@ async fn a_shed_job_that_cannot_be_fetched_is_given_up_after_three_tries_and_the
     .await;
     assert_eq!(seen.deleted, ["job-0", "job-1"]);
     assert_eq!(seen.shed, 2);
+    assert_eq!(
+        seen.charged_at_end, 0,
+        "nothing charged for the Jobs given up"
+    );
     assert_eq!(
         seen.fetched,
         BTreeMap::from([("job-2".to_owned(), 3), ("job-3".to_owned(), 3)])

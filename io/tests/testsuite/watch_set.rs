@@ -11,6 +11,7 @@ use kube::runtime::watcher::{self, Event};
 use kube_retention_io::initial_list::{InitialList, Lists};
 use kube_retention_io::list_turns::ListTurns;
 use kube_retention_io::watch_set::{FORWARDED_BYTES, Held, WatchSet, Watching};
+use kube_retention_runtime::object_memory::{DEFAULT_BYTES, ObjectMemory};
 use kube_retention_runtime::supervise::{self, TaskEnd};
 use serde_json::json;
 
@@ -28,12 +29,12 @@ impl Held for Shown {
 /// Two sets sharing one turn, as the controller and the Cleaners do under
 /// `--list-concurrency=1`; and the supervised group of their tasks.
 fn two_owners() -> (Set, Set, supervise::Supervised) {
-    let (tasks, group) = supervise::group("watches");
-    let watching = Watching {
-        lists: Lists::new(InitialList::Pages, 500),
-        turns: ListTurns::new(1),
-        tasks,
-    };
+    two_owners_within(ObjectMemory::new(DEFAULT_BYTES))
+}
+
+/// Two owners' sets whose events are charged to `memory`.
+fn two_owners_within(memory: ObjectMemory) -> (Set, Set, supervise::Supervised) {
+    let (watching, group) = watching(memory);
     (
         WatchSet::new(watching.clone()),
         WatchSet::new(watching),
@@ -43,13 +44,19 @@ fn two_owners() -> (Set, Set, supervise::Supervised) {
 
 /// One owner's set, and the supervised group of its tasks.
 fn one_owner() -> (Set, supervise::Supervised) {
+    let (watching, group) = watching(ObjectMemory::new(DEFAULT_BYTES));
+    (WatchSet::new(watching), group)
+}
+
+fn watching(memory: ObjectMemory) -> (Watching, supervise::Supervised) {
     let (tasks, group) = supervise::group("watches");
     let watching = Watching {
         lists: Lists::new(InitialList::Pages, 500),
         turns: ListTurns::new(1),
         tasks,
+        memory,
     };
-    (WatchSet::new(watching), group)
+    (watching, group)
 }
 
 /// Watches the ConfigMaps of `namespace` under `key`, each event shown as its name.
@@ -124,12 +131,12 @@ async fn owners_sharing_a_turn_list_one_at_a_time() {
     };
     let mut seen = Vec::new();
     for _ in 0..3 {
-        seen.push(owner.next().await.1);
+        seen.push(owner.next().await.0.1);
     }
     assert_eq!(seen, ["Init", "one", "InitDone"]);
     let mut seen = Vec::new();
     for _ in 0..3 {
-        seen.push(other.next().await.1);
+        seen.push(other.next().await.0.1);
     }
     assert_eq!(seen, ["Init", "two", "InitDone"]);
 }
@@ -142,7 +149,7 @@ async fn a_stopped_watch_delivers_nothing_more() {
     sender
         .unbounded_send(Shown("replayed", "first".into(), 0))
         .unwrap();
-    assert_eq!(set.next().await.1, "first");
+    assert_eq!(set.next().await.0.1, "first");
     assert!(set.is_running(&"replayed"));
     set.stop(&"replayed");
     assert!(!set.is_running(&"replayed"));
@@ -198,7 +205,7 @@ async fn a_watch_decodes_ahead_no_more_than_its_bytes() {
         3,
         "two forwarded, one waiting"
     );
-    assert_eq!(set.next().await.1, "0");
+    assert_eq!(set.next().await.0.1, "0");
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(decoded.load(Ordering::Relaxed), 4, "one taken, one more");
     // One heavier than the whole room goes alone.
@@ -206,7 +213,7 @@ async fn a_watch_decodes_ahead_no_more_than_its_bytes() {
     let huge = futures::stream::iter([Shown("huge", "huge".into(), 4 * FORWARDED_BYTES)])
         .chain(futures::stream::pending());
     set.start("huge", "huge".into(), huge.boxed());
-    let alone = set.next().await;
+    let (alone, _) = set.next().await;
     assert_eq!((alone.0, alone.1.as_str()), ("huge", "huge"));
 }
 
@@ -243,7 +250,7 @@ async fn the_watches_of_one_owner_share_one_room() {
         (2 + 2) + (2 + 1),
         "the controller's two forwarded and one waiting in each of its watches; the Cleaners' two and one"
     );
-    let taken = controller.next().await;
+    let (taken, _) = controller.next().await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(
         decoded.load(Ordering::Relaxed),
@@ -251,7 +258,7 @@ async fn the_watches_of_one_owner_share_one_room() {
         "{} taken, one more through",
         taken.1
     );
-    let taken = cleaners.next().await;
+    let (taken, _) = cleaners.next().await;
     assert_eq!(taken.0, "maps");
 }
 
@@ -302,7 +309,7 @@ async fn an_event_is_decoded_only_once_it_has_its_room() {
         2,
         "two within the room decoded; the other {watches} watches' first events wait as text"
     );
-    let Shown(_, shown, _) = set.next().await;
+    let (Shown(_, shown, _), _) = set.next().await;
     assert_eq!(shown, "decoded");
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(
@@ -310,4 +317,52 @@ async fn an_event_is_decoded_only_once_it_has_its_room() {
         3,
         "one taken, one more decoded"
     );
+}
+
+/// Every owner's watches are charged to the process's one budget, and a charge goes on with
+/// its event until whoever holds the object drops it: with 6 MiB for the process, the
+/// controller's watch decodes two events of 3 MiB and the Cleaners' none, though the Cleaners'
+/// own room is empty; the event the loop took, still held, keeps its charge, so nothing more is
+/// decoded until it is dropped, and then the Cleaners' watch, first in line, has the room.
+#[tokio::test(start_paused = true)]
+async fn the_owners_share_the_process_budget_which_goes_on_with_each_event() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let heavy = 3 * 1024 * 1024;
+    let memory = ObjectMemory::new(2 * heavy);
+    let (mut controller, mut cleaners, _group) = two_owners_within(memory.clone());
+    let (jobs, maps) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let events = |key: &'static str, counted: &Arc<AtomicUsize>| {
+        let counted = counted.clone();
+        futures::stream::iter(0..40)
+            .map(move |_| Text(key, heavy, counted.clone()))
+            .chain(futures::stream::pending())
+            .boxed()
+    };
+    let decoded = || (jobs.load(Ordering::Relaxed), maps.load(Ordering::Relaxed));
+    controller.start("jobs", "jobs".into(), events("jobs", &jobs));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    cleaners.start("maps", "maps".into(), events("maps", &maps));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        decoded(),
+        (2, 0),
+        "the budget is the controller's two events"
+    );
+    assert_eq!(memory.held(), 2 * heavy);
+    let (event, charge) = controller.next().await;
+    assert_eq!((event.0, charge.bytes()), ("jobs", heavy));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        decoded(),
+        (2, 0),
+        "the event taken keeps its charge: its owner's room is free, the budget is not"
+    );
+    drop(charge);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(decoded(), (2, 1), "the Cleaners' watch came first in line");
+    assert_eq!(memory.held(), 2 * heavy);
+    let (event, _charge) = cleaners.next().await;
+    assert_eq!(event.0, "maps");
 }

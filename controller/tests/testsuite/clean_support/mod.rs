@@ -190,6 +190,9 @@ pub fn run_cleaners(client: kube::Client) -> RunningCleaners {
         lists: Lists::new(InitialList::Pages, 500),
         turns: kube_retention_io::list_turns::ListTurns::new(1),
         tasks,
+        memory: kube_retention_runtime::object_memory::ObjectMemory::new(
+            kube_retention_runtime::object_memory::DEFAULT_BYTES,
+        ),
     };
     let (leading, leadership) = tokio::sync::watch::channel(true);
     let (statuses, writing) = StatusWrites::spawn(

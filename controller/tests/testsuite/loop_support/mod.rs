@@ -24,6 +24,7 @@ use kube_retention_io::list_turns::ListTurns;
 use kube_retention_io::status_writes::{self as writes, StatusWrites};
 use kube_retention_io::watch_set::Watching;
 use kube_retention_io::watches::{WatchEvent, Watches};
+use kube_retention_runtime::object_memory::{DEFAULT_BYTES, ObjectMemory};
 use kube_retention_state::State;
 use tokio::sync::{mpsc, watch};
 
@@ -34,6 +35,8 @@ pub struct Running {
     pub leading: watch::Sender<bool>,
     pub kind: KindId,
     pub task: tokio::task::JoinHandle<()>,
+    /// The budget of decoded objects the loop's watches charge.
+    pub memory: ObjectMemory,
 }
 
 /// Starts the loop on `client`, judging at `clock`, with `kind_name`'s watch fed by the test,
@@ -80,10 +83,12 @@ pub fn start_with<T: Send + 'static>(
         clock,
     });
     let (group, watching) = kube_retention_runtime::supervise::group("watches");
+    let memory = ObjectMemory::new(DEFAULT_BYTES);
     let lists = Watching {
         lists: Lists::new(InitialList::Pages, 500),
         turns: ListTurns::new(1),
         tasks: group,
+        memory: memory.clone(),
     };
     let mut watches = Watches::new(client.clone(), lists);
     let (events, replayed) = mpsc::unbounded_channel::<WatchEvent>();
@@ -126,5 +131,6 @@ pub fn start_with<T: Send + 'static>(
         leading,
         kind,
         task,
+        memory,
     }
 }
