@@ -50,7 +50,7 @@ pub use backlog::Backlog;
 pub use bounds::{Bounds, Dropped};
 pub use compile::{Compilation, Compile, Compiled, Deliver, PolicyCompile};
 pub use lane::YIELD_EVERY;
-pub use policy::{Evaluated, Job, PolicyOutcome, PolicyWork};
+pub use policy::{Evaluated, Job, PolicyOutcome, PolicyWork, value_bytes};
 pub use sandbox::{Limits, Program, Sandbox, SandboxMetrics};
 pub use work::{Progress, Work, WorkKey};
 
@@ -226,6 +226,13 @@ impl Evaluator {
         };
         let submission = Submission::Work(work, Some(on_the_way));
         self.work.send(submission).is_ok()
+    }
+
+    /// Queues `work` shed at once, as its token: there was no room to make it (its object's
+    /// JSON, [`policy::value_bytes`], in the controller's budget of decoded objects). False once
+    /// the thread has ended.
+    pub fn shed(&self, work: Box<dyn Work>) -> bool {
+        self.work.send(Submission::Shed(work.shed())).is_ok()
     }
 
     /// Says that shed work asked for again will not come back: it went, or newer work

@@ -3,7 +3,10 @@
 //! sandbox (`match` first, the others only where it held: [`Answers::next_part`]; the object
 //! bound there with the first, cut down to what the expressions read of it: [`Reads`]), and
 //! the answers sent back to the loop. Shed, it leaves a token
-//! that asks the loop to fetch the object again ([`PolicyOutcome::Shed`]).
+//! that asks the loop to fetch the object again ([`PolicyOutcome::Shed`]). The object comes
+//! charged to the controller's budget of decoded objects, for itself and the JSON made of it
+//! ([`value_bytes`]); once the JSON is made the charge is kept to what both are measured to
+//! hold, and it goes back to the loop with the answers.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,7 +21,7 @@ use tokio::sync::mpsc;
 
 use super::sandbox::{Handle, Sandbox};
 use super::work::{Progress, Token, Work, WorkKey};
-use kube_retention_runtime::held::object_held_bytes;
+use kube_retention_runtime::held::{held_bytes, object_held_bytes};
 use kube_retention_runtime::object_memory::Charge;
 use kube_retention_state::{ObjectKey, PolicyAnswers, Unevaluated};
 
@@ -60,6 +63,17 @@ pub enum PolicyOutcome {
 /// How much more than its JSON an object holds once converted: the model's JSON value and its
 /// text here, CEL's values in the sandbox, beside the object itself.
 const CONVERTED_FACTOR: usize = 4;
+
+/// What the model's JSON of an object holding `object_bytes` holds, at most (charged before the
+/// work is sent, [`Charge::try_grow`]): the same tree, each map entry's value a `Value` where
+/// the object's metadata has a `String`, its type's two strings beside. Held to it by a
+/// proptest over generated objects (`value_bytes_bound_what_the_models_json_holds`); the work
+/// keeps its charge to what the JSON is measured to hold once made.
+pub fn value_bytes(object_bytes: usize) -> usize {
+    object_bytes
+        .saturating_add(object_bytes / 2)
+        .saturating_add(4096)
+}
 
 enum Stage {
     Fresh,
@@ -122,6 +136,17 @@ impl PolicyWork {
                 .map(|text| sandbox.object(text));
             let answers = vec![Answers::default(); self.job.policies.len()];
             let done = bound.is_none();
+            // The charge held to the object and its JSON, as measured (more only where the
+            // budget has room: the proptest holds `value_bytes` above what the JSON holds).
+            let held = self
+                .bytes
+                .saturating_add(value.as_ref().map_or(0, held_bytes));
+            let charged = self.job.charge.bytes();
+            if held > charged {
+                self.job.charge.try_grow(held - charged);
+            } else {
+                self.job.charge.keep(held);
+            }
             self.stage = Stage::Converted {
                 value,
                 bound,

@@ -121,11 +121,23 @@ impl Room {
     /// event goes alone), ahead of the loop and then in the process's budget; taken in turn.
     /// (`None` were the room closed, which nothing does.)
     pub async fn ready<R: Ready>(&self, read: R) -> Option<(R::Event, Taken)> {
+        self.ready_making(read, |_| 0).await
+    }
+
+    /// As [`Room::ready`], the budget's charge also covering what its holder will make of the
+    /// event (`making`, of what it will hold): taken at once, so that the holder need not
+    /// wait for it later.
+    pub async fn ready_making<R: Ready>(
+        &self,
+        read: R,
+        making: impl FnOnce(usize) -> usize,
+    ) -> Option<(R::Event, Taken)> {
         let will_hold = read.will_hold();
         let weight = will_hold.min(FORWARDED_BYTES);
         let weight = u32::try_from(weight).unwrap_or(u32::MAX);
         let room = self.ahead.clone().acquire_many_owned(weight).await.ok()?;
-        let charge = self.memory.take(will_hold).await;
+        let charged = will_hold.saturating_add(making(will_hold));
+        let charge = self.memory.take(charged).await;
         Some((read.ready(), Taken { room, charge }))
     }
 }

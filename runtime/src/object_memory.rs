@@ -1,7 +1,7 @@
 //! One budget of the bytes tenants' decoded objects hold in the controller, every part's
 //! together (`--max-object-memory`): what its watches decode ahead of the loops, what the loops
-//! hand the evaluator (on the way, queued, under way, and its answers back), and what the
-//! Cleaners' book keeps of their targets.
+//! hand the evaluator (on the way, queued, under way, and its answers back, with the model's
+//! JSON made of each), and what the Cleaners' book keeps of their targets.
 //!
 //! Each of those parts has a bound of its own, so that one tenant filling it is the one who
 //! waits or is let go of. Their bounds were each hard, but added up to more than the
@@ -14,7 +14,11 @@
 //! then goes where the object goes and is given back when the object is dropped: nothing
 //! decoded is held uncharged, and nothing is charged twice. Only a read waits for room, in
 //! turn (tokio's semaphore is first come, first served); every holder goes on to hand on or
-//! drop what it holds without waiting on this budget, so the waits end. The one holder that
+//! drop what it holds without waiting on this budget, so the waits end. A holder about to make
+//! more of its object (the loop, sending one to be made into the model's JSON) grows its
+//! charge first, only where there is room at once and no read waits before it
+//! ([`Charge::try_grow`]); refused, it lets the object go, to be read again with room for both
+//! taken as it is read (`io`'s `Room::ready_making`). The one holder that
 //! keeps objects for long, the Cleaners' book, is bounded below this budget by more than one
 //! object ([`ObjectMemory::new`] says by how much), so a read always finds room once the
 //! evaluator's work ahead of it is done.
@@ -38,6 +42,8 @@ pub struct ObjectMemory {
 #[must_use = "a charge dropped gives its bytes back at once"]
 pub struct Charge {
     taken: Option<OwnedSemaphorePermit>,
+    /// The budget it was taken from, for [`Charge::try_grow`]; `None` for [`Charge::none`].
+    memory: Option<ObjectMemory>,
 }
 
 impl ObjectMemory {
@@ -67,12 +73,15 @@ impl ObjectMemory {
         let bytes = u32::try_from(bytes).unwrap_or(u32::MAX);
         // The semaphore is never closed.
         let taken = self.room.clone().acquire_many_owned(bytes).await.ok();
-        Charge { taken }
+        Charge {
+            taken,
+            memory: Some(self.clone()),
+        }
     }
 }
 
 impl Charge {
-    /// Nothing charged: what an object no budget applies to (tests, the webhook) carries.
+    /// Nothing charged, and no budget: what an object no budget applies to (tests) carries.
     pub fn none() -> Self {
         Self::default()
     }
@@ -90,6 +99,30 @@ impl Charge {
             (Some(mine), Some(theirs)) => mine.merge(theirs),
             (mine @ None, theirs) => *mine = theirs,
             (Some(_), None) => {}
+        }
+        self.memory = self.memory.take().or(other.memory);
+    }
+
+    /// Charges `bytes` more at once, where the budget has room for them now and no read waits
+    /// for room before them; never waits. Whether it did (always, where no budget applies):
+    /// what a holder that must not wait does before it makes more of its object.
+    pub fn try_grow(&mut self, bytes: usize) -> bool {
+        let Some(memory) = &self.memory else {
+            return true;
+        };
+        let Ok(bytes) = u32::try_from(bytes) else {
+            return false;
+        };
+        match memory.room.clone().try_acquire_many_owned(bytes) {
+            Ok(more) => {
+                let more = Charge {
+                    taken: Some(more),
+                    memory: None,
+                };
+                self.absorb(more);
+                true
+            }
+            Err(_) => false,
         }
     }
 
@@ -173,6 +206,27 @@ mod tests {
         );
         drop(book);
         assert_eq!(memory.held(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_holder_grows_its_charge_only_where_there_is_room_and_no_read_waits() {
+        let memory = ObjectMemory::new(10 * MIB);
+        let mut work = memory.take(4 * MIB).await;
+        assert!(work.try_grow(4 * MIB));
+        assert_eq!((work.bytes(), memory.held()), (8 * MIB, 8 * MIB));
+        assert!(!work.try_grow(4 * MIB), "past the budget");
+        assert_eq!(work.bytes(), 8 * MIB, "nothing taken of a refused growth");
+        let mut waiting = Box::pin(memory.take(3 * MIB));
+        assert!((&mut waiting).now_or_never().is_none());
+        assert!(
+            !work.try_grow(MIB),
+            "the 2 MiB free went to the read waiting: it goes first"
+        );
+        drop(work);
+        assert!(waiting.now_or_never().is_some());
+        let mut none = Charge::none();
+        assert!(none.try_grow(usize::MAX), "no budget applies to it");
+        assert_eq!(none.bytes(), 0);
     }
 
     #[derive(Debug, Clone)]

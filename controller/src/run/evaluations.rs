@@ -4,7 +4,9 @@
 //! again. Objects no policy with expressions selects are judged at once, as before. An object
 //! the evaluator shed to stay within its memory bound is fetched again at its turn (listed by
 //! its name: one request, tried three times at most), and evaluated as if the watch had brought
-//! it.
+//! it. An object is sent only once its charge of the budget of decoded objects covers the
+//! model's JSON it will be made into too; where that has no room at once, it is sent shed, and
+//! fetched again with room for both taken as it is read.
 //!
 //! The blast-radius guard counts a kind once its objects listed are judged. It waits for the
 //! objects whose evaluation was under way when the list ended, each until its first answer comes
@@ -25,7 +27,7 @@ use super::Core;
 use super::compiles::Compiles;
 use super::refetch::{Fetched, Refetch, Refetched};
 use crate::metrics::{KindLabels, Metrics};
-use kube_retention_evaluator::{Evaluated, Evaluator, Job, PolicyOutcome, PolicyWork};
+use kube_retention_evaluator::{Evaluated, Evaluator, Job, PolicyOutcome, PolicyWork, value_bytes};
 use kube_retention_io::lean;
 use kube_retention_io::watch_set::Room;
 use kube_retention_runtime::object_memory::Charge;
@@ -66,14 +68,23 @@ impl Evaluations {
         }
     }
 
+    /// Sends `job` to the evaluator, charged for the model's JSON it will be made into first:
+    /// where the budget of decoded objects has no room for that now (or a read waits for room),
+    /// it is sent shed, to be fetched again at its turn with room for both taken as it is read.
+    /// Work coming back was charged for both as it was fetched.
     fn submit(&mut self, mut job: Job, metrics: &Metrics) {
         self.next += 1;
         job.seq = self.next;
         self.pending.insert(job.key.clone(), job.seq);
         metrics.evaluations_queued.set(gauge(self.pending.len()));
         let returning = self.returning.take_if(|key| key == &job.key).is_some();
-        let work = PolicyWork::new(job, self.sender.clone()).returning(returning);
-        if !self.evaluator.submit(Box::new(work)) {
+        let room = returning || job.charge.try_grow(value_bytes(job.charge.bytes()));
+        let work = Box::new(PolicyWork::new(job, self.sender.clone()).returning(returning));
+        let sent = match room {
+            true => self.evaluator.submit(work),
+            false => self.evaluator.shed(work),
+        };
+        if !sent {
             tracing::error!(
                 "the CEL evaluator's thread has ended; policies with expressions no longer apply"
             );

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
-use kube_retention_evaluator::PolicyOutcome;
+use kube_retention_evaluator::{PolicyOutcome, value_bytes};
 use kube_retention_io::lean::LeanText;
 use kube_retention_io::watch_set::{Room, Taken};
 use kube_retention_runtime::object_memory::Charge;
@@ -84,7 +84,9 @@ impl Refetch {
             let by_name = ListParams::default().fields(&format!("metadata.name={}", key.name));
             let object = match api.list(&by_name).await {
                 Ok(listed) => match listed.items.into_iter().next() {
-                    Some(text) => Ok(room.ready(text).await),
+                    // Charged for the model's JSON it comes back to be made into, too: work
+                    // coming back is never shed again, so it cannot wait for that later.
+                    Some(text) => Ok(room.ready_making(text, value_bytes).await),
                     None => Ok(None),
                 },
                 Err(error) => Err(error),

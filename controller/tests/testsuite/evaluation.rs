@@ -421,3 +421,59 @@ fn evaluating_converts_once_and_answers_every_policy() {
     assert_eq!(answers[&key].matches, Some(Ok(true)));
     assert_eq!(answers[&cluster.0].matches, Some(Ok(true)));
 }
+
+/// JSON of any shape a tenant may give an object's data: strings, numbers, lists and maps
+/// nested a few deep, maps of one entry (the densest) among them.
+fn tenant_json() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        "[a-z]{0,40}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 400, 12, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..12).prop_map(Value::Array),
+            proptest::collection::btree_map("[a-z]{1,12}", inner, 0..12)
+                .prop_map(|map| Value::Object(map.into_iter().collect())),
+        ]
+    })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// The model's JSON of an object holds no more than `value_bytes` says of what the object
+    /// holds, whatever its labels, annotations and data: the charge a work takes for it before
+    /// it is sent, so that making it never passes the budget of decoded objects.
+    #[test]
+    fn value_bytes_bound_what_the_models_json_holds(
+        labels in proptest::collection::btree_map("[a-z0-9./-]{1,60}", "[a-z0-9]{0,60}", 0..300),
+        annotations in proptest::collection::btree_map("[a-z./-]{1,40}", "[ -~]{0,200}", 0..40),
+        spec in tenant_json(),
+        status in tenant_json(),
+        owners in 0..4usize,
+    ) {
+        use kube_retention_runtime::held::{held_bytes, object_held_bytes};
+        let owners: Vec<Value> = (0..owners)
+            .map(|n| json!({"apiVersion": "v1", "kind": "Pod", "name": format!("o{n}"),
+                            "uid": format!("uid-{n}")}))
+            .collect();
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "j", "namespace": "team-a", "uid": "u", "resourceVersion": "7",
+                         "labels": labels, "annotations": annotations,
+                         "ownerReferences": owners, "finalizers": ["a/b"]},
+            "spec": spec, "status": status
+        }))
+        .unwrap();
+        let state = leader();
+        let resource = &state.kinds()[kind(JOB)].resource;
+        let value = object_value(resource, &object).unwrap();
+        let (object_bytes, value_held) = (object_held_bytes(&object), held_bytes(&value));
+        proptest::prop_assert!(
+            value_held <= kube_retention_evaluator::value_bytes(object_bytes),
+            "the JSON holds {value_held}, the object {object_bytes}"
+        );
+    }
+}

@@ -14,6 +14,7 @@ use kube_retention_common::api::RetentionPolicy;
 use kube_retention_controller::run::Clock;
 use kube_retention_evaluator::{Bounds, Evaluator, EvaluatorMetrics, Progress, Work, WorkKey};
 use kube_retention_io::watches::WatchEvent;
+use kube_retention_runtime::object_memory::{DEFAULT_BYTES, ObjectMemory};
 use kube_retention_runtime::time_shares::TimeShares;
 use serde_json::{Value, json};
 
@@ -63,6 +64,15 @@ struct Seen {
 /// listed by name are answered by `fetch` (the Job, or a refusal); until `done` says so of
 /// what was seen.
 async fn shed_run(fetch: fn(&str) -> Result<Value, u16>, done: fn(&Seen) -> bool) -> Seen {
+    shed_run_within(ObjectMemory::new(DEFAULT_BYTES), fetch, done).await
+}
+
+/// As [`shed_run`], the loop's decoded objects charged to `memory`.
+async fn shed_run_within(
+    memory: ObjectMemory,
+    fetch: fn(&str) -> Result<Value, u16>,
+    done: fn(&Seen) -> bool,
+) -> Seen {
     let (client, mut api) = kube_retention_apimock::pair();
     let bounds = Bounds {
         namespace_bytes: 300_000,
@@ -82,7 +92,9 @@ async fn shed_run(fetch: fn(&str) -> Result<Value, u16>, done: fn(&Seen) -> bool
     // API server. Before that list is answered, a gate holds the evaluator's thread: the four
     // Jobs queue together behind it.
     let gate = Gate::default();
-    let running = loop_support::start(
+    let running = loop_support::start_within(
+        memory,
+        kube_retention_state::State::new(kube_retention_common::Registry::builtin().clone()),
         client,
         Clock::System,
         "Job.batch",
@@ -290,4 +302,40 @@ async fn a_shed_job_that_cannot_be_fetched_is_given_up_after_three_tries_and_the
         seen.fetched,
         BTreeMap::from([("job-2".to_owned(), 3), ("job-3".to_owned(), 3)])
     );
+}
+
+/// A budget of decoded objects with room for one Job and the model's JSON of it, not two: the
+/// Jobs listed together are charged as they are read, one at a time, and each sent to the
+/// evaluator only with room for its JSON, else shed at once (though its lane has room) and
+/// fetched again at its turn with room for both taken as it is read. Every Job is judged and
+/// deleted, and every charge given back.
+#[tokio::test]
+async fn a_job_with_no_room_for_its_json_is_shed_at_once_and_fetched_again_with_it() {
+    let object = kube_retention_runtime::held::object_held_bytes(
+        &serde_json::from_value(job("job-0")).unwrap(),
+    );
+    let room = object + kube_retention_evaluator::value_bytes(object) + object / 2;
+    let seen = shed_run_within(
+        ObjectMemory::new(room),
+        |name| Ok(job(name)),
+        |seen| seen.deleted.len() == JOBS,
+    )
+    .await;
+    let names: Vec<String> = (0..JOBS).map(|n| format!("job-{n}")).collect();
+    assert_eq!(seen.deleted, names, "every Job judged and deleted");
+    assert!(
+        seen.shed > 2,
+        "more shed than the lane's bound sheds ({}): a Job read while another held the room \
+         for its JSON had none for its own",
+        seen.shed
+    );
+    let fetches: usize = seen.fetched.values().sum();
+    assert_eq!(
+        u64::try_from(fetches).unwrap(),
+        seen.shed,
+        "{:?}",
+        seen.fetched
+    );
+    assert!(seen.most_charged <= room);
+    assert_eq!(seen.charged_at_end, 0);
 }

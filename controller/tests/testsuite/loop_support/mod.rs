@@ -57,6 +57,19 @@ pub fn start_with<T: Send + 'static>(
     client: Client,
     clock: Clock,
     kind_name: &str,
+    evaluator: (Evaluator, T),
+) -> Running {
+    let memory = ObjectMemory::new(DEFAULT_BYTES);
+    start_within(memory, state, client, clock, kind_name, evaluator)
+}
+
+/// As [`start_with`], its decoded objects charged to `memory`.
+pub fn start_within<T: Send + 'static>(
+    memory: ObjectMemory,
+    state: State,
+    client: Client,
+    clock: Clock,
+    kind_name: &str,
     (evaluator, evaluating): (Evaluator, T),
 ) -> Running {
     let kinds = Registry::builtin().clone();
@@ -83,7 +96,6 @@ pub fn start_with<T: Send + 'static>(
         clock,
     });
     let (group, watching) = kube_retention_runtime::supervise::group("watches");
-    let memory = ObjectMemory::new(DEFAULT_BYTES);
     let lists = Watching {
         lists: Lists::new(InitialList::Pages, 500),
         turns: ListTurns::new(1),
