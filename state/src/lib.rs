@@ -50,7 +50,7 @@ pub use guard::{GuardReport, HELD_SHOWN, Standing};
 pub use keys::ObjectKey;
 pub use policies::{Approval, LoadedPolicy, PolicyBook, PolicyKey, Summary, WOULD_DELETE_SHOWN};
 pub use recording::Stamping;
-pub use room::DEFAULT_MAX_TRACKED;
+pub use room::{DEFAULT_MAX_TRACKED, RECORD_BYTES};
 pub use stragglers::{Labelling, Stragglers};
 
 use groups::Enforce;

@@ -21,9 +21,13 @@ use std::sync::Arc;
 
 use kube_retention_common::kinds::KindId;
 
-/// The default bound on records: some 52 MiB of them (272 bytes each at a million Jobs), within
-/// the controller's 128 MiB share of the chart's memory limit beside its other bounds.
+/// The default bound on records: some 52 MiB of them ([`RECORD_BYTES`] each), within the
+/// controller's share of the chart's memory limit beside its other bounds.
 pub const DEFAULT_MAX_TRACKED: usize = 200_000;
+
+/// What a record holds with its indexes: 272 bytes a Job, measured at a million of them
+/// (docs/benchmarks/envelope.md).
+pub const RECORD_BYTES: usize = 272;
 
 /// What a new run may have of the room.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -21,7 +21,7 @@
 //! settings: beside A's settings against A quiet, and beside the hostile A against A's workload
 //! alone. The workload row shows what A's edits alone cost B through the API server and etcd the
 //! tenants share. Neither the controller nor the webhook may restart, and neither may have held
-//! more memory than the chart allows it (320 MiB with the evaluator processes, 128 MiB).
+//! more memory than the chart allows it (384 MiB with the evaluator processes, 128 MiB).
 
 mod attacks;
 mod rows;

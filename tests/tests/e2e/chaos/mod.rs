@@ -282,7 +282,7 @@ fn tenants_section(table: &str) -> String {
          its limit (`Ready=False` too); while hostile, Cleaners of sixteen 4 KB conditions are sent to\n\
          the webhook one after another, a tenth of a second apart, most of them refused uncompiled\n\
          once A has used its share of the webhook's compile time. Neither the controller nor the webhook may restart or hold\n\
-         more memory than the chart allows (320 MiB for the controller and its evaluator processes,\n\
+         more memory than the chart allows (384 MiB for the controller and its evaluator processes,\n\
          128 MiB for the webhook). The workload row against the quiet one is what A's edits and requests alone cost B through\n\
          the API server and etcd the tenants share, with kube-retention given nothing to evaluate or\n\
          compile; the hostile row against it is what kube-retention's answer to A costs B. The policy's\n\
@@ -304,7 +304,7 @@ fn tenants_section(table: &str) -> String {
          namespace announced to its sink and to the admin's `--ledger-sink`; A's breaker open and no\n\
          other; the copying policies `Ready=False` saying which limit; neither process restarted (the\n\
          controller's evaluator processes may be replaced), the controller's peak with its evaluator's\n\
-         within 320 MiB and the webhook's within 128 MiB.\n\n\
+         within 384 MiB and the webhook's within 128 MiB.\n\n\
          {table}"
     )
 }

@@ -326,7 +326,7 @@ async fn beside_the_attacks(
             "{} restarts of the controller and the webhook; the most memory held: the \
              controller {} MiB and its evaluator processes {} MiB ({} of them), {} MiB \
              together at the most at one reading, at most {} MiB added up (the chart's limit \
-             320 MiB); the webhook {} MiB (128 MiB); {}",
+             384 MiB); the webhook {} MiB (128 MiB); {}",
             held.restarts,
             held.controller_kib / 1024,
             held.peaks.evaluator_kib / 1024,

@@ -96,7 +96,7 @@ pub fn report_all(
         p99_delay: None,
         note: format!(
             "{} restarts; most memory held since they started: the controller {} MiB (the \
-             chart's limit 320 MiB, with its evaluator processes, not counted here), the webhook {} MiB (128 MiB); {}",
+             chart's limit 384 MiB, with its evaluator processes, not counted here), the webhook {} MiB (128 MiB); {}",
             held.restarts,
             held.controller_kib / 1024,
             held.webhook_kib / 1024,

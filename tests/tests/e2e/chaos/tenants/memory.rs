@@ -14,7 +14,7 @@ use crate::support::TestNamespace;
 
 /// The chart's memory limits: the controller's pod (itself and its evaluator process) and the
 /// webhook's.
-pub const CONTROLLER_LIMIT_KIB: u64 = 320 * 1024;
+pub const CONTROLLER_LIMIT_KIB: u64 = 384 * 1024;
 pub const WEBHOOK_LIMIT_KIB: u64 = 128 * 1024;
 
 /// The most memory seen, in KiB.
