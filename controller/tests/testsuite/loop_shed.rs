@@ -305,10 +305,10 @@ async fn a_shed_job_that_cannot_be_fetched_is_given_up_after_three_tries_and_the
 }
 
 /// A budget of decoded objects with room for one Job and the model's JSON of it, not two: the
-/// Jobs listed together are charged as they are read, one at a time, and each sent to the
-/// evaluator only with room for its JSON, else shed at once (though its lane has room) and
-/// fetched again at its turn with room for both taken as it is read. Every Job is judged and
-/// deleted, and every charge given back.
+/// Jobs listed together are charged as they are read, and each sent to the evaluator only with
+/// room for its JSON, else shed at once (though its lane has room) and fetched again at its turn
+/// with room for both taken as it is read. Every Job is judged and deleted, and every charge
+/// given back.
 #[tokio::test]
 async fn a_job_with_no_room_for_its_json_is_shed_at_once_and_fetched_again_with_it() {
     let object = kube_retention_runtime::held::object_held_bytes(
@@ -323,12 +323,9 @@ async fn a_job_with_no_room_for_its_json_is_shed_at_once_and_fetched_again_with_
     .await;
     let names: Vec<String> = (0..JOBS).map(|n| format!("job-{n}")).collect();
     assert_eq!(seen.deleted, names, "every Job judged and deleted");
-    assert!(
-        seen.shed > 2,
-        "more shed than the lane's bound sheds ({}): a Job read while another held the room \
-         for its JSON had none for its own",
-        seen.shed
-    );
+    // The Jobs cannot queue together here, so the lane's bound sheds none of them: each shed
+    // is a Job read while others held the room, with none for its JSON.
+    assert!(seen.shed >= 1, "none shed for want of room");
     let fetches: usize = seen.fetched.values().sum();
     assert_eq!(
         u64::try_from(fetches).unwrap(),
