@@ -110,7 +110,7 @@ pub struct Args {
         long,
         env = "KUBE_RETENTION_MAX_TRACKED_OBJECTS",
         default_value_t = kube_retention_state::DEFAULT_MAX_TRACKED,
-        value_parser = clap::value_parser!(u64).range(1..).map(|count| usize::try_from(count).unwrap_or(usize::MAX))
+        value_parser = usize_in(1..)
     )]
     pub max_tracked_objects: usize,
     /// The most memory, in MiB, tenants' decoded objects may hold in the controller at once,
@@ -124,7 +124,7 @@ pub struct Args {
         long,
         env = "KUBE_RETENTION_MAX_OBJECT_MEMORY",
         default_value_t = kube_retention_runtime::object_memory::DEFAULT_BYTES / (1024 * 1024),
-        value_parser = clap::value_parser!(u64).range(64..=65536).map(|mib| usize::try_from(mib).unwrap_or(usize::MAX))
+        value_parser = usize_in(64..=65536)
     )]
     pub max_object_memory: usize,
     /// How each watch first lists its kind: `stream` (one watch request that sends every
@@ -155,7 +155,7 @@ pub struct Args {
         long,
         env = "KUBE_RETENTION_LIST_PAGE_MEMORY",
         default_value_t = kube_retention_io::page_bytes::PAGE_BYTES / (1024 * 1024),
-        value_parser = clap::value_parser!(u64).range(1..=1024).map(|mib| usize::try_from(mib).unwrap_or(usize::MAX))
+        value_parser = usize_in(1..=1024)
     )]
     pub list_page_memory: usize,
     /// Elect a leader among replicas with a coordination.k8s.io Lease; only the leader acts.
@@ -259,6 +259,16 @@ pub enum Propagation {
     Background,
     Foreground,
     Orphan,
+}
+
+/// A whole number within `range`, taken as the `usize` the parts count in (a count, or MiB):
+/// `--max-tracked-objects`, `--max-object-memory`, `--list-page-memory`.
+fn usize_in(
+    range: impl std::ops::RangeBounds<u64>,
+) -> impl clap::builder::TypedValueParser<Value = usize> {
+    clap::value_parser!(u64)
+        .range(range)
+        .map(|number| usize::try_from(number).unwrap_or(usize::MAX))
 }
 
 /// `--events`: none, or the window within which deletions share one Event.

@@ -13,9 +13,9 @@
 //! events slows the others' by its turn and never starves them; it is an owner's, not the
 //! process's, so that one loop slow to read holds up no other. Each event is then charged to
 //! the process's one budget of decoded objects (`kube_retention_runtime::object_memory`), and
-//! the charge goes on with it to whoever holds its object ([`WatchSet::next`]). A task that ends without being
-//! stopped (a watch stream does not end on its own) or panics is a fault of the group, and stops
-//! the controller.
+//! the charge goes on with it to whoever holds its object ([`WatchSet::next`]). A task that
+//! ends without being stopped (a watch stream does not end on its own) or panics is a fault of
+//! the group, and stops the controller.
 //!
 //! Every watch begins with the list [`Lists`] makes and restarts backed off
 //! ([`crate::watch_backoff`]). Lists of objects take turns ([`ListTurns`], one for every owner);

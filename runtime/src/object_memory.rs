@@ -257,11 +257,12 @@ mod tests {
             for step in steps {
                 match step {
                     Step::Take(bytes) => {
-                        let fits = memory.held() + bytes.min(memory.capacity()) <= memory.capacity();
+                        let taken = bytes.min(memory.capacity());
+                        let fits = memory.held() + taken <= memory.capacity();
                         match memory.take(bytes).now_or_never() {
                             Some(charge) => {
                                 prop_assert!(fits);
-                                prop_assert_eq!(charge.bytes(), bytes.min(memory.capacity()));
+                                prop_assert_eq!(charge.bytes(), taken);
                                 charges.push(charge);
                             }
                             None => prop_assert!(!fits),

@@ -59,6 +59,18 @@ struct Seen {
     charged_at_end: usize,
 }
 
+impl Seen {
+    /// The lists by name of shed Jobs, every try counted.
+    fn fetches(&self) -> u64 {
+        self.fetched.values().map(|&tries| tries as u64).sum()
+    }
+}
+
+/// The names of the Jobs the policy judges, in order.
+fn job_names() -> Vec<String> {
+    (0..JOBS).map(|n| format!("job-{n}")).collect()
+}
+
 /// Runs the loop over four big Jobs of `team-a` and a policy with an expression over them, the
 /// evaluator held so that they queue together past the namespace lane's bound; shed Jobs
 /// listed by name are answered by `fetch` (the Job, or a refusal); until `done` says so of
@@ -104,7 +116,7 @@ async fn shed_run_within(
         .events
         .send(WatchEvent::Policy(Ok(Event::Apply(policy()))))
         .unwrap();
-    let names: Vec<String> = (0..JOBS).map(|n| format!("job-{n}")).collect();
+    let names = job_names();
     let mut seen = Seen {
         deleted: Vec::new(),
         fetched: BTreeMap::new(),
@@ -247,9 +259,9 @@ fn job_list(items: Vec<Value>) -> Value {
 #[tokio::test]
 async fn a_job_the_evaluator_shed_is_fetched_again_at_its_turn_and_judged() {
     let seen = shed_run(|name| Ok(job(name)), |seen| seen.deleted.len() == JOBS).await;
-    let names: Vec<String> = (0..JOBS).map(|n| format!("job-{n}")).collect();
     assert_eq!(
-        seen.deleted, names,
+        seen.deleted,
+        job_names(),
         "every Job judged and deleted, shed or not"
     );
     assert_eq!(
@@ -260,9 +272,8 @@ async fn a_job_the_evaluator_shed_is_fetched_again_at_its_turn_and_judged() {
         seen.shed, 2,
         "four Jobs of a little over 100 KB queued: the two newest do not fit a 300 KB lane"
     );
-    let fetches: usize = seen.fetched.values().sum();
     assert_eq!(
-        u64::try_from(fetches).unwrap(),
+        seen.fetches(),
         seen.shed,
         "one list by name for each Job shed, and none for the others: {:?}",
         seen.fetched
@@ -321,18 +332,11 @@ async fn a_job_with_no_room_for_its_json_is_shed_at_once_and_fetched_again_with_
         |seen| seen.deleted.len() == JOBS,
     )
     .await;
-    let names: Vec<String> = (0..JOBS).map(|n| format!("job-{n}")).collect();
-    assert_eq!(seen.deleted, names, "every Job judged and deleted");
+    assert_eq!(seen.deleted, job_names(), "every Job judged and deleted");
     // The Jobs cannot queue together here, so the lane's bound sheds none of them: each shed
     // is a Job read while others held the room, with none for its JSON.
     assert!(seen.shed >= 1, "none shed for want of room");
-    let fetches: usize = seen.fetched.values().sum();
-    assert_eq!(
-        u64::try_from(fetches).unwrap(),
-        seen.shed,
-        "{:?}",
-        seen.fetched
-    );
+    assert_eq!(seen.fetches(), seen.shed, "{:?}", seen.fetched);
     assert!(seen.most_charged <= room);
     assert_eq!(seen.charged_at_end, 0);
 }
